@@ -1,0 +1,152 @@
+#include "app/daemon.h"
+
+#include <unistd.h>
+
+#include <boost/asio/signal_set.hpp>
+#include <future>
+
+#include "app/version.h"
+
+namespace kuscia_host {
+
+Daemon::Daemon(HostConfig config, DaemonOptions options, LogManager& logs, const Clock& clock)
+    : config_(std::move(config)), options_(std::move(options)), logs_(logs), clock_(clock),
+      logger_(logs_.logger("host")), hostMetrics_(metrics_), runtime_(config_.workerThreads),
+      admin_(runtime_.io(), logs_.logger("admin")), loader_(LoaderOptions{::geteuid()}) {
+  if (auto info = metrics_.family(MetricKind::kGauge, "kuscia_host_build_info",
+                                  "Build information; always 1", {"version", "abi"})) {
+    info.value()->series({kVersion, kAbiVersion})->set(1);
+  }
+  admin_.route("/livez", [](const HttpRequest&) { return livezResponse(); });
+  admin_.route("/readyz", [this](const HttpRequest& r) { return readyzResponse(health_, r); });
+  admin_.route("/metrics", [this](const HttpRequest&) { return metricsResponse(metrics_); });
+}
+
+Daemon::~Daemon() {
+  shutdown();
+}
+
+Result<std::shared_ptr<PluginLibrary>> Daemon::library(const PluginEntry& entry) {
+  if (auto it = libraries_.find(entry.path); it != libraries_.end()) return it->second;
+  auto lib = loader_.load(entry.path);
+  if (!lib) return lib;
+  if (lib.value()->name() != entry.name)
+    return makeError("plugin " + entry.path + ": calls itself '" + lib.value()->name() +
+                     "' but the config enables '" + entry.name + "'");
+  logger_->info("loaded plugin {} {} from {}", lib.value()->name(), lib.value()->version(),
+                entry.path);
+  libraries_[entry.path] = lib.value();
+  hostMetrics_.pluginsLoaded->series({})->set(static_cast<double>(libraries_.size()));
+  return lib;
+}
+
+Result<void> Daemon::start() {
+  HostServices services{runtime_, metrics_, hostMetrics_, logs_, clock_};
+  // Load and create every instance; a required failure aborts, an optional one disables.
+  for (const auto& domain : config_.domains) {
+    for (const auto& entry : domain.plugins) {
+      std::string id = entry.name + "/" + domain.id;
+      auto lib = library(entry);
+      if (!lib) {
+        if (entry.required) {
+          shutdown();
+          return makeError(lib.error());
+        }
+        logger_->error("{} (required: false, instance {} disabled)", lib.error(), id);
+        health_.add("plugin:" + id, [reason = lib.error()] {
+          return HealthStatus{false, false, "disabled (required: false): " + reason};
+        });
+        continue;
+      }
+      InstanceOptions opts;
+      opts.domain = domain.id;
+      opts.mode = config_.mode;
+      opts.configJson = entry.configJson;
+      opts.required = entry.required;
+      if (!entry.logLevel.empty()) opts.logLevel = parseLogLevel(entry.logLevel);
+      auto instance = std::make_unique<PluginInstance>(lib.value(), opts, services);
+      auto* raw = instance.get();
+      health_.add("plugin:" + id, [raw] { return raw->health(); });
+      instances_.push_back(std::move(instance));
+      if (auto r = raw->create(); !r) {
+        if (entry.required) {
+          shutdown();
+          return r;
+        }
+        logger_->error("{} (required: false, instance disabled)", r.error());
+        raw->disable(r.error());
+      }
+    }
+  }
+
+  runtime_.start();
+  std::string listen = options_.adminListen.empty() ? config_.adminListen : options_.adminListen;
+  auto ep = admin_.listen(listen);
+  if (!ep) {
+    shutdown();
+    return makeError(ep.error());
+  }
+  adminEndpoint_ = ep.value();
+  logger_->info("admin server listening on {}:{}", ep->address().to_string(), ep->port());
+
+  for (auto& instance : instances_) {
+    if (instance->state() != InstanceState::kCreated) continue;
+    if (auto r = instance->start(); !r) {
+      if (instance->required()) {
+        shutdown();
+        return r;
+      }
+      logger_->error("{} (required: false, instance disabled)", r.error());
+      instance->stop();
+      instance->disable(r.error());
+      continue;
+    }
+    logger_->info("started {}", instance->id());
+  }
+  updateInstanceGauges();
+  logger_->info("kuscia-host {} running: {} plugin instance(s) in {} domain(s), mode {}", kVersion,
+                instances_.size(), config_.domains.size(), config_.mode);
+  return {};
+}
+
+void Daemon::updateInstanceGauges() {
+  std::map<std::string, int> counts;
+  for (const char* s : {"running", "failed", "disabled", "stopped"})
+    counts[s] = 0;
+  for (const auto& i : instances_)
+    counts[toString(i->state())]++;
+  for (const auto& [state, n] : counts)
+    hostMetrics_.instances->series({state})->set(n);
+}
+
+void Daemon::shutdown() {
+  if (shutDown_) return;
+  shutDown_ = true;
+  admin_.stop();
+  for (auto it = instances_.rbegin(); it != instances_.rend(); ++it) {
+    (*it)->stop();
+    logger_->debug("stopped {}", (*it)->id());
+  }
+  runtime_.stop();
+  for (auto it = instances_.rbegin(); it != instances_.rend(); ++it)
+    (*it)->destroy();
+  updateInstanceGauges();
+  instances_.clear();
+  for (auto& [path, lib] : libraries_)
+    logger_->debug("unloading {}", path);
+  libraries_.clear();
+  hostMetrics_.pluginsLoaded->series({})->set(0);
+  logger_->info("shut down");
+}
+
+void Daemon::waitForSignal() {
+  boost::asio::signal_set signals(runtime_.io(), SIGINT, SIGTERM);
+  auto got = std::make_shared<std::promise<int>>();
+  signals.async_wait(
+      [got](const boost::system::error_code& ec, int sig) { got->set_value(ec ? 0 : sig); });
+  int sig = got->get_future().get();
+  logger_->info("received signal {}, shutting down", sig);
+  shutdown();
+}
+
+} // namespace kuscia_host

@@ -1,0 +1,72 @@
+// Daemon: assembles the host from its config (runtime, metrics, health, admin server, plugin
+// libraries and instances), starts it, and shuts it down in the one safe order: stop every
+// instance, stop the runtime, destroy every instance, then unload the libraries.
+#pragma once
+
+#include <boost/asio/ip/tcp.hpp>
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "admin/admin_server.h"
+#include "admin/health.h"
+#include "common/result.h"
+#include "config/config.h"
+#include "logging/logging.h"
+#include "metrics/registry.h"
+#include "plugin/instance.h"
+#include "plugin/loader.h"
+#include "runtime/clock.h"
+#include "runtime/runtime.h"
+
+namespace kuscia_host {
+
+struct DaemonOptions {
+  std::string adminListen; // overrides config.adminListen when not empty
+};
+
+class Daemon {
+public:
+  Daemon(HostConfig config, DaemonOptions options, LogManager& logs, const Clock& clock);
+  ~Daemon();
+  Daemon(const Daemon&) = delete;
+  Daemon& operator=(const Daemon&) = delete;
+
+  // Loads and starts everything. A failing required plugin returns its error after undoing what
+  // was started; a failing optional one only disables its instance.
+  Result<void> start();
+  // Idempotent; see the class comment for the order.
+  void shutdown();
+  // Blocks until SIGTERM or SIGINT, then shuts down.
+  void waitForSignal();
+
+  std::optional<boost::asio::ip::tcp::endpoint> adminEndpoint() const { return adminEndpoint_; }
+  MetricsRegistry& metrics() { return metrics_; }
+  HealthRegistry& health() { return health_; }
+  const std::vector<std::unique_ptr<PluginInstance>>& instances() const { return instances_; }
+
+private:
+  Result<std::shared_ptr<PluginLibrary>> library(const PluginEntry& entry);
+  void updateInstanceGauges();
+
+  HostConfig config_;
+  DaemonOptions options_;
+  LogManager& logs_;
+  const Clock& clock_;
+  std::shared_ptr<spdlog::logger> logger_;
+  MetricsRegistry metrics_;
+  HostMetrics hostMetrics_;
+  HealthRegistry health_;
+  Runtime runtime_;
+  AdminServer admin_;
+  PluginLoader loader_;
+  std::map<std::string, std::shared_ptr<PluginLibrary>> libraries_;
+  std::vector<std::unique_ptr<PluginInstance>> instances_;
+  std::optional<boost::asio::ip::tcp::endpoint> adminEndpoint_;
+  bool shutDown_ = false;
+};
+
+} // namespace kuscia_host

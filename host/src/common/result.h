@@ -1,0 +1,50 @@
+// Result<T>: a value or an error message a user can act on. Used instead of exceptions across
+// component boundaries.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <variant>
+
+namespace kuscia_host {
+
+struct Error {
+  std::string message;
+};
+
+template <class T> class [[nodiscard]] Result {
+public:
+  Result(T value) : v_(std::move(value)) {}     // NOLINT(google-explicit-constructor)
+  Result(Error error) : v_(std::move(error)) {} // NOLINT(google-explicit-constructor)
+
+  bool ok() const { return v_.index() == 0; }
+  explicit operator bool() const { return ok(); }
+  T& value() { return std::get<0>(v_); }
+  const T& value() const { return std::get<0>(v_); }
+  T& operator*() { return value(); }
+  T* operator->() { return &value(); }
+  const std::string& error() const { return std::get<1>(v_).message; }
+
+private:
+  std::variant<T, Error> v_;
+};
+
+template <> class [[nodiscard]] Result<void> {
+public:
+  Result() = default;
+  Result(Error error) : error_(std::move(error.message)), ok_(false) {} // NOLINT
+
+  bool ok() const { return ok_; }
+  explicit operator bool() const { return ok_; }
+  const std::string& error() const { return error_; }
+
+private:
+  std::string error_;
+  bool ok_ = true;
+};
+
+inline Error makeError(std::string message) {
+  return Error{std::move(message)};
+}
+
+} // namespace kuscia_host

@@ -1,0 +1,541 @@
+#include "config/config.h"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <charconv>
+#include <climits>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <yaml-cpp/yaml.h>
+
+namespace kuscia_host {
+namespace {
+
+// ---------------------------------------------------------------------------------------------
+// Schema: the config's shape, as data. Validation and the reference text both come from it.
+// ---------------------------------------------------------------------------------------------
+enum class Type { kString, kInteger, kNumber, kBoolean, kMap, kList, kAny };
+
+struct SchemaNode {
+  Type type = Type::kString;
+  std::string description;
+  std::string defaultText;
+  std::vector<std::string> enumValues;
+  std::vector<std::pair<std::string, const SchemaNode*>> fields;
+  std::vector<std::string> required;
+  const SchemaNode* items = nullptr;
+  int64_t min = INT64_MIN;
+  int64_t max = INT64_MAX;
+};
+
+const char* typeName(Type t) {
+  switch (t) {
+  case Type::kString: return "string";
+  case Type::kInteger: return "integer";
+  case Type::kNumber: return "number";
+  case Type::kBoolean: return "boolean";
+  case Type::kMap: return "mapping";
+  case Type::kList: return "list";
+  case Type::kAny: return "any";
+  }
+  return "?";
+}
+
+// Built once; immutable afterwards.
+struct Schema {
+  SchemaNode logLevel{
+      Type::kString, "log level", "", {"trace", "debug", "info", "warn", "error", "off"}};
+  SchemaNode mode{Type::kString,
+                  "deployment mode: centralized (one cluster, many domains) or p2p (one domain)",
+                  "centralized",
+                  {"centralized", "p2p"}};
+  SchemaNode hostLogLevel{
+      Type::kString, "host log level", "info", {"trace", "debug", "info", "warn", "error", "off"}};
+  SchemaNode logFormat{Type::kString, "log line format", "text", {"text", "json"}};
+  SchemaNode listen{Type::kString, "address:port to listen on; port 0 picks a free port",
+                    "127.0.0.1:9464"};
+  SchemaNode admin{Type::kMap, "the admin HTTP server (/livez, /readyz, /metrics)"};
+  SchemaNode workerThreads{
+      Type::kInteger, "threads running plugin callbacks and I/O", "2", {}, {}, {}, nullptr, 1, 64};
+  SchemaNode kubeconfig{Type::kString, "path of a kubeconfig file"};
+  SchemaNode inCluster{Type::kBoolean, "use the pod's service account", "false"};
+  SchemaNode embeddedListen{Type::kString, "address the embedded API server listens on",
+                            "127.0.0.1:0"};
+  SchemaNode kubeconfigOut{Type::kString, "where the embedded API server writes its kubeconfig"};
+  SchemaNode embedded{Type::kMap, "run the embedded Kubernetes-compatible API server in the host"};
+  SchemaNode qps{Type::kNumber, "client-side rate limit for writes and lists, requests/s", "50"};
+  SchemaNode burst{Type::kInteger, "client-side rate limit burst", "100", {}, {}, {}, nullptr, 1,
+                   100000};
+  SchemaNode cluster{
+      Type::kMap,
+      "how to reach the Kubernetes API server (one of kubeconfig, inCluster, embedded)"};
+  SchemaNode dir{Type::kString, "absolute path"};
+  SchemaNode pluginDirs{Type::kList, "directories searched for <plugin-name>.so, in order",
+                        "the packaged plugin directory"};
+  SchemaNode pluginName{Type::kString, "plugin name; the host loads <name>.so from pluginDirs"};
+  SchemaNode pluginPath{Type::kString,
+                        "absolute path of the plugin .so (instead of searching pluginDirs)"};
+  SchemaNode required{
+      Type::kBoolean,
+      "true: a failing plugin stops the host; false: only this instance is disabled", "true"};
+  SchemaNode pluginConfig{Type::kAny, "the plugin's own configuration, passed to it as JSON"};
+  SchemaNode plugin{Type::kMap, "one plugin instance for the domain"};
+  SchemaNode plugins{Type::kList, "plugins enabled for this domain"};
+  SchemaNode domainId{Type::kString, "domain id (a DNS label, also the domain's namespace)"};
+  SchemaNode domain{Type::kMap, "a domain served by this host"};
+  SchemaNode domains{Type::kList, "the domains this host serves (exactly one in p2p mode)"};
+  SchemaNode root{Type::kMap, "kuscia-host configuration"};
+
+  Schema() {
+    admin.fields = {{"listen", &listen}};
+    embedded.fields = {{"listen", &embeddedListen}, {"kubeconfigOut", &kubeconfigOut}};
+    cluster.fields = {{"kubeconfig", &kubeconfig},
+                      {"inCluster", &inCluster},
+                      {"embedded", &embedded},
+                      {"qps", &qps},
+                      {"burst", &burst}};
+    pluginDirs.items = &dir;
+    plugin.fields = {{"name", &pluginName},
+                     {"path", &pluginPath},
+                     {"required", &required},
+                     {"logLevel", &logLevel},
+                     {"config", &pluginConfig}};
+    plugin.required = {"name"};
+    plugins.items = &plugin;
+    domain.fields = {{"id", &domainId}, {"plugins", &plugins}};
+    domain.required = {"id"};
+    domains.items = &domain;
+    root.fields = {{"mode", &mode},
+                   {"logLevel", &hostLogLevel},
+                   {"logFormat", &logFormat},
+                   {"admin", &admin},
+                   {"workerThreads", &workerThreads},
+                   {"cluster", &cluster},
+                   {"pluginDirs", &pluginDirs},
+                   {"domains", &domains}};
+    root.required = {"domains"};
+  }
+};
+
+const Schema& schema() {
+  static const Schema s;
+  return s;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Validation against the schema
+// ---------------------------------------------------------------------------------------------
+class Validator {
+public:
+  Validator(std::string file, std::vector<ConfigDiagnostic>& out)
+      : file_(std::move(file)), out_(out) {}
+
+  void error(const YAML::Node& at, const std::string& path, const std::string& message) {
+    const auto& m = at.Mark();
+    error(m, path, message);
+  }
+  void error(const YAML::Mark& m, const std::string& path, const std::string& message) {
+    out_.push_back(
+        {file_, m.line >= 0 ? m.line + 1 : 0, m.column >= 0 ? m.column + 1 : 0, path, message});
+  }
+
+  static bool isPlainScalar(const YAML::Node& n) { return n.IsScalar() && n.Tag() != "!"; }
+
+  void validate(const YAML::Node& n, const SchemaNode& s, const std::string& path) {
+    switch (s.type) {
+    case Type::kAny: return;
+    case Type::kMap: return validateMap(n, s, path);
+    case Type::kList:
+      if (!n.IsSequence()) return typeError(n, s, path);
+      for (std::size_t i = 0; i < n.size(); ++i)
+        validate(n[i], *s.items, path + "[" + std::to_string(i) + "]");
+      return;
+    case Type::kString:
+      if (!n.IsScalar()) return typeError(n, s, path);
+      if (!s.enumValues.empty()) {
+        const auto& v = n.Scalar();
+        bool found = false;
+        for (const auto& e : s.enumValues)
+          found = found || e == v;
+        if (!found) error(n, path, "'" + v + "' is not one of: " + join(s.enumValues));
+      }
+      return;
+    case Type::kInteger: {
+      int64_t v = 0;
+      if (!isPlainScalar(n) || !parseInt(n.Scalar(), v)) return typeError(n, s, path);
+      if (v < s.min || v > s.max)
+        error(n, path,
+              std::to_string(v) + " is outside [" + std::to_string(s.min) + ", " +
+                  std::to_string(s.max) + "]");
+      return;
+    }
+    case Type::kNumber: {
+      double d = 0;
+      if (!isPlainScalar(n) || !YAML::convert<double>::decode(n, d)) return typeError(n, s, path);
+      if (d <= 0) error(n, path, "must be greater than 0");
+      return;
+    }
+    case Type::kBoolean: {
+      if (!isPlainScalar(n) || (n.Scalar() != "true" && n.Scalar() != "false"))
+        return typeError(n, s, path);
+      return;
+    }
+    }
+  }
+
+  static bool parseInt(const std::string& s, int64_t& v) {
+    auto r = std::from_chars(s.data(), s.data() + s.size(), v);
+    return r.ec == std::errc() && r.ptr == s.data() + s.size();
+  }
+
+private:
+  void typeError(const YAML::Node& n, const SchemaNode& s, const std::string& path) {
+    std::string got = n.IsMap()        ? "a mapping"
+                      : n.IsSequence() ? "a list"
+                      : n.IsNull()     ? "nothing"
+                                       : "'" + n.Scalar() + "'";
+    error(n, path, std::string("expected ") + typeName(s.type) + ", got " + got);
+  }
+
+  void validateMap(const YAML::Node& n, const SchemaNode& s, const std::string& path) {
+    if (!n.IsMap()) return typeError(n, s, path);
+    std::map<std::string, int> seen;
+    for (auto it = n.begin(); it != n.end(); ++it) {
+      const YAML::Node k = it->first; // a copy: it->first refers into a temporary
+      std::string key = k.IsScalar() ? k.Scalar() : "?";
+      std::string childPath = path.empty() ? key : path + "." + key;
+      if (!k.IsScalar()) {
+        error(k, path, "keys must be plain strings");
+        continue;
+      }
+      if (auto [pos, inserted] = seen.emplace(key, k.Mark().line + 1); !inserted) {
+        error(k, childPath, "duplicate key (first at line " + std::to_string(pos->second) + ")");
+        continue;
+      }
+      const SchemaNode* child = nullptr;
+      for (const auto& [name, node] : s.fields)
+        if (name == key) child = node;
+      if (child == nullptr) {
+        std::vector<std::string> names;
+        for (const auto& f : s.fields)
+          names.push_back(f.first);
+        error(k, childPath, "unknown key '" + key + "' (expected one of: " + join(names) + ")");
+        continue;
+      }
+      const YAML::Node value = it->second;
+      validate(value, *child, childPath);
+    }
+    for (const auto& r : s.required)
+      if (seen.find(r) == seen.end())
+        error(n, path.empty() ? r : path + "." + r, "missing required key '" + r + "'");
+  }
+
+  static std::string join(const std::vector<std::string>& v) {
+    std::string s;
+    for (const auto& e : v)
+      s += (s.empty() ? "" : ", ") + e;
+    return s;
+  }
+
+  std::string file_;
+  std::vector<ConfigDiagnostic>& out_;
+};
+
+// ---------------------------------------------------------------------------------------------
+// YAML -> JSON for plugin config subtrees
+// ---------------------------------------------------------------------------------------------
+nlohmann::json toJson(const YAML::Node& n) {
+  switch (n.Type()) {
+  case YAML::NodeType::Null:
+  case YAML::NodeType::Undefined: return nullptr;
+  case YAML::NodeType::Sequence: {
+    auto a = nlohmann::json::array();
+    for (const auto& item : n)
+      a.push_back(toJson(item));
+    return a;
+  }
+  case YAML::NodeType::Map: {
+    auto o = nlohmann::json::object();
+    for (auto it = n.begin(); it != n.end(); ++it)
+      o[it->first.Scalar()] = toJson(it->second);
+    return o;
+  }
+  case YAML::NodeType::Scalar: break;
+  }
+  const std::string& s = n.Scalar();
+  if (n.Tag() != "?") return s; // quoted or explicitly tagged: a string
+  if (s == "~" || s == "null" || s == "Null" || s == "NULL") return nullptr;
+  if (s == "true" || s == "True" || s == "TRUE") return true;
+  if (s == "false" || s == "False" || s == "FALSE") return false;
+  int64_t i = 0;
+  if (Validator::parseInt(s, i)) return i;
+  double d = 0;
+  auto r = std::from_chars(s.data(), s.data() + s.size(), d);
+  if (r.ec == std::errc() && r.ptr == s.data() + s.size()) return d;
+  return s;
+}
+
+bool isDnsLabel(const std::string& s) {
+  if (s.empty() || s.size() > 63) return false;
+  for (char c : s)
+    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-')) return false;
+  return s.front() != '-' && s.back() != '-';
+}
+
+std::string describeDirProblem(const std::string& dir) {
+  std::error_code ec;
+  if (!std::filesystem::path(dir).is_absolute()) return "plugin directory must be an absolute path";
+  auto st = std::filesystem::status(dir, ec);
+  if (ec || !std::filesystem::exists(st)) return "plugin directory does not exist";
+  if (!std::filesystem::is_directory(st)) return "not a directory";
+  if (::access(dir.c_str(), R_OK | X_OK) != 0)
+    return std::string("cannot read directory: ") + std::strerror(errno);
+  return "";
+}
+
+// ---------------------------------------------------------------------------------------------
+// Extraction of the typed config (after schema validation) plus the checks that span keys.
+// ---------------------------------------------------------------------------------------------
+void extract(const YAML::Node& root, Validator& v, const ConfigLoadOptions& options,
+             HostConfig& c) {
+  if (auto n = root["mode"]) c.mode = n.Scalar();
+  if (auto n = root["logLevel"]) c.logLevel = n.Scalar();
+  if (auto n = root["logFormat"]) c.logFormat = n.Scalar();
+  if (auto n = root["workerThreads"]) c.workerThreads = n.as<int>();
+  if (auto admin = root["admin"]; admin && admin["listen"]) {
+    c.adminListen = admin["listen"].Scalar();
+    std::string h;
+    unsigned short p = 0;
+    if (!parseListenAddress(c.adminListen, h, p))
+      v.error(admin["listen"], "admin.listen", "expected host:port, got '" + c.adminListen + "'");
+  }
+  if (auto cl = root["cluster"]) {
+    int sources = 0;
+    if (auto n = cl["kubeconfig"]) {
+      ++sources;
+      c.cluster.source = ClusterConfig::Source::kKubeconfig;
+      c.cluster.kubeconfig = n.Scalar();
+    }
+    if (auto n = cl["inCluster"]; n && n.Scalar() == "true") {
+      ++sources;
+      c.cluster.source = ClusterConfig::Source::kInCluster;
+    }
+    if (auto n = cl["embedded"]) {
+      ++sources;
+      c.cluster.source = ClusterConfig::Source::kEmbedded;
+      if (n["listen"]) c.cluster.embeddedListen = n["listen"].Scalar();
+      if (n["kubeconfigOut"]) c.cluster.embeddedKubeconfigOut = n["kubeconfigOut"].Scalar();
+      std::string h;
+      unsigned short p = 0;
+      if (!parseListenAddress(c.cluster.embeddedListen, h, p))
+        v.error(n, "cluster.embedded.listen",
+                "expected host:port, got '" + c.cluster.embeddedListen + "'");
+    }
+    if (sources > 1) v.error(cl, "cluster", "set only one of kubeconfig, inCluster and embedded");
+    if (auto n = cl["qps"]) c.cluster.qps = n.as<double>();
+    if (auto n = cl["burst"]) c.cluster.burst = n.as<int>();
+  }
+
+  for (const auto& d : options.extraPluginDirs)
+    c.pluginDirs.push_back(d);
+  if (!root["pluginDirs"]) {
+    for (const auto& d : options.defaultPluginDirs)
+      if (describeDirProblem(d).empty()) c.pluginDirs.push_back(d);
+  }
+  if (auto dirs = root["pluginDirs"]) {
+    for (std::size_t i = 0; i < dirs.size(); ++i) {
+      std::string dir = dirs[i].Scalar();
+      if (auto problem = describeDirProblem(dir); !problem.empty()) {
+        v.error(dirs[i], "pluginDirs[" + std::to_string(i) + "]", problem + ": " + dir);
+        continue;
+      }
+      c.pluginDirs.push_back(dir);
+    }
+  }
+
+  auto domains = root["domains"];
+  std::map<std::string, int> domainLines;
+  for (std::size_t i = 0; i < domains.size(); ++i) {
+    const auto d = domains[i];
+    std::string path = "domains[" + std::to_string(i) + "]";
+    DomainConfig dc;
+    dc.id = d["id"].Scalar();
+    int line = d["id"].Mark().line + 1;
+    if (!isDnsLabel(dc.id))
+      v.error(d["id"], path + ".id",
+              "'" + dc.id +
+                  "' is not a valid domain id (lowercase letters, digits and '-', at most 63)");
+    if (auto [pos, inserted] = domainLines.emplace(dc.id, line); !inserted)
+      v.error(d["id"], path + ".id",
+              "duplicate domain '" + dc.id + "' (first at line " + std::to_string(pos->second) +
+                  ")");
+    std::map<std::string, int> pluginLines;
+    if (auto plugins = d["plugins"]) {
+      for (std::size_t j = 0; j < plugins.size(); ++j) {
+        const auto p = plugins[j];
+        std::string ppath = path + ".plugins[" + std::to_string(j) + "]";
+        PluginEntry pe;
+        pe.name = p["name"].Scalar();
+        pe.line = p["name"].Mark().line + 1;
+        if (auto [pos, inserted] = pluginLines.emplace(pe.name, pe.line); !inserted)
+          v.error(p["name"], ppath + ".name",
+                  "plugin '" + pe.name + "' is enabled twice for domain '" + dc.id +
+                      "' (first at line " + std::to_string(pos->second) + ")");
+        if (auto n = p["required"]) pe.required = n.Scalar() == "true";
+        if (auto n = p["logLevel"]) pe.logLevel = n.Scalar();
+        if (auto n = p["config"]) {
+          auto j2 = toJson(n);
+          if (!j2.is_null() && !j2.is_object())
+            v.error(n, ppath + ".config", "expected a mapping of plugin settings");
+          pe.configJson = j2.is_object() ? j2.dump() : "{}";
+        }
+        if (auto n = p["path"]) {
+          pe.path = n.Scalar();
+          std::error_code ec;
+          if (!std::filesystem::path(pe.path).is_absolute())
+            v.error(n, ppath + ".path", "plugin path must be absolute: " + pe.path);
+          else if (!std::filesystem::is_regular_file(pe.path, ec))
+            v.error(n, ppath + ".path", "no plugin file at " + pe.path);
+        } else {
+          for (const auto& dir : c.pluginDirs) {
+            std::error_code ec;
+            auto candidate = std::filesystem::path(dir) / (pe.name + ".so");
+            if (std::filesystem::is_regular_file(candidate, ec)) {
+              pe.path = candidate.string();
+              break;
+            }
+          }
+          if (pe.path.empty()) {
+            std::string dirs;
+            for (const auto& dir : c.pluginDirs)
+              dirs += (dirs.empty() ? "" : ", ") + dir;
+            v.error(
+                p["name"], ppath + ".name",
+                "unknown plugin '" + pe.name + "': no " + pe.name + ".so in " +
+                    (dirs.empty() ? std::string("any plugin directory (set pluginDirs)") : dirs));
+          }
+        }
+        dc.plugins.push_back(std::move(pe));
+      }
+    }
+    c.domains.push_back(std::move(dc));
+  }
+  if (c.domains.empty()) v.error(domains, "domains", "at least one domain is required");
+  if (c.mode == "p2p" && c.domains.size() > 1)
+    v.error(domains, "domains",
+            "p2p mode serves exactly one domain, found " + std::to_string(c.domains.size()));
+}
+
+} // namespace
+
+std::string ConfigDiagnostic::str() const {
+  std::ostringstream s;
+  s << file;
+  if (line > 0) s << ":" << line;
+  if (column > 0) s << ":" << column;
+  s << ": ";
+  if (!keyPath.empty()) s << keyPath << ": ";
+  s << message;
+  return s.str();
+}
+
+bool parseListenAddress(const std::string& text, std::string& host, unsigned short& port) {
+  std::string h;
+  std::string p;
+  if (!text.empty() && text.front() == '[') {
+    auto close = text.find(']');
+    if (close == std::string::npos || close + 1 >= text.size() || text[close + 1] != ':')
+      return false;
+    h = text.substr(1, close - 1);
+    p = text.substr(close + 2);
+  } else {
+    auto colon = text.rfind(':');
+    if (colon == std::string::npos || text.find(':') != colon) return false;
+    h = text.substr(0, colon);
+    p = text.substr(colon + 1);
+  }
+  int64_t v = -1;
+  if (h.empty() || !Validator::parseInt(p, v) || v < 0 || v > 65535) return false;
+  host = h;
+  port = static_cast<unsigned short>(v);
+  return true;
+}
+
+ConfigLoadResult parseHostConfig(const std::string& text, const std::string& file,
+                                 const ConfigLoadOptions& options) {
+  ConfigLoadResult r;
+  YAML::Node root;
+  try {
+    root = YAML::Load(text);
+  } catch (const YAML::ParserException& e) {
+    r.errors.push_back({file, e.mark.line + 1, e.mark.column + 1, "", "invalid YAML: " + e.msg});
+    return r;
+  } catch (const YAML::Exception& e) {
+    r.errors.push_back({file, 0, 0, "", std::string("invalid YAML: ") + e.what()});
+    return r;
+  }
+  Validator v(file, r.errors);
+  if (!root.IsMap()) {
+    r.errors.push_back(
+        {file, 1, 1, "", "the config must be a mapping (see kuscia-host check-config --help)"});
+    return r;
+  }
+  try {
+    v.validate(root, schema().root, "");
+    if (!r.errors.empty()) return r;
+    HostConfig c;
+    c.file = file;
+    extract(root, v, options, c);
+    if (r.errors.empty()) r.config = std::move(c);
+  } catch (const YAML::Exception& e) {
+    r.errors.push_back({file, e.mark.line + 1, e.mark.column + 1, "", e.msg});
+  }
+  return r;
+}
+
+ConfigLoadResult loadHostConfig(const std::string& path, const ConfigLoadOptions& options) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    ConfigLoadResult r;
+    r.errors.push_back(
+        {path, 0, 0, "", std::string("cannot read config file: ") + std::strerror(errno)});
+    return r;
+  }
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return parseHostConfig(ss.str(), path, options);
+}
+
+std::string configReference() {
+  std::ostringstream out;
+  std::function<void(const SchemaNode&, const std::string&)> walk = [&](const SchemaNode& s,
+                                                                        const std::string& path) {
+    if (!path.empty()) {
+      out << "  " << path << " (" << typeName(s.type) << ")";
+      if (!s.defaultText.empty()) out << ", default " << s.defaultText;
+      out << ": " << s.description;
+      if (!s.enumValues.empty()) {
+        out << " [";
+        for (std::size_t i = 0; i < s.enumValues.size(); ++i)
+          out << (i ? "|" : "") << s.enumValues[i];
+        out << "]";
+      }
+      for (const auto& r : s.required)
+        out << "; requires " << r;
+      out << "\n";
+    }
+    for (const auto& [name, child] : s.fields)
+      walk(*child, path.empty() ? name : path + "." + name);
+    if (s.items != nullptr && s.items->type == Type::kMap) walk(*s.items, path + "[]");
+  };
+  walk(schema().root, "");
+  return out.str();
+}
+
+} // namespace kuscia_host

@@ -1,0 +1,82 @@
+// The host configuration file (YAML): its typed form, the schema it is validated against, and the
+// loader that reports every problem with the file, line, column and key path.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace kuscia_host {
+
+struct PluginEntry {
+  std::string name;
+  std::string path; // resolved absolute path of the .so
+  bool required = true;
+  std::string logLevel;          // empty: the host's level
+  std::string configJson = "{}"; // the `config` subtree as JSON
+  int line = 0;
+};
+
+struct DomainConfig {
+  std::string id;
+  std::vector<PluginEntry> plugins;
+};
+
+struct ClusterConfig {
+  enum class Source { kNone, kKubeconfig, kInCluster, kEmbedded };
+  Source source = Source::kNone;
+  std::string kubeconfig;
+  std::string embeddedListen = "127.0.0.1:0";
+  std::string embeddedKubeconfigOut;
+  double qps = 50;
+  int burst = 100;
+};
+
+struct HostConfig {
+  std::string file;
+  std::string mode = "centralized";
+  std::string logLevel = "info";
+  std::string logFormat = "text";
+  std::string adminListen = "127.0.0.1:9464";
+  int workerThreads = 2;
+  ClusterConfig cluster;
+  std::vector<std::string> pluginDirs;
+  std::vector<DomainConfig> domains;
+};
+
+// One problem in a config file. line/column are 1-based; 0 when unknown.
+struct ConfigDiagnostic {
+  std::string file;
+  int line = 0;
+  int column = 0;
+  std::string keyPath; // e.g. domains[0].plugins[1].name
+  std::string message;
+
+  std::string str() const;
+};
+
+struct ConfigLoadResult {
+  std::optional<HostConfig> config; // set only when there are no errors
+  std::vector<ConfigDiagnostic> errors;
+};
+
+struct ConfigLoadOptions {
+  // Searched before the file's pluginDirs (e.g. from --plugin-dir). Absolute paths.
+  std::vector<std::string> extraPluginDirs;
+  // Used when the file has no pluginDirs; directories that do not exist are skipped silently.
+  std::vector<std::string> defaultPluginDirs;
+};
+
+// Loads and validates a config file. Never throws.
+ConfigLoadResult loadHostConfig(const std::string& path, const ConfigLoadOptions& options = {});
+// Same, from text already in memory; `file` is only used in messages.
+ConfigLoadResult parseHostConfig(const std::string& text, const std::string& file,
+                                 const ConfigLoadOptions& options = {});
+
+// Parses "host:port" / "[v6]:port"; false when malformed.
+bool parseListenAddress(const std::string& text, std::string& host, unsigned short& port);
+
+// The reference of every config key, generated from the schema (for --help and docs).
+std::string configReference();
+
+} // namespace kuscia_host

@@ -1,0 +1,60 @@
+// Plugin loading: permission checks, dlopen through Boost.DLL (RTLD_NOW | RTLD_LOCAL), and the
+// ABI version handshake. A PluginLibrary stays loaded as long as any shared_ptr to it lives;
+// instances hold one, so a library is never unloaded while anything from it is alive.
+#pragma once
+
+#include <kuscia_host/abi.h>
+#include <sys/types.h>
+
+#include <boost/dll/shared_library.hpp>
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include "common/result.h"
+
+namespace kuscia_host {
+
+class PluginLibrary {
+public:
+  PluginLibrary(boost::dll::shared_library lib, const kh_plugin_v1_t* descriptor, std::string path);
+  ~PluginLibrary();
+  PluginLibrary(const PluginLibrary&) = delete;
+  PluginLibrary& operator=(const PluginLibrary&) = delete;
+
+  const kh_plugin_v1_t& descriptor() const { return *descriptor_; }
+  const std::string& path() const { return path_; }
+  std::string name() const { return descriptor_->name; }
+  std::string version() const {
+    return descriptor_->version != nullptr ? descriptor_->version : "";
+  }
+
+private:
+  boost::dll::shared_library lib_;
+  const kh_plugin_v1_t* descriptor_;
+  std::string path_;
+};
+
+struct LoaderOptions {
+  // Besides root, the one user allowed to own plugin files and directories (the service user).
+  uid_t allowedOwner = 0;
+};
+
+class PluginLoader {
+public:
+  explicit PluginLoader(LoaderOptions options);
+
+  // Loads the library at `path` (absolute). On failure the message names the file and the
+  // reason, and for version mismatches both versions and what to do.
+  Result<std::shared_ptr<PluginLibrary>> load(const std::string& path) const;
+
+  // Refuses relative paths, files that are not regular, and any file or directory on the path
+  // (up to /) that is writable by group or others (sticky root-owned directories such as /tmp
+  // excepted) or owned by someone other than root or the allowed owner.
+  Result<void> checkPermissions(const std::filesystem::path& path) const;
+
+private:
+  LoaderOptions options_;
+};
+
+} // namespace kuscia_host

@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# kuscia-host developer setup: installs what is missing, builds, runs, tests.
+#
+#   packaging/setup.sh run     build, then run the host on config/samples/centralized.yaml (Ctrl-C stops it)
+#   packaging/setup.sh test    build with warnings as errors, run every test, then again under ASan+UBSan
+#   packaging/setup.sh build   only install dependencies and build (build/)
+#   packaging/setup.sh deps    only install missing Debian packages
+#   packaging/setup.sh format  reformat the sources with clang-format
+#
+# Environment: BUILD_DIR (default build), JOBS (default: number of cores), KH_SKIP_SANITIZE=1
+# skips the sanitizer pass of `test` (CI never sets it).
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+build_dir=${BUILD_DIR:-$root/build}
+jobs=${JOBS:-$(nproc)}
+
+packages=(
+  cmake ninja-build g++ pkgconf clang-format
+  libboost1.81-dev nlohmann-json3-dev libspdlog-dev libfmt-dev libyaml-cpp-dev libssl-dev
+  libsimdjson-dev libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev
+)
+
+say() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
+
+deps() {
+  local missing=()
+  for p in "${packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  if [ ${#missing[@]} -eq 0 ]; then
+    say "dependencies: all ${#packages[@]} Debian packages present"
+    return
+  fi
+  say "installing ${#missing[@]} missing Debian package(s): ${missing[*]}"
+  local sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+}
+
+# configure_and_build DIR [cmake args...]
+configure_and_build() {
+  local dir=$1
+  shift
+  say "configuring $dir"
+  cmake -S "$root" -B "$dir" -G Ninja "$@" >/dev/null
+  say "building $dir ($jobs jobs)"
+  cmake --build "$dir" --parallel "$jobs"
+}
+
+run_tests() {
+  local dir=$1
+  say "testing $dir"
+  ctest --test-dir "$dir" --output-on-failure --parallel "$jobs" --timeout 300
+}
+
+check_format() {
+  say "checking formatting (clang-format)"
+  local files
+  files=$(cd "$root" && git ls-files '*.h' '*.hpp' '*.cc' '*.c' 2>/dev/null || true)
+  [ -n "$files" ] || return 0
+  (cd "$root" && clang-format --dry-run --Werror $files)
+}
+
+cmd=${1:-}
+case "$cmd" in
+  deps)
+    deps
+    ;;
+  build)
+    deps
+    configure_and_build "$build_dir"
+    ;;
+  run)
+    deps
+    configure_and_build "$build_dir"
+    say "running kuscia-host on config/samples/centralized.yaml (admin on http://127.0.0.1:9464; Ctrl-C to stop)"
+    exec "$build_dir/bin/kuscia-host" run --config "$root/config/samples/centralized.yaml" \
+      --plugin-dir "$build_dir/plugins"
+    ;;
+  test)
+    deps
+    check_format
+    configure_and_build "$build_dir" -DKH_WERROR=ON
+    run_tests "$build_dir"
+    if [ "${KH_SKIP_SANITIZE:-0}" != 1 ]; then
+      configure_and_build "$build_dir-asan" -DKH_WERROR=ON -DKH_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug
+      ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+        run_tests "$build_dir-asan"
+    fi
+    say "all tests passed"
+    ;;
+  format)
+    (cd "$root" && clang-format -i $(git ls-files '*.h' '*.hpp' '*.cc' '*.c'))
+    ;;
+  *)
+    sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'
+    exit 2
+    ;;
+esac

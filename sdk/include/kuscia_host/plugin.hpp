@@ -1,0 +1,430 @@
+// kuscia-host C++ plugin wrapper (header-only, C++17, compiled into the plugin).
+//
+// A plugin derives from kuscia_host::sdk::Plugin, takes (Host, domain, configJson) in its
+// constructor, overrides the on* hooks it needs and registers itself once with
+// KH_PLUGIN(ClassName, "name", "version", "description"). The wrapper turns every C++
+// exception into an error status at the ABI boundary: nothing thrown ever reaches the host.
+#ifndef KUSCIA_HOST_PLUGIN_HPP
+#define KUSCIA_HOST_PLUGIN_HPP
+
+#include <kuscia_host/abi.h>
+
+#include <cstdint>
+#include <cstring>
+#include <exception>
+#include <initializer_list>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+namespace kuscia_host::sdk {
+
+// Thrown by host calls that fail; carries the kh_status_t and the host's message.
+class HostError : public std::runtime_error {
+public:
+  HostError(kh_status_t status, const std::string& message)
+      : std::runtime_error(message), status_(status) {}
+  kh_status_t status() const noexcept { return status_; }
+
+private:
+  kh_status_t status_;
+};
+
+enum class LogLevel : kh_log_level_t {
+  kTrace = KH_LOG_TRACE,
+  kDebug = KH_LOG_DEBUG,
+  kInfo = KH_LOG_INFO,
+  kWarn = KH_LOG_WARN,
+  kError = KH_LOG_ERROR,
+};
+
+// A registered metric family; cheap to copy. Label values are given in declaration order.
+class Metric {
+public:
+  Metric() = default;
+  Metric(const kh_host_api_v1_t* api, kh_metric_t* metric) : api_(api), metric_(metric) {}
+
+  void add(double v, std::initializer_list<const char*> labels = {}) const {
+    if (metric_ != nullptr && api_->metric_add != nullptr)
+      api_->metric_add(metric_, labels.begin(), labels.size(), v);
+  }
+  void set(double v, std::initializer_list<const char*> labels = {}) const {
+    if (metric_ != nullptr && api_->metric_set != nullptr)
+      api_->metric_set(metric_, labels.begin(), labels.size(), v);
+  }
+  void observe(double v, std::initializer_list<const char*> labels = {}) const {
+    if (metric_ != nullptr && api_->metric_observe != nullptr)
+      api_->metric_observe(metric_, labels.begin(), labels.size(), v);
+  }
+
+private:
+  const kh_host_api_v1_t* api_ = nullptr;
+  kh_metric_t* metric_ = nullptr;
+};
+
+// C++ view of a subscription (see kh_subscription_t).
+struct Subscription {
+  std::string group;
+  std::string version;
+  std::string resource;
+  kh_scope_t scope = KH_SCOPE_DOMAIN;
+  std::string namespaceName;
+  std::string labelSelector;
+  std::vector<std::string> fields;
+  bool wantRaw = false;
+};
+
+// C++ view of an event; the string_views are valid only during onEvent.
+struct Event {
+  uint64_t subscriptionId = 0;
+  kh_event_type_t type = 0;
+  std::string_view key;
+  std::string_view uid;
+  std::string_view resourceVersion;
+  std::string_view fieldsJson;
+  std::string_view rawJson;
+};
+
+// C++ view of a write (see kh_kube_request_t).
+struct KubeRequest {
+  kh_kube_verb_t verb = KH_KUBE_PATCH;
+  std::string group;
+  std::string version;
+  std::string resource;
+  std::string namespaceName;
+  std::string name;
+  std::string subresource;
+  kh_patch_type_t patchType = KH_PATCH_MERGE;
+  std::string body;
+  std::string resourceVersion;
+  uint64_t userTag = 0;
+};
+
+// C++ view of a completed write; the string_views are valid only during onKubeResult.
+struct KubeResult {
+  uint64_t requestId = 0;
+  uint64_t userTag = 0;
+  int32_t httpCode = 0;
+  std::string_view body;
+  std::string_view message;
+};
+
+// The host as a plugin instance sees it. Cheap to copy; valid until the instance is destroyed.
+class Host {
+public:
+  Host(const kh_host_api_v1_t* api, kh_host_ctx_t* ctx) : api_(api), ctx_(ctx) {}
+
+  const kh_host_api_v1_t* api() const { return api_; }
+  kh_host_ctx_t* ctx() const { return ctx_; }
+
+  void log(LogLevel level, std::string_view msg) const {
+    if (api_->log != nullptr)
+      api_->log(ctx_, static_cast<kh_log_level_t>(level), msg.data(), msg.size());
+  }
+  bool logEnabled(LogLevel level) const {
+    return api_->log_enabled != nullptr &&
+           api_->log_enabled(ctx_, static_cast<kh_log_level_t>(level)) != 0;
+  }
+  void trace(std::string_view m) const { log(LogLevel::kTrace, m); }
+  void debug(std::string_view m) const { log(LogLevel::kDebug, m); }
+  void info(std::string_view m) const { log(LogLevel::kInfo, m); }
+  void warn(std::string_view m) const { log(LogLevel::kWarn, m); }
+  void error(std::string_view m) const { log(LogLevel::kError, m); }
+
+  int64_t wallTimeNanos() const { return api_->wall_time_ns ? api_->wall_time_ns(ctx_) : 0; }
+  int64_t monotonicNanos() const {
+    return api_->monotonic_time_ns ? api_->monotonic_time_ns(ctx_) : 0;
+  }
+  std::string_view domainId() const { return api_->domain_id ? api_->domain_id(ctx_) : ""; }
+  std::string_view deploymentMode() const {
+    return api_->deployment_mode ? api_->deployment_mode(ctx_) : "";
+  }
+
+  Metric counter(const std::string& name, const std::string& help,
+                 std::vector<std::string> labels = {}) const {
+    return registerMetric(KH_METRIC_COUNTER, name, help, labels, {});
+  }
+  Metric gauge(const std::string& name, const std::string& help,
+               std::vector<std::string> labels = {}) const {
+    return registerMetric(KH_METRIC_GAUGE, name, help, labels, {});
+  }
+  Metric histogram(const std::string& name, const std::string& help,
+                   std::vector<std::string> labels = {}, std::vector<double> buckets = {}) const {
+    return registerMetric(KH_METRIC_HISTOGRAM, name, help, labels, buckets);
+  }
+
+  // Returns the timer id; throws HostError when timers are unavailable.
+  uint64_t startTimer(uint64_t delayMs, uint64_t periodMs = 0, uint64_t userTag = 0) const {
+    if (api_->timer_start == nullptr) throw HostError(KH_ERR_UNAVAILABLE, "timers unavailable");
+    uint64_t id = 0;
+    char err[256] = {0};
+    check(api_->timer_start(ctx_, delayMs, periodMs, userTag, &id, err, sizeof err), err);
+    return id;
+  }
+  bool cancelTimer(uint64_t id) const {
+    return api_->timer_cancel != nullptr && api_->timer_cancel(ctx_, id) == KH_OK;
+  }
+  void setReady(bool ready, const std::string& reason = "") const {
+    if (api_->set_ready != nullptr) api_->set_ready(ctx_, ready ? 1 : 0, reason.c_str());
+  }
+
+  // Kubernetes access; kubeAvailable() is false when the host runs without a cluster.
+  bool kubeAvailable() const { return api_->subscribe != nullptr && api_->kube_request != nullptr; }
+
+  uint64_t subscribe(const Subscription& s) const {
+    if (api_->subscribe == nullptr)
+      throw HostError(KH_ERR_UNAVAILABLE,
+                      "kubernetes subscriptions are not available in this host");
+    std::vector<const char*> fields;
+    fields.reserve(s.fields.size());
+    for (const auto& f : s.fields)
+      fields.push_back(f.c_str());
+    kh_subscription_t sub{};
+    sub.struct_size = sizeof sub;
+    sub.group = s.group.c_str();
+    sub.version = s.version.c_str();
+    sub.resource = s.resource.c_str();
+    sub.scope = s.scope;
+    sub.namespace_name = s.namespaceName.c_str();
+    sub.label_selector = s.labelSelector.c_str();
+    sub.fields = fields.data();
+    sub.field_count = fields.size();
+    sub.want_raw = s.wantRaw ? 1 : 0;
+    uint64_t id = 0;
+    char err[512] = {0};
+    check(api_->subscribe(ctx_, &sub, &id, err, sizeof err), err);
+    return id;
+  }
+
+  uint64_t kubeRequest(const KubeRequest& r) const {
+    if (api_->kube_request == nullptr)
+      throw HostError(KH_ERR_UNAVAILABLE, "kubernetes writes are not available in this host");
+    kh_kube_request_t req{};
+    req.struct_size = sizeof req;
+    req.verb = r.verb;
+    req.group = r.group.c_str();
+    req.version = r.version.c_str();
+    req.resource = r.resource.c_str();
+    req.namespace_name = r.namespaceName.c_str();
+    req.name = r.name.c_str();
+    req.subresource = r.subresource.c_str();
+    req.patch_type = r.patchType;
+    req.body = r.body.data();
+    req.body_len = r.body.size();
+    req.resource_version = r.resourceVersion.c_str();
+    req.user_tag = r.userTag;
+    uint64_t id = 0;
+    char err[512] = {0};
+    check(api_->kube_request(ctx_, &req, &id, err, sizeof err), err);
+    return id;
+  }
+
+  // Calls fn(const kh_object_t&) for the cached object; false when absent.
+  template <class Fn>
+  bool cacheGet(uint64_t subscriptionId, const std::string& key, Fn&& fn) const {
+    if (api_->cache_get == nullptr) return false;
+    return api_->cache_get(ctx_, subscriptionId, key.c_str(), &visit<Fn>, &fn) == KH_OK;
+  }
+  // Calls fn(const kh_object_t&) for every cached object matching the selector.
+  template <class Fn>
+  void cacheList(uint64_t subscriptionId, const std::string& selector, Fn&& fn) const {
+    if (api_->cache_list != nullptr)
+      api_->cache_list(ctx_, subscriptionId, selector.c_str(), &visit<Fn>, &fn);
+  }
+
+private:
+  template <class Fn> static int32_t visit(void* user, const kh_object_t* object) {
+    try {
+      (*static_cast<std::remove_reference_t<Fn>*>(user))(*object);
+      return 0;
+    } catch (...) {
+      return 1; // stop iterating; never unwind through the host
+    }
+  }
+
+  static void check(kh_status_t status, const char* err) {
+    if (status != KH_OK) throw HostError(status, err[0] != 0 ? err : "host call failed");
+  }
+
+  Metric registerMetric(kh_metric_kind_t kind, const std::string& name, const std::string& help,
+                        const std::vector<std::string>& labels,
+                        const std::vector<double>& buckets) const {
+    if (api_->metric_register == nullptr) return {};
+    std::vector<const char*> names;
+    names.reserve(labels.size());
+    for (const auto& l : labels)
+      names.push_back(l.c_str());
+    kh_metric_desc_t desc{};
+    desc.struct_size = sizeof desc;
+    desc.kind = kind;
+    desc.name = name.c_str();
+    desc.help = help.c_str();
+    desc.label_names = names.data();
+    desc.label_count = names.size();
+    desc.buckets = buckets.empty() ? nullptr : buckets.data();
+    desc.bucket_count = buckets.size();
+    kh_metric_t* out = nullptr;
+    char err[512] = {0};
+    check(api_->metric_register(ctx_, &desc, &out, err, sizeof err), err);
+    return Metric(api_, out);
+  }
+
+  const kh_host_api_v1_t* api_;
+  kh_host_ctx_t* ctx_;
+};
+
+// Base class of a plugin instance. Hooks run on the instance's serial executor; an exception
+// thrown from a hook is caught by the wrapper, logged through the host and reported as an error.
+class Plugin {
+public:
+  explicit Plugin(Host host) : host_(host) {}
+  virtual ~Plugin() = default;
+  Plugin(const Plugin&) = delete;
+  Plugin& operator=(const Plugin&) = delete;
+
+  virtual void onStart() {}
+  virtual void onStop() {}
+  virtual void onEvent(const Event& /*event*/) {}
+  virtual void onTimer(uint64_t /*timerId*/, uint64_t /*userTag*/) {}
+  virtual void onKubeResult(const KubeResult& /*result*/) {}
+
+  const Host& host() const { return host_; }
+
+private:
+  Host host_;
+};
+
+namespace detail {
+
+inline void copyError(char* err, size_t len, const char* what) {
+  if (err == nullptr || len == 0) return;
+  std::strncpy(err, what, len - 1);
+  err[len - 1] = '\0';
+}
+
+inline kh_status_t failHook(Plugin* p, const char* hook, const char* what) {
+  std::string msg = std::string(hook) + " failed: " + what;
+  p->host().error(msg);
+  return KH_ERR_INTERNAL;
+}
+
+template <class Fn> kh_status_t guard(kh_instance_t* instance, const char* hook, Fn&& fn) {
+  auto* p = reinterpret_cast<Plugin*>(instance);
+  try {
+    fn(p);
+    return KH_OK;
+  } catch (const std::exception& e) {
+    return failHook(p, hook, e.what());
+  } catch (...) {
+    return failHook(p, hook, "unknown exception");
+  }
+}
+
+template <class T> struct Adapter {
+  static kh_instance_t* create(const kh_host_api_v1_t* api, kh_host_ctx_t* ctx, const char* domain,
+                               const char* config, size_t configLen, char* err, size_t errLen) {
+    try {
+      Plugin* p =
+          new T(Host(api, ctx), std::string_view(domain), std::string_view(config, configLen));
+      return reinterpret_cast<kh_instance_t*>(p);
+    } catch (const std::exception& e) {
+      copyError(err, errLen, e.what());
+    } catch (...) {
+      copyError(err, errLen, "unknown exception in plugin constructor");
+    }
+    return nullptr;
+  }
+  static kh_status_t start(kh_instance_t* instance, char* err, size_t errLen) {
+    auto* p = reinterpret_cast<Plugin*>(instance);
+    try {
+      p->onStart();
+      return KH_OK;
+    } catch (const std::exception& e) {
+      copyError(err, errLen, e.what());
+    } catch (...) {
+      copyError(err, errLen, "unknown exception in onStart");
+    }
+    return KH_ERR_INTERNAL;
+  }
+  static void stop(kh_instance_t* instance) {
+    guard(instance, "onStop", [](Plugin* p) { p->onStop(); });
+  }
+  static void destroy(kh_instance_t* instance) {
+    try {
+      delete reinterpret_cast<Plugin*>(instance);
+    } catch (...) { // a destructor that throws must not unwind into the host
+    }
+  }
+  static kh_status_t event(kh_instance_t* instance, const kh_event_t* e) {
+    return guard(instance, "onEvent", [e](Plugin* p) {
+      Event ev;
+      ev.subscriptionId = e->subscription_id;
+      ev.type = e->type;
+      ev.key = e->key != nullptr ? e->key : "";
+      ev.uid = e->uid != nullptr ? e->uid : "";
+      ev.resourceVersion = e->resource_version != nullptr ? e->resource_version : "";
+      ev.fieldsJson = std::string_view(e->fields_json != nullptr ? e->fields_json : "",
+                                       e->fields_json != nullptr ? e->fields_json_len : 0);
+      if (e->raw_json != nullptr) ev.rawJson = std::string_view(e->raw_json, e->raw_json_len);
+      p->onEvent(ev);
+    });
+  }
+  static kh_status_t timer(kh_instance_t* instance, uint64_t id, uint64_t tag) {
+    return guard(instance, "onTimer", [id, tag](Plugin* p) { p->onTimer(id, tag); });
+  }
+  static kh_status_t kubeResult(kh_instance_t* instance, const kh_kube_result_t* r) {
+    return guard(instance, "onKubeResult", [r](Plugin* p) {
+      KubeResult kr;
+      kr.requestId = r->request_id;
+      kr.userTag = r->user_tag;
+      kr.httpCode = r->http_code;
+      if (r->body != nullptr) kr.body = std::string_view(r->body, r->body_len);
+      if (r->message != nullptr) kr.message = r->message;
+      p->onKubeResult(kr);
+    });
+  }
+
+  static const kh_plugin_v1_t* descriptor(const char* name, const char* version,
+                                          const char* description) {
+    static const kh_plugin_v1_t d = {
+        sizeof(kh_plugin_v1_t),
+        KH_ABI_VERSION_MAJOR,
+        KH_ABI_VERSION_MINOR,
+        name,
+        version,
+        description,
+        &create,
+        &start,
+        &stop,
+        &destroy,
+        &event,
+        &timer,
+        &kubeResult,
+    };
+    return &d;
+  }
+};
+
+} // namespace detail
+
+// The descriptor KH_PLUGIN would export for T; lets unit tests drive a plugin class through the
+// ABI (e.g. with testing::FakeHost) without loading a library.
+template <class T>
+const kh_plugin_v1_t* pluginDescriptor(const char* name, const char* version = "test",
+                                       const char* description = "") {
+  return detail::Adapter<T>::descriptor(name, version, description);
+}
+
+} // namespace kuscia_host::sdk
+
+// Registers a plugin class: emits the one exported entry symbol, kh_plugin_entry_v1.
+// Use once per plugin library, at namespace scope.
+#define KH_PLUGIN(Class, name, version, description)                                               \
+  extern "C" KH_EXPORT const kh_plugin_v1_t* kh_plugin_entry_v1(void) {                            \
+    return ::kuscia_host::sdk::detail::Adapter<Class>::descriptor(name, version, description);     \
+  }
+
+#endif // KUSCIA_HOST_PLUGIN_HPP

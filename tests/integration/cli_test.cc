@@ -1,0 +1,144 @@
+// The kuscia-host binary, run as a user would: exit codes, messages, and the daemon's endpoints.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <filesystem>
+
+#include "test_support.h"
+
+namespace kuscia_host {
+namespace {
+
+using test::runCommand;
+
+std::vector<std::string> hostCmd(std::vector<std::string> args) {
+  args.insert(args.begin(), KH_BINARY);
+  return args;
+}
+
+TEST(CliTest, VersionAndHelp) {
+  auto r = runCommand(hostCmd({"version"}));
+  EXPECT_EQ(r.code, 0);
+  EXPECT_NE(r.out.find("kuscia-host "), std::string::npos);
+  EXPECT_NE(r.out.find("plugin ABI 1.0"), std::string::npos);
+  for (const char* sub : {"run", "check-config", "version"}) {
+    auto h = runCommand(hostCmd({sub, "--help"}));
+    EXPECT_EQ(h.code, 0) << sub;
+    EXPECT_NE(h.out.find("--help"), std::string::npos) << sub;
+  }
+  auto check = runCommand(hostCmd({"check-config", "--help"}));
+  EXPECT_NE(check.out.find("domains[].plugins[].required"), std::string::npos) << check.out;
+}
+
+TEST(CliTest, UsageErrorsExit2) {
+  EXPECT_EQ(runCommand(hostCmd({})).code, 2);
+  EXPECT_EQ(runCommand(hostCmd({"frobnicate"})).code, 2);
+  EXPECT_EQ(runCommand(hostCmd({"run"})).code, 2); // --config is required
+}
+
+TEST(CliTest, CheckConfigAcceptsEverySample) {
+  int n = 0;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(KH_SOURCE_DIR "/config")) {
+    if (e.path().extension() != ".yaml" ||
+        test::readFile(e.path()).find("\ndomains:") == std::string::npos)
+      continue;
+    ++n;
+    auto r = runCommand(
+        hostCmd({"check-config", "--config", e.path().string(), "--plugin-dir", KH_PLUGIN_DIR}));
+    EXPECT_EQ(r.code, 0) << e.path() << "\n" << r.err;
+    EXPECT_NE(r.out.find(": ok ("), std::string::npos) << r.out;
+  }
+  EXPECT_GE(n, 3);
+}
+
+TEST(CliTest, CheckConfigReportsUnknownKeyAndUnknownPluginWithLocation) {
+  test::TempDir dir;
+  auto unknownKey = dir.file("unknown-key.yaml");
+  test::writeFile(unknownKey, "domains:\n  - id: alice\n    plugns: []\n");
+  auto r =
+      runCommand(hostCmd({"check-config", "--config", unknownKey, "--plugin-dir", KH_PLUGIN_DIR}));
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find(unknownKey + ":3:5: domains[0].plugns: unknown key 'plugns'"),
+            std::string::npos)
+      << r.err;
+
+  auto unknownPlugin = dir.file("unknown-plugin.yaml");
+  test::writeFile(unknownPlugin,
+                  "domains:\n  - id: alice\n    plugins:\n      - name: task-timelnie\n");
+  r = runCommand(
+      hostCmd({"check-config", "--config", unknownPlugin, "--plugin-dir", KH_PLUGIN_DIR}));
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find(unknownPlugin +
+                       ":4:15: domains[0].plugins[0].name: unknown plugin 'task-timelnie'"),
+            std::string::npos)
+      << r.err;
+
+  r = runCommand(hostCmd({"check-config", "--config", dir.file("absent.yaml")}));
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("cannot read config file"), std::string::npos);
+  r = runCommand(hostCmd({"check-config", "--config", unknownKey, "--plugin-dir", "relative"}));
+  EXPECT_EQ(r.code, 2);
+}
+
+TEST(CliTest, RunServesAdminEndpointsAndExitsZeroOnSigterm) {
+  test::TempDir dir;
+  test::Child host(hostCmd({"run", "--config", KH_SOURCE_DIR "/config/samples/centralized.yaml",
+                            "--plugin-dir", KH_PLUGIN_DIR, "--admin-listen", "127.0.0.1:0"}),
+                   dir.path().string());
+  auto addr = host.waitForStderr("admin server listening on 127.0.0.1:", 30);
+  ASSERT_TRUE(addr.has_value()) << host.err();
+  auto port = static_cast<unsigned short>(std::stoi(*addr));
+  ASSERT_TRUE(host.waitForStderr("running: 2 plugin instance(s) in 2 domain(s)", 30)) << host.err();
+
+  EXPECT_EQ(test::httpGet(port, "/livez").status, 200);
+  auto ready = test::httpGet(port, "/readyz?verbose");
+  EXPECT_EQ(ready.status, 200) << ready.body;
+  EXPECT_NE(ready.body.find("[+]plugin:hello/alice ok"), std::string::npos) << ready.body;
+  EXPECT_NE(ready.body.find("[+]plugin:hello/bob ok"), std::string::npos) << ready.body;
+  auto metrics = test::httpGet(port, "/metrics");
+  EXPECT_EQ(metrics.status, 200);
+  for (const char* m : {"kuscia_host_build_info{version=", "kuscia_host_plugins_loaded 1",
+                        "kuscia_host_plugin_instances{state=\"running\"} 2",
+                        "kuscia_host_plugin_callbacks_total{plugin=\"hello\",domain=\"alice\","
+                        "callback=\"on_start\"} 1",
+                        "# TYPE kuscia_host_plugin_callback_duration_seconds histogram",
+                        "# TYPE kh_hello_ticks_total counter"})
+    EXPECT_NE(metrics.body.find(m), std::string::npos) << m << "\n" << metrics.body;
+
+  host.signal(SIGTERM);
+  auto code = host.wait(30);
+  ASSERT_TRUE(code.has_value());
+  EXPECT_EQ(*code, 0) << host.err();
+  EXPECT_NE(host.err().find("shut down"), std::string::npos);
+}
+
+TEST(CliTest, RunRefusesAbi2PluginWithBothVersionsAndExits1) {
+  test::TempDir dir;
+  auto cfg = dir.file("abi2.yaml");
+  test::writeFile(cfg, "admin: { listen: 127.0.0.1:0 }\ndomains:\n  - id: alice\n    plugins:\n"
+                       "      - name: bad\n        path: " KH_TEST_PLUGIN_DIR "/bad_abi2.so\n");
+  auto r = runCommand(hostCmd({"run", "--config", cfg}));
+  EXPECT_EQ(r.code, 1) << r.err;
+  EXPECT_NE(r.err.find("built for ABI 2.x, but this host speaks ABI 1.0"), std::string::npos)
+      << r.err;
+}
+
+TEST(CliTest, RunWithJsonLogsEmitsOneJsonObjectPerLine) {
+  test::TempDir dir;
+  test::Child host(hostCmd({"run", "--config", KH_SOURCE_DIR "/config/samples/p2p-alice.yaml",
+                            "--plugin-dir", KH_PLUGIN_DIR, "--admin-listen", "127.0.0.1:0"}),
+                   dir.path().string());
+  ASSERT_TRUE(host.waitForStderr("running: 1 plugin instance(s)", 30)) << host.err();
+  host.signal(SIGINT);
+  ASSERT_EQ(host.wait(30).value_or(-1), 0);
+  std::istringstream lines(host.err());
+  int n = 0;
+  for (std::string l; std::getline(lines, l); ++n) {
+    EXPECT_EQ(l.front(), '{') << l;
+    EXPECT_EQ(l.back(), '}') << l;
+  }
+  EXPECT_GT(n, 2);
+}
+
+} // namespace
+} // namespace kuscia_host

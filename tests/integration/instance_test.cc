@@ -1,0 +1,218 @@
+// The runtime and plugin instances, driven through the real daemon and real plugin libraries.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "admin/admin_server.h"
+#include "app/daemon.h"
+#include "test_support.h"
+
+namespace kuscia_host {
+namespace {
+
+std::string probePath() {
+  return KH_TEST_PLUGIN_DIR "/probe.so";
+}
+
+// The value of one sample line ("name{labels}") in the registry's text output; 0 when absent.
+double sample(const MetricsRegistry& m, const std::string& series) {
+  std::string text = m.render();
+  auto pos = text.find("\n" + series + " ");
+  if (pos == std::string::npos) return 0;
+  return std::stod(text.substr(pos + series.size() + 2));
+}
+
+std::string probeSeries(const std::string& name, const std::string& domain = "alice") {
+  return name + "{plugin=\"probe\",domain=\"" + domain + "\"}";
+}
+
+std::string hostSeries(const std::string& name, const std::string& callback,
+                       const std::string& domain = "alice") {
+  return name + "{plugin=\"probe\",domain=\"" + domain + "\",callback=\"" + callback + "\"}";
+}
+
+PluginEntry probe(nlohmann::json config, bool required = true) {
+  PluginEntry e;
+  e.name = "probe";
+  e.path = probePath();
+  e.required = required;
+  e.configJson = config.dump();
+  return e;
+}
+
+HostConfig configWith(std::vector<std::pair<std::string, PluginEntry>> entries, int threads = 2) {
+  HostConfig c;
+  c.adminListen = "127.0.0.1:0";
+  c.workerThreads = threads;
+  for (auto& [domain, entry] : entries) {
+    auto it =
+        std::find_if(c.domains.begin(), c.domains.end(), [&](auto& d) { return d.id == domain; });
+    if (it == c.domains.end()) {
+      c.domains.push_back({domain, {}});
+      it = c.domains.end() - 1;
+    }
+    it->plugins.push_back(entry);
+  }
+  return c;
+}
+
+class InstanceTest : public ::testing::Test {
+protected:
+  std::unique_ptr<Daemon> make(HostConfig config) {
+    return std::make_unique<Daemon>(std::move(config), DaemonOptions{}, logs_, clock_);
+  }
+  std::string logText() {
+    logs_.logger("flush")->flush();
+    return logOut_.str();
+  }
+
+  std::ostringstream logOut_;
+  LogManager logs_{LogFormat::kText, spdlog::level::debug, logOut_};
+  SystemClock clock_;
+};
+
+TEST_F(InstanceTest, TimersFireAndPluginMetricsCarryPluginAndDomain) {
+  auto d = make(configWith({{"alice", probe({{"timers", 1}, {"periodMs", 1}})}}));
+  ASSERT_TRUE(d->start().ok());
+  EXPECT_TRUE(test::eventually(
+      [&] { return sample(d->metrics(), probeSeries("probe_timer_fired_total")) >= 5; }));
+  EXPECT_GE(sample(d->metrics(), hostSeries("kuscia_host_plugin_callbacks_total", "on_timer")), 5);
+  EXPECT_EQ(sample(d->metrics(), hostSeries("kuscia_host_plugin_callbacks_total", "on_start")), 1);
+  d->shutdown();
+}
+
+TEST_F(InstanceTest, TwoCallbacksOfOneInstanceNeverOverlap) {
+  // Eight periodic timers on four worker threads, each callback busy for 100 us: without the
+  // serial executor, callbacks of the instance would overlap within milliseconds.
+  auto d = make(configWith({{"alice", probe({{"timers", 8}, {"periodMs", 1}, {"busyMicros", 100}})},
+                            {"bob", probe({{"timers", 8}, {"periodMs", 1}, {"busyMicros", 100}})}},
+                           4));
+  ASSERT_TRUE(d->start().ok());
+  EXPECT_TRUE(test::eventually(
+      [&] {
+        return sample(d->metrics(), probeSeries("probe_timer_fired_total")) >= 2000 &&
+               sample(d->metrics(), probeSeries("probe_timer_fired_total", "bob")) >= 2000;
+      },
+      30));
+  d->shutdown();
+  EXPECT_EQ(sample(d->metrics(), probeSeries("probe_overlaps_total")), 0);
+  EXPECT_EQ(sample(d->metrics(), probeSeries("probe_overlaps_total", "bob")), 0);
+}
+
+TEST_F(InstanceTest, CallbackThatThrowsIsCountedAndTheHostKeepsRunning) {
+  auto d = make(
+      configWith({{"alice", probe({{"timers", 1}, {"periodMs", 1}, {"throwOnTimer", true}})}}));
+  ASSERT_TRUE(d->start().ok());
+  EXPECT_TRUE(test::eventually([&] {
+    return sample(d->metrics(),
+                  hostSeries("kuscia_host_plugin_callback_errors_total", "on_timer")) >= 10;
+  }));
+  double fired = sample(d->metrics(), probeSeries("probe_timer_fired_total"));
+  EXPECT_TRUE(test::eventually(
+      [&] { return sample(d->metrics(), probeSeries("probe_timer_fired_total")) > fired + 5; }));
+  EXPECT_EQ(d->instances()[0]->state(), InstanceState::kRunning);
+  d->shutdown();
+  EXPECT_NE(logText().find("onTimer failed: probe timer failure requested"), std::string::npos);
+}
+
+TEST_F(InstanceTest, CreateThatThrowsFailsWithThePluginsReason) {
+  auto d = make(configWith({{"alice", probe({{"throwInCreate", true}})}}));
+  auto r = d->start();
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().find("plugin probe (" + probePath() + ") for domain alice"),
+            std::string::npos)
+      << r.error();
+  EXPECT_NE(r.error().find("bad widget"), std::string::npos) << r.error();
+}
+
+TEST_F(InstanceTest, BadPluginConfigIsReportedWithTheKey) {
+  auto d = make(configWith({{"alice", probe({{"timers", "many"}})}}));
+  auto r = d->start();
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().find("config key 'timers': expected an integer"), std::string::npos)
+      << r.error();
+}
+
+TEST_F(InstanceTest, StartFailureOfRequiredInstanceStopsTheHost) {
+  auto d = make(configWith({{"alice", probe({{"failStart", true}})}}));
+  auto r = d->start();
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().find("start failed: probe start failure requested"), std::string::npos)
+      << r.error();
+}
+
+TEST_F(InstanceTest, OptionalInstanceFailureDisablesOnlyThatInstance) {
+  auto d = make(configWith({{"alice", probe({})},
+                            {"bob", probe({{"failStart", true}}, false)},
+                            {"carol", probe({{"throwInCreate", true}}, false)}}));
+  ASSERT_TRUE(d->start().ok());
+  EXPECT_EQ(d->instances()[0]->state(), InstanceState::kRunning);
+  EXPECT_EQ(d->instances()[1]->state(), InstanceState::kDisabled);
+  EXPECT_EQ(d->instances()[2]->state(), InstanceState::kDisabled);
+  HttpRequest req;
+  req.query["verbose"] = "";
+  auto res = readyzResponse(d->health(), req);
+  EXPECT_EQ(res.status, 200) << res.body;
+  EXPECT_NE(res.body.find("[+]plugin:probe/alice ok"), std::string::npos) << res.body;
+  EXPECT_NE(res.body.find("[!]plugin:probe/bob disabled (required: false)"), std::string::npos)
+      << res.body;
+  EXPECT_NE(res.body.find("probe start failure requested"), std::string::npos) << res.body;
+  EXPECT_NE(res.body.find("bad widget"), std::string::npos) << res.body;
+}
+
+TEST_F(InstanceTest, UnloadableOptionalPluginIsDisabledAndShown) {
+  PluginEntry bad = probe({}, false);
+  bad.name = "bad";
+  bad.path = KH_TEST_PLUGIN_DIR "/bad_abi2.so";
+  auto d = make(configWith({{"alice", probe({})}, {"alice", bad}}));
+  ASSERT_TRUE(d->start().ok());
+  HttpRequest req;
+  req.query["verbose"] = "";
+  auto res = readyzResponse(d->health(), req);
+  EXPECT_EQ(res.status, 200);
+  EXPECT_NE(
+      res.body.find("[!]plugin:bad/alice disabled (required: false): plugin " KH_TEST_PLUGIN_DIR
+                    "/bad_abi2.so: built for ABI 2.x"),
+      std::string::npos)
+      << res.body;
+}
+
+TEST_F(InstanceTest, PluginThatIsNotReadyFailsReadyz) {
+  auto d = make(configWith({{"alice", probe({{"notReady", true}})}}));
+  ASSERT_TRUE(d->start().ok());
+  auto res = readyzResponse(d->health(), HttpRequest{});
+  EXPECT_EQ(res.status, 503);
+  EXPECT_NE(res.body.find("[-]plugin:probe/alice not ready: waiting for nothing"),
+            std::string::npos)
+      << res.body;
+}
+
+TEST_F(InstanceTest, ShutdownStopsAllThenDestroysAllThenUnloads) {
+  test::TempDir dir;
+  auto traceFile = dir.file("trace");
+  auto d = make(configWith({{"alice", probe({{"traceFile", traceFile}, {"timers", 2}})},
+                            {"bob", probe({{"traceFile", traceFile}, {"timers", 2}})}}));
+  ASSERT_TRUE(d->start().ok());
+  d->shutdown();
+  EXPECT_EQ(test::readFile(traceFile),
+            "create alice\ncreate bob\nstart alice\nstart bob\nstop bob\nstop alice\n"
+            "destroy bob\ndestroy alice\nunload\n");
+  EXPECT_EQ(sample(d->metrics(), "kuscia_host_plugins_loaded"), 0);
+}
+
+TEST_F(InstanceTest, HelloPluginTicks) {
+  PluginEntry hello;
+  hello.name = "hello";
+  hello.path = KH_PLUGIN_DIR "/hello.so";
+  hello.configJson = R"({"intervalMillis": 10})";
+  auto d = make(configWith({{"alice", hello}}));
+  ASSERT_TRUE(d->start().ok());
+  EXPECT_TRUE(test::eventually([&] {
+    return sample(d->metrics(), "kh_hello_ticks_total{plugin=\"hello\",domain=\"alice\"}") >= 3;
+  }));
+  d->shutdown();
+}
+
+} // namespace
+} // namespace kuscia_host

@@ -1,0 +1,86 @@
+#include "metrics/registry.h"
+
+#include <gtest/gtest.h>
+
+namespace kuscia_host {
+namespace {
+
+TEST(MetricsTest, CounterAndGaugeRenderInTextFormat) {
+  MetricsRegistry r;
+  auto c = r.family(MetricKind::kCounter, "kh_events_total", "Events seen", {"type"});
+  ASSERT_TRUE(c.ok()) << c.error();
+  c.value()->series({"ADDED"})->add(2);
+  c.value()->series({"ADDED"})->add(1);
+  auto g = r.family(MetricKind::kGauge, "kh_ready", "Readiness", {});
+  g.value()->series({})->set(1);
+  std::string text = r.render();
+  EXPECT_NE(text.find("# HELP kh_events_total Events seen\n# TYPE kh_events_total counter\n"
+                      "kh_events_total{type=\"ADDED\"} 3\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("# TYPE kh_ready gauge\nkh_ready 1\n"), std::string::npos) << text;
+}
+
+TEST(MetricsTest, HistogramBucketsAreCumulative) {
+  MetricsRegistry r;
+  auto h = r.family(MetricKind::kHistogram, "kh_latency_seconds", "Latency", {"verb"}, {0.1, 1});
+  ASSERT_TRUE(h.ok());
+  auto* s = h.value()->series({"patch"});
+  s->observe(h.value()->buckets(), 0.05);
+  s->observe(h.value()->buckets(), 0.5);
+  s->observe(h.value()->buckets(), 5);
+  std::string text = r.render();
+  EXPECT_NE(text.find("kh_latency_seconds_bucket{verb=\"patch\",le=\"0.1\"} 1\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("kh_latency_seconds_bucket{verb=\"patch\",le=\"1\"} 2\n"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("kh_latency_seconds_bucket{verb=\"patch\",le=\"+Inf\"} 3\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("kh_latency_seconds_sum{verb=\"patch\"} 5.55\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("kh_latency_seconds_count{verb=\"patch\"} 3\n"), std::string::npos) << text;
+}
+
+TEST(MetricsTest, LabelValuesAreEscaped) {
+  MetricsRegistry r;
+  auto c = r.family(MetricKind::kCounter, "kh_x_total", "help with \\ and\nnewline", {"k"});
+  c.value()->series({"a\"b\\c\nd"})->add(1);
+  std::string text = r.render();
+  EXPECT_NE(text.find("kh_x_total{k=\"a\\\"b\\\\c\\nd\"} 1"), std::string::npos) << text;
+  EXPECT_NE(text.find("# HELP kh_x_total help with \\\\ and\\nnewline\n"), std::string::npos)
+      << text;
+}
+
+TEST(MetricsTest, SameFamilyTwiceIsSharedButDifferentShapeIsRefused) {
+  MetricsRegistry r;
+  auto a = r.family(MetricKind::kCounter, "kh_a_total", "A", {"x"});
+  auto b = r.family(MetricKind::kCounter, "kh_a_total", "A", {"x"});
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(a.value(), b.value());
+  auto c = r.family(MetricKind::kGauge, "kh_a_total", "A", {"x"});
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.error().find("already registered"), std::string::npos);
+  EXPECT_FALSE(r.family(MetricKind::kCounter, "kh_a_total", "A", {"y"}).ok());
+}
+
+TEST(MetricsTest, InvalidNamesAndBucketsAreRefused) {
+  MetricsRegistry r;
+  EXPECT_FALSE(r.family(MetricKind::kCounter, "1bad", "", {}).ok());
+  EXPECT_FALSE(r.family(MetricKind::kCounter, "bad-name", "", {}).ok());
+  EXPECT_FALSE(r.family(MetricKind::kCounter, "ok_total", "", {"le"}).ok());
+  EXPECT_FALSE(r.family(MetricKind::kCounter, "ok_total", "", {"__x"}).ok());
+  EXPECT_FALSE(r.family(MetricKind::kCounter, "ok_total", "", {"a", "a"}).ok());
+  EXPECT_FALSE(r.family(MetricKind::kHistogram, "h", "", {}, {1, 1}).ok());
+  EXPECT_FALSE(r.family(MetricKind::kGauge, "g", "", {}, {1}).ok());
+}
+
+TEST(MetricsTest, WrongLabelCountGivesNoSeries) {
+  MetricsRegistry r;
+  auto c = r.family(MetricKind::kCounter, "kh_b_total", "B", {"x"});
+  EXPECT_EQ(c.value()->series({}), nullptr);
+  EXPECT_EQ(c.value()->series({"1", "2"}), nullptr);
+}
+
+} // namespace
+} // namespace kuscia_host
