@@ -5,6 +5,7 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
+#include <array>
 #include <chrono>
 #include <future>
 #include <optional>
@@ -22,6 +23,8 @@ namespace {
 constexpr std::size_t kHeaderLimit = 8 * 1024;
 constexpr std::size_t kBodyLimit = 64 * 1024;
 constexpr auto kIdleTimeout = std::chrono::seconds(30);
+constexpr auto kLingerTimeout = std::chrono::seconds(2);
+constexpr std::size_t kLingerLimit = 4 * 1024 * 1024;
 
 std::string percentDecode(const std::string& s) {
   std::string out;
@@ -128,7 +131,7 @@ private:
                    : ec == http::error::body_limit ? 413
                                                    : 400;
       HttpResponse r = textResponse(status, "bad request: " + ec.message() + "\n");
-      return write(r, 11, false);
+      return write(r, 11, false, false, true);
     }
     const auto& req = parser_->get();
     HttpRequest hr;
@@ -147,7 +150,8 @@ private:
     write(r, req.version(), req.keep_alive(), head);
   }
 
-  void write(const HttpResponse& r, unsigned version, bool keepAlive, bool head = false) {
+  void write(const HttpResponse& r, unsigned version, bool keepAlive, bool head = false,
+             bool linger = false) {
     auto res = std::make_shared<http::response<http::string_body>>(
         static_cast<http::status>(r.status), version);
     res->set(http::field::server, "kuscia-host");
@@ -159,7 +163,8 @@ private:
     res->keep_alive(keepAlive);
     stream_.expires_after(kIdleTimeout);
     http::async_write(stream_, *res,
-                      [self = shared_from_this(), res](beast::error_code ec, std::size_t) {
+                      [self = shared_from_this(), res, linger](beast::error_code ec, std::size_t) {
+                        if (!ec && linger) return self->lingeringClose();
                         if (ec || !res->keep_alive()) return self->close();
                         self->read();
                       });
@@ -171,9 +176,29 @@ private:
     stream_.close();
   }
 
+  // After an error response the client may still be sending (e.g. a body over the limit).
+  // Closing with unread input makes the kernel send RST, which can destroy the response before
+  // the client reads it; so stop sending, drain what arrives for a bounded time, then close.
+  void lingeringClose() {
+    beast::error_code ignored;
+    stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
+    stream_.expires_after(kLingerTimeout);
+    drain(0);
+  }
+
+  void drain(std::size_t drained) {
+    stream_.async_read_some(
+        boost::asio::buffer(discard_),
+        [self = shared_from_this(), drained](beast::error_code ec, std::size_t n) {
+          if (ec || drained + n > kLingerLimit) return self->stream_.close();
+          self->drain(drained + n);
+        });
+  }
+
   beast::tcp_stream stream_;
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
+  std::array<char, 4096> discard_{};
   const AdminServer& server_;
 };
 
