@@ -1,9 +1,9 @@
 # kuscia_host_add_plugin(<name> SOURCES <src>... [LIBRARIES <lib>...] [OUTPUT_DIRECTORY <dir>])
 #
 # Builds a kuscia-host plugin: a MODULE library named <name>.so (no "lib" prefix; the file name is
-# the name used in the host config), with hidden visibility so that only kh_plugin_entry_v1 is
-# exported, and linked with -z defs so that an undefined symbol fails the build instead of the
-# host's dlopen at run time.
+# the name used in the host config) that exports kh_plugin_entry_v1 and nothing else (hidden
+# visibility plus a version script), linked with -z defs so that an undefined symbol fails the
+# build instead of the host's dlopen at run time.
 #
 # In-tree the SDK target is `kuscia_host_sdk`; an installed SDK provides `kuscia_host::sdk`.
 include_guard(GLOBAL)
@@ -40,6 +40,11 @@ function(kuscia_host_add_plugin name)
     target_compile_options(${name} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-fno-gnu-unique>)
   endif()
   if(CMAKE_SYSTEM_NAME STREQUAL "Linux")
-    target_link_options(${name} PRIVATE "LINKER:-z,defs")
+    # Hidden visibility does not cover template instantiations from the standard library, which
+    # libstdc++ declares with default visibility; a version script exports the entry point alone.
+    set(script ${CMAKE_CURRENT_BINARY_DIR}/${name}.kh-exports.map)
+    file(WRITE ${script} "{\n  global: kh_plugin_entry_v*;\n  local: *;\n};\n")
+    target_link_options(${name} PRIVATE "LINKER:-z,defs" "LINKER:--version-script=${script}")
+    set_property(TARGET ${name} APPEND PROPERTY LINK_DEPENDS ${script})
   endif()
 endfunction()

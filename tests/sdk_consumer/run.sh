@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Installs the SDK component of the build into a temp prefix, builds the README's example plugin
+# against it out of tree, checks that it exports only the entry symbol, and runs it in the host.
+# usage: run.sh <build-dir> <kuscia-host binary>
+set -euo pipefail
+build=$1
+host=$2
+here=$(cd "$(dirname "$0")" && pwd)
+work=$(mktemp -d)
+trap '[ -n "${pid:-}" ] && kill "$pid" 2>/dev/null; rm -rf "$work"' EXIT
+
+# README.md must show this example exactly as it is built here.
+readme=$(cd "$here/../.." && pwd)/README.md
+sed -n '/^\/\/ heartbeat.cc$/,/^```$/p' "$readme" | sed '1d;$d' >"$work/readme.cc"
+if ! diff <(sed 1d "$here/heartbeat.cc") "$work/readme.cc" >&2; then
+  echo "README.md's heartbeat.cc differs from tests/sdk_consumer/heartbeat.cc" >&2
+  exit 1
+fi
+
+cmake --install "$build" --component sdk --prefix "$work/prefix" >/dev/null
+test -f "$work/prefix/include/kuscia_host/abi.h"
+# The consumer is built without the parent's sanitizer flags: a plain plugin in any host.
+env -u CXXFLAGS -u LDFLAGS cmake -S "$here" -B "$work/build" -G Ninja -DCMAKE_PREFIX_PATH="$work/prefix" \
+  -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build "$work/build" >/dev/null
+so="$work/build/heartbeat.so"
+
+exported=$(nm -D --defined-only "$so" | awk '$2 ~ /^[TDBRW]$/ {print $3}' | sort)
+if [ "$exported" != "kh_plugin_entry_v1" ]; then
+  echo "expected only kh_plugin_entry_v1 exported, got: $exported" >&2
+  exit 1
+fi
+
+chmod 0755 "$work" "$work/build"
+cat >"$work/host.yaml" <<YAML
+admin: { listen: 127.0.0.1:0 }
+domains:
+  - id: alice
+    plugins:
+      - name: heartbeat
+        path: $so
+        config: { intervalMillis: 10 }
+YAML
+"$host" check-config --config "$work/host.yaml"
+"$host" run --config "$work/host.yaml" 2>"$work/err" &
+pid=$!
+for _ in $(seq 1 300); do
+  port=$(sed -n 's/.*admin server listening on 127.0.0.1:\([0-9]*\).*/\1/p' "$work/err")
+  [ -n "$port" ] && break
+  sleep 0.1
+done
+[ -n "$port" ] || { cat "$work/err" >&2; exit 1; }
+for _ in $(seq 1 300); do
+  beats=$(curl -fsS "http://127.0.0.1:$port/metrics" |
+    sed -n 's/^heartbeat_beats_total{plugin="heartbeat",domain="alice"} \([0-9]*\)$/\1/p')
+  [ "${beats:-0}" -ge 3 ] && break
+  sleep 0.1
+done
+kill -TERM "$pid"
+wait "$pid"
+pid=
+if [ "${beats:-0}" -lt 3 ]; then
+  echo "heartbeat did not beat: ${beats:-none}" >&2
+  cat "$work/err" >&2
+  exit 1
+fi
+echo "sdk consumer: built out of tree, exports only kh_plugin_entry_v1, beat $beats times in the host"
