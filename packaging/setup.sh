@@ -2,7 +2,8 @@
 # kuscia-host developer setup: installs what is missing, builds, runs, tests.
 #
 #   packaging/setup.sh run     build, then run the host on config/samples/centralized.yaml (Ctrl-C stops it)
-#   packaging/setup.sh test    build with warnings as errors, run every test, then again under ASan+UBSan
+#   packaging/setup.sh test    build with warnings as errors, run every test, clang-tidy, then the tests again
+#                              under ASan+UBSan
 #   packaging/setup.sh build   only install dependencies and build (build/)
 #   packaging/setup.sh deps    only install missing Debian packages
 #   packaging/setup.sh format  reformat the sources with clang-format
@@ -16,7 +17,7 @@ build_dir=${BUILD_DIR:-$root/build}
 jobs=${JOBS:-$(nproc)}
 
 packages=(
-  cmake ninja-build g++ pkgconf clang-format curl binutils
+  cmake ninja-build g++ pkgconf clang-format clang-tidy curl binutils
   libboost1.81-dev nlohmann-json3-dev libspdlog-dev libfmt-dev libyaml-cpp-dev libssl-dev
   libsimdjson-dev libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev
 )
@@ -47,6 +48,19 @@ configure_and_build() {
   cmake -S "$root" -B "$dir" -G Ninja "$@" >/dev/null
   say "building $dir ($jobs jobs)"
   cmake --build "$dir" --parallel "$jobs"
+}
+
+# clang-tidy (.clang-tidy) over the daemon's and the plugins' sources; needs a configured build.
+lint() {
+  local dir=$1
+  say "linting with clang-tidy"
+  local out
+  out=$(cd "$root" && git ls-files 'host/*.cc' 'plugins/*.cc' |
+    xargs -P "$jobs" -n 1 clang-tidy -p "$dir" --quiet 2>/dev/null || true)
+  if grep -E -A3 '(warning|error):' <<<"$out"; then
+    say "clang-tidy found problems (see above)"
+    return 1
+  fi
 }
 
 run_tests() {
@@ -84,6 +98,7 @@ case "$cmd" in
     check_format
     configure_and_build "$build_dir" -DKH_WERROR=ON
     run_tests "$build_dir"
+    lint "$build_dir"
     if [ "${KH_SKIP_SANITIZE:-0}" != 1 ]; then
       configure_and_build "$build_dir-asan" -DKH_WERROR=ON -DKH_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug
       ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
@@ -95,7 +110,7 @@ case "$cmd" in
     (cd "$root" && clang-format -i $(git ls-files '*.h' '*.hpp' '*.cc' '*.c'))
     ;;
   *)
-    sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'
     exit 2
     ;;
 esac

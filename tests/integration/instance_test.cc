@@ -214,5 +214,22 @@ TEST_F(InstanceTest, HelloPluginTicks) {
   d->shutdown();
 }
 
+TEST(InstanceClockTest, PluginsReadTheInjectedClock) {
+  std::ostringstream out;
+  LogManager logs(LogFormat::kText, spdlog::level::info, out);
+  ManualClock clock(1700000000LL * 1000000000LL); // 2023-11-14T22:13:20Z
+  PluginEntry hello;
+  hello.name = "hello";
+  hello.path = KH_PLUGIN_DIR "/hello.so";
+  hello.configJson = R"({"intervalMillis": 10})";
+  Daemon d(configWith({{"alice", hello}}), DaemonOptions{}, logs, clock);
+  ASSERT_TRUE(d.start().ok());
+  EXPECT_TRUE(test::eventually([&] {
+    return sample(d.metrics(), "kh_hello_last_tick_seconds{plugin=\"hello\",domain=\"alice\"}") ==
+           1700000000;
+  }));
+  d.shutdown();
+}
+
 } // namespace
 } // namespace kuscia_host

@@ -20,11 +20,11 @@ using tcp = boost::asio::ip::tcp;
 
 namespace {
 
-constexpr std::size_t kHeaderLimit = 8 * 1024;
-constexpr std::size_t kBodyLimit = 64 * 1024;
+constexpr std::size_t kHeaderLimit = std::size_t{8} * 1024;
+constexpr std::size_t kBodyLimit = std::size_t{64} * 1024;
 constexpr auto kIdleTimeout = std::chrono::seconds(30);
 constexpr auto kLingerTimeout = std::chrono::seconds(2);
-constexpr std::size_t kLingerLimit = 4 * 1024 * 1024;
+constexpr std::size_t kLingerLimit = std::size_t{4} * 1024 * 1024;
 
 std::string percentDecode(const std::string& s) {
   std::string out;

@@ -123,13 +123,13 @@ void Daemon::shutdown() {
   if (shutDown_) return;
   shutDown_ = true;
   admin_.stop();
-  for (auto it = instances_.rbegin(); it != instances_.rend(); ++it) {
-    (*it)->stop();
-    logger_->debug("stopped {}", (*it)->id());
+  for (std::size_t i = instances_.size(); i-- > 0;) { // reverse start order
+    instances_[i]->stop();
+    logger_->debug("stopped {}", instances_[i]->id());
   }
   runtime_.stop();
-  for (auto it = instances_.rbegin(); it != instances_.rend(); ++it)
-    (*it)->destroy();
+  for (std::size_t i = instances_.size(); i-- > 0;)
+    instances_[i]->destroy();
   updateInstanceGauges();
   instances_.clear();
   for (auto& [path, lib] : libraries_)

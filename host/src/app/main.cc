@@ -20,13 +20,13 @@ constexpr int kExitUsage = 2; // bad command line or bad config
 std::optional<HostConfig> loadOrReport(const std::string& path,
                                        const std::vector<std::string>& pluginDirs) {
   ConfigLoadOptions options;
-  options.defaultPluginDirs.push_back(kDefaultPluginDir);
+  options.defaultPluginDirs.emplace_back(kDefaultPluginDir);
   for (const auto& d : pluginDirs) {
     if (!std::filesystem::path(d).is_absolute()) {
       std::cerr << "kuscia-host: --plugin-dir must be an absolute path: " << d << "\n";
       return std::nullopt;
     }
-    options.extraPluginDirs.push_back(d);
+    options.extraPluginDirs.emplace_back(d);
   }
   auto result = loadHostConfig(path, options);
   for (const auto& e : result.errors)

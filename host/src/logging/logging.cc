@@ -28,13 +28,13 @@ public:
     std::size_t n = std::strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%S", &tm);
     std::snprintf(stamp + n, sizeof stamp - n, ".%06lldZ", static_cast<long long>(micros));
     auto level = spdlog::level::to_string_view(msg.level);
-    std::string line = "{\"time\":\"";
+    std::string line = R"({"time":")";
     line += stamp;
-    line += "\",\"level\":\"";
+    line += R"(","level":")";
     line.append(level.data(), level.size());
-    line += "\",\"logger\":";
+    line += R"(","logger":)";
     line += quote(std::string(msg.logger_name.data(), msg.logger_name.size()));
-    line += ",\"msg\":";
+    line += R"(,"msg":)";
     line += quote(std::string(msg.payload.data(), msg.payload.size()));
     line += "}\n";
     dest.append(line.data(), line.data() + line.size());

@@ -144,15 +144,16 @@ public:
   }
 
   Metric counter(const std::string& name, const std::string& help,
-                 std::vector<std::string> labels = {}) const {
+                 const std::vector<std::string>& labels = {}) const {
     return registerMetric(KH_METRIC_COUNTER, name, help, labels, {});
   }
   Metric gauge(const std::string& name, const std::string& help,
-               std::vector<std::string> labels = {}) const {
+               const std::vector<std::string>& labels = {}) const {
     return registerMetric(KH_METRIC_GAUGE, name, help, labels, {});
   }
   Metric histogram(const std::string& name, const std::string& help,
-                   std::vector<std::string> labels = {}, std::vector<double> buckets = {}) const {
+                   const std::vector<std::string>& labels = {},
+                   const std::vector<double>& buckets = {}) const {
     return registerMetric(KH_METRIC_HISTOGRAM, name, help, labels, buckets);
   }
 
