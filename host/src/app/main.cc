@@ -1,12 +1,17 @@
 // kuscia-host command line: run, check-config, version.
 #include <CLI/CLI.hpp>
+#include <future>
 #include <iostream>
 
+#include <boost/asio/signal_set.hpp>
+
+#include "apiserver/server.h"
 #include "app/daemon.h"
 #include "app/version.h"
 #include "config/config.h"
 #include "logging/logging.h"
 #include "runtime/clock.h"
+#include "runtime/runtime.h"
 
 namespace {
 
@@ -57,6 +62,38 @@ int runHost(const std::string& configPath, const std::vector<std::string>& plugi
   return kExitOk;
 }
 
+int runApiServer(apiserver::ServerOptions options, const std::string& kubeconfigOut) {
+  LogManager logs(LogFormat::kText, spdlog::level::info);
+  auto log = logs.logger("apiserver");
+  SystemClock clock;
+  Runtime runtime(2);
+  apiserver::ApiServer server(runtime.io(), clock, log, std::move(options));
+  auto ep = server.start();
+  if (!ep) {
+    std::cerr << "kuscia-host: " << ep.error() << "\n";
+    return kExitFailure;
+  }
+  if (!kubeconfigOut.empty()) {
+    if (auto r = server.writeKubeconfig(kubeconfigOut); !r) {
+      std::cerr << "kuscia-host: " << r.error() << "\n";
+      return kExitFailure;
+    }
+  }
+  runtime.start();
+  std::cout << "apiserver listening on " << server.url() << std::endl;
+  if (!kubeconfigOut.empty()) std::cout << "kubeconfig written to " << kubeconfigOut << std::endl;
+  log->info("serving in memory: every object is lost when this process exits");
+  boost::asio::signal_set signals(runtime.io(), SIGINT, SIGTERM);
+  std::promise<int> got;
+  signals.async_wait(
+      [&](const boost::system::error_code& ec, int sig) { got.set_value(ec ? 0 : sig); });
+  int sig = got.get_future().get();
+  log->info("received signal {}, stopping", sig);
+  server.stop();
+  runtime.stop();
+  return kExitOk;
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
@@ -83,6 +120,38 @@ int main(int argc, char** argv) {
   check->add_option("--plugin-dir", pluginDirs,
                     "Extra plugin directory searched before pluginDirs (absolute; repeatable)");
   check->footer("Config keys:\n" + configReference());
+
+  apiserver::ServerOptions apiOptions;
+  std::string kubeconfigOut;
+  int bookmarkMs = 5000;
+  auto* apiserverCmd = app.add_subcommand(
+      "apiserver",
+      "Run the embedded Kubernetes-compatible API server alone (state in memory only)");
+  apiserverCmd
+      ->add_option("--listen", apiOptions.listen,
+                   "host:port to listen on; port 0 picks a free port")
+      ->capture_default_str();
+  apiserverCmd->add_option("--kubeconfig-out", kubeconfigOut,
+                           "Write a kubeconfig for clients to this file");
+  apiserverCmd->add_flag(
+      "--tls", apiOptions.tls,
+      "Serve HTTPS with a CA and certificate generated at start; clients need the bearer "
+      "token (both are in the kubeconfig)");
+  apiserverCmd->add_option("--token", apiOptions.token,
+                           "With --tls: the bearer token to require (default: random)");
+  apiserverCmd->add_flag(
+      "--fault-injection", apiOptions.faultInjection,
+      "Serve /debug/faults/* for tests (drop watches, compact history, inject errors and latency)");
+  apiserverCmd
+      ->add_option("--bookmark-interval-ms", bookmarkMs,
+                   "Interval of BOOKMARK events on watches that ask for them")
+      ->capture_default_str()
+      ->check(CLI::Range(10, 3600000));
+  apiserverCmd
+      ->add_option("--history", apiOptions.historyLimit,
+                   "Watch events kept for resuming watches; older resourceVersions get 410 Expired")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 10000000));
 
   auto* version = app.add_subcommand("version", "Print the version and the plugin ABI version");
 
@@ -114,5 +183,9 @@ int main(int argc, char** argv) {
     return kExitOk;
   }
   if (*run) return runHost(configPath, pluginDirs, adminListen);
+  if (*apiserverCmd) {
+    apiOptions.bookmarkInterval = std::chrono::milliseconds(bookmarkMs);
+    return runApiServer(apiOptions, kubeconfigOut);
+  }
   return kExitUsage;
 }

@@ -1,5 +1,7 @@
 #include "config/config.h"
 
+#include "common/yaml_json.h"
+
 #include <unistd.h>
 
 #include <cerrno>
@@ -247,40 +249,6 @@ private:
   std::vector<ConfigDiagnostic>& out_;
 };
 
-// ---------------------------------------------------------------------------------------------
-// YAML -> JSON for plugin config subtrees
-// ---------------------------------------------------------------------------------------------
-nlohmann::json toJson(const YAML::Node& n) {
-  switch (n.Type()) {
-  case YAML::NodeType::Null:
-  case YAML::NodeType::Undefined: return nullptr;
-  case YAML::NodeType::Sequence: {
-    auto a = nlohmann::json::array();
-    for (const auto& item : n)
-      a.push_back(toJson(item));
-    return a;
-  }
-  case YAML::NodeType::Map: {
-    auto o = nlohmann::json::object();
-    for (auto it = n.begin(); it != n.end(); ++it)
-      o[it->first.Scalar()] = toJson(it->second);
-    return o;
-  }
-  case YAML::NodeType::Scalar: break;
-  }
-  const std::string& s = n.Scalar();
-  if (n.Tag() != "?") return s; // quoted or explicitly tagged: a string
-  if (s == "~" || s == "null" || s == "Null" || s == "NULL") return nullptr;
-  if (s == "true" || s == "True" || s == "TRUE") return true;
-  if (s == "false" || s == "False" || s == "FALSE") return false;
-  int64_t i = 0;
-  if (Validator::parseInt(s, i)) return i;
-  double d = 0;
-  auto r = std::from_chars(s.data(), s.data() + s.size(), d);
-  if (r.ec == std::errc() && r.ptr == s.data() + s.size()) return d;
-  return s;
-}
-
 bool isDnsLabel(const std::string& s) {
   if (s.empty() || s.size() > 63) return false;
   for (char c : s)
@@ -390,7 +358,7 @@ void extract(const YAML::Node& root, Validator& v, const ConfigLoadOptions& opti
         if (auto n = p["required"]) pe.required = n.Scalar() == "true";
         if (auto n = p["logLevel"]) pe.logLevel = n.Scalar();
         if (auto n = p["config"]) {
-          auto j2 = toJson(n);
+          auto j2 = yamlToJson(n);
           if (!j2.is_null() && !j2.is_object())
             v.error(n, ppath + ".config", "expected a mapping of plugin settings");
           pe.configJson = j2.is_object() ? j2.dump() : "{}";

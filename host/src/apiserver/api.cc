@@ -1,0 +1,662 @@
+#include "apiserver/api.h"
+
+#include <ctime>
+#include <random>
+#include <regex>
+#include <yaml-cpp/yaml.h>
+
+#include "apiserver/patch.h"
+#include "common/yaml_json.h"
+
+namespace kuscia_host::apiserver {
+
+using nlohmann::json;
+
+namespace {
+
+const char* const kMergePatch = "application/merge-patch+json";
+const char* const kJsonPatch = "application/json-patch+json";
+const char* const kStrategicPatch = "application/strategic-merge-patch+json";
+const char* const kApplyPatch = "application/apply-patch+yaml";
+
+ApiResponse jsonResponse(int status, const json& body) {
+  ApiResponse r;
+  r.status = status;
+  r.body = body.dump(-1, ' ', false, json::error_handler_t::replace);
+  return r;
+}
+
+ApiResponse errorResponse(const ApiError& e) { return jsonResponse(e.code, statusBody(e)); }
+
+ApiError badRequest(const std::string& message) {
+  return {400, "BadRequest", message, json::object()};
+}
+
+ApiError invalid(const ResourceInfo& r, const std::string& name,
+                 const std::vector<FieldCause>& causes) {
+  std::string list;
+  json jc = json::array();
+  for (const auto& c : causes) {
+    list += (list.empty() ? "" : ", ") + c.field + ": " + c.message;
+    jc.push_back({{"reason", c.reason}, {"message", c.message}, {"field", c.field}});
+  }
+  std::string gk = r.group.empty() ? r.kind : r.kind + "." + r.group;
+  std::string message = gk + " \"" + name + "\" is invalid: " +
+                        (causes.size() == 1 ? list : "[" + list + "]");
+  return {422, "Invalid", message,
+          {{"name", name}, {"group", r.group}, {"kind", r.kind}, {"causes", jc}}};
+}
+
+std::string mediaType(const std::string& contentType) {
+  auto semi = contentType.find(';');
+  std::string t = contentType.substr(0, semi);
+  while (!t.empty() && t.back() == ' ')
+    t.pop_back();
+  return t;
+}
+
+std::string randomHex(std::size_t n) {
+  static thread_local std::mt19937_64 rng{std::random_device{}()};
+  static const char* hex = "0123456789abcdef";
+  std::string s;
+  for (std::size_t i = 0; i < n; ++i)
+    s += hex[rng() & 15];
+  return s;
+}
+
+std::string newUid() {
+  std::string h = randomHex(32);
+  h[12] = '4';
+  h[16] = "89ab"[h[16] % 4];
+  return h.substr(0, 8) + "-" + h.substr(8, 4) + "-" + h.substr(12, 4) + "-" + h.substr(16, 4) +
+         "-" + h.substr(20);
+}
+
+std::string randomSuffix() {
+  static thread_local std::mt19937_64 rng{std::random_device{}()};
+  static const char* chars = "bcdfghjklmnpqrstvwxz2456789";
+  std::string s;
+  for (int i = 0; i < 5; ++i)
+    s += chars[rng() % 27];
+  return s;
+}
+
+bool validName(const std::string& n) {
+  static const std::regex re(R"(^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$)");
+  return !n.empty() && n.size() <= 253 && std::regex_match(n, re);
+}
+
+// Everything but metadata and status: what "spec changed" means for generation.
+json specPart(const json& o) {
+  json c = o;
+  if (c.is_object()) {
+    c.erase("metadata");
+    c.erase("status");
+  }
+  return c;
+}
+
+std::vector<std::string> splitPath(const std::string& path) {
+  std::vector<std::string> out;
+  std::size_t i = 0;
+  while (i < path.size()) {
+    while (i < path.size() && path[i] == '/')
+      ++i;
+    auto j = path.find('/', i);
+    if (i < path.size()) out.push_back(path.substr(i, j == std::string::npos ? j : j - i));
+    i = j == std::string::npos ? path.size() : j;
+  }
+  return out;
+}
+
+json resourceEntry(const ResourceInfo& r) {
+  json verbs = {"create", "delete", "get", "list", "patch", "update", "watch"};
+  json e = {{"name", r.plural},       {"singularName", r.singular}, {"namespaced", r.namespaced},
+            {"kind", r.kind},         {"verbs", verbs}};
+  if (!r.shortNames.empty()) e["shortNames"] = r.shortNames;
+  if (!r.builtin) e["categories"] = {"all", "kuscia"};
+  return e;
+}
+
+} // namespace
+
+struct ApiHandler::Target {
+  const ResourceInfo* resource = nullptr;
+  std::string namespaceName;
+  std::string name;
+  std::string subresource;
+};
+
+std::optional<bool> parseGoBool(const std::string& s) {
+  if (s == "1" || s == "t" || s == "T" || s == "TRUE" || s == "true" || s == "True") return true;
+  if (s == "0" || s == "f" || s == "F" || s == "FALSE" || s == "false" || s == "False")
+    return false;
+  return std::nullopt;
+}
+
+std::string formatTime(int64_t unixNanos) {
+  std::time_t t = static_cast<std::time_t>(unixNanos / 1000000000);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+ApiHandler::ApiHandler(const ResourceRegistry& registry, Store& store, const Clock& clock,
+                       ApiOptions options)
+    : registry_(registry), store_(store), clock_(clock), options_(std::move(options)) {}
+
+std::string ApiHandler::now() const { return formatTime(clock_.wallNanos()); }
+
+ApiResponse ApiHandler::handle(const ApiRequest& req, const std::function<void()>& wake) {
+  auto segs = splitPath(req.path);
+  if (segs.empty() || segs[0] == "version" || segs[0] == "openapi" ||
+      (segs[0] == "api" && segs.size() <= 2) || (segs[0] == "apis" && segs.size() <= 3))
+    return discovery(req);
+  Target t;
+  std::vector<std::string> rest;
+  std::string group;
+  std::string version;
+  if (segs[0] == "api") {
+    version = segs[1];
+    rest.assign(segs.begin() + 2, segs.end());
+  } else if (segs[0] == "apis") {
+    group = segs[1];
+    version = segs[2];
+    rest.assign(segs.begin() + 3, segs.end());
+  } else {
+    return errorResponse({404, "NotFound", "the server could not find the requested resource",
+                          json::object()});
+  }
+  if (rest.size() >= 3 && rest[0] == "namespaces") {
+    t.namespaceName = rest[1];
+    rest.erase(rest.begin(), rest.begin() + 2);
+  }
+  t.resource = registry_.find(group, version, rest[0]);
+  if (t.resource == nullptr || rest.size() > 3 || (!t.namespaceName.empty() && !t.resource->namespaced))
+    return errorResponse({404, "NotFound", "the server could not find the requested resource",
+                          json::object()});
+  if (rest.size() >= 2) t.name = rest[1];
+  if (rest.size() == 3) {
+    t.subresource = rest[2];
+    if (t.subresource != "status" || !t.resource->hasStatus)
+      return errorResponse({404, "NotFound", "the server could not find the requested resource",
+                            json::object()});
+  }
+  return resourceRequest(req, t, wake);
+}
+
+ApiResponse ApiHandler::discovery(const ApiRequest& req) {
+  auto segs = splitPath(req.path);
+  if (req.method != "GET")
+    return errorResponse({405, "MethodNotAllowed", "the server does not allow this method on the requested resource", json::object()});
+  if (segs.size() == 1 && segs[0] == "version") {
+    std::string minor = "30";
+    std::smatch m;
+    if (std::regex_search(options_.gitVersion, m, std::regex(R"(v1\.(\d+))"))) minor = m[1];
+    return jsonResponse(200, {{"major", "1"}, {"minor", minor}, {"gitVersion", options_.gitVersion},
+                              {"gitCommit", ""}, {"gitTreeState", "clean"},
+                              {"buildDate", "2026-01-01T00:00:00Z"}, {"goVersion", "go1.22"},
+                              {"compiler", "gc"}, {"platform", "linux/amd64"}});
+  }
+  if (segs.size() == 1 && segs[0] == "api")
+    return jsonResponse(200, {{"kind", "APIVersions"}, {"versions", {"v1"}},
+                              {"serverAddressByClientCIDRs", json::array()}});
+  auto groupJson = [&](const std::string& g) {
+    json versions = json::array();
+    for (const auto& gv : registry_.groupVersions())
+      if (gv.rfind(g + "/", 0) == 0)
+        versions.push_back({{"groupVersion", gv}, {"version", gv.substr(g.size() + 1)}});
+    return json{{"name", g}, {"versions", versions}, {"preferredVersion", versions.at(0)}};
+  };
+  std::vector<std::string> groups;
+  for (const auto& r : registry_.all())
+    if (!r->group.empty() && std::find(groups.begin(), groups.end(), r->group) == groups.end())
+      groups.push_back(r->group);
+  if (segs.size() == 1 && segs[0] == "apis") {
+    json list = json::array();
+    for (const auto& g : groups)
+      list.push_back(groupJson(g));
+    return jsonResponse(200, {{"kind", "APIGroupList"}, {"apiVersion", "v1"}, {"groups", list}});
+  }
+  if (segs.size() == 2 && segs[0] == "apis" &&
+      std::find(groups.begin(), groups.end(), segs[1]) != groups.end()) {
+    json g = groupJson(segs[1]);
+    g["kind"] = "APIGroup";
+    g["apiVersion"] = "v1";
+    return jsonResponse(200, g);
+  }
+  std::string gv;
+  if (segs.size() == 2 && segs[0] == "api") gv = segs[1];
+  if (segs.size() == 3 && segs[0] == "apis") gv = segs[1] + "/" + segs[2];
+  if (!gv.empty()) {
+    json resources = json::array();
+    for (const auto& r : registry_.all()) {
+      if (r->apiVersion() != gv) continue;
+      resources.push_back(resourceEntry(*r));
+      if (r->hasStatus)
+        resources.push_back({{"name", r->plural + "/status"}, {"singularName", ""},
+                             {"namespaced", r->namespaced}, {"kind", r->kind},
+                             {"verbs", {"get", "patch", "update"}}});
+    }
+    if (!resources.empty())
+      return jsonResponse(200, {{"kind", "APIResourceList"}, {"apiVersion", "v1"},
+                                {"groupVersion", gv}, {"resources", resources}});
+  }
+  if (!segs.empty() && segs[0] == "openapi" && segs.size() >= 2 && segs[1] == "v3") {
+    if (segs.size() == 2) {
+      json paths = json::object();
+      for (const auto& g : registry_.groupVersions()) {
+        std::string p = g.find('/') == std::string::npos ? "api/" + g : "apis/" + g;
+        paths[p] = {{"serverRelativeURL", "/openapi/v3/" + p + "?hash=kh1"}};
+      }
+      return jsonResponse(200, {{"paths", paths}});
+    }
+    std::string want;
+    for (std::size_t i = 2; i < segs.size(); ++i)
+      want += (i > 2 ? "/" : "") + segs[i];
+    json paths = json::object();
+    json schemas = json::object();
+    for (const auto& r : registry_.all()) {
+      std::string p = r->group.empty() ? "api/" + r->version : "apis/" + r->apiVersion();
+      if (p != want) continue;
+      json gvk = {{"group", r->group}, {"version", r->version}, {"kind", r->kind}};
+      json params = json::array({{{"name", "fieldValidation"}, {"in", "query"}, {"schema", {{"type", "string"}}}},
+                                 {{"name", "fieldManager"}, {"in", "query"}, {"schema", {{"type", "string"}}}},
+                                 {{"name", "dryRun"}, {"in", "query"}, {"schema", {{"type", "string"}}}}});
+      std::string schemaName = (r->group.empty() ? "io.k8s.api.core.v1." : "secretflow.kuscia." + r->version + ".") + r->kind;
+      json ref = {{"$ref", "#/components/schemas/" + schemaName}};
+      json body = {{"content", {{kMergePatch, {{"schema", ref}}}, {kJsonPatch, {{"schema", ref}}}}}};
+      json okResp = {{"200", {{"description", "OK"}, {"content", {{"application/json", {{"schema", ref}}}}}}}};
+      json op = {{"x-kubernetes-group-version-kind", gvk}, {"parameters", params},
+                 {"responses", okResp}};
+      json patchOp = op;
+      patchOp["requestBody"] = body;
+      std::string base = "/" + p + (r->namespaced ? "/namespaces/{namespace}/" : "/") + r->plural + "/{name}";
+      paths[base] = {{"get", op}, {"put", op}, {"patch", patchOp}, {"delete", op}};
+      if (r->hasStatus) paths[base + "/status"] = {{"get", op}, {"put", op}, {"patch", patchOp}};
+      paths["/" + p + (r->namespaced ? "/namespaces/{namespace}/" : "/") + r->plural] = {{"get", op}, {"post", op}};
+      schemas[schemaName] = {{"type", "object"}, {"x-kubernetes-group-version-kind", json::array({gvk})}};
+    }
+    if (paths.empty())
+      return errorResponse({404, "NotFound", "the server could not find the requested resource", json::object()});
+    return jsonResponse(200, {{"openapi", "3.0.0"},
+                              {"info", {{"title", "Kubernetes"}, {"version", options_.gitVersion}}},
+                              {"paths", paths},
+                              {"components", {{"schemas", schemas}}}});
+  }
+  return errorResponse({404, "NotFound", "the server could not find the requested resource", json::object()});
+}
+
+ApiResponse ApiHandler::resourceRequest(const ApiRequest& req, const Target& t,
+                                        const std::function<void()>& wake) {
+  for (const char* b : {"watch", "allowWatchBookmarks", "sendInitialEvents"}) {
+    auto it = req.query.find(b);
+    if (it != req.query.end() && !parseGoBool(it->second))
+      return errorResponse(badRequest(std::string("invalid boolean value for ") + b + ": " + it->second));
+  }
+  bool isWatch = req.query.count("watch") && *parseGoBool(req.query.at("watch"));
+  if (t.name.empty()) {
+    if (req.method == "GET") return isWatch ? watch(req, t, wake) : list(req, t);
+    if (req.method == "POST") {
+      json body;
+      try {
+        body = json::parse(req.body);
+      } catch (const json::exception& e) {
+        return errorResponse(badRequest(std::string("the body of the request is not valid JSON: ") + e.what()));
+      }
+      return create(req, t, std::move(body));
+    }
+  } else {
+    if (req.method == "GET") {
+      auto r = store_.get(*t.resource, t.namespaceName, t.name);
+      return r.ok() ? jsonResponse(200, *r.value) : errorResponse(*r.error);
+    }
+    if (req.method == "PUT") return update(req, t);
+    if (req.method == "PATCH") return patch(req, t);
+    if (req.method == "DELETE" && t.subresource.empty()) return remove(req, t);
+  }
+  return errorResponse({405, "MethodNotAllowed",
+                        "the server does not allow this method on the requested resource",
+                        json::object()});
+}
+
+ApiResponse ApiHandler::list(const ApiRequest& req, const Target& t) {
+  auto labels = LabelSelector::parse(req.query.count("labelSelector") ? req.query.at("labelSelector") : "");
+  if (!labels) return errorResponse(badRequest(labels.error()));
+  auto fields = FieldSelector::parse(req.query.count("fieldSelector") ? req.query.at("fieldSelector") : "");
+  if (!fields) return errorResponse(badRequest(fields.error()));
+  int64_t limit = 0;
+  if (auto it = req.query.find("limit"); it != req.query.end() && !it->second.empty()) {
+    try {
+      limit = std::stoll(it->second);
+    } catch (const std::exception&) {
+      return errorResponse(badRequest("invalid limit: " + it->second));
+    }
+  }
+  std::string cont = req.query.count("continue") ? req.query.at("continue") : "";
+  auto r = store_.list(*t.resource, t.namespaceName, labels.value(), fields.value(), limit, cont);
+  if (!r.ok()) return errorResponse(*r.error);
+  json meta = {{"resourceVersion", std::to_string(r.value->rv)}};
+  if (!r.value->continueToken.empty()) {
+    meta["continue"] = r.value->continueToken;
+    meta["remainingItemCount"] = r.value->remaining;
+  }
+  // Items are written without apiVersion/kind, as real list responses do.
+  std::string body = R"({"kind":")" + t.resource->listKind + R"(","apiVersion":")" +
+                     t.resource->apiVersion() + R"(","metadata":)" + meta.dump() + R"(,"items":[)";
+  bool first = true;
+  for (auto& item : r.value->items) {
+    item.erase("apiVersion");
+    item.erase("kind");
+    if (!first) body += ',';
+    first = false;
+    body += item.dump(-1, ' ', false, json::error_handler_t::replace);
+  }
+  body += "]}";
+  ApiResponse resp;
+  resp.body = std::move(body);
+  return resp;
+}
+
+ApiResponse ApiHandler::watch(const ApiRequest& req, const Target& t,
+                              const std::function<void()>& wake) {
+  if (auto it = req.query.find("sendInitialEvents"); it != req.query.end() && *parseGoBool(it->second))
+    return errorResponse({422, "Invalid",
+                          "sendInitialEvents is not supported by this server: list, then watch from the list's resourceVersion",
+                          {{"causes", json::array({{{"reason", "FieldValueForbidden"},
+                                                    {"message", "Forbidden: sendInitialEvents is not supported"},
+                                                    {"field", "sendInitialEvents"}}})}}});
+  auto labels = LabelSelector::parse(req.query.count("labelSelector") ? req.query.at("labelSelector") : "");
+  if (!labels) return errorResponse(badRequest(labels.error()));
+  auto fields = FieldSelector::parse(req.query.count("fieldSelector") ? req.query.at("fieldSelector") : "");
+  if (!fields) return errorResponse(badRequest(fields.error()));
+  WatchFilter f{t.resource, t.namespaceName, labels.value(), fields.value()};
+  if (!t.name.empty()) {
+    auto byName = FieldSelector::parse("metadata.name=" + t.name);
+    f.fields = byName.value();
+  }
+  std::string rv = req.query.count("resourceVersion") ? req.query.at("resourceVersion") : "";
+  auto w = store_.watch(std::move(f), rv, options_.watchQueueCapacity, wake);
+  if (!w.ok()) return errorResponse(*w.error);
+  ApiResponse r;
+  r.watcher = *w.value;
+  r.timeoutSeconds = options_.defaultWatchTimeoutSeconds;
+  if (auto it = req.query.find("timeoutSeconds"); it != req.query.end()) {
+    try {
+      r.timeoutSeconds = std::stoi(it->second);
+    } catch (const std::exception&) {
+      store_.unwatch(r.watcher);
+      return errorResponse(badRequest("invalid timeoutSeconds: " + it->second));
+    }
+  }
+  r.bookmarks = req.query.count("allowWatchBookmarks") && *parseGoBool(req.query.at("allowWatchBookmarks"));
+  return r;
+}
+
+std::optional<ApiError> ApiHandler::pruneAndValidate(const Target& t, json& obj,
+                                                     const std::string& fieldValidation,
+                                                     std::vector<std::string>& warnings) {
+  if (!t.resource->schema) return std::nullopt;
+  std::vector<std::string> pruned;
+  pruneObject(*t.resource->schema, obj, pruned);
+  std::string name = obj["metadata"].value("name", t.name);
+  if (!pruned.empty()) {
+    if (fieldValidation == "Strict") {
+      std::string msg = "strict decoding error: ";
+      for (std::size_t i = 0; i < pruned.size(); ++i)
+        msg += (i ? ", " : "") + std::string("unknown field \"") + pruned[i] + "\"";
+      return ApiError{400, "BadRequest", msg, json::object()};
+    }
+    if (fieldValidation != "Ignore")
+      for (const auto& p : pruned)
+        warnings.push_back("unknown field \"" + p + "\"");
+  }
+  auto causes = validateObject(*t.resource->schema, obj);
+  if (!causes.empty()) return invalid(*t.resource, name, causes);
+  return std::nullopt;
+}
+
+ApiResult<json> ApiHandler::prepareCreate(const Target& t, json obj,
+                                          const std::string& fieldValidation,
+                                          std::vector<std::string>& warnings) {
+  const ResourceInfo& r = *t.resource;
+  if (!obj.is_object()) return badRequest("the body of the request must be a JSON object");
+  if (obj.contains("apiVersion") && obj["apiVersion"] != r.apiVersion())
+    return badRequest("the API version in the data (" + obj["apiVersion"].dump() +
+                      ") does not match the expected API version (" + r.apiVersion() + ")");
+  if (obj.contains("kind") && obj["kind"] != r.kind)
+    return badRequest("the kind in the data (" + obj["kind"].dump() +
+                      ") does not match the expected kind (" + r.kind + ")");
+  obj["apiVersion"] = r.apiVersion();
+  obj["kind"] = r.kind;
+  json& meta = obj["metadata"];
+  if (!meta.is_object()) meta = json::object();
+  if (!meta.contains("name") && meta.contains("generateName"))
+    meta["name"] = meta["generateName"].get<std::string>() + randomSuffix();
+  std::string name = meta.value("name", "");
+  if (name.empty())
+    return invalid(r, "", {{"FieldValueRequired", "Required value: name or generateName is required", "metadata.name"}});
+  if (!validName(name))
+    return invalid(r, name, {{"FieldValueInvalid",
+                              "Invalid value: \"" + name + "\": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character",
+                              "metadata.name"}});
+  if (r.namespaced) {
+    if (meta.contains("namespace") && meta["namespace"] != t.namespaceName)
+      return badRequest("the namespace of the provided object does not match the namespace sent on the request");
+    meta["namespace"] = t.namespaceName;
+  } else {
+    meta.erase("namespace");
+  }
+  for (const char* k : {"uid", "resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds",
+                        "managedFields", "selfLink"})
+    meta.erase(k);
+  meta["uid"] = newUid();
+  meta["creationTimestamp"] = now();
+  if (!r.builtin) meta["generation"] = 1;
+  if (r.hasStatus) {
+    if (!r.builtin)
+      obj.erase("status");
+    else if (r.kind == "Pod")
+      obj["status"] = {{"phase", "Pending"}, {"qosClass", "BestEffort"}};
+    else if (r.kind == "Service")
+      obj["status"] = {{"loadBalancer", json::object()}};
+  }
+  if (r.kind == "Namespace") obj["status"] = {{"phase", "Active"}};
+  if (auto e = pruneAndValidate(t, obj, fieldValidation, warnings)) return *e;
+  return obj;
+}
+
+ApiResult<json> ApiHandler::prepareUpdate(const Target& t, const json& current, json next,
+                                          const std::string& fieldValidation,
+                                          std::vector<std::string>& warnings) {
+  const ResourceInfo& r = *t.resource;
+  if (!next.is_object()) return badRequest("the body of the request must be a JSON object");
+  if (!next["metadata"].is_object()) next["metadata"] = json::object();
+  const json& cm = current["metadata"];
+  json& nm = next["metadata"];
+  if (nm.contains("name") && nm["name"] != cm["name"])
+    return badRequest("the name of the object (" + nm["name"].get<std::string>() +
+                      ") does not match the name on the URL (" + t.name + ")");
+  if (nm.contains("resourceVersion") && nm["resourceVersion"] != cm["resourceVersion"])
+    return conflict(r, t.name, "the object has been modified; please apply your changes to the latest version and try again");
+  if (nm.contains("uid") && !nm["uid"].get<std::string>().empty() && nm["uid"] != cm["uid"])
+    return conflict(r, t.name, "Precondition failed: UID in precondition: " + nm["uid"].get<std::string>() +
+                                   ", UID in object meta: " + cm["uid"].get<std::string>());
+  if (t.subresource == "status") {
+    json merged = current;
+    if (next.contains("status")) merged["status"] = next["status"];
+    else merged.erase("status");
+    next = std::move(merged);
+  } else if (r.hasStatus) {
+    if (current.contains("status")) next["status"] = current["status"];
+    else next.erase("status");
+  }
+  json& meta = next["metadata"];
+  for (const char* k : {"name", "namespace", "uid", "creationTimestamp", "generation"}) {
+    if (cm.contains(k)) meta[k] = cm[k];
+    else meta.erase(k);
+  }
+  meta["resourceVersion"] = cm["resourceVersion"];
+  next["apiVersion"] = r.apiVersion();
+  next["kind"] = r.kind;
+  if (!r.builtin && specPart(next) != specPart(current))
+    meta["generation"] = cm.value("generation", 1) + 1;
+  if (auto e = pruneAndValidate(t, next, fieldValidation, warnings)) return *e;
+  return next;
+}
+
+ApiResponse ApiHandler::create(const ApiRequest& req, const Target& t, json body) {
+  const ResourceInfo& r = *t.resource;
+  if (!t.subresource.empty())
+    return errorResponse({405, "MethodNotAllowed", "create is not allowed on a subresource", json::object()});
+  if (r.namespaced) {
+    if (t.namespaceName.empty())
+      return errorResponse(badRequest("the namespace of the object must be set in the URL"));
+    const ResourceInfo* ns = registry_.find("", "v1", "namespaces");
+    if (!store_.get(*ns, "", t.namespaceName).ok())
+      return errorResponse(notFound(*ns, t.namespaceName));
+  }
+  std::vector<std::string> warnings;
+  std::string fv = req.query.count("fieldValidation") ? req.query.at("fieldValidation") : "Warn";
+  auto prepared = prepareCreate(t, std::move(body), fv, warnings);
+  if (!prepared.ok()) return errorResponse(*prepared.error);
+  std::string name = (*prepared.value)["metadata"]["name"];
+  bool dryRun = req.query.count("dryRun") && req.query.at("dryRun") == "All";
+  ApiResponse resp;
+  if (dryRun) {
+    if (store_.get(r, t.namespaceName, name).ok())
+      return errorResponse({409, "AlreadyExists", r.qualifiedName() + " \"" + name + "\" already exists",
+                            {{"name", name}, {"group", r.group}, {"kind", r.plural}}});
+    resp = jsonResponse(201, *prepared.value);
+  } else {
+    auto stored = store_.mutate(r, t.namespaceName, name, [&](const json* current) -> ApiResult<std::optional<json>> {
+      if (current != nullptr)
+        return ApiError{409, "AlreadyExists", r.qualifiedName() + " \"" + name + "\" already exists",
+                        {{"name", name}, {"group", r.group}, {"kind", r.plural}}};
+      return std::optional<json>(*prepared.value);
+    });
+    if (!stored.ok()) return errorResponse(*stored.error);
+    resp = jsonResponse(201, *stored.value);
+  }
+  for (const auto& w : warnings)
+    resp.headers.emplace_back("Warning", "299 - \"" + w + "\"");
+  return resp;
+}
+
+ApiResponse ApiHandler::update(const ApiRequest& req, const Target& t) {
+  json body;
+  try {
+    body = json::parse(req.body);
+  } catch (const json::exception& e) {
+    return errorResponse(badRequest(std::string("the body of the request is not valid JSON: ") + e.what()));
+  }
+  const ResourceInfo& r = *t.resource;
+  if (!r.builtin && (!body.is_object() || !body["metadata"].is_object() ||
+                     !body["metadata"].contains("resourceVersion")))
+    return errorResponse(invalid(r, t.name, {{"FieldValueInvalid", "Invalid value: 0x0: must be specified for an update", "metadata.resourceVersion"}}));
+  std::vector<std::string> warnings;
+  std::string fv = req.query.count("fieldValidation") ? req.query.at("fieldValidation") : "Warn";
+  bool dryRun = req.query.count("dryRun") && req.query.at("dryRun") == "All";
+  auto stored = store_.mutate(r, t.namespaceName, t.name, [&](const json* current) -> ApiResult<std::optional<json>> {
+    if (current == nullptr) return notFound(r, t.name);
+    auto next = prepareUpdate(t, *current, body, fv, warnings);
+    if (!next.ok()) return *next.error;
+    if (dryRun) return std::optional<json>(*current);
+    return std::optional<json>(std::move(*next.value));
+  });
+  if (!stored.ok()) return errorResponse(*stored.error);
+  ApiResponse resp = jsonResponse(200, *stored.value);
+  for (const auto& w : warnings)
+    resp.headers.emplace_back("Warning", "299 - \"" + w + "\"");
+  return resp;
+}
+
+ApiResponse ApiHandler::patch(const ApiRequest& req, const Target& t) {
+  const ResourceInfo& r = *t.resource;
+  std::string type = mediaType(req.contentType);
+  bool apply = type == kApplyPatch;
+  if (type != kMergePatch && type != kJsonPatch && !apply && !(type == kStrategicPatch && r.builtin))
+    return errorResponse({415, "UnsupportedMediaType",
+                          "the body of the request was in an unknown format - accepted media types include: "
+                          "application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml" +
+                              std::string(r.builtin ? ", application/strategic-merge-patch+json" : ""),
+                          json::object()});
+  json patchBody;
+  try {
+    patchBody = apply ? yamlToJson(YAML::Load(req.body)) : json::parse(req.body);
+  } catch (const std::exception& e) {
+    return errorResponse(badRequest(std::string("the body of the request could not be decoded: ") + e.what()));
+  }
+  if (apply && (!req.query.count("fieldManager") || req.query.at("fieldManager").empty()))
+    return errorResponse(badRequest("PATCH, application/apply-patch+yaml requires the fieldManager parameter"));
+  std::vector<std::string> warnings;
+  std::string fv = req.query.count("fieldValidation") ? req.query.at("fieldValidation") : "Warn";
+  bool dryRun = req.query.count("dryRun") && req.query.at("dryRun") == "All";
+  bool created = false;
+  if (apply && t.subresource.empty() && r.namespaced) {
+    const ResourceInfo* ns = registry_.find("", "v1", "namespaces");
+    if (!store_.get(*ns, "", t.namespaceName).ok()) return errorResponse(notFound(*ns, t.namespaceName));
+  }
+  auto stored = store_.mutate(r, t.namespaceName, t.name, [&](const json* current) -> ApiResult<std::optional<json>> {
+    if (current == nullptr) {
+      if (!apply || !t.subresource.empty()) return notFound(r, t.name);
+      json obj = patchBody;
+      if (obj.is_object()) obj["metadata"]["name"] = t.name;
+      auto prepared = prepareCreate(t, std::move(obj), fv, warnings);
+      if (!prepared.ok()) return *prepared.error;
+      created = true;
+      return std::optional<json>(std::move(*prepared.value));
+    }
+    Result<json> patched = type == kJsonPatch ? applyJsonPatch(*current, patchBody)
+                              : type == kStrategicPatch ? applyStrategicMergePatch(*current, patchBody, r.kind)
+                                                        : applyMergePatch(*current, patchBody);
+    if (!patched.ok()) {
+      std::string msg = type == kJsonPatch ? "the json patch could not be applied: " : "the patch could not be applied: ";
+      return ApiError{422, "Invalid", msg + patched.error(), json::object()};
+    }
+    auto next = prepareUpdate(t, *current, std::move(patched.value()), fv, warnings);
+    if (!next.ok()) return *next.error;
+    if (dryRun) return std::optional<json>(*current);
+    return std::optional<json>(std::move(*next.value));
+  });
+  if (!stored.ok()) return errorResponse(*stored.error);
+  ApiResponse resp = jsonResponse(created ? 201 : 200, *stored.value);
+  for (const auto& w : warnings)
+    resp.headers.emplace_back("Warning", "299 - \"" + w + "\"");
+  return resp;
+}
+
+ApiResponse ApiHandler::remove(const ApiRequest& req, const Target& t) {
+  const ResourceInfo& r = *t.resource;
+  json options = json::object();
+  if (!req.body.empty()) {
+    try {
+      options = json::parse(req.body);
+    } catch (const json::exception& e) {
+      return errorResponse(badRequest(std::string("the DeleteOptions body is not valid JSON: ") + e.what()));
+    }
+  }
+  json pre = options.is_object() && options.contains("preconditions") ? options["preconditions"] : json::object();
+  bool dryRun = req.query.count("dryRun") && req.query.at("dryRun") == "All";
+  auto deleted = store_.mutate(r, t.namespaceName, t.name, [&](const json* current) -> ApiResult<std::optional<json>> {
+    if (current == nullptr) return notFound(r, t.name);
+    const json& meta = (*current)["metadata"];
+    if (pre.contains("uid") && pre["uid"].is_string() && pre["uid"] != meta["uid"])
+      return conflict(r, t.name, "Precondition failed: UID in precondition: " + pre["uid"].get<std::string>() +
+                                     ", UID in object meta: " + meta["uid"].get<std::string>());
+    if (pre.contains("resourceVersion") && pre["resourceVersion"].is_string() &&
+        pre["resourceVersion"] != meta["resourceVersion"])
+      return conflict(r, t.name, "Precondition failed: ResourceVersion in precondition: " +
+                                     pre["resourceVersion"].get<std::string>() +
+                                     ", ResourceVersion in object meta: " + meta["resourceVersion"].get<std::string>());
+    if (dryRun) return std::optional<json>(*current);
+    return std::optional<json>();
+  });
+  if (!deleted.ok()) return errorResponse(*deleted.error);
+  if (r.kind == "Namespace" && !dryRun) store_.deleteNamespaceContents(t.name);
+  return jsonResponse(200, *deleted.value);
+}
+
+} // namespace kuscia_host::apiserver

@@ -1,0 +1,105 @@
+#include "apiserver/certs.h"
+
+#include <openssl/bio.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/rand.h>
+#include <openssl/x509.h>
+#include <openssl/x509v3.h>
+
+#include <memory>
+
+namespace kuscia_host::apiserver {
+namespace {
+
+struct Free {
+  void operator()(EVP_PKEY* p) const { EVP_PKEY_free(p); }
+  void operator()(X509* p) const { X509_free(p); }
+  void operator()(BIO* p) const { BIO_free(p); }
+  void operator()(X509_EXTENSION* p) const { X509_EXTENSION_free(p); }
+};
+using Key = std::unique_ptr<EVP_PKEY, Free>;
+using Cert = std::unique_ptr<X509, Free>;
+
+Key newKey() { return Key(EVP_EC_gen("P-256")); }
+
+bool addExt(X509* cert, X509* issuer, int nid, const std::string& value) {
+  X509V3_CTX ctx;
+  X509V3_set_ctx_nodb(&ctx);
+  X509V3_set_ctx(&ctx, issuer, cert, nullptr, nullptr, 0);
+  std::unique_ptr<X509_EXTENSION, Free> ext(X509V3_EXT_conf_nid(nullptr, &ctx, nid, value.c_str()));
+  return ext && X509_add_ext(cert, ext.get(), -1) == 1;
+}
+
+Cert newCert(EVP_PKEY* key, const std::string& cn, X509* issuer, EVP_PKEY* issuerKey,
+             const std::vector<std::pair<int, std::string>>& exts) {
+  Cert cert(X509_new());
+  if (!cert) return nullptr;
+  X509_set_version(cert.get(), 2);
+  unsigned char serial[16];
+  RAND_bytes(serial, sizeof serial);
+  serial[0] &= 0x7f;
+  BIGNUM* bn = BN_bin2bn(serial, sizeof serial, nullptr);
+  BN_to_ASN1_INTEGER(bn, X509_get_serialNumber(cert.get()));
+  BN_free(bn);
+  X509_gmtime_adj(X509_getm_notBefore(cert.get()), -3600);
+  X509_gmtime_adj(X509_getm_notAfter(cert.get()), 365L * 24 * 3600);
+  X509_set_pubkey(cert.get(), key);
+  X509_NAME* name = X509_get_subject_name(cert.get());
+  X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC,
+                             reinterpret_cast<const unsigned char*>(cn.c_str()), -1, -1, 0);
+  X509_set_issuer_name(cert.get(), issuer != nullptr ? X509_get_subject_name(issuer) : name);
+  for (const auto& [nid, value] : exts)
+    if (!addExt(cert.get(), issuer != nullptr ? issuer : cert.get(), nid, value)) return nullptr;
+  if (X509_sign(cert.get(), issuerKey != nullptr ? issuerKey : key, EVP_sha256()) == 0) return nullptr;
+  return cert;
+}
+
+std::string pem(X509* cert) {
+  std::unique_ptr<BIO, Free> bio(BIO_new(BIO_s_mem()));
+  PEM_write_bio_X509(bio.get(), cert);
+  char* data = nullptr;
+  long n = BIO_get_mem_data(bio.get(), &data);
+  return std::string(data, static_cast<std::size_t>(n));
+}
+
+std::string pem(EVP_PKEY* key) {
+  std::unique_ptr<BIO, Free> bio(BIO_new(BIO_s_mem()));
+  PEM_write_bio_PrivateKey(bio.get(), key, nullptr, nullptr, 0, nullptr, nullptr);
+  char* data = nullptr;
+  long n = BIO_get_mem_data(bio.get(), &data);
+  return std::string(data, static_cast<std::size_t>(n));
+}
+
+} // namespace
+
+Result<CertificateSet> generateCertificates(const std::string& commonName,
+                                            const std::vector<std::string>& hosts,
+                                            bool serverAuth) {
+  Key caKey = newKey();
+  Key leafKey = newKey();
+  if (!caKey || !leafKey) return makeError("cannot generate a key pair (OpenSSL EC P-256)");
+  Cert ca = newCert(caKey.get(), "kuscia-host-ca", nullptr, nullptr,
+                    {{NID_basic_constraints, "critical,CA:TRUE"},
+                     {NID_key_usage, "critical,keyCertSign,cRLSign,digitalSignature"},
+                     {NID_subject_key_identifier, "hash"}});
+  if (!ca) return makeError("cannot create the CA certificate");
+  std::vector<std::pair<int, std::string>> exts = {{NID_basic_constraints, "critical,CA:FALSE"},
+                                                   {NID_key_usage, "critical,digitalSignature,keyEncipherment"}};
+  if (serverAuth) {
+    std::string san;
+    for (const auto& h : hosts) {
+      bool ip = !h.empty() && (std::isdigit(static_cast<unsigned char>(h[0])) || h.find(':') != std::string::npos);
+      san += (san.empty() ? "" : ",") + std::string(ip ? "IP:" : "DNS:") + h;
+    }
+    exts.emplace_back(NID_ext_key_usage, "serverAuth");
+    if (!san.empty()) exts.emplace_back(NID_subject_alt_name, san);
+  } else {
+    exts.emplace_back(NID_ext_key_usage, "clientAuth");
+  }
+  Cert leaf = newCert(leafKey.get(), commonName, ca.get(), caKey.get(), exts);
+  if (!leaf) return makeError("cannot create the leaf certificate");
+  return CertificateSet{pem(ca.get()), pem(caKey.get()), pem(leaf.get()), pem(leafKey.get())};
+}
+
+} // namespace kuscia_host::apiserver
