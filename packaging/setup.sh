@@ -19,7 +19,7 @@ jobs=${JOBS:-$(nproc)}
 packages=(
   cmake ninja-build g++ pkgconf clang-format clang-tidy curl binutils
   libboost1.81-dev nlohmann-json3-dev libspdlog-dev libfmt-dev libyaml-cpp-dev libssl-dev
-  libsimdjson-dev libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev
+  libsimdjson-dev libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev python3-kubernetes
 )
 
 say() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }

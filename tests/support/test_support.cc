@@ -53,13 +53,19 @@ void writeFile(const std::string& path, const std::string& content) {
   std::ofstream(path, std::ios::binary) << content;
 }
 
-HttpResult httpRequest(unsigned short port, const std::string& method, const std::string& target) {
+HttpResult httpRequest(unsigned short port, const std::string& method, const std::string& target,
+                       const std::string& body, const std::string& contentType,
+                       const std::map<std::string, std::string>& headers) {
   boost::asio::io_context io;
   beast::tcp_stream stream(io);
   stream.expires_after(std::chrono::seconds(10));
   stream.connect(tcp::endpoint(boost::asio::ip::make_address("127.0.0.1"), port));
   http::request<http::string_body> req(http::string_to_verb(method), target, 11);
   req.set(http::field::host, "127.0.0.1");
+  if (!contentType.empty()) req.set(http::field::content_type, contentType);
+  for (const auto& [k, v] : headers)
+    req.set(k, v);
+  req.body() = body;
   req.prepare_payload();
   http::write(stream, req);
   beast::flat_buffer buffer;
@@ -159,6 +165,78 @@ std::optional<std::string> Child::waitForStderr(const std::string& needle, doubl
       },
       seconds);
   return found;
+}
+
+struct LineStream::Impl {
+  boost::asio::io_context io;
+  beast::tcp_stream stream{io};
+  beast::flat_buffer buffer;
+  http::response_parser<http::string_body> parser;
+};
+
+LineStream::LineStream(unsigned short port, const std::string& target)
+    : impl_(std::make_unique<Impl>()) {
+  impl_->stream.expires_after(std::chrono::seconds(10));
+  impl_->stream.connect(tcp::endpoint(boost::asio::ip::make_address("127.0.0.1"), port));
+  http::request<http::empty_body> req(http::verb::get, target, 11);
+  req.set(http::field::host, "127.0.0.1");
+  http::write(impl_->stream, req);
+  impl_->parser.body_limit(boost::none);
+  http::read_header(impl_->stream, impl_->buffer, impl_->parser);
+  status_ = static_cast<int>(impl_->parser.get().result_int());
+  for (const auto& f : impl_->parser.get()) {
+    std::string name(f.name_string());
+    for (auto& c : name)
+      c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    headers_[name] = std::string(f.value());
+  }
+}
+
+LineStream::~LineStream() {
+  beast::error_code ec;
+  impl_->stream.socket().shutdown(tcp::socket::shutdown_both, ec);
+}
+
+std::optional<std::string> LineStream::next(double seconds) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  for (;;) {
+    std::string& body = impl_->parser.get().body();
+    pending_ += body;
+    body.clear();
+    auto nl = pending_.find('\n');
+    if (nl != std::string::npos) {
+      std::string line = pending_.substr(0, nl);
+      pending_.erase(0, nl + 1);
+      return line;
+    }
+    if (timedOut_) return std::nullopt;
+    if (ended_ || impl_->parser.is_done()) {
+      ended_ = true;
+      return std::nullopt;
+    }
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) return std::nullopt;
+    // Synchronous reads ignore beast's timeouts: read asynchronously and run the loop for the
+    // time left. A read cut short leaves the parser unusable, so the stream counts as ended.
+    bool done = false;
+    beast::error_code ec;
+    http::async_read_some(impl_->stream, impl_->buffer, impl_->parser,
+                          [&](beast::error_code e, std::size_t) {
+                            ec = e;
+                            done = true;
+                          });
+    impl_->io.restart();
+    impl_->io.run_for(left);
+    if (!done) {
+      impl_->stream.cancel();
+      impl_->io.restart();
+      impl_->io.run();
+      timedOut_ = true;
+      return std::nullopt;
+    }
+    if (ec) ended_ = true;
+  }
 }
 
 RunResult runCommand(const std::vector<std::string>& argv) {

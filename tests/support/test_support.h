@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -34,7 +35,34 @@ struct HttpResult {
 };
 
 // One request over a fresh loopback connection with Boost.Beast.
-HttpResult httpRequest(unsigned short port, const std::string& method, const std::string& target);
+HttpResult httpRequest(unsigned short port, const std::string& method, const std::string& target,
+                       const std::string& body = "", const std::string& contentType = "",
+                       const std::map<std::string, std::string>& headers = {});
+
+// A streaming GET (a Kubernetes watch): the response header, then the body line by line.
+class LineStream {
+public:
+  LineStream(unsigned short port, const std::string& target);
+  ~LineStream();
+  LineStream(const LineStream&) = delete;
+  LineStream& operator=(const LineStream&) = delete;
+  int status() const { return status_; }
+  const std::map<std::string, std::string>& headers() const { return headers_; }
+  // The next complete line (without the newline); nullopt on timeout or end of stream. After a
+  // timeout the stream is unusable and every later call returns nullopt.
+  std::optional<std::string> next(double seconds = 5);
+  // True once the server ended the stream (last chunk or close).
+  bool ended() const { return ended_; }
+
+private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  int status_ = 0;
+  std::map<std::string, std::string> headers_;
+  std::string pending_;
+  bool ended_ = false;
+  bool timedOut_ = false;
+};
 inline HttpResult httpGet(unsigned short port, const std::string& target) {
   return httpRequest(port, "GET", target);
 }

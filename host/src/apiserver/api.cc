@@ -26,7 +26,9 @@ ApiResponse jsonResponse(int status, const json& body) {
   return r;
 }
 
-ApiResponse errorResponse(const ApiError& e) { return jsonResponse(e.code, statusBody(e)); }
+ApiResponse errorResponse(const ApiError& e) {
+  return jsonResponse(e.code, statusBody(e));
+}
 
 ApiError badRequest(const std::string& message) {
   return {400, "BadRequest", message, json::object()};
@@ -41,9 +43,11 @@ ApiError invalid(const ResourceInfo& r, const std::string& name,
     jc.push_back({{"reason", c.reason}, {"message", c.message}, {"field", c.field}});
   }
   std::string gk = r.group.empty() ? r.kind : r.kind + "." + r.group;
-  std::string message = gk + " \"" + name + "\" is invalid: " +
-                        (causes.size() == 1 ? list : "[" + list + "]");
-  return {422, "Invalid", message,
+  std::string message =
+      gk + " \"" + name + "\" is invalid: " + (causes.size() == 1 ? list : "[" + list + "]");
+  return {422,
+          "Invalid",
+          message,
           {{"name", name}, {"group", r.group}, {"kind", r.kind}, {"causes", jc}}};
 }
 
@@ -82,7 +86,8 @@ std::string randomSuffix() {
 }
 
 bool validName(const std::string& n) {
-  static const std::regex re(R"(^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$)");
+  static const std::regex re(
+      R"(^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$)");
   return !n.empty() && n.size() <= 253 && std::regex_match(n, re);
 }
 
@@ -111,8 +116,11 @@ std::vector<std::string> splitPath(const std::string& path) {
 
 json resourceEntry(const ResourceInfo& r) {
   json verbs = {"create", "delete", "get", "list", "patch", "update", "watch"};
-  json e = {{"name", r.plural},       {"singularName", r.singular}, {"namespaced", r.namespaced},
-            {"kind", r.kind},         {"verbs", verbs}};
+  json e = {{"name", r.plural},
+            {"singularName", r.singular},
+            {"namespaced", r.namespaced},
+            {"kind", r.kind},
+            {"verbs", verbs}};
   if (!r.shortNames.empty()) e["shortNames"] = r.shortNames;
   if (!r.builtin) e["categories"] = {"all", "kuscia"};
   return e;
@@ -147,7 +155,9 @@ ApiHandler::ApiHandler(const ResourceRegistry& registry, Store& store, const Clo
                        ApiOptions options)
     : registry_(registry), store_(store), clock_(clock), options_(std::move(options)) {}
 
-std::string ApiHandler::now() const { return formatTime(clock_.wallNanos()); }
+std::string ApiHandler::now() const {
+  return formatTime(clock_.wallNanos());
+}
 
 ApiResponse ApiHandler::handle(const ApiRequest& req, const std::function<void()>& wake) {
   auto segs = splitPath(req.path);
@@ -166,23 +176,24 @@ ApiResponse ApiHandler::handle(const ApiRequest& req, const std::function<void()
     version = segs[2];
     rest.assign(segs.begin() + 3, segs.end());
   } else {
-    return errorResponse({404, "NotFound", "the server could not find the requested resource",
-                          json::object()});
+    return errorResponse(
+        {404, "NotFound", "the server could not find the requested resource", json::object()});
   }
   if (rest.size() >= 3 && rest[0] == "namespaces") {
     t.namespaceName = rest[1];
     rest.erase(rest.begin(), rest.begin() + 2);
   }
   t.resource = registry_.find(group, version, rest[0]);
-  if (t.resource == nullptr || rest.size() > 3 || (!t.namespaceName.empty() && !t.resource->namespaced))
-    return errorResponse({404, "NotFound", "the server could not find the requested resource",
-                          json::object()});
+  if (t.resource == nullptr || rest.size() > 3 ||
+      (!t.namespaceName.empty() && !t.resource->namespaced))
+    return errorResponse(
+        {404, "NotFound", "the server could not find the requested resource", json::object()});
   if (rest.size() >= 2) t.name = rest[1];
   if (rest.size() == 3) {
     t.subresource = rest[2];
     if (t.subresource != "status" || !t.resource->hasStatus)
-      return errorResponse({404, "NotFound", "the server could not find the requested resource",
-                            json::object()});
+      return errorResponse(
+          {404, "NotFound", "the server could not find the requested resource", json::object()});
   }
   return resourceRequest(req, t, wake);
 }
@@ -190,18 +201,26 @@ ApiResponse ApiHandler::handle(const ApiRequest& req, const std::function<void()
 ApiResponse ApiHandler::discovery(const ApiRequest& req) {
   auto segs = splitPath(req.path);
   if (req.method != "GET")
-    return errorResponse({405, "MethodNotAllowed", "the server does not allow this method on the requested resource", json::object()});
+    return errorResponse({405, "MethodNotAllowed",
+                          "the server does not allow this method on the requested resource",
+                          json::object()});
   if (segs.size() == 1 && segs[0] == "version") {
     std::string minor = "30";
     std::smatch m;
     if (std::regex_search(options_.gitVersion, m, std::regex(R"(v1\.(\d+))"))) minor = m[1];
-    return jsonResponse(200, {{"major", "1"}, {"minor", minor}, {"gitVersion", options_.gitVersion},
-                              {"gitCommit", ""}, {"gitTreeState", "clean"},
-                              {"buildDate", "2026-01-01T00:00:00Z"}, {"goVersion", "go1.22"},
-                              {"compiler", "gc"}, {"platform", "linux/amd64"}});
+    return jsonResponse(200, {{"major", "1"},
+                              {"minor", minor},
+                              {"gitVersion", options_.gitVersion},
+                              {"gitCommit", ""},
+                              {"gitTreeState", "clean"},
+                              {"buildDate", "2026-01-01T00:00:00Z"},
+                              {"goVersion", "go1.22"},
+                              {"compiler", "gc"},
+                              {"platform", "linux/amd64"}});
   }
   if (segs.size() == 1 && segs[0] == "api")
-    return jsonResponse(200, {{"kind", "APIVersions"}, {"versions", {"v1"}},
+    return jsonResponse(200, {{"kind", "APIVersions"},
+                              {"versions", {"v1"}},
                               {"serverAddressByClientCIDRs", json::array()}});
   auto groupJson = [&](const std::string& g) {
     json versions = json::array();
@@ -236,13 +255,17 @@ ApiResponse ApiHandler::discovery(const ApiRequest& req) {
       if (r->apiVersion() != gv) continue;
       resources.push_back(resourceEntry(*r));
       if (r->hasStatus)
-        resources.push_back({{"name", r->plural + "/status"}, {"singularName", ""},
-                             {"namespaced", r->namespaced}, {"kind", r->kind},
+        resources.push_back({{"name", r->plural + "/status"},
+                             {"singularName", ""},
+                             {"namespaced", r->namespaced},
+                             {"kind", r->kind},
                              {"verbs", {"get", "patch", "update"}}});
     }
     if (!resources.empty())
-      return jsonResponse(200, {{"kind", "APIResourceList"}, {"apiVersion", "v1"},
-                                {"groupVersion", gv}, {"resources", resources}});
+      return jsonResponse(200, {{"kind", "APIResourceList"},
+                                {"apiVersion", "v1"},
+                                {"groupVersion", gv},
+                                {"resources", resources}});
   }
   if (!segs.empty() && segs[0] == "openapi" && segs.size() >= 2 && segs[1] == "v3") {
     if (segs.size() == 2) {
@@ -262,31 +285,41 @@ ApiResponse ApiHandler::discovery(const ApiRequest& req) {
       std::string p = r->group.empty() ? "api/" + r->version : "apis/" + r->apiVersion();
       if (p != want) continue;
       json gvk = {{"group", r->group}, {"version", r->version}, {"kind", r->kind}};
-      json params = json::array({{{"name", "fieldValidation"}, {"in", "query"}, {"schema", {{"type", "string"}}}},
-                                 {{"name", "fieldManager"}, {"in", "query"}, {"schema", {{"type", "string"}}}},
-                                 {{"name", "dryRun"}, {"in", "query"}, {"schema", {{"type", "string"}}}}});
-      std::string schemaName = (r->group.empty() ? "io.k8s.api.core.v1." : "secretflow.kuscia." + r->version + ".") + r->kind;
+      json params = json::array(
+          {{{"name", "fieldValidation"}, {"in", "query"}, {"schema", {{"type", "string"}}}},
+           {{"name", "fieldManager"}, {"in", "query"}, {"schema", {{"type", "string"}}}},
+           {{"name", "dryRun"}, {"in", "query"}, {"schema", {{"type", "string"}}}}});
+      std::string schemaName =
+          (r->group.empty() ? "io.k8s.api.core.v1." : "secretflow.kuscia." + r->version + ".") +
+          r->kind;
       json ref = {{"$ref", "#/components/schemas/" + schemaName}};
-      json body = {{"content", {{kMergePatch, {{"schema", ref}}}, {kJsonPatch, {{"schema", ref}}}}}};
-      json okResp = {{"200", {{"description", "OK"}, {"content", {{"application/json", {{"schema", ref}}}}}}}};
-      json op = {{"x-kubernetes-group-version-kind", gvk}, {"parameters", params},
-                 {"responses", okResp}};
+      json body = {
+          {"content", {{kMergePatch, {{"schema", ref}}}, {kJsonPatch, {{"schema", ref}}}}}};
+      json okResp = {
+          {"200", {{"description", "OK"}, {"content", {{"application/json", {{"schema", ref}}}}}}}};
+      json op = {
+          {"x-kubernetes-group-version-kind", gvk}, {"parameters", params}, {"responses", okResp}};
       json patchOp = op;
       patchOp["requestBody"] = body;
-      std::string base = "/" + p + (r->namespaced ? "/namespaces/{namespace}/" : "/") + r->plural + "/{name}";
+      std::string base =
+          "/" + p + (r->namespaced ? "/namespaces/{namespace}/" : "/") + r->plural + "/{name}";
       paths[base] = {{"get", op}, {"put", op}, {"patch", patchOp}, {"delete", op}};
       if (r->hasStatus) paths[base + "/status"] = {{"get", op}, {"put", op}, {"patch", patchOp}};
-      paths["/" + p + (r->namespaced ? "/namespaces/{namespace}/" : "/") + r->plural] = {{"get", op}, {"post", op}};
-      schemas[schemaName] = {{"type", "object"}, {"x-kubernetes-group-version-kind", json::array({gvk})}};
+      paths["/" + p + (r->namespaced ? "/namespaces/{namespace}/" : "/") + r->plural] = {
+          {"get", op}, {"post", op}};
+      schemas[schemaName] = {{"type", "object"},
+                             {"x-kubernetes-group-version-kind", json::array({gvk})}};
     }
     if (paths.empty())
-      return errorResponse({404, "NotFound", "the server could not find the requested resource", json::object()});
+      return errorResponse(
+          {404, "NotFound", "the server could not find the requested resource", json::object()});
     return jsonResponse(200, {{"openapi", "3.0.0"},
                               {"info", {{"title", "Kubernetes"}, {"version", options_.gitVersion}}},
                               {"paths", paths},
                               {"components", {{"schemas", schemas}}}});
   }
-  return errorResponse({404, "NotFound", "the server could not find the requested resource", json::object()});
+  return errorResponse(
+      {404, "NotFound", "the server could not find the requested resource", json::object()});
 }
 
 ApiResponse ApiHandler::resourceRequest(const ApiRequest& req, const Target& t,
@@ -294,7 +327,8 @@ ApiResponse ApiHandler::resourceRequest(const ApiRequest& req, const Target& t,
   for (const char* b : {"watch", "allowWatchBookmarks", "sendInitialEvents"}) {
     auto it = req.query.find(b);
     if (it != req.query.end() && !parseGoBool(it->second))
-      return errorResponse(badRequest(std::string("invalid boolean value for ") + b + ": " + it->second));
+      return errorResponse(
+          badRequest(std::string("invalid boolean value for ") + b + ": " + it->second));
   }
   bool isWatch = req.query.count("watch") && *parseGoBool(req.query.at("watch"));
   if (t.name.empty()) {
@@ -304,7 +338,8 @@ ApiResponse ApiHandler::resourceRequest(const ApiRequest& req, const Target& t,
       try {
         body = json::parse(req.body);
       } catch (const json::exception& e) {
-        return errorResponse(badRequest(std::string("the body of the request is not valid JSON: ") + e.what()));
+        return errorResponse(
+            badRequest(std::string("the body of the request is not valid JSON: ") + e.what()));
       }
       return create(req, t, std::move(body));
     }
@@ -323,9 +358,11 @@ ApiResponse ApiHandler::resourceRequest(const ApiRequest& req, const Target& t,
 }
 
 ApiResponse ApiHandler::list(const ApiRequest& req, const Target& t) {
-  auto labels = LabelSelector::parse(req.query.count("labelSelector") ? req.query.at("labelSelector") : "");
+  auto labels =
+      LabelSelector::parse(req.query.count("labelSelector") ? req.query.at("labelSelector") : "");
   if (!labels) return errorResponse(badRequest(labels.error()));
-  auto fields = FieldSelector::parse(req.query.count("fieldSelector") ? req.query.at("fieldSelector") : "");
+  auto fields =
+      FieldSelector::parse(req.query.count("fieldSelector") ? req.query.at("fieldSelector") : "");
   if (!fields) return errorResponse(badRequest(fields.error()));
   int64_t limit = 0;
   if (auto it = req.query.find("limit"); it != req.query.end() && !it->second.empty()) {
@@ -362,15 +399,21 @@ ApiResponse ApiHandler::list(const ApiRequest& req, const Target& t) {
 
 ApiResponse ApiHandler::watch(const ApiRequest& req, const Target& t,
                               const std::function<void()>& wake) {
-  if (auto it = req.query.find("sendInitialEvents"); it != req.query.end() && *parseGoBool(it->second))
-    return errorResponse({422, "Invalid",
-                          "sendInitialEvents is not supported by this server: list, then watch from the list's resourceVersion",
-                          {{"causes", json::array({{{"reason", "FieldValueForbidden"},
-                                                    {"message", "Forbidden: sendInitialEvents is not supported"},
-                                                    {"field", "sendInitialEvents"}}})}}});
-  auto labels = LabelSelector::parse(req.query.count("labelSelector") ? req.query.at("labelSelector") : "");
+  if (auto it = req.query.find("sendInitialEvents");
+      it != req.query.end() && *parseGoBool(it->second))
+    return errorResponse(
+        {422,
+         "Invalid",
+         "sendInitialEvents is not supported by this server: list, then watch from the list's "
+         "resourceVersion",
+         {{"causes", json::array({{{"reason", "FieldValueForbidden"},
+                                   {"message", "Forbidden: sendInitialEvents is not supported"},
+                                   {"field", "sendInitialEvents"}}})}}});
+  auto labels =
+      LabelSelector::parse(req.query.count("labelSelector") ? req.query.at("labelSelector") : "");
   if (!labels) return errorResponse(badRequest(labels.error()));
-  auto fields = FieldSelector::parse(req.query.count("fieldSelector") ? req.query.at("fieldSelector") : "");
+  auto fields =
+      FieldSelector::parse(req.query.count("fieldSelector") ? req.query.at("fieldSelector") : "");
   if (!fields) return errorResponse(badRequest(fields.error()));
   WatchFilter f{t.resource, t.namespaceName, labels.value(), fields.value()};
   if (!t.name.empty()) {
@@ -391,7 +434,8 @@ ApiResponse ApiHandler::watch(const ApiRequest& req, const Target& t,
       return errorResponse(badRequest("invalid timeoutSeconds: " + it->second));
     }
   }
-  r.bookmarks = req.query.count("allowWatchBookmarks") && *parseGoBool(req.query.at("allowWatchBookmarks"));
+  r.bookmarks =
+      req.query.count("allowWatchBookmarks") && *parseGoBool(req.query.at("allowWatchBookmarks"));
   return r;
 }
 
@@ -437,14 +481,21 @@ ApiResult<json> ApiHandler::prepareCreate(const Target& t, json obj,
     meta["name"] = meta["generateName"].get<std::string>() + randomSuffix();
   std::string name = meta.value("name", "");
   if (name.empty())
-    return invalid(r, "", {{"FieldValueRequired", "Required value: name or generateName is required", "metadata.name"}});
+    return invalid(r, "",
+                   {{"FieldValueRequired", "Required value: name or generateName is required",
+                     "metadata.name"}});
   if (!validName(name))
-    return invalid(r, name, {{"FieldValueInvalid",
-                              "Invalid value: \"" + name + "\": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character",
-                              "metadata.name"}});
+    return invalid(
+        r, name,
+        {{"FieldValueInvalid",
+          "Invalid value: \"" + name +
+              "\": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric "
+              "characters, '-' or '.', and must start and end with an alphanumeric character",
+          "metadata.name"}});
   if (r.namespaced) {
     if (meta.contains("namespace") && meta["namespace"] != t.namespaceName)
-      return badRequest("the namespace of the provided object does not match the namespace sent on the request");
+      return badRequest(
+          "the namespace of the provided object does not match the namespace sent on the request");
     meta["namespace"] = t.namespaceName;
   } else {
     meta.erase("namespace");
@@ -480,23 +531,32 @@ ApiResult<json> ApiHandler::prepareUpdate(const Target& t, const json& current, 
     return badRequest("the name of the object (" + nm["name"].get<std::string>() +
                       ") does not match the name on the URL (" + t.name + ")");
   if (nm.contains("resourceVersion") && nm["resourceVersion"] != cm["resourceVersion"])
-    return conflict(r, t.name, "the object has been modified; please apply your changes to the latest version and try again");
+    return conflict(r, t.name,
+                    "the object has been modified; please apply your changes to the latest version "
+                    "and try again");
   if (nm.contains("uid") && !nm["uid"].get<std::string>().empty() && nm["uid"] != cm["uid"])
-    return conflict(r, t.name, "Precondition failed: UID in precondition: " + nm["uid"].get<std::string>() +
-                                   ", UID in object meta: " + cm["uid"].get<std::string>());
+    return conflict(r, t.name,
+                    "Precondition failed: UID in precondition: " + nm["uid"].get<std::string>() +
+                        ", UID in object meta: " + cm["uid"].get<std::string>());
   if (t.subresource == "status") {
     json merged = current;
-    if (next.contains("status")) merged["status"] = next["status"];
-    else merged.erase("status");
+    if (next.contains("status"))
+      merged["status"] = next["status"];
+    else
+      merged.erase("status");
     next = std::move(merged);
   } else if (r.hasStatus) {
-    if (current.contains("status")) next["status"] = current["status"];
-    else next.erase("status");
+    if (current.contains("status"))
+      next["status"] = current["status"];
+    else
+      next.erase("status");
   }
   json& meta = next["metadata"];
   for (const char* k : {"name", "namespace", "uid", "creationTimestamp", "generation"}) {
-    if (cm.contains(k)) meta[k] = cm[k];
-    else meta.erase(k);
+    if (cm.contains(k))
+      meta[k] = cm[k];
+    else
+      meta.erase(k);
   }
   meta["resourceVersion"] = cm["resourceVersion"];
   next["apiVersion"] = r.apiVersion();
@@ -510,7 +570,8 @@ ApiResult<json> ApiHandler::prepareUpdate(const Target& t, const json& current, 
 ApiResponse ApiHandler::create(const ApiRequest& req, const Target& t, json body) {
   const ResourceInfo& r = *t.resource;
   if (!t.subresource.empty())
-    return errorResponse({405, "MethodNotAllowed", "create is not allowed on a subresource", json::object()});
+    return errorResponse(
+        {405, "MethodNotAllowed", "create is not allowed on a subresource", json::object()});
   if (r.namespaced) {
     if (t.namespaceName.empty())
       return errorResponse(badRequest("the namespace of the object must be set in the URL"));
@@ -527,16 +588,21 @@ ApiResponse ApiHandler::create(const ApiRequest& req, const Target& t, json body
   ApiResponse resp;
   if (dryRun) {
     if (store_.get(r, t.namespaceName, name).ok())
-      return errorResponse({409, "AlreadyExists", r.qualifiedName() + " \"" + name + "\" already exists",
+      return errorResponse({409,
+                            "AlreadyExists",
+                            r.qualifiedName() + " \"" + name + "\" already exists",
                             {{"name", name}, {"group", r.group}, {"kind", r.plural}}});
     resp = jsonResponse(201, *prepared.value);
   } else {
-    auto stored = store_.mutate(r, t.namespaceName, name, [&](const json* current) -> ApiResult<std::optional<json>> {
-      if (current != nullptr)
-        return ApiError{409, "AlreadyExists", r.qualifiedName() + " \"" + name + "\" already exists",
-                        {{"name", name}, {"group", r.group}, {"kind", r.plural}}};
-      return std::optional<json>(*prepared.value);
-    });
+    auto stored = store_.mutate(
+        r, t.namespaceName, name, [&](const json* current) -> ApiResult<std::optional<json>> {
+          if (current != nullptr)
+            return ApiError{409,
+                            "AlreadyExists",
+                            r.qualifiedName() + " \"" + name + "\" already exists",
+                            {{"name", name}, {"group", r.group}, {"kind", r.plural}}};
+          return std::optional<json>(*prepared.value);
+        });
     if (!stored.ok()) return errorResponse(*stored.error);
     resp = jsonResponse(201, *stored.value);
   }
@@ -550,22 +616,27 @@ ApiResponse ApiHandler::update(const ApiRequest& req, const Target& t) {
   try {
     body = json::parse(req.body);
   } catch (const json::exception& e) {
-    return errorResponse(badRequest(std::string("the body of the request is not valid JSON: ") + e.what()));
+    return errorResponse(
+        badRequest(std::string("the body of the request is not valid JSON: ") + e.what()));
   }
   const ResourceInfo& r = *t.resource;
   if (!r.builtin && (!body.is_object() || !body["metadata"].is_object() ||
                      !body["metadata"].contains("resourceVersion")))
-    return errorResponse(invalid(r, t.name, {{"FieldValueInvalid", "Invalid value: 0x0: must be specified for an update", "metadata.resourceVersion"}}));
+    return errorResponse(
+        invalid(r, t.name,
+                {{"FieldValueInvalid", "Invalid value: 0x0: must be specified for an update",
+                  "metadata.resourceVersion"}}));
   std::vector<std::string> warnings;
   std::string fv = req.query.count("fieldValidation") ? req.query.at("fieldValidation") : "Warn";
   bool dryRun = req.query.count("dryRun") && req.query.at("dryRun") == "All";
-  auto stored = store_.mutate(r, t.namespaceName, t.name, [&](const json* current) -> ApiResult<std::optional<json>> {
-    if (current == nullptr) return notFound(r, t.name);
-    auto next = prepareUpdate(t, *current, body, fv, warnings);
-    if (!next.ok()) return *next.error;
-    if (dryRun) return std::optional<json>(*current);
-    return std::optional<json>(std::move(*next.value));
-  });
+  auto stored = store_.mutate(r, t.namespaceName, t.name,
+                              [&](const json* current) -> ApiResult<std::optional<json>> {
+                                if (current == nullptr) return notFound(r, t.name);
+                                auto next = prepareUpdate(t, *current, body, fv, warnings);
+                                if (!next.ok()) return *next.error;
+                                if (dryRun) return std::optional<json>(*current);
+                                return std::optional<json>(std::move(*next.value));
+                              });
   if (!stored.ok()) return errorResponse(*stored.error);
   ApiResponse resp = jsonResponse(200, *stored.value);
   for (const auto& w : warnings)
@@ -577,50 +648,58 @@ ApiResponse ApiHandler::patch(const ApiRequest& req, const Target& t) {
   const ResourceInfo& r = *t.resource;
   std::string type = mediaType(req.contentType);
   bool apply = type == kApplyPatch;
-  if (type != kMergePatch && type != kJsonPatch && !apply && !(type == kStrategicPatch && r.builtin))
-    return errorResponse({415, "UnsupportedMediaType",
-                          "the body of the request was in an unknown format - accepted media types include: "
-                          "application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml" +
-                              std::string(r.builtin ? ", application/strategic-merge-patch+json" : ""),
-                          json::object()});
+  if (type != kMergePatch && type != kJsonPatch && !apply &&
+      !(type == kStrategicPatch && r.builtin))
+    return errorResponse(
+        {415, "UnsupportedMediaType",
+         "the body of the request was in an unknown format - accepted media types include: "
+         "application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml" +
+             std::string(r.builtin ? ", application/strategic-merge-patch+json" : ""),
+         json::object()});
   json patchBody;
   try {
     patchBody = apply ? yamlToJson(YAML::Load(req.body)) : json::parse(req.body);
   } catch (const std::exception& e) {
-    return errorResponse(badRequest(std::string("the body of the request could not be decoded: ") + e.what()));
+    return errorResponse(
+        badRequest(std::string("the body of the request could not be decoded: ") + e.what()));
   }
   if (apply && (!req.query.count("fieldManager") || req.query.at("fieldManager").empty()))
-    return errorResponse(badRequest("PATCH, application/apply-patch+yaml requires the fieldManager parameter"));
+    return errorResponse(
+        badRequest("PATCH, application/apply-patch+yaml requires the fieldManager parameter"));
   std::vector<std::string> warnings;
   std::string fv = req.query.count("fieldValidation") ? req.query.at("fieldValidation") : "Warn";
   bool dryRun = req.query.count("dryRun") && req.query.at("dryRun") == "All";
   bool created = false;
   if (apply && t.subresource.empty() && r.namespaced) {
     const ResourceInfo* ns = registry_.find("", "v1", "namespaces");
-    if (!store_.get(*ns, "", t.namespaceName).ok()) return errorResponse(notFound(*ns, t.namespaceName));
+    if (!store_.get(*ns, "", t.namespaceName).ok())
+      return errorResponse(notFound(*ns, t.namespaceName));
   }
-  auto stored = store_.mutate(r, t.namespaceName, t.name, [&](const json* current) -> ApiResult<std::optional<json>> {
-    if (current == nullptr) {
-      if (!apply || !t.subresource.empty()) return notFound(r, t.name);
-      json obj = patchBody;
-      if (obj.is_object()) obj["metadata"]["name"] = t.name;
-      auto prepared = prepareCreate(t, std::move(obj), fv, warnings);
-      if (!prepared.ok()) return *prepared.error;
-      created = true;
-      return std::optional<json>(std::move(*prepared.value));
-    }
-    Result<json> patched = type == kJsonPatch ? applyJsonPatch(*current, patchBody)
-                              : type == kStrategicPatch ? applyStrategicMergePatch(*current, patchBody, r.kind)
-                                                        : applyMergePatch(*current, patchBody);
-    if (!patched.ok()) {
-      std::string msg = type == kJsonPatch ? "the json patch could not be applied: " : "the patch could not be applied: ";
-      return ApiError{422, "Invalid", msg + patched.error(), json::object()};
-    }
-    auto next = prepareUpdate(t, *current, std::move(patched.value()), fv, warnings);
-    if (!next.ok()) return *next.error;
-    if (dryRun) return std::optional<json>(*current);
-    return std::optional<json>(std::move(*next.value));
-  });
+  auto stored = store_.mutate(
+      r, t.namespaceName, t.name, [&](const json* current) -> ApiResult<std::optional<json>> {
+        if (current == nullptr) {
+          if (!apply || !t.subresource.empty()) return notFound(r, t.name);
+          json obj = patchBody;
+          if (obj.is_object()) obj["metadata"]["name"] = t.name;
+          auto prepared = prepareCreate(t, std::move(obj), fv, warnings);
+          if (!prepared.ok()) return *prepared.error;
+          created = true;
+          return std::optional<json>(std::move(*prepared.value));
+        }
+        Result<json> patched = type == kJsonPatch ? applyJsonPatch(*current, patchBody)
+                               : type == kStrategicPatch
+                                   ? applyStrategicMergePatch(*current, patchBody, r.kind)
+                                   : applyMergePatch(*current, patchBody);
+        if (!patched.ok()) {
+          std::string msg = type == kJsonPatch ? "the json patch could not be applied: "
+                                               : "the patch could not be applied: ";
+          return ApiError{422, "Invalid", msg + patched.error(), json::object()};
+        }
+        auto next = prepareUpdate(t, *current, std::move(patched.value()), fv, warnings);
+        if (!next.ok()) return *next.error;
+        if (dryRun) return std::optional<json>(*current);
+        return std::optional<json>(std::move(*next.value));
+      });
   if (!stored.ok()) return errorResponse(*stored.error);
   ApiResponse resp = jsonResponse(created ? 201 : 200, *stored.value);
   for (const auto& w : warnings)
@@ -635,25 +714,32 @@ ApiResponse ApiHandler::remove(const ApiRequest& req, const Target& t) {
     try {
       options = json::parse(req.body);
     } catch (const json::exception& e) {
-      return errorResponse(badRequest(std::string("the DeleteOptions body is not valid JSON: ") + e.what()));
+      return errorResponse(
+          badRequest(std::string("the DeleteOptions body is not valid JSON: ") + e.what()));
     }
   }
-  json pre = options.is_object() && options.contains("preconditions") ? options["preconditions"] : json::object();
+  json pre = options.is_object() && options.contains("preconditions") ? options["preconditions"]
+                                                                      : json::object();
   bool dryRun = req.query.count("dryRun") && req.query.at("dryRun") == "All";
-  auto deleted = store_.mutate(r, t.namespaceName, t.name, [&](const json* current) -> ApiResult<std::optional<json>> {
-    if (current == nullptr) return notFound(r, t.name);
-    const json& meta = (*current)["metadata"];
-    if (pre.contains("uid") && pre["uid"].is_string() && pre["uid"] != meta["uid"])
-      return conflict(r, t.name, "Precondition failed: UID in precondition: " + pre["uid"].get<std::string>() +
-                                     ", UID in object meta: " + meta["uid"].get<std::string>());
-    if (pre.contains("resourceVersion") && pre["resourceVersion"].is_string() &&
-        pre["resourceVersion"] != meta["resourceVersion"])
-      return conflict(r, t.name, "Precondition failed: ResourceVersion in precondition: " +
-                                     pre["resourceVersion"].get<std::string>() +
-                                     ", ResourceVersion in object meta: " + meta["resourceVersion"].get<std::string>());
-    if (dryRun) return std::optional<json>(*current);
-    return std::optional<json>();
-  });
+  auto deleted = store_.mutate(
+      r, t.namespaceName, t.name, [&](const json* current) -> ApiResult<std::optional<json>> {
+        if (current == nullptr) return notFound(r, t.name);
+        const json& meta = (*current)["metadata"];
+        if (pre.contains("uid") && pre["uid"].is_string() && pre["uid"] != meta["uid"])
+          return conflict(
+              r, t.name,
+              "Precondition failed: UID in precondition: " + pre["uid"].get<std::string>() +
+                  ", UID in object meta: " + meta["uid"].get<std::string>());
+        if (pre.contains("resourceVersion") && pre["resourceVersion"].is_string() &&
+            pre["resourceVersion"] != meta["resourceVersion"])
+          return conflict(r, t.name,
+                          "Precondition failed: ResourceVersion in precondition: " +
+                              pre["resourceVersion"].get<std::string>() +
+                              ", ResourceVersion in object meta: " +
+                              meta["resourceVersion"].get<std::string>());
+        if (dryRun) return std::optional<json>(*current);
+        return std::optional<json>();
+      });
   if (!deleted.ok()) return errorResponse(*deleted.error);
   if (r.kind == "Namespace" && !dryRun) store_.deleteNamespaceContents(t.name);
   return jsonResponse(200, *deleted.value);

@@ -43,7 +43,7 @@ struct ApiOptions {
 };
 
 class ApiHandler {
- public:
+public:
   ApiHandler(const ResourceRegistry& registry, Store& store, const Clock& clock,
              ApiOptions options);
 
@@ -53,7 +53,7 @@ class ApiHandler {
   Store& store() { return store_; }
   const ResourceRegistry& registry() const { return registry_; }
 
- private:
+private:
   struct Target;
   ApiResponse discovery(const ApiRequest& req);
   ApiResponse resourceRequest(const ApiRequest& req, const Target& t,

@@ -21,7 +21,9 @@ struct Free {
 using Key = std::unique_ptr<EVP_PKEY, Free>;
 using Cert = std::unique_ptr<X509, Free>;
 
-Key newKey() { return Key(EVP_EC_gen("P-256")); }
+Key newKey() {
+  return Key(EVP_EC_gen("P-256"));
+}
 
 bool addExt(X509* cert, X509* issuer, int nid, const std::string& value) {
   X509V3_CTX ctx;
@@ -51,7 +53,8 @@ Cert newCert(EVP_PKEY* key, const std::string& cn, X509* issuer, EVP_PKEY* issue
   X509_set_issuer_name(cert.get(), issuer != nullptr ? X509_get_subject_name(issuer) : name);
   for (const auto& [nid, value] : exts)
     if (!addExt(cert.get(), issuer != nullptr ? issuer : cert.get(), nid, value)) return nullptr;
-  if (X509_sign(cert.get(), issuerKey != nullptr ? issuerKey : key, EVP_sha256()) == 0) return nullptr;
+  if (X509_sign(cert.get(), issuerKey != nullptr ? issuerKey : key, EVP_sha256()) == 0)
+    return nullptr;
   return cert;
 }
 
@@ -84,12 +87,14 @@ Result<CertificateSet> generateCertificates(const std::string& commonName,
                      {NID_key_usage, "critical,keyCertSign,cRLSign,digitalSignature"},
                      {NID_subject_key_identifier, "hash"}});
   if (!ca) return makeError("cannot create the CA certificate");
-  std::vector<std::pair<int, std::string>> exts = {{NID_basic_constraints, "critical,CA:FALSE"},
-                                                   {NID_key_usage, "critical,digitalSignature,keyEncipherment"}};
+  std::vector<std::pair<int, std::string>> exts = {
+      {NID_basic_constraints, "critical,CA:FALSE"},
+      {NID_key_usage, "critical,digitalSignature,keyEncipherment"}};
   if (serverAuth) {
     std::string san;
     for (const auto& h : hosts) {
-      bool ip = !h.empty() && (std::isdigit(static_cast<unsigned char>(h[0])) || h.find(':') != std::string::npos);
+      bool ip = !h.empty() && (std::isdigit(static_cast<unsigned char>(h[0])) ||
+                               h.find(':') != std::string::npos);
       san += (san.empty() ? "" : ",") + std::string(ip ? "IP:" : "DNS:") + h;
     }
     exts.emplace_back(NID_ext_key_usage, "serverAuth");

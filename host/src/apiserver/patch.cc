@@ -21,7 +21,9 @@ std::string mergeKey(const std::string& kind, const std::string& parent, const s
   return "";
 }
 
-bool isSetList(const std::string& field) { return field == "finalizers"; }
+bool isSetList(const std::string& field) {
+  return field == "finalizers";
+}
 
 json merge(const json& original, const json& patch, const std::string& kind,
            const std::string& field);
@@ -55,7 +57,9 @@ void applyOrder(json& list, const json& order, const std::string& key) {
   json sorted = json::array();
   for (const auto& o : order) {
     for (auto it = list.begin(); it != list.end(); ++it) {
-      bool same = key.empty() ? *it == o : (it->is_object() && o.is_object() && it->contains(key) && o.contains(key) && (*it)[key] == o[key]);
+      bool same = key.empty() ? *it == o
+                              : (it->is_object() && o.is_object() && it->contains(key) &&
+                                 o.contains(key) && (*it)[key] == o[key]);
       if (same) {
         sorted.push_back(*it);
         list.erase(it);

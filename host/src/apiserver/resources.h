@@ -20,9 +20,9 @@ struct ResourceInfo {
   std::vector<std::string> shortNames;
   bool namespaced = true;
   bool hasStatus = false;
-  bool builtin = true;                          // built-in kinds accept strategic merge patches
-  std::shared_ptr<const SchemaNode> schema;     // CRDs only
-  std::vector<PrinterColumn> printerColumns;    // CRDs only
+  bool builtin = true;                       // built-in kinds accept strategic merge patches
+  std::shared_ptr<const SchemaNode> schema;  // CRDs only
+  std::vector<PrinterColumn> printerColumns; // CRDs only
 
   std::string apiVersion() const { return group.empty() ? version : group + "/" + version; }
   std::string groupVersion() const { return apiVersion(); }
@@ -31,18 +31,20 @@ struct ResourceInfo {
 };
 
 class ResourceRegistry {
- public:
+public:
   // Built-in kinds plus the CRDs embedded in the binary (config/crds).
   static ResourceRegistry withDefaults();
 
-  void add(ResourceInfo info) { resources_.push_back(std::make_shared<ResourceInfo>(std::move(info))); }
+  void add(ResourceInfo info) {
+    resources_.push_back(std::make_shared<ResourceInfo>(std::move(info)));
+  }
   const ResourceInfo* find(const std::string& group, const std::string& version,
                            const std::string& plural) const;
   const std::vector<std::shared_ptr<ResourceInfo>>& all() const { return resources_; }
   // Distinct group/versions, core first.
   std::vector<std::string> groupVersions() const;
 
- private:
+private:
   std::vector<std::shared_ptr<ResourceInfo>> resources_;
 };
 

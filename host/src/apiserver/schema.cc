@@ -46,8 +46,10 @@ void prune(const SchemaNode& s, json& v, const std::string& path, std::vector<st
         continue;
       }
       const SchemaNode* c = nullptr;
-      if (auto p = s.properties.find(key); p != s.properties.end()) c = p->second.get();
-      else if (s.additionalProperties) c = s.additionalProperties.get();
+      if (auto p = s.properties.find(key); p != s.properties.end())
+        c = p->second.get();
+      else if (s.additionalProperties)
+        c = s.additionalProperties.get();
       if (c == nullptr) {
         if (s.preserveUnknownFields) {
           ++it;
@@ -95,10 +97,10 @@ void validate(const SchemaNode& s, const json& v, const std::string& path,
               std::vector<FieldCause>& out) {
   if (v.is_null()) {
     if (!s.nullable && !s.type.empty())
-      out.push_back({"FieldValueInvalid",
-                     "Invalid value: \"null\": " + path + " in body must be of type " + s.type +
-                         ": \"null\"",
-                     path});
+      out.push_back(
+          {"FieldValueInvalid",
+           "Invalid value: \"null\": " + path + " in body must be of type " + s.type + ": \"null\"",
+           path});
     return;
   }
   if (!typeMatches(s.type, v)) {
@@ -159,7 +161,8 @@ Result<CrdDefinition> parseCrd(const std::string& manifest) {
     d.singular = names.value("singular", d.plural);
     d.kind = names.at("kind").get<std::string>();
     d.listKind = names.value("listKind", d.kind + "List");
-    if (names.contains("shortNames")) d.shortNames = names["shortNames"].get<std::vector<std::string>>();
+    if (names.contains("shortNames"))
+      d.shortNames = names["shortNames"].get<std::vector<std::string>>();
     const auto& version = spec.at("versions").at(0);
     d.version = version.at("name").get<std::string>();
     d.hasStatus = version.contains("subresources") && version["subresources"].contains("status");

@@ -51,14 +51,16 @@ Result<LabelSelector> LabelSelector::parse(const std::string& text) {
     if (t[0] == '!') {
       term.key = trim(t.substr(1));
       term.op = Op::kNotExists;
-    } else if (auto p = t.find(" notin "); p != std::string::npos || t.find(" in ") != std::string::npos) {
+    } else if (auto p = t.find(" notin ");
+               p != std::string::npos || t.find(" in ") != std::string::npos) {
       bool notin = p != std::string::npos;
       auto pos = notin ? p : t.find(" in ");
       term.key = trim(t.substr(0, pos));
       term.op = notin ? Op::kNotIn : Op::kIn;
       auto rest = trim(t.substr(pos + (notin ? 7 : 4)));
       if (rest.size() < 2 || rest.front() != '(' || rest.back() != ')')
-        return makeError("invalid label selector \"" + text + "\": expected (values) after in/notin");
+        return makeError("invalid label selector \"" + text +
+                         "\": expected (values) after in/notin");
       for (const auto& v : splitTerms(rest.substr(1, rest.size() - 2)))
         term.values.push_back(trim(v));
     } else if (auto ne = t.find("!="); ne != std::string::npos) {
@@ -75,7 +77,8 @@ Result<LabelSelector> LabelSelector::parse(const std::string& text) {
       term.key = t;
       term.op = Op::kExists;
     }
-    if (!validKey(term.key)) return makeError("invalid label selector \"" + text + "\": bad key \"" + term.key + "\"");
+    if (!validKey(term.key))
+      return makeError("invalid label selector \"" + text + "\": bad key \"" + term.key + "\"");
     sel.terms_.push_back(std::move(term));
   }
   return sel;

@@ -11,12 +11,12 @@
 namespace kuscia_host::apiserver {
 
 class LabelSelector {
- public:
+public:
   static Result<LabelSelector> parse(const std::string& text);
   bool matches(const nlohmann::json& labels) const; // labels: object or null
   bool empty() const { return terms_.empty(); }
 
- private:
+private:
   enum class Op { kEq, kNotEq, kIn, kNotIn, kExists, kNotExists };
   struct Term {
     std::string key;
@@ -27,11 +27,11 @@ class LabelSelector {
 };
 
 class FieldSelector {
- public:
+public:
   static Result<FieldSelector> parse(const std::string& text);
   bool matches(const nlohmann::json& object) const;
 
- private:
+private:
   struct Term {
     std::string field; // metadata.name / metadata.namespace
     bool equal;

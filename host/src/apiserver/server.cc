@@ -81,7 +81,7 @@ std::optional<Faults::Rule> Faults::take(const std::string& path) {
 
 template <class Stream>
 class ApiServer::Session : public std::enable_shared_from_this<Session<Stream>> {
- public:
+public:
   static constexpr bool kTls = !std::is_same_v<Stream, beast::tcp_stream>;
 
   Session(Stream stream, ApiServer& server)
@@ -102,16 +102,15 @@ class ApiServer::Session : public std::enable_shared_from_this<Session<Stream>> 
     });
   }
 
- private:
+private:
   void read() {
     parser_.emplace();
     parser_->header_limit(kHeaderLimit);
     parser_->body_limit(kBodyLimit);
     beast::get_lowest_layer(stream_).expires_after(kIdleTimeout);
-    http::async_read(stream_, buffer_, *parser_,
-                     [self = this->shared_from_this()](beast::error_code ec, std::size_t) {
-                       self->onRead(ec);
-                     });
+    http::async_read(
+        stream_, buffer_, *parser_,
+        [self = this->shared_from_this()](beast::error_code ec, std::size_t) { self->onRead(ec); });
   }
 
   void onRead(beast::error_code ec) {
@@ -120,7 +119,9 @@ class ApiServer::Session : public std::enable_shared_from_this<Session<Stream>> 
         ec == net::ssl::error::stream_truncated)
       return closeNow();
     if (ec) {
-      int status = ec == http::error::header_limit ? 431 : ec == http::error::body_limit ? 413 : 400;
+      int status = ec == http::error::header_limit ? 431
+                   : ec == http::error::body_limit ? 413
+                                                   : 400;
       return write(statusResponse(status, status == 400 ? "BadRequest" : "RequestEntityTooLarge",
                                   "malformed request: " + ec.message()),
                    11, false);
@@ -142,20 +143,22 @@ class ApiServer::Session : public std::enable_shared_from_this<Session<Stream>> 
       return write(statusResponse(401, "Unauthorized", "Unauthorized"), version_, keepAlive_);
     if (auto r = server_.faultEndpoint(req)) return write(*r, version_, keepAlive_);
     if (auto rule = server_.faults_.take(req.path)) {
-      ApiResponse r = statusResponse(rule->status, rule->status == 429 ? "TooManyRequests" : "InternalError",
-                                     "injected fault: " + std::to_string(rule->status));
-      if (rule->retryAfterSeconds > 0) r.headers.emplace_back("Retry-After", std::to_string(rule->retryAfterSeconds));
+      ApiResponse r =
+          statusResponse(rule->status, rule->status == 429 ? "TooManyRequests" : "InternalError",
+                         "injected fault: " + std::to_string(rule->status));
+      if (rule->retryAfterSeconds > 0)
+        r.headers.emplace_back("Retry-After", std::to_string(rule->retryAfterSeconds));
       return write(r, version_, keepAlive_);
     }
     if (!acceptsJson(req.accept))
-      return write(statusResponse(406, "NotAcceptable", "only application/json is served; Accept: " + req.accept),
+      return write(statusResponse(406, "NotAcceptable",
+                                  "only application/json is served; Accept: " + req.accept),
                    version_, keepAlive_);
     auto latency = server_.faults_.latency();
     if (latency.count() > 0) {
       timer_.expires_after(latency);
-      timer_.async_wait([self = this->shared_from_this(), req = std::move(req)](beast::error_code) mutable {
-        self->process(req);
-      });
+      timer_.async_wait([self = this->shared_from_this(),
+                         req = std::move(req)](beast::error_code) mutable { self->process(req); });
       return;
     }
     process(req);
@@ -180,7 +183,8 @@ class ApiServer::Session : public std::enable_shared_from_this<Session<Stream>> 
   }
 
   void write(const ApiResponse& r, unsigned version, bool keepAlive) {
-    auto res = std::make_shared<http::response<http::string_body>>(static_cast<http::status>(r.status), version);
+    auto res = std::make_shared<http::response<http::string_body>>(
+        static_cast<http::status>(r.status), version);
     res->set(http::field::content_type, r.contentType);
     res->set(http::field::cache_control, "no-cache, private");
     for (const auto& [k, v] : r.headers)
@@ -189,10 +193,11 @@ class ApiServer::Session : public std::enable_shared_from_this<Session<Stream>> 
     res->prepare_payload();
     res->keep_alive(keepAlive);
     beast::get_lowest_layer(stream_).expires_after(kIdleTimeout);
-    http::async_write(stream_, *res, [self = this->shared_from_this(), res](beast::error_code ec, std::size_t) {
-      if (ec || !res->keep_alive()) return self->closeNow();
-      self->read();
-    });
+    http::async_write(stream_, *res,
+                      [self = this->shared_from_this(), res](beast::error_code ec, std::size_t) {
+                        if (ec || !res->keep_alive()) return self->closeNow();
+                        self->read();
+                      });
   }
 
   // --- watch streaming ---
@@ -206,12 +211,14 @@ class ApiServer::Session : public std::enable_shared_from_this<Session<Stream>> 
     auto sr = std::make_shared<http::response_serializer<http::empty_body>>(*res);
     beast::get_lowest_layer(stream_).expires_never();
     writing_ = true;
-    http::async_write_header(stream_, *sr, [self = this->shared_from_this(), res, sr](beast::error_code ec, std::size_t) {
-      self->writing_ = false;
-      if (ec) return self->abort();
-      self->watchForDisconnect();
-      self->pump();
-    });
+    http::async_write_header(
+        stream_, *sr,
+        [self = this->shared_from_this(), res, sr](beast::error_code ec, std::size_t) {
+          self->writing_ = false;
+          if (ec) return self->abort();
+          self->watchForDisconnect();
+          self->pump();
+        });
     if (r.timeoutSeconds > 0) {
       timer_.expires_after(std::chrono::seconds(r.timeoutSeconds));
       timer_.async_wait([self = this->shared_from_this()](beast::error_code ec) {
@@ -231,10 +238,11 @@ class ApiServer::Session : public std::enable_shared_from_this<Session<Stream>> 
   }
 
   void watchForDisconnect() {
-    stream_.async_read_some(net::buffer(discard_), [self = this->shared_from_this()](beast::error_code ec, std::size_t) {
-      if (ec) return self->abort();
-      self->watchForDisconnect();
-    });
+    stream_.async_read_some(net::buffer(discard_),
+                            [self = this->shared_from_this()](beast::error_code ec, std::size_t) {
+                              if (ec) return self->abort();
+                              self->watchForDisconnect();
+                            });
   }
 
   void pump() {
@@ -271,8 +279,9 @@ class ApiServer::Session : public std::enable_shared_from_this<Session<Stream>> 
     }
     done_ = true;
     stopWatch();
-    net::async_write(stream_, http::make_chunk_last(),
-                     [self = this->shared_from_this()](beast::error_code, std::size_t) { self->closeNow(); });
+    net::async_write(
+        stream_, http::make_chunk_last(),
+        [self = this->shared_from_this()](beast::error_code, std::size_t) { self->closeNow(); });
   }
 
   // Cuts the connection without ending the stream.
@@ -310,19 +319,22 @@ class ApiServer::Session : public std::enable_shared_from_this<Session<Stream>> 
   bool done_ = false;
 };
 
-ApiServer::ApiServer(net::io_context& io, const Clock& clock, std::shared_ptr<spdlog::logger> logger,
-                     ServerOptions options)
+ApiServer::ApiServer(net::io_context& io, const Clock& clock,
+                     std::shared_ptr<spdlog::logger> logger, ServerOptions options)
     : io_(io), clock_(clock), logger_(std::move(logger)), options_(std::move(options)),
       registry_(ResourceRegistry::withDefaults()), store_(options_.historyLimit),
       handler_(registry_, store_, clock_, options_.api) {}
 
-ApiServer::~ApiServer() { stop(); }
+ApiServer::~ApiServer() {
+  stop();
+}
 
 Result<tcp::endpoint> ApiServer::start() {
   std::string host;
   unsigned short port = 0;
   if (!parseListenAddress(options_.listen, host, port))
-    return makeError("apiserver: bad listen address '" + options_.listen + "' (expected host:port)");
+    return makeError("apiserver: bad listen address '" + options_.listen +
+                     "' (expected host:port)");
   if (host == "localhost") host = "127.0.0.1";
   boost::system::error_code ec;
   auto ip = net::ip::make_address(host, ec);
@@ -333,18 +345,20 @@ Result<tcp::endpoint> ApiServer::start() {
     caPem_ = certs->caCertPem;
     ssl_ = std::make_unique<net::ssl::context>(net::ssl::context::tls_server);
     ssl_->set_options(net::ssl::context::default_workarounds | net::ssl::context::no_sslv2 |
-                      net::ssl::context::no_sslv3 | net::ssl::context::no_tlsv1 | net::ssl::context::no_tlsv1_1);
+                      net::ssl::context::no_sslv3 | net::ssl::context::no_tlsv1 |
+                      net::ssl::context::no_tlsv1_1);
     ssl_->use_certificate_chain(net::buffer(certs->certPem), ec);
     if (!ec) ssl_->use_private_key(net::buffer(certs->keyPem), net::ssl::context::pem, ec);
     if (ec) return makeError("apiserver: TLS setup failed: " + ec.message());
     // ALPN: offer http/1.1 only (clients asking for h2 fall back).
     SSL_CTX_set_alpn_select_cb(
         ssl_->native_handle(),
-        [](SSL*, const unsigned char** out, unsigned char* outlen, const unsigned char* in, unsigned int inlen,
-           void*) -> int {
+        [](SSL*, const unsigned char** out, unsigned char* outlen, const unsigned char* in,
+           unsigned int inlen, void*) -> int {
           static const unsigned char kHttp11[] = {8, 'h', 't', 't', 'p', '/', '1', '.', '1'};
           unsigned char* sel = nullptr;
-          if (SSL_select_next_proto(&sel, outlen, kHttp11, sizeof kHttp11, in, inlen) == OPENSSL_NPN_NEGOTIATED) {
+          if (SSL_select_next_proto(&sel, outlen, kHttp11, sizeof kHttp11, in, inlen) ==
+              OPENSSL_NPN_NEGOTIATED) {
             *out = sel;
             return SSL_TLSEXT_ERR_OK;
           }
@@ -377,7 +391,8 @@ Result<tcp::endpoint> ApiServer::start() {
 
 void ApiServer::accept() {
   auto acceptor = acceptor_;
-  acceptor->async_accept(net::make_strand(io_), [this, acceptor](beast::error_code ec, tcp::socket s) {
+  acceptor->async_accept(net::make_strand(io_), [this, acceptor](beast::error_code ec,
+                                                                 tcp::socket s) {
     if (ec == net::error::operation_aborted || !acceptor->is_open()) return;
     if (!ec) {
       s.set_option(tcp::no_delay(true), ec);
@@ -422,7 +437,8 @@ std::string ApiServer::kubeconfig() const {
   std::string user = ssl_ ? "  user:\n    token: " + token_ + "\n" : "  user: {}\n";
   return "apiVersion: v1\nkind: Config\nclusters:\n- name: kuscia-host\n  cluster:\n" + cluster +
          "users:\n- name: kuscia-host\n" + user +
-         "contexts:\n- name: kuscia-host\n  context:\n    cluster: kuscia-host\n    user: kuscia-host\n"
+         "contexts:\n- name: kuscia-host\n  context:\n    cluster: kuscia-host\n    user: "
+         "kuscia-host\n"
          "current-context: kuscia-host\npreferences: {}\n";
 }
 
@@ -433,7 +449,8 @@ Result<void> ApiServer::writeKubeconfig(const std::string& path) const {
     if (!out) return makeError("cannot write kubeconfig " + path + ": " + std::strerror(errno));
     out << kubeconfig();
   }
-  std::filesystem::permissions(tmp, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+  std::filesystem::permissions(tmp, std::filesystem::perms::owner_read |
+                                        std::filesystem::perms::owner_write);
   std::error_code ec;
   std::filesystem::rename(tmp, path, ec);
   if (ec) return makeError("cannot write kubeconfig " + path + ": " + ec.message());
@@ -456,14 +473,16 @@ std::optional<ApiResponse> ApiServer::faultEndpoint(const ApiRequest& req) {
     }
     if (what == "compact") {
       store_.compact();
-      return statusResponse(200, "", "history compacted at resourceVersion " + std::to_string(store_.currentRv()));
+      return statusResponse(
+          200, "", "history compacted at resourceVersion " + std::to_string(store_.currentRv()));
     }
     if (what == "respond") {
       Faults::Rule r{q("path", "/"), std::stoi(q("status", "500")), std::stoi(q("count", "1")),
                      std::stoi(q("retryAfter", "0"))};
       faults_.respond(r);
-      return statusResponse(200, "", "next " + std::to_string(r.remaining) + " request(s) under " + r.pathPrefix +
-                                         " answer " + std::to_string(r.status));
+      return statusResponse(200, "",
+                            "next " + std::to_string(r.remaining) + " request(s) under " +
+                                r.pathPrefix + " answer " + std::to_string(r.status));
     }
     if (what == "latency") {
       faults_.setLatency(std::chrono::milliseconds(std::stoi(q("ms", "0"))));

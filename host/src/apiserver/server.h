@@ -26,8 +26,8 @@ namespace kuscia_host::apiserver {
 
 struct ServerOptions {
   std::string listen = "127.0.0.1:0";
-  bool tls = false;           // HTTPS with a CA and server certificate generated at start
-  std::string token;          // with tls: the bearer token clients must send ("" = generate one)
+  bool tls = false;            // HTTPS with a CA and server certificate generated at start
+  std::string token;           // with tls: the bearer token clients must send ("" = generate one)
   bool faultInjection = false; // serve /debug/faults/* (tests only)
   std::chrono::milliseconds bookmarkInterval{5000};
   std::size_t historyLimit = 10000;
@@ -36,7 +36,7 @@ struct ServerOptions {
 
 // Test-only fault injection. Every knob is off until set.
 class Faults {
- public:
+public:
   struct Rule {
     std::string pathPrefix;
     int status = 500;
@@ -50,14 +50,14 @@ class Faults {
   // The rule matching `path`, consuming one of its uses.
   std::optional<Rule> take(const std::string& path);
 
- private:
+private:
   std::mutex mu_;
   std::vector<Rule> rules_;
   std::atomic<int64_t> latencyMs_{0};
 };
 
 class ApiServer {
- public:
+public:
   ApiServer(boost::asio::io_context& io, const Clock& clock, std::shared_ptr<spdlog::logger> logger,
             ServerOptions options);
   ~ApiServer();
@@ -80,7 +80,7 @@ class ApiServer {
   Faults& faults() { return faults_; }
   const ResourceRegistry& registry() const { return registry_; }
 
- private:
+private:
   template <class Stream> class Session;
   void accept();
   // Handles /debug/faults/* when enabled; nullopt for any other path.

@@ -23,25 +23,30 @@ std::shared_ptr<const std::string> eventLine(const std::string& type, const json
   return s;
 }
 
-ApiError expired(const std::string& message) { return {410, "Expired", message, json::object()}; }
+ApiError expired(const std::string& message) {
+  return {410, "Expired", message, json::object()};
+}
 
 } // namespace
 
 json statusBody(const ApiError& e) {
-  json s = {{"kind", "Status"},      {"apiVersion", "v1"}, {"metadata", json::object()},
-            {"status", "Failure"},   {"message", e.message}, {"reason", e.reason},
+  json s = {{"kind", "Status"},    {"apiVersion", "v1"},   {"metadata", json::object()},
+            {"status", "Failure"}, {"message", e.message}, {"reason", e.reason},
             {"code", e.code}};
   if (!e.details.empty()) s["details"] = e.details;
   return s;
 }
 
 ApiError notFound(const ResourceInfo& r, const std::string& name) {
-  return {404, "NotFound", r.qualifiedName() + " \"" + name + "\" not found",
+  return {404,
+          "NotFound",
+          r.qualifiedName() + " \"" + name + "\" not found",
           {{"name", name}, {"group", r.group}, {"kind", r.plural}}};
 }
 
 ApiError conflict(const ResourceInfo& r, const std::string& name, const std::string& why) {
-  return {409, "Conflict",
+  return {409,
+          "Conflict",
           "Operation cannot be fulfilled on " + r.qualifiedName() + " \"" + name + "\": " + why,
           {{"name", name}, {"group", r.group}, {"kind", r.plural}}};
 }
@@ -135,7 +140,8 @@ ApiResult<ListResult> Store::list(const ResourceInfo& r, const std::string& ns,
       out.rv = token.at("rv").get<uint64_t>();
       start = token.at("start").get<std::string>();
     } catch (const std::exception&) {
-      return ApiError{400, "BadRequest", "continue key is not valid: " + continueToken, json::object()};
+      return ApiError{400, "BadRequest", "continue key is not valid: " + continueToken,
+                      json::object()};
     }
     if (out.rv < compactedRv_)
       return expired("The provided continue parameter is too old to display a consistent list "
@@ -183,9 +189,9 @@ void Store::emit(const ResourceInfo& r, const std::string& type, json object, ui
     compactedRv_ = history_.front().rv;
     history_.pop_front();
   }
-  watchers_.erase(std::remove_if(watchers_.begin(), watchers_.end(),
-                                 [](const auto& w) { return w->closed(); }),
-                  watchers_.end());
+  watchers_.erase(
+      std::remove_if(watchers_.begin(), watchers_.end(), [](const auto& w) { return w->closed(); }),
+      watchers_.end());
 }
 
 ApiResult<json> Store::mutate(const ResourceInfo& r, const std::string& ns, const std::string& name,

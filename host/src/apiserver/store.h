@@ -29,7 +29,7 @@ struct ApiError {
 };
 
 template <class T> struct ApiResult {
-  ApiResult(T v) : value(std::move(v)) {} // NOLINT(google-explicit-constructor)
+  ApiResult(T v) : value(std::move(v)) {}        // NOLINT(google-explicit-constructor)
   ApiResult(ApiError e) : error(std::move(e)) {} // NOLINT(google-explicit-constructor)
   bool ok() const { return !error.has_value(); }
   std::optional<T> value;
@@ -56,9 +56,9 @@ struct WatchFilter {
 // queue exceeds its capacity is marked overflowed and must be closed (as upstream closes slow
 // watchers), so a slow client never blocks writers or other watchers.
 class Watcher {
- public:
+public:
   Watcher(WatchFilter filter, std::size_t capacity, std::function<void()> wake);
-  void push(const WatchEvent& e);       // filters; called under the store lock
+  void push(const WatchEvent& e);                         // filters; called under the store lock
   void pushLine(std::shared_ptr<const std::string> line); // unfiltered (bookmarks, errors)
   // Moves queued lines into `out`; false once overflowed or closed.
   bool drain(std::vector<std::shared_ptr<const std::string>>& out);
@@ -71,7 +71,7 @@ class Watcher {
   void addCapacity(std::size_t n) { capacity_ += n; }
   const WatchFilter& filter() const { return filter_; }
 
- private:
+private:
   WatchFilter filter_;
   std::size_t capacity_;
   std::function<void()> wake_;
@@ -90,7 +90,7 @@ struct ListResult {
 };
 
 class Store {
- public:
+public:
   explicit Store(std::size_t historyLimit = 10000);
 
   uint64_t currentRv() const;
@@ -126,7 +126,7 @@ class Store {
   void dropWatchers();
   std::size_t watcherCount() const;
 
- private:
+private:
   using Objects = std::map<std::string, nlohmann::json>; // "ns/name" -> object
   void emit(const ResourceInfo& r, const std::string& type, nlohmann::json object, uint64_t rv);
 

@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# End to end with the real kubectl against `kuscia-host apiserver`: apply, get (short name kt),
+# describe, status merge patch with pruning, strategic-merge re-apply, label, field selector,
+# get -w, get --raw, delete. With --tls the server uses generated certificates and a token.
+# usage: kubectl_e2e.sh <kuscia-host> <fixtures-dir> [--tls]
+set -euo pipefail
+host=$1
+fixtures=$2
+tls=${3:-}
+work=$(mktemp -d)
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+fail() {
+  echo "FAIL: $*" >&2
+  exit 1
+}
+expect() { # expect <description> <pattern> <command...>
+  local what=$1 pattern=$2
+  shift 2
+  local out
+  out=$("$@" 2>&1) || fail "$what: command failed: $* -> $out"
+  grep -qE -- "$pattern" <<<"$out" || fail "$what: expected /$pattern/ in: $out"
+  echo "ok - $what"
+}
+
+command -v kubectl >/dev/null || fail "kubectl is not installed (these machines ship it as /usr/bin/kubectl)"
+"$host" apiserver --listen 127.0.0.1:0 --kubeconfig-out "$work/kubeconfig" $tls >"$work/server.out" 2>"$work/server.err" &
+pids+=($!)
+for _ in $(seq 1 100); do grep -q "listening on" "$work/server.out" 2>/dev/null && break; sleep 0.1; done
+grep -q "listening on" "$work/server.out" || fail "apiserver did not start: $(cat "$work/server.err")"
+url=$(sed -n 's/^apiserver listening on //p' "$work/server.out")
+k=(kubectl --kubeconfig "$work/kubeconfig" --cache-dir "$work/cache")
+# The fixtures are objects as a server returned them; a manifest a user applies has no
+# server-owned fields (a stale resourceVersion in it would rightly get 409 Conflict).
+manifest() {
+  python3 -c 'import json, sys
+o = json.load(open(sys.argv[1]))
+for k in ("resourceVersion", "uid", "creationTimestamp", "generation"):
+    o["metadata"].pop(k, None)
+o.pop("status", None)
+print(json.dumps(o, indent=1))' "$1"
+}
+manifest "$fixtures/kusciatask.json" >"$work/task.json"
+manifest "$fixtures/pod.json" >"$work/pod.json"
+
+expect "server version" 'Server Version: v1\.30' "${k[@]}" version
+if [ -n "$tls" ]; then
+  code=$(curl -s -o /dev/null -w '%{http_code}' -k "$url/api/v1/pods")
+  [ "$code" = 401 ] || fail "anonymous request over TLS answered $code, want 401"
+  echo "ok - TLS requires the bearer token"
+fi
+expect "create namespaces" 'namespace/cross-domain created' "${k[@]}" create namespace cross-domain
+"${k[@]}" create namespace alice >/dev/null
+expect "apply KusciaTask" 'kusciatask.kuscia.secretflow/secretflow-task-psi created' \
+  "${k[@]}" apply -f "$work/task.json"
+expect "get kt" '^secretflow-task-psi ' "${k[@]}" get kt -n cross-domain
+expect "get kusciatasks -A" 'cross-domain +secretflow-task-psi' "${k[@]}" get kusciatasks -A
+expect "re-apply is unchanged" 'unchanged' "${k[@]}" apply -f "$work/task.json"
+expect "status merge patch" 'patched' "${k[@]}" patch kt secretflow-task-psi -n cross-domain \
+  --subresource=status --type=merge \
+  -p '{"status":{"phase":"Running","undeclaredField":"x","podStatuses":{"alice/secretflow-task-psi-0":{"namespace":"alice","podName":"secretflow-task-psi-0","podPhase":"Running","readyTime":"2024-05-20T08:00:09Z"}}}}'
+yaml=$("${k[@]}" get kt secretflow-task-psi -n cross-domain -o yaml)
+grep -q 'phase: Running' <<<"$yaml" || fail "status patch not visible in -o yaml: $yaml"
+grep -q 'readyTime: "2024-05-20T08:00:09Z"' <<<"$yaml" || fail "readyTime not visible in -o yaml: $yaml"
+! grep -q 'undeclaredField' <<<"$yaml" || fail "undeclared status field was not pruned: $yaml"
+echo "ok - status patch shows in -o yaml, undeclared field pruned"
+expect "describe" 'Name: +secretflow-task-psi' "${k[@]}" describe kt secretflow-task-psi -n cross-domain
+expect "get --raw" '"name":"pods/status"' "${k[@]}" get --raw /api/v1
+
+"${k[@]}" get pods -n alice -w --output-watch-events >"$work/watch.out" 2>&1 &
+pids+=($!)
+sleep 1
+expect "apply pod" 'pod/secretflow-task-psi-0 created' "${k[@]}" apply -f "$work/pod.json"
+sed 's/"containerPort": 8081/"containerPort": 8082/' "$work/pod.json" >"$work/pod2.json"
+expect "re-apply pod (strategic merge)" 'configured' "${k[@]}" apply -f "$work/pod2.json"
+ports=$("${k[@]}" get pod secretflow-task-psi-0 -n alice -o jsonpath='{.spec.containers[0].ports[*].containerPort}')
+[ "$ports" = "54509 8080 8082" ] || fail "strategic merge apply lost or kept ports: $ports"
+echo "ok - strategic merge keeps list items by merge key ($ports)"
+expect "label" 'labeled' "${k[@]}" label pod secretflow-task-psi-0 -n alice e2e=yes
+expect "label selector" 'secretflow-task-psi-0' "${k[@]}" get pods -n alice -l e2e=yes
+expect "field selector" 'secretflow-task-psi-0' "${k[@]}" get pods -A --field-selector metadata.name=secretflow-task-psi-0
+expect "delete pod" 'deleted' "${k[@]}" delete pod secretflow-task-psi-0 -n alice
+for _ in $(seq 1 50); do grep -q DELETED "$work/watch.out" && break; sleep 0.1; done
+for ev in ADDED MODIFIED DELETED; do
+  grep -q "^$ev " "$work/watch.out" || fail "get -w printed no $ev event: $(cat "$work/watch.out")"
+done
+echo "ok - get -w printed ADDED, MODIFIED and DELETED"
+expect "delete kt" 'deleted' "${k[@]}" delete kt secretflow-task-psi -n cross-domain
+expect "gone" 'No resources found' "${k[@]}" get kt -n cross-domain
+echo "kubectl e2e passed${tls:+ (TLS)}"
