@@ -4,6 +4,7 @@
 #   packaging/setup.sh run     build, then run the host on config/samples/centralized.yaml (Ctrl-C stops it)
 #   packaging/setup.sh test    build with warnings as errors, run every test, clang-tidy, then the tests again
 #                              under ASan+UBSan
+#   packaging/setup.sh bench   build optimised (build-release/) and run the benchmarks at full size
 #   packaging/setup.sh build   only install dependencies and build (build/)
 #   packaging/setup.sh deps    only install missing Debian packages
 #   packaging/setup.sh format  reformat the sources with clang-format
@@ -110,11 +111,17 @@ case "$cmd" in
     fi
     say "all tests passed"
     ;;
+  bench)
+    deps
+    configure_and_build "$root/build-release" -DCMAKE_BUILD_TYPE=Release -DKH_BUILD_TESTS=ON
+    say "benchmark: embedded API server (watch fan-out, paged LIST)"
+    taskset -c 0,1 "$root/build-release/tests/apiserver_bench"
+    ;;
   format)
     (cd "$root" && clang-format -i $(git ls-files '*.h' '*.hpp' '*.cc' '*.c'))
     ;;
   *)
-    sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'
     exit 2
     ;;
 esac

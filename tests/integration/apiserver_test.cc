@@ -20,7 +20,8 @@ constexpr const char* kJson = "application/json";
 constexpr const char* kMerge = "application/merge-patch+json";
 constexpr const char* kJsonPatch = "application/json-patch+json";
 constexpr const char* kStrategic = "application/strategic-merge-patch+json";
-constexpr const char* kTasks = "/apis/kuscia.secretflow/v1alpha1/namespaces/cross-domain/kusciatasks";
+constexpr const char* kTasks =
+    "/apis/kuscia.secretflow/v1alpha1/namespaces/cross-domain/kusciatasks";
 constexpr const char* kPods = "/api/v1/namespaces/alice/pods";
 
 json exampleTask() {
@@ -36,14 +37,15 @@ json pod(const std::string& name, json labels = json::object()) {
 }
 
 class ApiServerTest : public ::testing::Test {
- protected:
+protected:
   void SetUp() override { start({}); }
   void TearDown() override { stop(); }
 
   void start(ServerOptions options) {
     options.faultInjection = true;
     options.bookmarkInterval = std::chrono::milliseconds(50);
-    server_ = std::make_unique<ApiServer>(runtime_->io(), clock_, logs_.logger("apiserver"), options);
+    server_ =
+        std::make_unique<ApiServer>(runtime_->io(), clock_, logs_.logger("apiserver"), options);
     auto ep = server_->start();
     ASSERT_TRUE(ep.ok()) << ep.error();
     port_ = ep->port();
@@ -64,7 +66,8 @@ class ApiServerTest : public ::testing::Test {
   };
   Reply call(const std::string& method, const std::string& target, const json& body = nullptr,
              const std::string& contentType = kJson) {
-    auto r = test::httpRequest(port_, method, target, body.is_null() ? "" : body.dump(), contentType);
+    auto r =
+        test::httpRequest(port_, method, target, body.is_null() ? "" : body.dump(), contentType);
     json parsed;
     try {
       parsed = json::parse(r.body);
@@ -73,7 +76,9 @@ class ApiServerTest : public ::testing::Test {
     }
     return {r.status, parsed, r.headers};
   }
-  std::string rvOf(const json& obj) { return obj["metadata"]["resourceVersion"].get<std::string>(); }
+  std::string rvOf(const json& obj) {
+    return obj["metadata"]["resourceVersion"].get<std::string>();
+  }
 
   std::ostringstream logOut_;
   LogManager logs_{LogFormat::kText, spdlog::level::warn, logOut_};
@@ -114,7 +119,9 @@ TEST_F(ApiServerTest, Discovery) {
   auto openapi = call("GET", "/openapi/v3").body;
   EXPECT_TRUE(openapi["paths"].contains("apis/kuscia.secretflow/v1alpha1"));
   auto doc = call("GET", "/openapi/v3/apis/kuscia.secretflow/v1alpha1").body;
-  auto patchOp = doc["paths"]["/apis/kuscia.secretflow/v1alpha1/namespaces/{namespace}/kusciatasks/{name}"]["patch"];
+  auto patchOp =
+      doc["paths"]["/apis/kuscia.secretflow/v1alpha1/namespaces/{namespace}/kusciatasks/{name}"]
+         ["patch"];
   EXPECT_EQ(patchOp["x-kubernetes-group-version-kind"]["kind"], "KusciaTask");
   EXPECT_EQ(patchOp["parameters"][0]["name"], "fieldValidation");
 }
@@ -124,7 +131,8 @@ TEST_F(ApiServerTest, CreateGetAndErrorsAsStatus) {
   ASSERT_EQ(created.status, 201) << created.body;
   const auto& meta = created.body["metadata"];
   EXPECT_EQ(meta["namespace"], "alice");
-  EXPECT_EQ(meta["creationTimestamp"], "2024-05-20T08:00:00Z"); // the server clock, RFC 3339 seconds
+  EXPECT_EQ(meta["creationTimestamp"],
+            "2024-05-20T08:00:00Z"); // the server clock, RFC 3339 seconds
   EXPECT_EQ(meta["uid"].get<std::string>().size(), 36u);
   EXPECT_EQ(created.body["status"]["phase"], "Pending"); // status is the server's on create
   auto again = call("POST", kPods, pod("p1"));
@@ -150,7 +158,8 @@ TEST_F(ApiServerTest, CreateGetAndErrorsAsStatus) {
   EXPECT_EQ(badJson.status, 400);
   EXPECT_EQ(call("GET", "/api/v1/namespaces/alice/widgets").status, 404);
   EXPECT_EQ(call("DELETE", kPods).status, 405);
-  auto proto = test::httpRequest(port_, "GET", kPods, "", "", {{"Accept", "application/vnd.kubernetes.protobuf"}});
+  auto proto = test::httpRequest(port_, "GET", kPods, "", "",
+                                 {{"Accept", "application/vnd.kubernetes.protobuf"}});
   EXPECT_EQ(proto.status, 406);
 }
 
@@ -207,27 +216,35 @@ TEST_F(ApiServerTest, OptimisticConcurrency) {
   auto created = call("POST", kTasks, exampleTask()).body;
   std::string item = std::string(kTasks) + "/secretflow-task-psi";
   std::string rv = rvOf(created);
-  auto ok = call("PATCH", item + "/status", {{"metadata", {{"resourceVersion", rv}}}, {"status", {{"phase", "Running"}}}}, kMerge);
+  auto ok =
+      call("PATCH", item + "/status",
+           {{"metadata", {{"resourceVersion", rv}}}, {"status", {{"phase", "Running"}}}}, kMerge);
   ASSERT_EQ(ok.status, 200) << ok.body;
-  auto stale = call("PATCH", item + "/status", {{"metadata", {{"resourceVersion", rv}}}, {"status", {{"phase", "Failed"}}}}, kMerge);
+  auto stale =
+      call("PATCH", item + "/status",
+           {{"metadata", {{"resourceVersion", rv}}}, {"status", {{"phase", "Failed"}}}}, kMerge);
   EXPECT_EQ(stale.status, 409);
   EXPECT_EQ(stale.body["reason"], "Conflict");
   EXPECT_EQ(stale.body["message"],
-            "Operation cannot be fulfilled on kusciatasks.kuscia.secretflow \"secretflow-task-psi\": the object has "
+            "Operation cannot be fulfilled on kusciatasks.kuscia.secretflow "
+            "\"secretflow-task-psi\": the object has "
             "been modified; please apply your changes to the latest version and try again");
   // PUT on a custom resource needs a resourceVersion.
   json noRv = ok.body;
   noRv["metadata"].erase("resourceVersion");
   auto missing = call("PUT", item + "/status", noRv);
   EXPECT_EQ(missing.status, 422);
-  EXPECT_NE(missing.body["message"].get<std::string>().find("metadata.resourceVersion"), std::string::npos);
+  EXPECT_NE(missing.body["message"].get<std::string>().find("metadata.resourceVersion"),
+            std::string::npos);
   json staleRv = ok.body;
   staleRv["metadata"]["resourceVersion"] = rv;
   EXPECT_EQ(call("PUT", item, staleRv).status, 409);
   // Delete preconditions.
-  auto pre = call("DELETE", item, {{"kind", "DeleteOptions"}, {"preconditions", {{"resourceVersion", rv}}}});
+  auto pre = call("DELETE", item,
+                  {{"kind", "DeleteOptions"}, {"preconditions", {{"resourceVersion", rv}}}});
   EXPECT_EQ(pre.status, 409);
-  EXPECT_EQ(call("DELETE", item, {{"preconditions", {{"uid", created["metadata"]["uid"]}}}}).status, 200);
+  EXPECT_EQ(call("DELETE", item, {{"preconditions", {{"uid", created["metadata"]["uid"]}}}}).status,
+            200);
 }
 
 TEST_F(ApiServerTest, NoOpWritesDoNotChangeTheResourceVersion) {
@@ -248,7 +265,8 @@ TEST_F(ApiServerTest, CrdPruningAndValidation) {
   EXPECT_FALSE(created.body["spec"].contains("undeclared"));
   EXPECT_FALSE(created.body["spec"]["parties"][0].contains("alsoUndeclared"));
   EXPECT_NE(created.headers["warning"].find("unknown field"), std::string::npos);
-  EXPECT_EQ(created.body["metadata"]["labels"], t["metadata"]["labels"]); // metadata is never pruned
+  EXPECT_EQ(created.body["metadata"]["labels"],
+            t["metadata"]["labels"]); // metadata is never pruned
 
   t["metadata"]["name"] = "strict";
   auto strict = call("POST", std::string(kTasks) + "?fieldValidation=Strict", t);
@@ -271,10 +289,23 @@ TEST_F(ApiServerTest, CrdPruningAndValidation) {
 
   // Timing fields: declared (kept), typed (date-time), and a new entry needs its required fields.
   std::string item = std::string(kTasks) + "/secretflow-task-psi";
-  json timeline = {{"status", {{"podStatuses", {{"alice/p-0", {{"namespace", "alice"}, {"podName", "p-0"}, {"podPhase", "Running"},
-                                                                {"createTime", "2024-05-20T08:00:00Z"}, {"scheduleTime", "2024-05-20T08:00:01Z"},
-                                                                {"startTime", "2024-05-20T08:00:02+08:00"}, {"readyTime", "2024-05-20T08:00:09.5Z"}, {"bogus", 1}}}}},
-                               {"serviceStatuses", {{"alice/s", {{"namespace", "alice"}, {"serviceName", "s"}, {"createTime", "2024-05-20T08:00:00Z"}, {"readyTime", "2024-05-20T08:00:10Z"}}}}}}}};
+  json timeline = {{"status",
+                    {{"podStatuses",
+                      {{"alice/p-0",
+                        {{"namespace", "alice"},
+                         {"podName", "p-0"},
+                         {"podPhase", "Running"},
+                         {"createTime", "2024-05-20T08:00:00Z"},
+                         {"scheduleTime", "2024-05-20T08:00:01Z"},
+                         {"startTime", "2024-05-20T08:00:02+08:00"},
+                         {"readyTime", "2024-05-20T08:00:09.5Z"},
+                         {"bogus", 1}}}}},
+                     {"serviceStatuses",
+                      {{"alice/s",
+                        {{"namespace", "alice"},
+                         {"serviceName", "s"},
+                         {"createTime", "2024-05-20T08:00:00Z"},
+                         {"readyTime", "2024-05-20T08:00:10Z"}}}}}}}};
   auto st = call("PATCH", item + "/status", timeline, kMerge);
   ASSERT_EQ(st.status, 200) << st.body;
   auto entry = st.body["status"]["podStatuses"]["alice/p-0"];
@@ -282,14 +313,21 @@ TEST_F(ApiServerTest, CrdPruningAndValidation) {
   EXPECT_EQ(entry["scheduleTime"], "2024-05-20T08:00:01Z");
   EXPECT_FALSE(entry.contains("bogus"));
   EXPECT_EQ(st.body["status"]["serviceStatuses"]["alice/s"]["readyTime"], "2024-05-20T08:00:10Z");
-  auto noPhase = call("PATCH", item + "/status", {{"status", {{"podStatuses", {{"bob/p-0", {{"namespace", "bob"}, {"podName", "p-0"}}}}}}}}, kMerge);
+  auto noPhase = call(
+      "PATCH", item + "/status",
+      {{"status", {{"podStatuses", {{"bob/p-0", {{"namespace", "bob"}, {"podName", "p-0"}}}}}}}},
+      kMerge);
   EXPECT_EQ(noPhase.status, 422);
-  EXPECT_NE(noPhase.body["message"].get<std::string>().find("status.podStatuses.bob/p-0.podPhase: Required value"), std::string::npos)
+  EXPECT_NE(noPhase.body["message"].get<std::string>().find(
+                "status.podStatuses.bob/p-0.podPhase: Required value"),
+            std::string::npos)
       << noPhase.body;
-  auto badTime = call("PATCH", item + "/status", {{"status", {{"startTime", "yesterday"}}}}, kMerge);
+  auto badTime =
+      call("PATCH", item + "/status", {{"status", {{"startTime", "yesterday"}}}}, kMerge);
   EXPECT_EQ(badTime.status, 422);
   // null deletes a map key in a merge patch
-  auto removed = call("PATCH", item + "/status", {{"status", {{"podStatuses", {{"alice/p-0", nullptr}}}}}}, kMerge);
+  auto removed = call("PATCH", item + "/status",
+                      {{"status", {{"podStatuses", {{"alice/p-0", nullptr}}}}}}, kMerge);
   EXPECT_FALSE(removed.body["status"]["podStatuses"].contains("alice/p-0"));
 }
 
@@ -299,24 +337,34 @@ TEST_F(ApiServerTest, PatchFormats) {
   auto smp = call("PATCH", item, {{"spec", {{"initiator", "bob"}}}}, kStrategic);
   EXPECT_EQ(smp.status, 415);
   EXPECT_EQ(smp.body["reason"], "UnsupportedMediaType");
-  EXPECT_EQ(smp.body["message"],
-            "the body of the request was in an unknown format - accepted media types include: "
-            "application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml");
-  auto jp = call("PATCH", item, json::array({{{"op", "test"}, {"path", "/spec/initiator"}, {"value", "alice"}},
-                                             {{"op", "replace"}, {"path", "/spec/initiator"}, {"value", "bob"}}}),
+  EXPECT_EQ(
+      smp.body["message"],
+      "the body of the request was in an unknown format - accepted media types include: "
+      "application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml");
+  auto jp = call("PATCH", item,
+                 json::array({{{"op", "test"}, {"path", "/spec/initiator"}, {"value", "alice"}},
+                              {{"op", "replace"}, {"path", "/spec/initiator"}, {"value", "bob"}}}),
                  kJsonPatch);
   ASSERT_EQ(jp.status, 200) << jp.body;
   EXPECT_EQ(jp.body["spec"]["initiator"], "bob");
-  auto failedTest = call("PATCH", item, json::array({{{"op", "test"}, {"path", "/spec/initiator"}, {"value", "alice"}}}), kJsonPatch);
+  auto failedTest = call(
+      "PATCH", item,
+      json::array({{{"op", "test"}, {"path", "/spec/initiator"}, {"value", "alice"}}}), kJsonPatch);
   EXPECT_EQ(failedTest.status, 422);
 
   // Strategic merge on a built-in kind merges lists by their merge keys.
   json p = pod("web");
-  p["spec"]["containers"] = {{{"name", "a"}, {"image", "x"}, {"ports", {{{"containerPort", 80}}, {{"containerPort", 81}}}}},
+  p["spec"]["containers"] = {{{"name", "a"},
+                              {"image", "x"},
+                              {"ports", {{{"containerPort", 80}}, {{"containerPort", 81}}}}},
                              {{"name", "b"}, {"image", "y"}}};
   ASSERT_EQ(call("POST", kPods, p).status, 201);
   auto merged = call("PATCH", std::string(kPods) + "/web",
-                     {{"spec", {{"containers", {{{"name", "a"}, {"image", "x2"}, {"ports", {{{"containerPort", 81}, {"$patch", "delete"}}}}}}}}}},
+                     {{"spec",
+                       {{"containers",
+                         {{{"name", "a"},
+                           {"image", "x2"},
+                           {"ports", {{{"containerPort", 81}, {"$patch", "delete"}}}}}}}}}},
                      kStrategic);
   ASSERT_EQ(merged.status, 200) << merged.body;
   auto containers = merged.body["spec"]["containers"];
@@ -324,10 +372,12 @@ TEST_F(ApiServerTest, PatchFormats) {
   EXPECT_EQ(containers[0]["image"], "x2");
   EXPECT_EQ(containers[0]["ports"], json::parse(R"([{"containerPort":80}])"));
   EXPECT_EQ(containers[1]["name"], "b");
-  auto cond = call("PATCH", std::string(kPods) + "/web/status",
-                   {{"status", {{"conditions", {{{"type", "Ready"}, {"status", "True"}}}}}}}, kStrategic);
-  auto cond2 = call("PATCH", std::string(kPods) + "/web/status",
-                    {{"status", {{"conditions", {{{"type", "PodScheduled"}, {"status", "True"}}}}}}}, kStrategic);
+  auto cond =
+      call("PATCH", std::string(kPods) + "/web/status",
+           {{"status", {{"conditions", {{{"type", "Ready"}, {"status", "True"}}}}}}}, kStrategic);
+  auto cond2 = call(
+      "PATCH", std::string(kPods) + "/web/status",
+      {{"status", {{"conditions", {{{"type", "PodScheduled"}, {"status", "True"}}}}}}}, kStrategic);
   EXPECT_EQ(cond2.body["status"]["conditions"].size(), 2u) << cond2.body;
   EXPECT_EQ(cond.body["spec"], cond2.body["spec"]);
   EXPECT_EQ(call("PATCH", std::string(kPods) + "/web", {{"a", 1}}, "text/plain").status, 415);
@@ -335,13 +385,20 @@ TEST_F(ApiServerTest, PatchFormats) {
 
 TEST_F(ApiServerTest, SelectorsAndPagination) {
   for (int i = 0; i < 7; ++i)
-    ASSERT_EQ(call("POST", kPods, pod("p" + std::to_string(i), {{"tier", i % 2 ? "web" : "db"}, {"n", std::to_string(i)}})).status, 201);
+    ASSERT_EQ(call("POST", kPods,
+                   pod("p" + std::to_string(i),
+                       {{"tier", i % 2 ? "web" : "db"}, {"n", std::to_string(i)}}))
+                  .status,
+              201);
   EXPECT_EQ(call("GET", std::string(kPods) + "?labelSelector=tier%3Dweb").body["items"].size(), 3u);
-  EXPECT_EQ(call("GET", std::string(kPods) + "?labelSelector=tier!%3Dweb").body["items"].size(), 4u);
-  EXPECT_EQ(call("GET", std::string(kPods) + "?labelSelector=n%20in%20(1,2,9)").body["items"].size(), 2u);
+  EXPECT_EQ(call("GET", std::string(kPods) + "?labelSelector=tier!%3Dweb").body["items"].size(),
+            4u);
+  EXPECT_EQ(
+      call("GET", std::string(kPods) + "?labelSelector=n%20in%20(1,2,9)").body["items"].size(), 2u);
   EXPECT_EQ(call("GET", std::string(kPods) + "?labelSelector=!tier").body["items"].size(), 0u);
   EXPECT_EQ(call("GET", "/api/v1/pods?fieldSelector=metadata.name%3Dp3").body["items"].size(), 1u);
-  EXPECT_EQ(call("GET", "/api/v1/pods?fieldSelector=metadata.namespace%3Dbob").body["items"].size(), 0u);
+  EXPECT_EQ(call("GET", "/api/v1/pods?fieldSelector=metadata.namespace%3Dbob").body["items"].size(),
+            0u);
   EXPECT_EQ(call("GET", "/api/v1/pods?fieldSelector=spec.nodeName%3Dx").status, 400);
   EXPECT_EQ(call("GET", std::string(kPods) + "?labelSelector=%3D%3D").status, 400);
 
@@ -349,7 +406,9 @@ TEST_F(ApiServerTest, SelectorsAndPagination) {
   std::string cont;
   int pages = 0;
   do {
-    auto page = call("GET", std::string(kPods) + "?limit=3" + (cont.empty() ? "" : "&continue=" + cont)).body;
+    auto page =
+        call("GET", std::string(kPods) + "?limit=3" + (cont.empty() ? "" : "&continue=" + cont))
+            .body;
     for (const auto& item : page["items"])
       names.push_back(item["metadata"]["name"]);
     cont = page["metadata"].value("continue", "");
@@ -404,7 +463,10 @@ TEST_F(ApiServerTest, WatchFromCompactedResourceVersionEndsWith410) {
 
 TEST_F(ApiServerTest, WatchBookmarksAndTimeout) {
   auto a = call("POST", kPods, pod("a")).body;
-  test::LineStream w(port_, std::string(kPods) + "?watch=true&allowWatchBookmarks=true&timeoutSeconds=1&resourceVersion=" + rvOf(a));
+  test::LineStream w(
+      port_,
+      std::string(kPods) +
+          "?watch=true&allowWatchBookmarks=true&timeoutSeconds=1&resourceVersion=" + rvOf(a));
   auto ev = json::parse(w.next().value());
   EXPECT_EQ(ev["type"], "BOOKMARK");
   EXPECT_EQ(ev["object"]["kind"], "Pod");
@@ -418,7 +480,8 @@ TEST_F(ApiServerTest, WatchBookmarksAndTimeout) {
 }
 
 TEST_F(ApiServerTest, WatchRejectsSendInitialEventsAndBadBooleans) {
-  auto r = call("GET", std::string(kPods) + "?watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan");
+  auto r = call("GET", std::string(kPods) +
+                           "?watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan");
   EXPECT_EQ(r.status, 422);
   EXPECT_EQ(call("GET", std::string(kPods) + "?watch=maybe").status, 400);
 }
@@ -429,7 +492,8 @@ TEST_F(ApiServerTest, SlowWatcherIsClosedWithoutBlockingOthers) {
   ServerOptions o;
   o.api.watchQueueCapacity = 20;
   start(o);
-  auto slow = server_->store().watch({server_->registry().find("", "v1", "pods"), "", {}, {}}, "", 20, {});
+  auto slow =
+      server_->store().watch({server_->registry().find("", "v1", "pods"), "", {}, {}}, "", 20, {});
   ASSERT_TRUE(slow.ok());
   test::LineStream fast(port_, std::string(kPods) + "?watch=true");
   for (int i = 0; i < 100; ++i)
@@ -442,7 +506,10 @@ TEST_F(ApiServerTest, SlowWatcherIsClosedWithoutBlockingOthers) {
 }
 
 TEST_F(ApiServerTest, FaultInjection) {
-  EXPECT_EQ(call("POST", "/debug/faults/respond?path=/api/v1/namespaces/alice/pods&status=429&count=2&retryAfter=3").status, 200);
+  EXPECT_EQ(call("POST", "/debug/faults/respond?path=/api/v1/namespaces/alice/"
+                         "pods&status=429&count=2&retryAfter=3")
+                .status,
+            200);
   auto r1 = call("GET", kPods);
   EXPECT_EQ(r1.status, 429);
   EXPECT_EQ(r1.headers["retry-after"], "3");
@@ -476,7 +543,8 @@ TEST(ApiServerTlsTest, RequiresTheBearerTokenAndWritesAKubeconfig) {
   EXPECT_NE(kc.find("certificate-authority-data: "), std::string::npos);
   EXPECT_NE(kc.find("token: s3cret"), std::string::npos);
   EXPECT_NE(server.caPem().find("BEGIN CERTIFICATE"), std::string::npos);
-  // Real TLS clients (kubectl, python) are exercised in tests/e2e; here: no plain HTTP on a TLS port.
+  // Real TLS clients (kubectl, python) are exercised in tests/e2e; here: no plain HTTP on a TLS
+  // port.
   auto plain = test::rawExchange(ep->port(), "GET /version HTTP/1.1\r\nHost: x\r\n\r\n");
   EXPECT_EQ(plain.find("HTTP/1.1 200"), std::string::npos);
   server.stop();

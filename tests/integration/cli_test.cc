@@ -112,6 +112,34 @@ TEST(CliTest, RunServesAdminEndpointsAndExitsZeroOnSigterm) {
   EXPECT_NE(host.err().find("shut down"), std::string::npos);
 }
 
+TEST(CliTest, RunStartsTheEmbeddedApiServerBeforeThePlugins) {
+  test::TempDir dir;
+  auto cfg = dir.file("embedded.yaml");
+  auto kubeconfig = dir.file("kubeconfig.yaml");
+  test::writeFile(
+      cfg, "admin: { listen: 127.0.0.1:0 }\ncluster:\n  embedded:\n    listen: 127.0.0.1:0\n"
+           "    kubeconfigOut: " +
+               kubeconfig + "\ndomains:\n  - id: alice\n    plugins:\n      - name: hello\n");
+  test::Child host(hostCmd({"run", "--config", cfg, "--plugin-dir", KH_PLUGIN_DIR}),
+                   dir.path().string());
+  auto admin = host.waitForStderr("admin server listening on 127.0.0.1:", 30);
+  ASSERT_TRUE(admin.has_value()) << host.err();
+  ASSERT_TRUE(host.waitForStderr("running: 1 plugin instance(s)", 30)) << host.err();
+  auto err = host.err();
+  EXPECT_LT(err.find("embedded API server listening on http://127.0.0.1:"),
+            err.find("started hello/alice"));
+  auto kc = test::readFile(kubeconfig);
+  auto pos = kc.find("server: http://127.0.0.1:");
+  ASSERT_NE(pos, std::string::npos) << kc;
+  auto port = static_cast<unsigned short>(std::stoi(kc.substr(pos + 25)));
+  auto ns = test::httpGet(port, "/api/v1/namespaces/default");
+  EXPECT_EQ(ns.status, 200) << ns.body;
+  auto ready = test::httpGet(static_cast<unsigned short>(std::stoi(*admin)), "/readyz?verbose");
+  EXPECT_NE(ready.body.find("[+]apiserver:embedded ok"), std::string::npos) << ready.body;
+  host.signal(SIGTERM);
+  EXPECT_EQ(host.wait(30).value_or(-1), 0) << host.err();
+}
+
 TEST(CliTest, RunRefusesAbi2PluginWithBothVersionsAndExits1) {
   test::TempDir dir;
   auto cfg = dir.file("abi2.yaml");

@@ -163,6 +163,17 @@ TEST(ConfigTest, ClusterSourcesAreExclusive) {
   EXPECT_EQ(e.config->cluster.burst, 10);
 }
 
+TEST(ConfigTest, EmbeddedKubeconfigOutMustBeWritable) {
+  auto rel = parse("cluster:\n  embedded: { kubeconfigOut: kc.yaml }\ndomains:\n  - id: alice\n");
+  ASSERT_EQ(rel.errors.size(), 1u);
+  EXPECT_NE(rel.errors[0].message.find("must be an absolute path"), std::string::npos);
+  auto missing = parse("cluster:\n  embedded: { kubeconfigOut: /nonexistent/dir/kc.yaml "
+                       "}\ndomains:\n  - id: alice\n");
+  ASSERT_EQ(missing.errors.size(), 1u);
+  EXPECT_EQ(missing.errors[0].keyPath, "cluster.embedded.kubeconfigOut");
+  EXPECT_EQ(missing.errors[0].line, 2);
+}
+
 TEST(ConfigTest, PluginConfigReachesPluginAsTypedJson) {
   auto r =
       parse("domains:\n  - id: alice\n    plugins:\n      - name: hello\n        required: false\n"

@@ -30,6 +30,13 @@ ApiResponse errorResponse(const ApiError& e) {
   return jsonResponse(e.code, statusBody(e));
 }
 
+ApiResponse storedResponse(int status, const StoredObject& o) {
+  ApiResponse r;
+  r.status = status;
+  r.body = *o.text;
+  return r;
+}
+
 ApiError badRequest(const std::string& message) {
   return {400, "BadRequest", message, json::object()};
 }
@@ -346,7 +353,7 @@ ApiResponse ApiHandler::resourceRequest(const ApiRequest& req, const Target& t,
   } else {
     if (req.method == "GET") {
       auto r = store_.get(*t.resource, t.namespaceName, t.name);
-      return r.ok() ? jsonResponse(200, *r.value) : errorResponse(*r.error);
+      return r.ok() ? storedResponse(200, *r.value) : errorResponse(*r.error);
     }
     if (req.method == "PUT") return update(req, t);
     if (req.method == "PATCH") return patch(req, t);
@@ -380,16 +387,27 @@ ApiResponse ApiHandler::list(const ApiRequest& req, const Target& t) {
     meta["continue"] = r.value->continueToken;
     meta["remainingItemCount"] = r.value->remaining;
   }
-  // Items are written without apiVersion/kind, as real list responses do.
-  std::string body = R"({"kind":")" + t.resource->listKind + R"(","apiVersion":")" +
-                     t.resource->apiVersion() + R"(","metadata":)" + meta.dump() + R"(,"items":[)";
+  // Items are written without apiVersion/kind, as real list responses do. Stored texts have
+  // sorted keys, so they start with exactly this prefix, which is cut instead of re-serialising.
+  const std::string prefix = R"({"apiVersion":")" + t.resource->apiVersion() + R"(","kind":")" +
+                             t.resource->kind + R"(",)";
+  std::size_t total = 128;
+  for (const auto& item : r.value->items)
+    total += item->size();
+  std::string body;
+  body.reserve(total);
+  body += R"({"kind":")" + t.resource->listKind + R"(","apiVersion":")" + t.resource->apiVersion() +
+          R"(","metadata":)" + meta.dump() + R"(,"items":[)";
   bool first = true;
-  for (auto& item : r.value->items) {
-    item.erase("apiVersion");
-    item.erase("kind");
+  for (const auto& item : r.value->items) {
     if (!first) body += ',';
     first = false;
-    body += item.dump(-1, ' ', false, json::error_handler_t::replace);
+    if (item->compare(0, prefix.size(), prefix) == 0) {
+      body += '{';
+      body.append(*item, prefix.size(), std::string::npos);
+    } else {
+      body += *item;
+    }
   }
   body += "]}";
   ApiResponse resp;
@@ -604,7 +622,7 @@ ApiResponse ApiHandler::create(const ApiRequest& req, const Target& t, json body
           return std::optional<json>(*prepared.value);
         });
     if (!stored.ok()) return errorResponse(*stored.error);
-    resp = jsonResponse(201, *stored.value);
+    resp = storedResponse(201, *stored.value);
   }
   for (const auto& w : warnings)
     resp.headers.emplace_back("Warning", "299 - \"" + w + "\"");
@@ -638,7 +656,7 @@ ApiResponse ApiHandler::update(const ApiRequest& req, const Target& t) {
                                 return std::optional<json>(std::move(*next.value));
                               });
   if (!stored.ok()) return errorResponse(*stored.error);
-  ApiResponse resp = jsonResponse(200, *stored.value);
+  ApiResponse resp = storedResponse(200, *stored.value);
   for (const auto& w : warnings)
     resp.headers.emplace_back("Warning", "299 - \"" + w + "\"");
   return resp;
@@ -701,7 +719,7 @@ ApiResponse ApiHandler::patch(const ApiRequest& req, const Target& t) {
         return std::optional<json>(std::move(*next.value));
       });
   if (!stored.ok()) return errorResponse(*stored.error);
-  ApiResponse resp = jsonResponse(created ? 201 : 200, *stored.value);
+  ApiResponse resp = storedResponse(created ? 201 : 200, *stored.value);
   for (const auto& w : warnings)
     resp.headers.emplace_back("Warning", "299 - \"" + w + "\"");
   return resp;
@@ -742,7 +760,7 @@ ApiResponse ApiHandler::remove(const ApiRequest& req, const Target& t) {
       });
   if (!deleted.ok()) return errorResponse(*deleted.error);
   if (r.kind == "Namespace" && !dryRun) store_.deleteNamespaceContents(t.name);
-  return jsonResponse(200, *deleted.value);
+  return storedResponse(200, *deleted.value);
 }
 
 } // namespace kuscia_host::apiserver

@@ -14,13 +14,30 @@ std::string objectKey(const std::string& ns, const std::string& name) {
   return ns.empty() ? name : ns + "/" + name;
 }
 
-std::shared_ptr<const std::string> eventLine(const std::string& type, const json& object) {
-  auto s = std::make_shared<std::string>(R"({"type":")");
+std::shared_ptr<const std::string> serialize(const json& object) {
+  return std::make_shared<const std::string>(
+      object.dump(-1, ' ', false, json::error_handler_t::replace));
+}
+
+std::shared_ptr<const std::string> eventLine(const std::string& type,
+                                             const std::string& objectText) {
+  auto s = std::make_shared<std::string>();
+  s->reserve(objectText.size() + 32);
+  *s += R"({"type":")";
   *s += type;
   *s += R"(","object":)";
-  *s += object.dump(-1, ' ', false, json::error_handler_t::replace);
+  *s += objectText;
   *s += "}\n";
   return s;
+}
+
+std::shared_ptr<const std::string> eventLine(const std::string& type, const json& object) {
+  return eventLine(type, *serialize(object));
+}
+
+StoredObject stored(json object) {
+  auto text = serialize(object);
+  return {std::make_shared<const json>(std::move(object)), std::move(text)};
 }
 
 ApiError expired(const std::string& message) {
@@ -117,8 +134,8 @@ uint64_t Store::currentRv() const {
   return rv_;
 }
 
-ApiResult<json> Store::get(const ResourceInfo& r, const std::string& ns,
-                           const std::string& name) const {
+ApiResult<StoredObject> Store::get(const ResourceInfo& r, const std::string& ns,
+                                   const std::string& name) const {
   std::lock_guard lock(mu_);
   auto it = objects_.find(&r);
   if (it != objects_.end())
@@ -154,10 +171,10 @@ ApiResult<ListResult> Store::list(const ResourceInfo& r, const std::string& ns,
   if (!ns.empty() && start.empty()) begin = objs.lower_bound(ns + "/");
   for (auto o = begin; o != objs.end(); ++o) {
     if (!ns.empty() && o->first.compare(0, ns.size() + 1, ns + "/") != 0) break;
-    const auto& meta = o->second["metadata"];
+    const auto& meta = (*o->second.object)["metadata"];
     if (!labels.empty() && !labels.matches(meta.contains("labels") ? meta["labels"] : json()))
       continue;
-    if (!fields.matches(o->second)) continue;
+    if (!fields.matches(*o->second.object)) continue;
     if (limit > 0 && static_cast<int64_t>(out.items.size()) == limit) {
       // Count the rest only when cheap to say something useful.
       int64_t remaining = 0;
@@ -170,18 +187,19 @@ ApiResult<ListResult> Store::list(const ResourceInfo& r, const std::string& ns,
       out.continueToken = base64Encode(json({{"rv", out.rv}, {"start", last}}).dump());
       break;
     }
-    out.items.push_back(o->second);
+    out.items.push_back(o->second.text);
   }
   return out;
 }
 
-void Store::emit(const ResourceInfo& r, const std::string& type, json object, uint64_t rv) {
+void Store::emit(const ResourceInfo& r, const std::string& type, const StoredObject& object,
+                 uint64_t rv) {
   WatchEvent e;
   e.rv = rv;
   e.resource = &r;
   e.type = type;
-  e.line = eventLine(type, object);
-  e.object = std::make_shared<const json>(std::move(object));
+  e.line = eventLine(type, *object.text);
+  e.object = object.object;
   for (auto& w : watchers_)
     w->push(e);
   history_.push_back(std::move(e));
@@ -194,38 +212,38 @@ void Store::emit(const ResourceInfo& r, const std::string& type, json object, ui
       watchers_.end());
 }
 
-ApiResult<json> Store::mutate(const ResourceInfo& r, const std::string& ns, const std::string& name,
-                              const Mutator& mutator) {
+ApiResult<StoredObject> Store::mutate(const ResourceInfo& r, const std::string& ns,
+                                      const std::string& name, const Mutator& mutator) {
   std::lock_guard lock(mu_);
   Objects& objs = objects_[&r];
   std::string key = objectKey(ns, name);
   auto it = objs.find(key);
-  const json* current = it == objs.end() ? nullptr : &it->second;
+  const json* current = it == objs.end() ? nullptr : it->second.object.get();
   auto next = mutator(current);
   if (!next.ok()) return *next.error;
   if (!next.value->has_value()) { // delete
     if (current == nullptr) return notFound(r, name);
-    json last = std::move(it->second);
+    json last = *it->second.object;
     objs.erase(it);
     uint64_t rv = ++rv_;
     last["metadata"]["resourceVersion"] = std::to_string(rv);
-    emit(r, "DELETED", last, rv);
-    return last;
+    StoredObject gone = stored(std::move(last));
+    emit(r, "DELETED", gone, rv);
+    return gone;
   }
   json obj = std::move(**next.value);
   if (current != nullptr) {
-    json a = obj;
-    a["metadata"].erase("resourceVersion");
-    json b = *current;
-    b["metadata"].erase("resourceVersion");
-    if (a == b) return *current; // nothing changed: no write, no event
+    // Compare as if the resourceVersion were the current one: nothing changed, no write.
+    obj["metadata"]["resourceVersion"] = (*current)["metadata"]["resourceVersion"];
+    if (obj == *current) return it->second;
   }
   uint64_t rv = ++rv_;
   obj["metadata"]["resourceVersion"] = std::to_string(rv);
   bool added = current == nullptr;
-  objs[key] = obj;
-  emit(r, added ? "ADDED" : "MODIFIED", obj, rv);
-  return obj;
+  StoredObject& slot = objs[key];
+  slot = stored(std::move(obj));
+  emit(r, added ? "ADDED" : "MODIFIED", slot, rv);
+  return slot;
 }
 
 void Store::deleteNamespaceContents(const std::string& ns) {
@@ -234,11 +252,11 @@ void Store::deleteNamespaceContents(const std::string& ns) {
     if (!res->namespaced) continue;
     for (auto it = objs.lower_bound(ns + "/");
          it != objs.end() && it->first.compare(0, ns.size() + 1, ns + "/") == 0;) {
-      json last = std::move(it->second);
+      json last = *it->second.object;
       it = objs.erase(it);
       uint64_t rv = ++rv_;
       last["metadata"]["resourceVersion"] = std::to_string(rv);
-      emit(*res, "DELETED", std::move(last), rv);
+      emit(*res, "DELETED", stored(std::move(last)), rv);
     }
   }
 }
@@ -264,9 +282,9 @@ ApiResult<std::shared_ptr<Watcher>> Store::watch(WatchFilter filter, const std::
       for (const auto& [key, obj] : it->second) {
         WatchEvent e;
         e.resource = w->filter().resource;
-        e.object = std::make_shared<const json>(obj);
+        e.object = obj.object;
         if (!w->filter().matches(e)) continue;
-        w->pushLine(eventLine("ADDED", obj));
+        w->pushLine(eventLine("ADDED", *obj.text));
       }
     }
   } else {

@@ -82,8 +82,15 @@ private:
   bool endAfterDrain_ = false;
 };
 
+// An object as stored: the JSON and its serialization, made once per write and shared by every
+// GET, LIST and watch event that returns this version.
+struct StoredObject {
+  std::shared_ptr<const nlohmann::json> object; // immutable once stored
+  std::shared_ptr<const std::string> text;
+};
+
 struct ListResult {
-  std::vector<nlohmann::json> items;
+  std::vector<std::shared_ptr<const std::string>> items;
   uint64_t rv = 0;
   std::string continueToken;
   int64_t remaining = 0;
@@ -95,8 +102,8 @@ public:
 
   uint64_t currentRv() const;
 
-  ApiResult<nlohmann::json> get(const ResourceInfo& r, const std::string& ns,
-                                const std::string& name) const;
+  ApiResult<StoredObject> get(const ResourceInfo& r, const std::string& ns,
+                              const std::string& name) const;
   ApiResult<ListResult> list(const ResourceInfo& r, const std::string& ns,
                              const LabelSelector& labels, const FieldSelector& fields,
                              int64_t limit, const std::string& continueToken) const;
@@ -106,8 +113,8 @@ public:
   // metadata.resourceVersion and emits the event; returning the current object unchanged is a
   // no-op (no new resourceVersion, no event).
   using Mutator = std::function<ApiResult<std::optional<nlohmann::json>>(const nlohmann::json*)>;
-  ApiResult<nlohmann::json> mutate(const ResourceInfo& r, const std::string& ns,
-                                   const std::string& name, const Mutator& mutate);
+  ApiResult<StoredObject> mutate(const ResourceInfo& r, const std::string& ns,
+                                 const std::string& name, const Mutator& mutate);
 
   // Deletes every object in namespace `ns` (namespace deletion); emits DELETED events.
   void deleteNamespaceContents(const std::string& ns);
@@ -127,8 +134,9 @@ public:
   std::size_t watcherCount() const;
 
 private:
-  using Objects = std::map<std::string, nlohmann::json>; // "ns/name" -> object
-  void emit(const ResourceInfo& r, const std::string& type, nlohmann::json object, uint64_t rv);
+  using Objects = std::map<std::string, StoredObject>; // "ns/name" -> object
+  void emit(const ResourceInfo& r, const std::string& type, const StoredObject& object,
+            uint64_t rv);
 
   mutable std::mutex mu_;
   uint64_t rv_ = 1;

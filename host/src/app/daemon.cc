@@ -40,8 +40,32 @@ Result<std::shared_ptr<PluginLibrary>> Daemon::library(const PluginEntry& entry)
   return lib;
 }
 
+Result<void> Daemon::startEmbeddedApiServer() {
+  apiserver::ServerOptions options;
+  options.listen = config_.cluster.embeddedListen;
+  apiServer_ = std::make_unique<apiserver::ApiServer>(runtime_.io(), clock_,
+                                                      logs_.logger("apiserver"), options);
+  auto ep = apiServer_->start();
+  if (!ep) return makeError(ep.error());
+  if (!config_.cluster.embeddedKubeconfigOut.empty())
+    if (auto r = apiServer_->writeKubeconfig(config_.cluster.embeddedKubeconfigOut); !r) return r;
+  logger_->info("embedded API server listening on {} (state in memory only){}", apiServer_->url(),
+                config_.cluster.embeddedKubeconfigOut.empty()
+                    ? std::string()
+                    : ", kubeconfig " + config_.cluster.embeddedKubeconfigOut);
+  health_.add("apiserver:embedded", [] { return HealthStatus{true, true, "ok"}; });
+  return {};
+}
+
 Result<void> Daemon::start() {
   HostServices services{runtime_, metrics_, hostMetrics_, logs_, clock_};
+  // The embedded API server comes up before any plugin.
+  if (config_.cluster.source == ClusterConfig::Source::kEmbedded) {
+    if (auto r = startEmbeddedApiServer(); !r) {
+      shutdown();
+      return r;
+    }
+  }
   // Load and create every instance; a required failure aborts, an optional one disables.
   for (const auto& domain : config_.domains) {
     for (const auto& entry : domain.plugins) {
@@ -127,6 +151,7 @@ void Daemon::shutdown() {
     instances_[i]->stop();
     logger_->debug("stopped {}", instances_[i]->id());
   }
+  if (apiServer_) apiServer_->stop();
   runtime_.stop();
   for (std::size_t i = instances_.size(); i-- > 0;)
     instances_[i]->destroy();

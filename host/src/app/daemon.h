@@ -13,6 +13,7 @@
 
 #include "admin/admin_server.h"
 #include "admin/health.h"
+#include "apiserver/server.h"
 #include "common/result.h"
 #include "config/config.h"
 #include "logging/logging.h"
@@ -44,12 +45,15 @@ public:
   void waitForSignal();
 
   std::optional<boost::asio::ip::tcp::endpoint> adminEndpoint() const { return adminEndpoint_; }
+  // The embedded API server, when the config asks for one (cluster.embedded).
+  apiserver::ApiServer* embeddedApiServer() { return apiServer_.get(); }
   MetricsRegistry& metrics() { return metrics_; }
   HealthRegistry& health() { return health_; }
   const std::vector<std::unique_ptr<PluginInstance>>& instances() const { return instances_; }
 
 private:
   Result<std::shared_ptr<PluginLibrary>> library(const PluginEntry& entry);
+  Result<void> startEmbeddedApiServer();
   void updateInstanceGauges();
 
   HostConfig config_;
@@ -62,6 +66,7 @@ private:
   HealthRegistry health_;
   Runtime runtime_;
   AdminServer admin_;
+  std::unique_ptr<apiserver::ApiServer> apiServer_;
   PluginLoader loader_;
   std::map<std::string, std::shared_ptr<PluginLibrary>> libraries_;
   std::vector<std::unique_ptr<PluginInstance>> instances_;

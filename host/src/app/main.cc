@@ -48,7 +48,8 @@ int runHost(const std::string& configPath, const std::vector<std::string>& plugi
   LogManager logs(config->logFormat == "json" ? LogFormat::kJson : LogFormat::kText,
                   parseLogLevel(config->logLevel).value_or(spdlog::level::info));
   auto log = logs.logger("host");
-  if (config->cluster.source != ClusterConfig::Source::kNone)
+  if (config->cluster.source == ClusterConfig::Source::kKubeconfig ||
+      config->cluster.source == ClusterConfig::Source::kInCluster)
     log->warn(
         "cluster access is not available in this build yet: plugins run without kube operations");
   SystemClock clock;

@@ -298,7 +298,16 @@ void extract(const YAML::Node& root, Validator& v, const ConfigLoadOptions& opti
       ++sources;
       c.cluster.source = ClusterConfig::Source::kEmbedded;
       if (n["listen"]) c.cluster.embeddedListen = n["listen"].Scalar();
-      if (n["kubeconfigOut"]) c.cluster.embeddedKubeconfigOut = n["kubeconfigOut"].Scalar();
+      if (n["kubeconfigOut"]) {
+        c.cluster.embeddedKubeconfigOut = n["kubeconfigOut"].Scalar();
+        auto parent = std::filesystem::path(c.cluster.embeddedKubeconfigOut).parent_path();
+        if (!std::filesystem::path(c.cluster.embeddedKubeconfigOut).is_absolute())
+          v.error(n["kubeconfigOut"], "cluster.embedded.kubeconfigOut", "must be an absolute path");
+        else if (!std::filesystem::is_directory(parent) || ::access(parent.c_str(), W_OK) != 0)
+          v.error(n["kubeconfigOut"], "cluster.embedded.kubeconfigOut",
+                  "cannot write into " + parent.string() +
+                      " (the directory must exist and be writable)");
+      }
       std::string h;
       unsigned short p = 0;
       if (!parseListenAddress(c.cluster.embeddedListen, h, p))
