@@ -35,10 +35,12 @@ using tcp = boost::asio::ip::tcp;
 using Clock = std::chrono::steady_clock;
 using nlohmann::json;
 
-double secondsSince(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+double secondsSince(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
 
 class Connection {
- public:
+public:
   explicit Connection(unsigned short port) : stream_(io_) {
     stream_.connect(tcp::endpoint(boost::asio::ip::make_address("127.0.0.1"), port));
     stream_.socket().set_option(tcp::no_delay(true));
@@ -60,7 +62,7 @@ class Connection {
   }
   const std::string& body() const { return body_; }
 
- private:
+private:
   boost::asio::io_context io_;
   beast::tcp_stream stream_;
   beast::flat_buffer buffer_;
@@ -69,7 +71,7 @@ class Connection {
 
 // Follows a watch on its own thread, counting events until `expected` arrived.
 class WatchFollower {
- public:
+public:
   WatchFollower(unsigned short port, const std::string& target, std::size_t expected)
       : expected_(expected), stream_(io_) {
     stream_.connect(tcp::endpoint(boost::asio::ip::make_address("127.0.0.1"), port));
@@ -89,7 +91,7 @@ class WatchFollower {
   Clock::time_point finishedAt() const { return finishedAt_; }
   std::size_t seen() const { return seen_.load(); }
 
- private:
+private:
   void run() {
     while (seen_ < expected_) {
       beast::error_code ec;
@@ -142,7 +144,8 @@ double patchRound(unsigned short port, std::size_t updates, std::size_t pods, in
   auto start = Clock::now();
   for (std::size_t i = 0; i < updates; ++i) {
     std::string target = "/api/v1/namespaces/bench/pods/bench-" + std::to_string(i % pods);
-    std::string patch = R"({"metadata":{"labels":{"round":")" + std::to_string(round) + "-" + std::to_string(i) + R"("}}})";
+    std::string patch = R"({"metadata":{"labels":{"round":")" + std::to_string(round) + "-" +
+                        std::to_string(i) + R"("}}})";
     if (c.request(http::verb::patch, target, patch, "application/merge-patch+json") != 200) {
       std::fprintf(stderr, "patch failed: %s\n", c.body().c_str());
       std::exit(1);
@@ -158,12 +161,17 @@ int main(int argc, char** argv) {
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string k = argv[i];
     std::size_t v = std::stoul(argv[i + 1]);
-    if (k == "--updates") a.updates = v;
-    else if (k == "--watchers") a.watchers = v;
-    else if (k == "--pods") a.pods = v;
-    else if (k == "--list-pods") a.listPods = v;
+    if (k == "--updates")
+      a.updates = v;
+    else if (k == "--watchers")
+      a.watchers = v;
+    else if (k == "--pods")
+      a.pods = v;
+    else if (k == "--list-pods")
+      a.listPods = v;
     else {
-      std::fprintf(stderr, "usage: %s [--updates U] [--watchers W] [--pods P] [--list-pods L]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--updates U] [--watchers W] [--pods P] [--list-pods L]\n",
+                   argv[0]);
       return 2;
     }
   }
@@ -215,18 +223,19 @@ int main(int argc, char** argv) {
     }
     double lag = std::chrono::duration<double, std::milli>(f->finishedAt() - lastWrite).count();
     lagMs.push_back(std::max(0.0, lag));
-    slowest = std::max(slowest, std::chrono::duration<double>(f->finishedAt() - writeStart).count());
+    slowest =
+        std::max(slowest, std::chrono::duration<double>(f->finishedAt() - writeStart).count());
   }
   followers.clear();
   std::printf("watch: %zu watchers following %zu pod updates\n", a.watchers, a.updates);
   std::printf("  writes/s, no watcher (baseline):   %10.0f\n", baseline);
-  std::printf("  writes/s, %zu watchers:             %10.0f  (ratio to baseline %.2f)\n", a.watchers,
-              withWatchers, withWatchers / baseline);
+  std::printf("  writes/s, %zu watchers:             %10.0f  (ratio to baseline %.2f)\n",
+              a.watchers, withWatchers, withWatchers / baseline);
   std::printf("  events/s delivered, all watchers:  %10.0f  (%.0f per watcher)\n",
               static_cast<double>(a.updates * lagMs.size()) / slowest,
               static_cast<double>(a.updates) / slowest);
-  std::printf("  watcher lag after the last write:  p50 %.1f ms, max %.1f ms\n", percentile(lagMs, 0.5),
-              percentile(lagMs, 1.0));
+  std::printf("  watcher lag after the last write:  p50 %.1f ms, max %.1f ms\n",
+              percentile(lagMs, 0.5), percentile(lagMs, 1.0));
 
   // --- list ---
   auto t0 = Clock::now();
@@ -239,7 +248,8 @@ int main(int argc, char** argv) {
   std::size_t pages = 0;
   std::size_t pagedItems = 0;
   do {
-    setup.request(http::verb::get, "/api/v1/namespaces/bench/pods?limit=500" + (cont.empty() ? "" : "&continue=" + cont));
+    setup.request(http::verb::get, "/api/v1/namespaces/bench/pods?limit=500" +
+                                       (cont.empty() ? "" : "&continue=" + cont));
     auto page = json::parse(setup.body());
     pagedItems += page["items"].size();
     cont = page["metadata"].value("continue", "");
@@ -247,9 +257,11 @@ int main(int argc, char** argv) {
   } while (!cont.empty());
   double paged = secondsSince(t0);
   std::printf("list: %zu pods (%.1f MB)\n", items, static_cast<double>(bytes) / 1e6);
-  std::printf("  unpaged LIST:            %8.1f ms  (%.0f items/s)\n", unpaged * 1e3, static_cast<double>(items) / unpaged);
-  std::printf("  paged LIST (limit 500):  %8.1f ms over %zu pages, %zu items (ratio to unpaged %.2f)\n",
-              paged * 1e3, pages, pagedItems, paged / unpaged);
+  std::printf("  unpaged LIST:            %8.1f ms  (%.0f items/s)\n", unpaged * 1e3,
+              static_cast<double>(items) / unpaged);
+  std::printf(
+      "  paged LIST (limit 500):  %8.1f ms over %zu pages, %zu items (ratio to unpaged %.2f)\n",
+      paged * 1e3, pages, pagedItems, paged / unpaged);
   server.stop();
   runtime.stop();
   return 0;

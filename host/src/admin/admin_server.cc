@@ -252,12 +252,12 @@ Result<tcp::endpoint> AdminServer::listen(const std::string& address) {
   if (ec) return makeError("admin: cannot listen on " + address + ": " + ec.message());
   auto bound = acceptor->local_endpoint(ec);
   acceptor_ = acceptor;
-  accept();
+  accept(acceptor);
   return bound;
 }
 
-void AdminServer::accept() {
-  auto acceptor = acceptor_;
+// Takes the acceptor by value: stop() may reset the member while a completion is running.
+void AdminServer::accept(const std::shared_ptr<tcp::acceptor>& acceptor) {
   acceptor->async_accept(boost::asio::make_strand(io_),
                          [this, acceptor](beast::error_code ec, tcp::socket s) {
                            if (ec == boost::asio::error::operation_aborted || !acceptor->is_open())
@@ -266,7 +266,7 @@ void AdminServer::accept() {
                              std::make_shared<Session>(std::move(s), *this)->run();
                            else
                              logger_->warn("admin accept failed: {}", ec.message());
-                           accept();
+                           accept(acceptor);
                          });
 }
 

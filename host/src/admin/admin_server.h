@@ -64,7 +64,7 @@ public:
 
 private:
   class Session;
-  void accept();
+  void accept(const std::shared_ptr<boost::asio::ip::tcp::acceptor>& acceptor);
 
   boost::asio::io_context& io_;
   std::shared_ptr<spdlog::logger> logger_;

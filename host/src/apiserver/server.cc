@@ -385,12 +385,12 @@ Result<tcp::endpoint> ApiServer::start() {
     req.body = json({{"metadata", {{"name", name}}}}).dump();
     if (!store_.get(*ns, "", name).ok()) handler_.handle(req, {});
   }
-  accept();
+  accept(acceptor);
   return endpoint_;
 }
 
-void ApiServer::accept() {
-  auto acceptor = acceptor_;
+// Takes the acceptor by value: stop() may reset the member while a completion is running.
+void ApiServer::accept(const std::shared_ptr<tcp::acceptor>& acceptor) {
   acceptor->async_accept(net::make_strand(io_), [this, acceptor](beast::error_code ec,
                                                                  tcp::socket s) {
     if (ec == net::error::operation_aborted || !acceptor->is_open()) return;
@@ -405,7 +405,7 @@ void ApiServer::accept() {
     } else {
       logger_->warn("apiserver accept failed: {}", ec.message());
     }
-    accept();
+    accept(acceptor);
   });
 }
 

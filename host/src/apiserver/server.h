@@ -82,7 +82,7 @@ public:
 
 private:
   template <class Stream> class Session;
-  void accept();
+  void accept(const std::shared_ptr<boost::asio::ip::tcp::acceptor>& acceptor);
   // Handles /debug/faults/* when enabled; nullopt for any other path.
   std::optional<ApiResponse> faultEndpoint(const ApiRequest& req);
   bool authorized(const std::string& authorizationHeader) const;
