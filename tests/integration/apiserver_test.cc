@@ -518,6 +518,13 @@ TEST_F(ApiServerTest, FaultInjection) {
   call("POST", "/debug/faults/respond?path=/api/v1&status=503");
   EXPECT_EQ(call("GET", kPods).status, 503);
 
+  call("POST", "/debug/faults/reset");
+  call("POST", "/debug/faults/latency?ms=300");
+  auto t0 = std::chrono::steady_clock::now();
+  EXPECT_EQ(call("GET", kPods).status, 200);
+  EXPECT_GE(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(300));
+  call("POST", "/debug/faults/reset");
+
   test::LineStream w(port_, std::string(kPods) + "?watch=true");
   EXPECT_TRUE(test::eventually([&] { return server_->store().watcherCount() == 1; }));
   auto dropped = call("POST", "/debug/faults/drop-watches");

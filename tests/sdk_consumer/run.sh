@@ -25,6 +25,31 @@ env -u CXXFLAGS -u LDFLAGS cmake -S "$here" -B "$work/build" -G Ninja -DCMAKE_PR
 cmake --build "$work/build" >/dev/null
 so="$work/build/heartbeat.so"
 
+# The helper must turn an unresolved symbol into a build error, not a dlopen failure later.
+mkdir -p "$work/undefined"
+cat >"$work/undefined/CMakeLists.txt" <<'CMAKE'
+cmake_minimum_required(VERSION 3.25)
+project(undefined CXX)
+find_package(kuscia-host-sdk REQUIRED)
+kuscia_host_add_plugin(undefined SOURCES undefined.cc)
+CMAKE
+cat >"$work/undefined/undefined.cc" <<'CXX'
+#include <kuscia_host/plugin.hpp>
+int notDefinedAnywhere();
+class Undefined final : public kuscia_host::sdk::Plugin {
+public:
+  Undefined(kuscia_host::sdk::Host h, std::string_view, std::string_view) : Plugin(h) { notDefinedAnywhere(); }
+};
+KH_PLUGIN(Undefined, "undefined", "1", "")
+CXX
+env -u CXXFLAGS -u LDFLAGS cmake -S "$work/undefined" -B "$work/undefined/build" -G Ninja \
+  -DCMAKE_PREFIX_PATH="$work/prefix" >/dev/null
+if cmake --build "$work/undefined/build" >"$work/undefined.log" 2>&1; then
+  echo "a plugin with an undefined symbol linked: kuscia_host_add_plugin must refuse it" >&2
+  exit 1
+fi
+grep -q "notDefinedAnywhere" "$work/undefined.log" || { cat "$work/undefined.log" >&2; exit 1; }
+
 exported=$(nm -D --defined-only "$so" | awk '$2 ~ /^[TDBRW]$/ {print $3}' | sort)
 if [ "$exported" != "kh_plugin_entry_v1" ]; then
   echo "expected only kh_plugin_entry_v1 exported, got: $exported" >&2
@@ -64,4 +89,5 @@ if [ "${beats:-0}" -lt 3 ]; then
   cat "$work/err" >&2
   exit 1
 fi
-echo "sdk consumer: built out of tree, exports only kh_plugin_entry_v1, beat $beats times in the host"
+echo "sdk consumer: built out of tree, exports only kh_plugin_entry_v1, beat $beats times in the host;" \
+  "an undefined symbol fails the build"
