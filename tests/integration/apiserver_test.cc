@@ -7,6 +7,7 @@
 #include <set>
 #include <sstream>
 
+#include "kube/cluster_access.h"
 #include "logging/logging.h"
 #include "runtime/runtime.h"
 #include "test_support.h"
@@ -550,6 +551,14 @@ TEST(ApiServerTlsTest, RequiresTheBearerTokenAndWritesAKubeconfig) {
   EXPECT_NE(kc.find("certificate-authority-data: "), std::string::npos);
   EXPECT_NE(kc.find("token: s3cret"), std::string::npos);
   EXPECT_NE(server.caPem().find("BEGIN CERTIFICATE"), std::string::npos);
+  // The kubeconfig it writes is one kuscia-host's own loader accepts.
+  test::TempDir dir;
+  ASSERT_TRUE(server.writeKubeconfig(dir.file("kc")).ok());
+  auto access = kube::loadKubeconfig(dir.file("kc"));
+  ASSERT_TRUE(access.ok()) << access.error();
+  EXPECT_EQ(access->server, server.url());
+  EXPECT_EQ(access->caPem, server.caPem());
+  EXPECT_EQ(access->bearerToken().value(), "s3cret");
   // Real TLS clients (kubectl, python) are exercised in tests/e2e; here: no plain HTTP on a TLS
   // port.
   auto plain = test::rawExchange(ep->port(), "GET /version HTTP/1.1\r\nHost: x\r\n\r\n");

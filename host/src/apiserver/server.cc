@@ -16,8 +16,8 @@
 #include <random>
 
 #include "admin/admin_server.h"
-#include "apiserver/base64.h"
 #include "apiserver/certs.h"
+#include "common/base64.h"
 #include "config/config.h"
 
 namespace kuscia_host::apiserver {

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "apiserver/base64.h"
+#include "common/base64.h"
 
 namespace kuscia_host::apiserver {
 
@@ -153,7 +153,7 @@ ApiResult<ListResult> Store::list(const ResourceInfo& r, const std::string& ns,
   if (!continueToken.empty()) {
     json token;
     try {
-      token = json::parse(base64Decode(continueToken));
+      token = json::parse(base64Decode(continueToken).value_or(""));
       out.rv = token.at("rv").get<uint64_t>();
       start = token.at("start").get<std::string>();
     } catch (const std::exception&) {

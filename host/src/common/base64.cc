@@ -1,8 +1,8 @@
-#include "apiserver/base64.h"
+#include "common/base64.h"
 
 #include <array>
 
-namespace kuscia_host::apiserver {
+namespace kuscia_host {
 namespace {
 constexpr const char* kAlphabet =
     "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
@@ -31,7 +31,7 @@ std::string base64Encode(const std::string& in) {
   return out;
 }
 
-std::string base64Decode(const std::string& in) {
+std::optional<std::string> base64Decode(const std::string& in) {
   std::array<int, 256> map{};
   map.fill(-1);
   for (int i = 0; i < 64; ++i)
@@ -41,8 +41,9 @@ std::string base64Decode(const std::string& in) {
   int bits = 0;
   for (char c : in) {
     if (c == '=') break;
+    if (c == ' ' || c == '\n' || c == '\r' || c == '\t') continue;
     int v = map[static_cast<uint8_t>(c)];
-    if (v < 0) return "";
+    if (v < 0) return std::nullopt;
     buf = (buf << 6) | static_cast<uint32_t>(v);
     bits += 6;
     if (bits >= 8) {
@@ -53,4 +54,4 @@ std::string base64Decode(const std::string& in) {
   return out;
 }
 
-} // namespace kuscia_host::apiserver
+} // namespace kuscia_host
