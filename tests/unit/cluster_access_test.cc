@@ -19,20 +19,22 @@ EnvLookup envOf(std::map<std::string, std::string> vars) {
   };
 }
 
-std::string kubeconfig(const std::string& server, const std::string& clusterExtra, const std::string& user,
-                       const std::string& current = "main") {
-  return "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: " + server + "\n" +
-         clusterExtra + "users:\n- name: u\n  user:\n" + user +
+std::string kubeconfig(const std::string& server, const std::string& clusterExtra,
+                       const std::string& user, const std::string& current = "main") {
+  return "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: " + server +
+         "\n" + clusterExtra + "users:\n- name: u\n  user:\n" + user +
          "contexts:\n- name: main\n  context:\n    cluster: c\n    user: u\n    namespace: alice\n"
-         "current-context: " + current + "\n";
+         "current-context: " +
+         current + "\n";
 }
 
 TEST(ClusterAccessTest, InlineDataAndToken) {
   test::TempDir dir;
   auto path = dir.file("kc");
   test::writeFile(path, kubeconfig("https://10.1.2.3:6443",
-                                   "    certificate-authority-data: " + base64Encode("CA PEM") + "\n"
-                                   "    tls-server-name: api.internal\n",
+                                   "    certificate-authority-data: " + base64Encode("CA PEM") +
+                                       "\n"
+                                       "    tls-server-name: api.internal\n",
                                    "    token: abc\n"));
   auto a = loadKubeconfig(path, envOf({}));
   ASSERT_TRUE(a.ok()) << a.error();
@@ -54,9 +56,11 @@ TEST(ClusterAccessTest, RelativePathsResolveAgainstTheKubeconfigAndTokenFileIsRe
   test::writeFile(dir.file("certs/client.key"), "KEY");
   test::writeFile(dir.file("token"), "first\n");
   auto path = dir.file("kc");
-  test::writeFile(path, kubeconfig("https://k3s.local", "    certificate-authority: certs/ca.crt\n",
-                                   "    token: static\n    tokenFile: token\n"
-                                   "    client-certificate: certs/client.crt\n    client-key: certs/client.key\n"));
+  test::writeFile(
+      path,
+      kubeconfig("https://k3s.local", "    certificate-authority: certs/ca.crt\n",
+                 "    token: static\n    tokenFile: token\n"
+                 "    client-certificate: certs/client.crt\n    client-key: certs/client.key\n"));
   auto a = loadKubeconfig(path, envOf({}));
   ASSERT_TRUE(a.ok()) << a.error();
   EXPECT_EQ(a->port, "443");
@@ -82,13 +86,16 @@ TEST(ClusterAccessTest, KubeconfigListFirstFileWins) {
   test::writeFile(dir.file("a"), "clusters:\n- name: c\n  cluster:\n    server: https://first:1\n"
                                  "current-context: main\n");
   test::writeFile(dir.file("b"), kubeconfig("https://second:2", "", "    token: t\n", "other"));
-  auto a = loadKubeconfig("", envOf({{"KUBECONFIG", dir.file("missing") + ":" + dir.file("a") + ":" + dir.file("b")}}));
+  auto a = loadKubeconfig(
+      "", envOf({{"KUBECONFIG", dir.file("missing") + ":" + dir.file("a") + ":" + dir.file("b")}}));
   ASSERT_TRUE(a.ok()) << a.error();
   EXPECT_EQ(a->host, "first"); // cluster "c" from the first file that defines it
   EXPECT_EQ(a->bearerToken().value(), "t");
   auto home = loadKubeconfig("", envOf({{"HOME", dir.path().string()}}));
   ASSERT_FALSE(home.ok());
-  EXPECT_NE(home.error().find(dir.path().string() + "/.kube/config: cannot read"), std::string::npos) << home.error();
+  EXPECT_NE(home.error().find(dir.path().string() + "/.kube/config: cannot read"),
+            std::string::npos)
+      << home.error();
 }
 
 TEST(ClusterAccessTest, ErrorsNameTheFileAndTheField) {
@@ -101,16 +108,23 @@ TEST(ClusterAccessTest, ErrorsNameTheFileAndTheField) {
   };
   EXPECT_EQ(err(kubeconfig("https://x", "", "    token: t\n", "nope")),
             "kubeconfig " + path + ": context \"nope\" (current-context) is not defined");
-  EXPECT_EQ(err(kubeconfig("", "", "    token: t\n")), "kubeconfig " + path + ": cluster \"c\": server is missing");
-  EXPECT_NE(err(kubeconfig("ftp://x", "", "    token: t\n")).find("is not an http(s)://host[:port] URL"), std::string::npos);
-  EXPECT_EQ(err(kubeconfig("https://x", "    certificate-authority-data: '***'\n", "    token: t\n")),
-            "kubeconfig " + path + ": cluster \"c\": certificate-authority-data is not valid base64");
-  EXPECT_NE(err(kubeconfig("https://x", "    certificate-authority: nope.crt\n", "    token: t\n"))
-                .find("cluster \"c\": certificate-authority " + dir.file("nope.crt") + ": cannot read"),
-            std::string::npos);
-  EXPECT_EQ(err(kubeconfig("https://x", "", "    client-certificate-data: " + base64Encode("C") + "\n")),
-            "kubeconfig " + path + ": user \"u\": client-certificate given without client-key");
-  EXPECT_NE(err(kubeconfig("https://x", "", "    exec: {command: aws}\n")).find("exec credentials are not supported"),
+  EXPECT_EQ(err(kubeconfig("", "", "    token: t\n")),
+            "kubeconfig " + path + ": cluster \"c\": server is missing");
+  EXPECT_NE(
+      err(kubeconfig("ftp://x", "", "    token: t\n")).find("is not an http(s)://host[:port] URL"),
+      std::string::npos);
+  EXPECT_EQ(
+      err(kubeconfig("https://x", "    certificate-authority-data: '***'\n", "    token: t\n")),
+      "kubeconfig " + path + ": cluster \"c\": certificate-authority-data is not valid base64");
+  EXPECT_NE(
+      err(kubeconfig("https://x", "    certificate-authority: nope.crt\n", "    token: t\n"))
+          .find("cluster \"c\": certificate-authority " + dir.file("nope.crt") + ": cannot read"),
+      std::string::npos);
+  EXPECT_EQ(
+      err(kubeconfig("https://x", "", "    client-certificate-data: " + base64Encode("C") + "\n")),
+      "kubeconfig " + path + ": user \"u\": client-certificate given without client-key");
+  EXPECT_NE(err(kubeconfig("https://x", "", "    exec: {command: aws}\n"))
+                .find("exec credentials are not supported"),
             std::string::npos);
   EXPECT_NE(err("clusters: [\n").find("invalid YAML"), std::string::npos);
   EXPECT_NE(err("just text").find("not a kubeconfig"), std::string::npos);
@@ -121,15 +135,17 @@ TEST(ClusterAccessTest, InCluster) {
   test::writeFile(dir.file("token"), "sa-token\n");
   test::writeFile(dir.file("ca.crt"), "CLUSTER CA");
   test::writeFile(dir.file("namespace"), "bob\n");
-  auto a = loadInCluster(envOf({{"KUBERNETES_SERVICE_HOST", "10.43.0.1"}, {"KUBERNETES_SERVICE_PORT", "443"}}),
-                         dir.path().string());
+  auto a = loadInCluster(
+      envOf({{"KUBERNETES_SERVICE_HOST", "10.43.0.1"}, {"KUBERNETES_SERVICE_PORT", "443"}}),
+      dir.path().string());
   ASSERT_TRUE(a.ok()) << a.error();
   EXPECT_EQ(a->server, "https://10.43.0.1:443");
   EXPECT_EQ(a->caPem, "CLUSTER CA");
   EXPECT_EQ(a->namespaceName, "bob");
   EXPECT_EQ(a->bearerToken().value(), "sa-token");
-  auto v6 = loadInCluster(envOf({{"KUBERNETES_SERVICE_HOST", "fd00::1"}, {"KUBERNETES_SERVICE_PORT", "443"}}),
-                          dir.path().string());
+  auto v6 = loadInCluster(
+      envOf({{"KUBERNETES_SERVICE_HOST", "fd00::1"}, {"KUBERNETES_SERVICE_PORT", "443"}}),
+      dir.path().string());
   EXPECT_EQ(v6->server, "https://[fd00::1]:443");
   auto none = loadInCluster(envOf({}), dir.path().string());
   ASSERT_FALSE(none.ok());

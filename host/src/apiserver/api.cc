@@ -150,7 +150,7 @@ std::optional<bool> parseGoBool(const std::string& s) {
 }
 
 std::string formatTime(int64_t unixNanos) {
-  std::time_t t = static_cast<std::time_t>(unixNanos / 1000000000);
+  auto t = static_cast<std::time_t>(unixNanos / 1000000000);
   std::tm tm{};
   gmtime_r(&t, &tm);
   char buf[32];

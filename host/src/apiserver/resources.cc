@@ -7,7 +7,7 @@ namespace kuscia_host::apiserver {
 
 ResourceRegistry ResourceRegistry::withDefaults() {
   ResourceRegistry r;
-  auto core = [&](std::string plural, std::string singular, std::string kind,
+  auto core = [&](std::string plural, std::string singular, const std::string& kind,
                   std::vector<std::string> shorts, bool namespaced, bool status) {
     ResourceInfo i;
     i.version = "v1";

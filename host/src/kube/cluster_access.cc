@@ -26,7 +26,8 @@ Result<std::string> readFile(const std::string& path) {
 }
 
 std::string trim(std::string s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ' || s.back() == '\t'))
+  while (!s.empty() &&
+         (s.back() == '\n' || s.back() == '\r' || s.back() == ' ' || s.back() == '\t'))
     s.pop_back();
   return s;
 }
@@ -49,13 +50,14 @@ std::string str(const YAML::Node& n, const std::string& key) {
 }
 
 // Reads `<field>-data` (base64) or `<field>` (a path, relative to the kubeconfig's directory).
-Result<std::string> dataOrFile(const YAML::Node& n, const std::string& field, const std::string& file,
-                               const std::string& what) {
+Result<std::string> dataOrFile(const YAML::Node& n, const std::string& field,
+                               const std::string& file, const std::string& what) {
   std::string data = str(n, field + "-data");
   if (!data.empty()) {
     auto decoded = base64Decode(data);
     if (!decoded || decoded->empty())
-      return makeError("kubeconfig " + file + ": " + what + ": " + field + "-data is not valid base64");
+      return makeError("kubeconfig " + file + ": " + what + ": " + field +
+                       "-data is not valid base64");
     return *decoded;
   }
   std::string path = str(n, field);
@@ -63,7 +65,8 @@ Result<std::string> dataOrFile(const YAML::Node& n, const std::string& field, co
   fs::path p(path);
   if (p.is_relative()) p = fs::path(file).parent_path() / p;
   auto content = readFile(p.string());
-  if (!content) return makeError("kubeconfig " + file + ": " + what + ": " + field + " " + content.error());
+  if (!content)
+    return makeError("kubeconfig " + file + ": " + what + ": " + field + " " + content.error());
   return content;
 }
 
@@ -76,7 +79,8 @@ EnvLookup processEnv() {
   };
 }
 
-bool parseServerUrl(const std::string& url, std::string& scheme, std::string& host, std::string& port) {
+bool parseServerUrl(const std::string& url, std::string& scheme, std::string& host,
+                    std::string& port) {
   auto sep = url.find("://");
   if (sep == std::string::npos) return false;
   scheme = url.substr(0, sep);
@@ -137,27 +141,35 @@ Result<ClusterAccess> loadKubeconfig(const std::string& path, const EnvLookup& e
     try {
       files.push_back({p, YAML::Load(*text)});
     } catch (const YAML::Exception& e) {
-      return makeError("kubeconfig " + p + ":" + std::to_string(e.mark.line + 1) + ": invalid YAML: " + e.msg);
+      return makeError("kubeconfig " + p + ":" + std::to_string(e.mark.line + 1) +
+                       ": invalid YAML: " + e.msg);
     }
     if (!files.back().root.IsMap())
-      return makeError("kubeconfig " + p + ": not a kubeconfig (expected a mapping with clusters, users, contexts)");
+      return makeError("kubeconfig " + p +
+                       ": not a kubeconfig (expected a mapping with clusters, users, contexts)");
   }
-  if (files.empty()) return makeError("kubeconfig: none of " + (env("KUBECONFIG") ? *env("KUBECONFIG") : path) + " exists");
+  if (files.empty())
+    return makeError("kubeconfig: none of " + (env("KUBECONFIG") ? *env("KUBECONFIG") : path) +
+                     " exists");
 
   // Merge: the first file that names an entry (or sets current-context) wins.
   std::map<std::string, Named> clusters, users, contexts;
   std::string current;
   std::string currentFile;
   for (const auto& f : files) {
-    auto collect = [&](const char* list, const char* inner, std::map<std::string, Named>& out) -> Result<void> {
+    auto collect = [&](const char* list, const char* inner,
+                       std::map<std::string, Named>& out) -> Result<void> {
       auto seq = f.root[list];
       if (!seq) return {};
-      if (!seq.IsSequence()) return makeError("kubeconfig " + f.path + ": " + list + " must be a list");
+      if (!seq.IsSequence())
+        return makeError("kubeconfig " + f.path + ": " + list + " must be a list");
       for (const auto& item : seq) {
         std::string name = str(item, "name");
-        if (name.empty()) return makeError("kubeconfig " + f.path + ": an entry of " + list + " has no name");
+        if (name.empty())
+          return makeError("kubeconfig " + f.path + ": an entry of " + list + " has no name");
         if (!item[inner] || !item[inner].IsMap())
-          return makeError("kubeconfig " + f.path + ": " + list + " entry \"" + name + "\" has no " + inner + " mapping");
+          return makeError("kubeconfig " + f.path + ": " + list + " entry \"" + name +
+                           "\" has no " + inner + " mapping");
         out.emplace(name, Named{item[inner], f.path});
       }
       return {};
@@ -171,17 +183,18 @@ Result<ClusterAccess> loadKubeconfig(const std::string& path, const EnvLookup& e
     }
   }
   if (!contextOverride.empty()) current = contextOverride;
-  if (current.empty()) return makeError("kubeconfig " + files[0].path + ": current-context is not set");
+  if (current.empty())
+    return makeError("kubeconfig " + files[0].path + ": current-context is not set");
   auto ctx = contexts.find(current);
   if (ctx == contexts.end())
-    return makeError("kubeconfig " + (currentFile.empty() ? files[0].path : currentFile) + ": context \"" +
-                     current + "\" (current-context) is not defined");
+    return makeError("kubeconfig " + (currentFile.empty() ? files[0].path : currentFile) +
+                     ": context \"" + current + "\" (current-context) is not defined");
   std::string clusterName = str(ctx->second.node, "cluster");
   std::string userName = str(ctx->second.node, "user");
   auto cl = clusters.find(clusterName);
   if (clusterName.empty() || cl == clusters.end())
-    return makeError("kubeconfig " + ctx->second.file + ": context \"" + current + "\": cluster \"" + clusterName +
-                     "\" is not defined");
+    return makeError("kubeconfig " + ctx->second.file + ": context \"" + current +
+                     "\": cluster \"" + clusterName + "\" is not defined");
 
   ClusterAccess a;
   a.description = "kubeconfig " + cl->second.file + " (context " + current + ")";
@@ -189,7 +202,8 @@ Result<ClusterAccess> loadKubeconfig(const std::string& path, const EnvLookup& e
   const auto& c = cl->second.node;
   std::string what = "cluster \"" + clusterName + "\"";
   a.server = str(c, "server");
-  if (a.server.empty()) return makeError("kubeconfig " + cl->second.file + ": " + what + ": server is missing");
+  if (a.server.empty())
+    return makeError("kubeconfig " + cl->second.file + ": " + what + ": server is missing");
   if (!parseServerUrl(a.server, a.scheme, a.host, a.port))
     return makeError("kubeconfig " + cl->second.file + ": " + what + ": server \"" + a.server +
                      "\" is not an http(s)://host[:port] URL");
@@ -202,8 +216,8 @@ Result<ClusterAccess> loadKubeconfig(const std::string& path, const EnvLookup& e
   if (!userName.empty()) {
     auto u = users.find(userName);
     if (u == users.end())
-      return makeError("kubeconfig " + ctx->second.file + ": context \"" + current + "\": user \"" + userName +
-                       "\" is not defined");
+      return makeError("kubeconfig " + ctx->second.file + ": context \"" + current + "\": user \"" +
+                       userName + "\" is not defined");
     const auto& n = u->second.node;
     std::string uwhat = "user \"" + userName + "\"";
     a.token = str(n, "token");
@@ -222,8 +236,9 @@ Result<ClusterAccess> loadKubeconfig(const std::string& path, const EnvLookup& e
                                                 : "client-certificate given without client-key"));
     for (const char* unsupported : {"exec", "auth-provider", "username"})
       if (n[unsupported])
-        return makeError("kubeconfig " + u->second.file + ": " + uwhat + ": " + unsupported +
-                         " credentials are not supported (use a token, a tokenFile or a client certificate)");
+        return makeError(
+            "kubeconfig " + u->second.file + ": " + uwhat + ": " + unsupported +
+            " credentials are not supported (use a token, a tokenFile or a client certificate)");
   }
   return a;
 }
@@ -232,8 +247,9 @@ Result<ClusterAccess> loadInCluster(const EnvLookup& env, const std::string& roo
   auto host = env("KUBERNETES_SERVICE_HOST");
   auto port = env("KUBERNETES_SERVICE_PORT");
   if (!host || host->empty() || !port || port->empty())
-    return makeError("in-cluster config: KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT must be set "
-                     "(is the host running in a pod?)");
+    return makeError(
+        "in-cluster config: KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT must be set "
+        "(is the host running in a pod?)");
   ClusterAccess a;
   a.scheme = "https";
   a.host = *host;

@@ -42,9 +42,9 @@ Result<ClusterAccess> loadKubeconfig(const std::string& path, const EnvLookup& e
                                      const std::string& context = "");
 
 // In-cluster: KUBERNETES_SERVICE_HOST/PORT, and token, ca.crt and namespace under `root`.
-Result<ClusterAccess> loadInCluster(const EnvLookup& env = processEnv(),
-                                    const std::string& root =
-                                        "/var/run/secrets/kubernetes.io/serviceaccount");
+Result<ClusterAccess>
+loadInCluster(const EnvLookup& env = processEnv(),
+              const std::string& root = "/var/run/secrets/kubernetes.io/serviceaccount");
 
 // Splits "https://host:port" into scheme, host and port (default port by scheme); false when
 // malformed.
