@@ -3,6 +3,7 @@
 #include <ctime>
 #include <random>
 #include <regex>
+#include <variant>
 #include <yaml-cpp/yaml.h>
 
 #include "apiserver/patch.h"
@@ -30,15 +31,39 @@ ApiResponse errorResponse(const ApiError& e) {
   return jsonResponse(e.code, statusBody(e));
 }
 
+ApiError badRequest(const std::string& message) {
+  return {400, "BadRequest", message, json::object()};
+}
+
+// The request body as JSON, or the 400 to answer.
+std::variant<json, ApiResponse> parseBody(const std::string& body) {
+  try {
+    return json::parse(body);
+  } catch (const json::exception& e) {
+    return errorResponse(
+        badRequest(std::string("the body of the request is not valid JSON: ") + e.what()));
+  }
+}
+
+// A query parameter, or `fallback` when absent.
+std::string param(const ApiRequest& req, const std::string& name,
+                  const std::string& fallback = "") {
+  auto it = req.query.find(name);
+  return it == req.query.end() ? fallback : it->second;
+}
+
+// Pruned-field warnings, as upstream sends them: `Warning: 299 - "unknown field ..."`.
+ApiResponse withWarnings(ApiResponse resp, const std::vector<std::string>& warnings) {
+  for (const auto& w : warnings)
+    resp.headers.emplace_back("Warning", "299 - \"" + w + "\"");
+  return resp;
+}
+
 ApiResponse storedResponse(int status, const StoredObject& o) {
   ApiResponse r;
   r.status = status;
   r.body = *o.text;
   return r;
-}
-
-ApiError badRequest(const std::string& message) {
-  return {400, "BadRequest", message, json::object()};
 }
 
 ApiError invalid(const ResourceInfo& r, const std::string& name,
@@ -341,14 +366,9 @@ ApiResponse ApiHandler::resourceRequest(const ApiRequest& req, const Target& t,
   if (t.name.empty()) {
     if (req.method == "GET") return isWatch ? watch(req, t, wake) : list(req, t);
     if (req.method == "POST") {
-      json body;
-      try {
-        body = json::parse(req.body);
-      } catch (const json::exception& e) {
-        return errorResponse(
-            badRequest(std::string("the body of the request is not valid JSON: ") + e.what()));
-      }
-      return create(req, t, std::move(body));
+      auto body = parseBody(req.body);
+      if (auto* error = std::get_if<ApiResponse>(&body)) return *error;
+      return create(req, t, std::move(std::get<json>(body)));
     }
   } else {
     if (req.method == "GET") {
@@ -365,11 +385,9 @@ ApiResponse ApiHandler::resourceRequest(const ApiRequest& req, const Target& t,
 }
 
 ApiResponse ApiHandler::list(const ApiRequest& req, const Target& t) {
-  auto labels =
-      LabelSelector::parse(req.query.count("labelSelector") ? req.query.at("labelSelector") : "");
+  auto labels = LabelSelector::parse(param(req, "labelSelector"));
   if (!labels) return errorResponse(badRequest(labels.error()));
-  auto fields =
-      FieldSelector::parse(req.query.count("fieldSelector") ? req.query.at("fieldSelector") : "");
+  auto fields = FieldSelector::parse(param(req, "fieldSelector"));
   if (!fields) return errorResponse(badRequest(fields.error()));
   int64_t limit = 0;
   if (auto it = req.query.find("limit"); it != req.query.end() && !it->second.empty()) {
@@ -379,7 +397,7 @@ ApiResponse ApiHandler::list(const ApiRequest& req, const Target& t) {
       return errorResponse(badRequest("invalid limit: " + it->second));
     }
   }
-  std::string cont = req.query.count("continue") ? req.query.at("continue") : "";
+  std::string cont = param(req, "continue");
   auto r = store_.list(*t.resource, t.namespaceName, labels.value(), fields.value(), limit, cont);
   if (!r.ok()) return errorResponse(*r.error);
   json meta = {{"resourceVersion", std::to_string(r.value->rv)}};
@@ -427,18 +445,16 @@ ApiResponse ApiHandler::watch(const ApiRequest& req, const Target& t,
          {{"causes", json::array({{{"reason", "FieldValueForbidden"},
                                    {"message", "Forbidden: sendInitialEvents is not supported"},
                                    {"field", "sendInitialEvents"}}})}}});
-  auto labels =
-      LabelSelector::parse(req.query.count("labelSelector") ? req.query.at("labelSelector") : "");
+  auto labels = LabelSelector::parse(param(req, "labelSelector"));
   if (!labels) return errorResponse(badRequest(labels.error()));
-  auto fields =
-      FieldSelector::parse(req.query.count("fieldSelector") ? req.query.at("fieldSelector") : "");
+  auto fields = FieldSelector::parse(param(req, "fieldSelector"));
   if (!fields) return errorResponse(badRequest(fields.error()));
   WatchFilter f{t.resource, t.namespaceName, labels.value(), fields.value()};
   if (!t.name.empty()) {
     auto byName = FieldSelector::parse("metadata.name=" + t.name);
     f.fields = byName.value();
   }
-  std::string rv = req.query.count("resourceVersion") ? req.query.at("resourceVersion") : "";
+  std::string rv = param(req, "resourceVersion");
   auto w = store_.watch(std::move(f), rv, options_.watchQueueCapacity, wake);
   if (!w.ok()) return errorResponse(*w.error);
   ApiResponse r;
@@ -598,11 +614,11 @@ ApiResponse ApiHandler::create(const ApiRequest& req, const Target& t, json body
       return errorResponse(notFound(*ns, t.namespaceName));
   }
   std::vector<std::string> warnings;
-  std::string fv = req.query.count("fieldValidation") ? req.query.at("fieldValidation") : "Warn";
+  std::string fv = param(req, "fieldValidation", "Warn");
   auto prepared = prepareCreate(t, std::move(body), fv, warnings);
   if (!prepared.ok()) return errorResponse(*prepared.error);
   std::string name = (*prepared.value)["metadata"]["name"];
-  bool dryRun = req.query.count("dryRun") && req.query.at("dryRun") == "All";
+  bool dryRun = param(req, "dryRun") == "All";
   ApiResponse resp;
   if (dryRun) {
     if (store_.get(r, t.namespaceName, name).ok())
@@ -624,19 +640,13 @@ ApiResponse ApiHandler::create(const ApiRequest& req, const Target& t, json body
     if (!stored.ok()) return errorResponse(*stored.error);
     resp = storedResponse(201, *stored.value);
   }
-  for (const auto& w : warnings)
-    resp.headers.emplace_back("Warning", "299 - \"" + w + "\"");
-  return resp;
+  return withWarnings(std::move(resp), warnings);
 }
 
 ApiResponse ApiHandler::update(const ApiRequest& req, const Target& t) {
-  json body;
-  try {
-    body = json::parse(req.body);
-  } catch (const json::exception& e) {
-    return errorResponse(
-        badRequest(std::string("the body of the request is not valid JSON: ") + e.what()));
-  }
+  auto parsed = parseBody(req.body);
+  if (auto* error = std::get_if<ApiResponse>(&parsed)) return *error;
+  json body = std::move(std::get<json>(parsed));
   const ResourceInfo& r = *t.resource;
   if (!r.builtin && (!body.is_object() || !body["metadata"].is_object() ||
                      !body["metadata"].contains("resourceVersion")))
@@ -645,8 +655,8 @@ ApiResponse ApiHandler::update(const ApiRequest& req, const Target& t) {
                 {{"FieldValueInvalid", "Invalid value: 0x0: must be specified for an update",
                   "metadata.resourceVersion"}}));
   std::vector<std::string> warnings;
-  std::string fv = req.query.count("fieldValidation") ? req.query.at("fieldValidation") : "Warn";
-  bool dryRun = req.query.count("dryRun") && req.query.at("dryRun") == "All";
+  std::string fv = param(req, "fieldValidation", "Warn");
+  bool dryRun = param(req, "dryRun") == "All";
   auto stored = store_.mutate(r, t.namespaceName, t.name,
                               [&](const json* current) -> ApiResult<std::optional<json>> {
                                 if (current == nullptr) return notFound(r, t.name);
@@ -657,9 +667,7 @@ ApiResponse ApiHandler::update(const ApiRequest& req, const Target& t) {
                               });
   if (!stored.ok()) return errorResponse(*stored.error);
   ApiResponse resp = storedResponse(200, *stored.value);
-  for (const auto& w : warnings)
-    resp.headers.emplace_back("Warning", "299 - \"" + w + "\"");
-  return resp;
+  return withWarnings(std::move(resp), warnings);
 }
 
 ApiResponse ApiHandler::patch(const ApiRequest& req, const Target& t) {
@@ -681,12 +689,12 @@ ApiResponse ApiHandler::patch(const ApiRequest& req, const Target& t) {
     return errorResponse(
         badRequest(std::string("the body of the request could not be decoded: ") + e.what()));
   }
-  if (apply && (!req.query.count("fieldManager") || req.query.at("fieldManager").empty()))
+  if (apply && param(req, "fieldManager").empty())
     return errorResponse(
         badRequest("PATCH, application/apply-patch+yaml requires the fieldManager parameter"));
   std::vector<std::string> warnings;
-  std::string fv = req.query.count("fieldValidation") ? req.query.at("fieldValidation") : "Warn";
-  bool dryRun = req.query.count("dryRun") && req.query.at("dryRun") == "All";
+  std::string fv = param(req, "fieldValidation", "Warn");
+  bool dryRun = param(req, "dryRun") == "All";
   bool created = false;
   if (apply && t.subresource.empty() && r.namespaced) {
     const ResourceInfo* ns = registry_.find("", "v1", "namespaces");
@@ -720,9 +728,7 @@ ApiResponse ApiHandler::patch(const ApiRequest& req, const Target& t) {
       });
   if (!stored.ok()) return errorResponse(*stored.error);
   ApiResponse resp = storedResponse(created ? 201 : 200, *stored.value);
-  for (const auto& w : warnings)
-    resp.headers.emplace_back("Warning", "299 - \"" + w + "\"");
-  return resp;
+  return withWarnings(std::move(resp), warnings);
 }
 
 ApiResponse ApiHandler::remove(const ApiRequest& req, const Target& t) {
@@ -738,7 +744,7 @@ ApiResponse ApiHandler::remove(const ApiRequest& req, const Target& t) {
   }
   json pre = options.is_object() && options.contains("preconditions") ? options["preconditions"]
                                                                       : json::object();
-  bool dryRun = req.query.count("dryRun") && req.query.at("dryRun") == "All";
+  bool dryRun = param(req, "dryRun") == "All";
   auto deleted = store_.mutate(
       r, t.namespaceName, t.name, [&](const json* current) -> ApiResult<std::optional<json>> {
         if (current == nullptr) return notFound(r, t.name);
