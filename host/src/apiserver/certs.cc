@@ -82,7 +82,16 @@ Result<CertificateSet> generateCertificates(const std::string& commonName,
   Key caKey = newKey();
   Key leafKey = newKey();
   if (!caKey || !leafKey) return makeError("cannot generate a key pair (OpenSSL EC P-256)");
-  Cert ca = newCert(caKey.get(), "kuscia-host-ca", nullptr, nullptr,
+  // A unique CA name: verifiers look issuers up by name, and two servers' CAs must not collide.
+  unsigned char id[6];
+  RAND_bytes(id, sizeof id);
+  std::string caName = "kuscia-host-ca-";
+  for (unsigned char b : id) {
+    static const char* hex = "0123456789abcdef";
+    caName += hex[b >> 4];
+    caName += hex[b & 15];
+  }
+  Cert ca = newCert(caKey.get(), caName, nullptr, nullptr,
                     {{NID_basic_constraints, "critical,CA:TRUE"},
                      {NID_key_usage, "critical,keyCertSign,cRLSign,digitalSignature"},
                      {NID_subject_key_identifier, "hash"}});

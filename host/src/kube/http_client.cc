@@ -1,0 +1,203 @@
+#include "kube/http_client.h"
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/asio/ssl/host_name_verification.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
+
+#include <optional>
+
+#include "app/version.h"
+
+namespace kuscia_host::kube {
+
+namespace beast = boost::beast;
+namespace http = beast::http;
+namespace net = boost::asio;
+using tcp = net::ip::tcp;
+
+struct BeastHttpClient::Connection {
+  std::optional<beast::tcp_stream> tcp;
+  std::optional<beast::ssl_stream<beast::tcp_stream>> tls;
+  beast::flat_buffer buffer;
+  beast::tcp_stream& lowest() { return tls ? beast::get_lowest_layer(*tls) : *tcp; }
+};
+
+namespace {
+
+bool isIpAddress(const std::string& host) {
+  boost::system::error_code ec;
+  net::ip::make_address(host, ec);
+  return !ec;
+}
+
+// A transport failure, as an exception inside the coroutine only.
+struct Failure : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+std::string describe(const boost::system::error_code& ec) {
+  if (ec.category() == net::error::get_ssl_category()) return "TLS: " + ec.message();
+  return ec.message();
+}
+
+} // namespace
+
+Result<std::shared_ptr<BeastHttpClient>> BeastHttpClient::create(net::io_context& io, ClusterAccess access) {
+  std::shared_ptr<BeastHttpClient> c(new BeastHttpClient(io, std::move(access)));
+  if (c->access_.scheme == "https") {
+    c->ssl_ = std::make_unique<net::ssl::context>(net::ssl::context::tls_client);
+    auto& ctx = *c->ssl_;
+    boost::system::error_code ec;
+    ctx.set_options(net::ssl::context::default_workarounds | net::ssl::context::no_sslv2 |
+                    net::ssl::context::no_sslv3 | net::ssl::context::no_tlsv1 | net::ssl::context::no_tlsv1_1);
+    if (c->access_.insecureSkipTlsVerify) {
+      ctx.set_verify_mode(net::ssl::verify_none);
+    } else {
+      ctx.set_verify_mode(net::ssl::verify_peer);
+      if (c->access_.caPem.empty())
+        ctx.set_default_verify_paths(ec);
+      else
+        ctx.add_certificate_authority(net::buffer(c->access_.caPem), ec);
+      if (ec) return makeError(c->access_.description + ": certificate authority is unusable: " + describe(ec));
+    }
+    if (!c->access_.clientCertPem.empty()) {
+      ctx.use_certificate_chain(net::buffer(c->access_.clientCertPem), ec);
+      if (ec) return makeError(c->access_.description + ": client certificate is unusable: " + describe(ec));
+      ctx.use_private_key(net::buffer(c->access_.clientKeyPem), net::ssl::context::pem, ec);
+      if (ec) return makeError(c->access_.description + ": client key is unusable: " + describe(ec));
+    }
+  }
+  return c;
+}
+
+BeastHttpClient::BeastHttpClient(net::io_context& io, ClusterAccess access)
+    : io_(io), access_(std::move(access)) {}
+
+BeastHttpClient::~BeastHttpClient() = default;
+
+std::size_t BeastHttpClient::connectionsOpened() const {
+  std::lock_guard lock(mu_);
+  return opened_;
+}
+
+std::shared_ptr<BeastHttpClient::Connection> BeastHttpClient::takeIdle() {
+  std::lock_guard lock(mu_);
+  if (idle_.empty()) return nullptr;
+  auto c = idle_.back();
+  idle_.pop_back();
+  return c;
+}
+
+void BeastHttpClient::putIdle(std::shared_ptr<Connection> c) {
+  std::lock_guard lock(mu_);
+  if (idle_.size() < 8) idle_.push_back(std::move(c));
+}
+
+void BeastHttpClient::send(HttpRequest request, std::function<void(Result<HttpResponse>)> done) {
+  auto self = shared_from_this();
+  std::string where = request.method + " " + access_.server + request.target;
+  auto attempt = [self, request](std::shared_ptr<Connection> conn) -> net::awaitable<HttpResponse> {
+    const auto& a = self->access_;
+    if (!conn) {
+      conn = std::make_shared<Connection>();
+      auto ex = co_await net::this_coro::executor;
+      tcp::resolver resolver(ex);
+      beast::error_code ec;
+      auto endpoints = co_await resolver.async_resolve(a.host, a.port, net::redirect_error(net::use_awaitable, ec));
+      if (ec) throw Failure("cannot resolve " + a.host + ": " + ec.message());
+      if (self->ssl_) {
+        conn->tls.emplace(ex, *self->ssl_);
+        std::string name = a.tlsServerName.empty() ? a.host : a.tlsServerName;
+        if (!isIpAddress(name)) SSL_set_tlsext_host_name(conn->tls->native_handle(), name.c_str());
+        if (!a.insecureSkipTlsVerify) conn->tls->set_verify_callback(net::ssl::host_name_verification(name));
+      } else {
+        conn->tcp.emplace(ex);
+      }
+      conn->lowest().expires_after(request.timeout);
+      co_await conn->lowest().async_connect(endpoints, net::redirect_error(net::use_awaitable, ec));
+      if (ec) throw Failure("cannot connect to " + a.host + ":" + a.port + ": " + ec.message());
+      conn->lowest().socket().set_option(tcp::no_delay(true), ec);
+      if (conn->tls) {
+        co_await conn->tls->async_handshake(net::ssl::stream_base::client, net::redirect_error(net::use_awaitable, ec));
+        if (ec) throw Failure("TLS handshake with " + a.host + ":" + a.port + " failed: " + describe(ec));
+      }
+      std::lock_guard lock(self->mu_);
+      ++self->opened_;
+    }
+    http::request<http::string_body> req(http::string_to_verb(request.method), request.target, 11);
+    req.set(http::field::host, a.host + ":" + a.port);
+    req.set(http::field::user_agent, std::string("kuscia-host/") + kVersion);
+    req.set(http::field::accept, "application/json");
+    req.keep_alive(true);
+    auto token = a.bearerToken();
+    if (!token) throw Failure(token.error());
+    if (!token->empty()) req.set(http::field::authorization, "Bearer " + *token);
+    if (!request.body.empty() || request.method == "POST" || request.method == "PATCH" || request.method == "PUT") {
+      req.set(http::field::content_type, request.contentType.empty() ? "application/json" : request.contentType);
+      req.body() = request.body;
+    }
+    req.prepare_payload();
+    http::response_parser<http::string_body> parser;
+    parser.body_limit(std::size_t{1} << 30);
+    beast::error_code ec;
+    conn->lowest().expires_after(request.timeout);
+    if (conn->tls) {
+      co_await http::async_write(*conn->tls, req, net::redirect_error(net::use_awaitable, ec));
+      if (!ec) co_await http::async_read(*conn->tls, conn->buffer, parser, net::redirect_error(net::use_awaitable, ec));
+    } else {
+      co_await http::async_write(*conn->tcp, req, net::redirect_error(net::use_awaitable, ec));
+      if (!ec) co_await http::async_read(*conn->tcp, conn->buffer, parser, net::redirect_error(net::use_awaitable, ec));
+    }
+    if (ec) throw boost::system::system_error(ec);
+    HttpResponse res;
+    auto& msg = parser.get();
+    res.status = static_cast<int>(msg.result_int());
+    for (const auto& f : msg) {
+      std::string name(f.name_string());
+      for (auto& ch : name)
+        ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+      res.headers[name] = std::string(f.value());
+    }
+    res.body = std::move(msg.body());
+    if (msg.keep_alive()) {
+      conn->lowest().expires_never();
+      self->putIdle(conn);
+    }
+    co_return res;
+  };
+  net::co_spawn(
+      net::make_strand(io_),
+      [self, attempt, where]() -> net::awaitable<HttpResponse> {
+        // A kept-alive connection the server closed meanwhile fails on first use: retry once
+        // on a fresh connection.
+        if (auto idle = self->takeIdle()) {
+          std::optional<HttpResponse> r;
+          try {
+            r = co_await attempt(idle);
+          } catch (const boost::system::system_error&) {
+          }
+          if (r) co_return *r;
+        }
+        try {
+          co_return co_await attempt(nullptr);
+        } catch (const boost::system::system_error& e) {
+          throw Failure(e.code() == beast::error::timeout ? std::string("timed out") : describe(e.code()));
+        }
+      },
+      [done = std::move(done), where](std::exception_ptr e, HttpResponse r) {
+        if (!e) return done(std::move(r));
+        try {
+          std::rethrow_exception(e);
+        } catch (const std::exception& ex) {
+          done(makeError(where + ": " + ex.what()));
+        }
+      });
+}
+
+} // namespace kuscia_host::kube

@@ -1,0 +1,74 @@
+// HTTP/1.1 client for the Kubernetes API on Boost.Beast: plain TCP or TLS (server verification on
+// by default against the configured CA, tls-server-name, client certificate), bearer tokens
+// (tokenFile re-read, never sent over plain http), keep-alive connections reused between
+// requests, no gzip. Completions run on the io_context's threads.
+#pragma once
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ssl/context.hpp>
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+#include "kube/cluster_access.h"
+
+namespace kuscia_host::kube {
+
+struct HttpRequest {
+  std::string method = "GET";
+  std::string target; // path and query, e.g. /api/v1/pods?limit=500
+  std::string body;
+  std::string contentType;
+  std::chrono::milliseconds timeout{30000};
+};
+
+struct HttpResponse {
+  int status = 0;
+  std::map<std::string, std::string> headers; // lowercase names
+  std::string body;
+};
+
+// What kube clients depend on; tests may substitute it.
+class HttpTransport {
+ public:
+  virtual ~HttpTransport() = default;
+  // Sends one request; `done` runs exactly once, on an io thread. Transport failures (refused,
+  // TLS verification, timeout) arrive as errors naming the server and the reason.
+  virtual void send(HttpRequest request, std::function<void(Result<HttpResponse>)> done) = 0;
+};
+
+class BeastHttpClient final : public HttpTransport,
+                              public std::enable_shared_from_this<BeastHttpClient> {
+ public:
+  // Fails when the TLS material in `access` is unusable (bad CA, certificate or key).
+  static Result<std::shared_ptr<BeastHttpClient>> create(boost::asio::io_context& io,
+                                                         ClusterAccess access);
+  ~BeastHttpClient() override;
+
+  void send(HttpRequest request, std::function<void(Result<HttpResponse>)> done) override;
+
+  const ClusterAccess& access() const { return access_; }
+  // Connections opened so far (keep-alive reuse keeps this low).
+  std::size_t connectionsOpened() const;
+
+ private:
+  struct Connection;
+  BeastHttpClient(boost::asio::io_context& io, ClusterAccess access);
+  std::shared_ptr<Connection> takeIdle();
+  void putIdle(std::shared_ptr<Connection> c);
+
+  boost::asio::io_context& io_;
+  ClusterAccess access_;
+  std::unique_ptr<boost::asio::ssl::context> ssl_;
+  mutable std::mutex mu_;
+  std::vector<std::shared_ptr<Connection>> idle_;
+  std::size_t opened_ = 0;
+};
+
+} // namespace kuscia_host::kube

@@ -1,0 +1,122 @@
+// The Kubernetes HTTP client against the embedded API server: plain, TLS with a bearer token,
+// keep-alive reuse, and the failures an operator must be able to read.
+#include "kube/http_client.h"
+
+#include <gtest/gtest.h>
+
+#include <future>
+#include <sstream>
+
+#include "apiserver/certs.h"
+#include "apiserver/server.h"
+#include "logging/logging.h"
+#include "runtime/runtime.h"
+#include "test_support.h"
+
+namespace kuscia_host::kube {
+namespace {
+
+class HttpClientTest : public ::testing::Test {
+ protected:
+  void start(bool tls) {
+    apiserver::ServerOptions o;
+    o.tls = tls;
+    o.token = "t0ken";
+    server_ = std::make_unique<apiserver::ApiServer>(runtime_.io(), clock_, logs_.logger("apiserver"), o);
+    ASSERT_TRUE(server_->start().ok());
+    runtime_.start();
+    ASSERT_TRUE(server_->writeKubeconfig(dir_.file("kc")).ok());
+    auto access = loadKubeconfig(dir_.file("kc"));
+    ASSERT_TRUE(access.ok()) << access.error();
+    access_ = *access;
+  }
+  void TearDown() override {
+    if (server_) server_->stop();
+    runtime_.stop();
+  }
+  static Result<HttpResponse> call(BeastHttpClient& c, HttpRequest r) {
+    std::promise<Result<HttpResponse>> p;
+    c.send(std::move(r), [&](Result<HttpResponse> res) { p.set_value(std::move(res)); });
+    return p.get_future().get();
+  }
+  std::shared_ptr<BeastHttpClient> client(ClusterAccess a) {
+    auto c = BeastHttpClient::create(runtime_.io(), std::move(a));
+    EXPECT_TRUE(c.ok()) << (c.ok() ? "" : c.error());
+    return c.ok() ? *c : nullptr;
+  }
+
+  std::ostringstream logOut_;
+  LogManager logs_{LogFormat::kText, spdlog::level::warn, logOut_};
+  SystemClock clock_;
+  Runtime runtime_{2};
+  std::unique_ptr<apiserver::ApiServer> server_;
+  test::TempDir dir_;
+  ClusterAccess access_;
+};
+
+TEST_F(HttpClientTest, PlainRequestsReuseOneConnection) {
+  start(false);
+  auto c = client(access_);
+  for (int i = 0; i < 5; ++i) {
+    auto r = call(*c, {"GET", "/version"});
+    ASSERT_TRUE(r.ok()) << r.error();
+    EXPECT_EQ(r->status, 200);
+    EXPECT_NE(r->body.find("\"major\":\"1\""), std::string::npos);
+  }
+  EXPECT_EQ(c->connectionsOpened(), 1u);
+  auto created = call(*c, {"POST", "/api/v1/namespaces", R"({"metadata":{"name":"alice"}})"});
+  ASSERT_TRUE(created.ok());
+  EXPECT_EQ(created->status, 201);
+  auto patched = call(*c, {"PATCH", "/api/v1/namespaces/alice", R"({"metadata":{"labels":{"a":"b"}}})",
+                           "application/merge-patch+json"});
+  EXPECT_EQ(patched->status, 200) << patched->body;
+  EXPECT_EQ(call(*c, {"GET", "/api/v1/namespaces/nope"})->status, 404);
+}
+
+TEST_F(HttpClientTest, TlsWithTokenVerifiesTheServer) {
+  start(true);
+  auto c = client(access_);
+  auto r = call(*c, {"GET", "/api/v1/namespaces"});
+  ASSERT_TRUE(r.ok()) << r.error();
+  EXPECT_EQ(r->status, 200);
+  ClusterAccess noToken = access_;
+  noToken.token.clear();
+  EXPECT_EQ(call(*client(noToken), {"GET", "/api/v1/namespaces"})->status, 401);
+}
+
+TEST_F(HttpClientTest, TlsRefusesAServerOutsideTheConfiguredCa) {
+  start(true);
+  auto other = apiserver::generateCertificates("other", {"127.0.0.1"});
+  ASSERT_TRUE(other.ok());
+  ClusterAccess wrongCa = access_;
+  wrongCa.caPem = other->caCertPem;
+  auto r = call(*client(wrongCa), {"GET", "/version"});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().find("GET " + access_.server + "/version: TLS handshake with 127.0.0.1:"), std::string::npos)
+      << r.error();
+  EXPECT_NE(r.error().find("certificate verify failed"), std::string::npos) << r.error();
+  ClusterAccess wrongName = access_;
+  wrongName.tlsServerName = "not-the-server.example";
+  EXPECT_FALSE(call(*client(wrongName), {"GET", "/version"}).ok());
+  ClusterAccess insecure = wrongCa;
+  insecure.insecureSkipTlsVerify = true;
+  EXPECT_EQ(call(*client(insecure), {"GET", "/version"})->status, 200);
+}
+
+TEST_F(HttpClientTest, UnusableTlsMaterialAndRefusedConnections) {
+  start(false);
+  ClusterAccess badCa = access_;
+  badCa.scheme = "https";
+  badCa.caPem = "not a certificate";
+  auto c = BeastHttpClient::create(runtime_.io(), badCa);
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.error().find("certificate authority is unusable"), std::string::npos) << c.error();
+  ClusterAccess nowhere = access_;
+  nowhere.port = "1"; // nothing listens on port 1
+  auto r = call(*client(nowhere), {"GET", "/version"});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().find("cannot connect to 127.0.0.1:1"), std::string::npos) << r.error();
+}
+
+} // namespace
+} // namespace kuscia_host::kube
