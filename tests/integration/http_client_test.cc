@@ -17,12 +17,13 @@ namespace kuscia_host::kube {
 namespace {
 
 class HttpClientTest : public ::testing::Test {
- protected:
+protected:
   void start(bool tls) {
     apiserver::ServerOptions o;
     o.tls = tls;
     o.token = "t0ken";
-    server_ = std::make_unique<apiserver::ApiServer>(runtime_.io(), clock_, logs_.logger("apiserver"), o);
+    server_ =
+        std::make_unique<apiserver::ApiServer>(runtime_.io(), clock_, logs_.logger("apiserver"), o);
     ASSERT_TRUE(server_->start().ok());
     runtime_.start();
     ASSERT_TRUE(server_->writeKubeconfig(dir_.file("kc")).ok());
@@ -67,8 +68,8 @@ TEST_F(HttpClientTest, PlainRequestsReuseOneConnection) {
   auto created = call(*c, {"POST", "/api/v1/namespaces", R"({"metadata":{"name":"alice"}})"});
   ASSERT_TRUE(created.ok());
   EXPECT_EQ(created->status, 201);
-  auto patched = call(*c, {"PATCH", "/api/v1/namespaces/alice", R"({"metadata":{"labels":{"a":"b"}}})",
-                           "application/merge-patch+json"});
+  auto patched = call(*c, {"PATCH", "/api/v1/namespaces/alice",
+                           R"({"metadata":{"labels":{"a":"b"}}})", "application/merge-patch+json"});
   EXPECT_EQ(patched->status, 200) << patched->body;
   EXPECT_EQ(call(*c, {"GET", "/api/v1/namespaces/nope"})->status, 404);
 }
@@ -92,7 +93,8 @@ TEST_F(HttpClientTest, TlsRefusesAServerOutsideTheConfiguredCa) {
   wrongCa.caPem = other->caCertPem;
   auto r = call(*client(wrongCa), {"GET", "/version"});
   ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.error().find("GET " + access_.server + "/version: TLS handshake with 127.0.0.1:"), std::string::npos)
+  EXPECT_NE(r.error().find("GET " + access_.server + "/version: TLS handshake with 127.0.0.1:"),
+            std::string::npos)
       << r.error();
   EXPECT_NE(r.error().find("certificate verify failed"), std::string::npos) << r.error();
   ClusterAccess wrongName = access_;

@@ -3,8 +3,8 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/redirect_error.hpp>
-#include <boost/asio/strand.hpp>
 #include <boost/asio/ssl/host_name_verification.hpp>
+#include <boost/asio/strand.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
@@ -48,14 +48,16 @@ std::string describe(const boost::system::error_code& ec) {
 
 } // namespace
 
-Result<std::shared_ptr<BeastHttpClient>> BeastHttpClient::create(net::io_context& io, ClusterAccess access) {
+Result<std::shared_ptr<BeastHttpClient>> BeastHttpClient::create(net::io_context& io,
+                                                                 ClusterAccess access) {
   std::shared_ptr<BeastHttpClient> c(new BeastHttpClient(io, std::move(access)));
   if (c->access_.scheme == "https") {
     c->ssl_ = std::make_unique<net::ssl::context>(net::ssl::context::tls_client);
     auto& ctx = *c->ssl_;
     boost::system::error_code ec;
     ctx.set_options(net::ssl::context::default_workarounds | net::ssl::context::no_sslv2 |
-                    net::ssl::context::no_sslv3 | net::ssl::context::no_tlsv1 | net::ssl::context::no_tlsv1_1);
+                    net::ssl::context::no_sslv3 | net::ssl::context::no_tlsv1 |
+                    net::ssl::context::no_tlsv1_1);
     if (c->access_.insecureSkipTlsVerify) {
       ctx.set_verify_mode(net::ssl::verify_none);
     } else {
@@ -64,13 +66,18 @@ Result<std::shared_ptr<BeastHttpClient>> BeastHttpClient::create(net::io_context
         ctx.set_default_verify_paths(ec);
       else
         ctx.add_certificate_authority(net::buffer(c->access_.caPem), ec);
-      if (ec) return makeError(c->access_.description + ": certificate authority is unusable: " + describe(ec));
+      if (ec)
+        return makeError(c->access_.description +
+                         ": certificate authority is unusable: " + describe(ec));
     }
     if (!c->access_.clientCertPem.empty()) {
       ctx.use_certificate_chain(net::buffer(c->access_.clientCertPem), ec);
-      if (ec) return makeError(c->access_.description + ": client certificate is unusable: " + describe(ec));
+      if (ec)
+        return makeError(c->access_.description +
+                         ": client certificate is unusable: " + describe(ec));
       ctx.use_private_key(net::buffer(c->access_.clientKeyPem), net::ssl::context::pem, ec);
-      if (ec) return makeError(c->access_.description + ": client key is unusable: " + describe(ec));
+      if (ec)
+        return makeError(c->access_.description + ": client key is unusable: " + describe(ec));
     }
   }
   return c;
@@ -109,13 +116,15 @@ void BeastHttpClient::send(HttpRequest request, std::function<void(Result<HttpRe
       auto ex = co_await net::this_coro::executor;
       tcp::resolver resolver(ex);
       beast::error_code ec;
-      auto endpoints = co_await resolver.async_resolve(a.host, a.port, net::redirect_error(net::use_awaitable, ec));
+      auto endpoints = co_await resolver.async_resolve(a.host, a.port,
+                                                       net::redirect_error(net::use_awaitable, ec));
       if (ec) throw Failure("cannot resolve " + a.host + ": " + ec.message());
       if (self->ssl_) {
         conn->tls.emplace(ex, *self->ssl_);
         std::string name = a.tlsServerName.empty() ? a.host : a.tlsServerName;
         if (!isIpAddress(name)) SSL_set_tlsext_host_name(conn->tls->native_handle(), name.c_str());
-        if (!a.insecureSkipTlsVerify) conn->tls->set_verify_callback(net::ssl::host_name_verification(name));
+        if (!a.insecureSkipTlsVerify)
+          conn->tls->set_verify_callback(net::ssl::host_name_verification(name));
       } else {
         conn->tcp.emplace(ex);
       }
@@ -124,8 +133,10 @@ void BeastHttpClient::send(HttpRequest request, std::function<void(Result<HttpRe
       if (ec) throw Failure("cannot connect to " + a.host + ":" + a.port + ": " + ec.message());
       conn->lowest().socket().set_option(tcp::no_delay(true), ec);
       if (conn->tls) {
-        co_await conn->tls->async_handshake(net::ssl::stream_base::client, net::redirect_error(net::use_awaitable, ec));
-        if (ec) throw Failure("TLS handshake with " + a.host + ":" + a.port + " failed: " + describe(ec));
+        co_await conn->tls->async_handshake(net::ssl::stream_base::client,
+                                            net::redirect_error(net::use_awaitable, ec));
+        if (ec)
+          throw Failure("TLS handshake with " + a.host + ":" + a.port + " failed: " + describe(ec));
       }
       std::lock_guard lock(self->mu_);
       ++self->opened_;
@@ -138,8 +149,10 @@ void BeastHttpClient::send(HttpRequest request, std::function<void(Result<HttpRe
     auto token = a.bearerToken();
     if (!token) throw Failure(token.error());
     if (!token->empty()) req.set(http::field::authorization, "Bearer " + *token);
-    if (!request.body.empty() || request.method == "POST" || request.method == "PATCH" || request.method == "PUT") {
-      req.set(http::field::content_type, request.contentType.empty() ? "application/json" : request.contentType);
+    if (!request.body.empty() || request.method == "POST" || request.method == "PATCH" ||
+        request.method == "PUT") {
+      req.set(http::field::content_type,
+              request.contentType.empty() ? "application/json" : request.contentType);
       req.body() = request.body;
     }
     req.prepare_payload();
@@ -149,10 +162,14 @@ void BeastHttpClient::send(HttpRequest request, std::function<void(Result<HttpRe
     conn->lowest().expires_after(request.timeout);
     if (conn->tls) {
       co_await http::async_write(*conn->tls, req, net::redirect_error(net::use_awaitable, ec));
-      if (!ec) co_await http::async_read(*conn->tls, conn->buffer, parser, net::redirect_error(net::use_awaitable, ec));
+      if (!ec)
+        co_await http::async_read(*conn->tls, conn->buffer, parser,
+                                  net::redirect_error(net::use_awaitable, ec));
     } else {
       co_await http::async_write(*conn->tcp, req, net::redirect_error(net::use_awaitable, ec));
-      if (!ec) co_await http::async_read(*conn->tcp, conn->buffer, parser, net::redirect_error(net::use_awaitable, ec));
+      if (!ec)
+        co_await http::async_read(*conn->tcp, conn->buffer, parser,
+                                  net::redirect_error(net::use_awaitable, ec));
     }
     if (ec) throw boost::system::system_error(ec);
     HttpResponse res;
@@ -187,10 +204,11 @@ void BeastHttpClient::send(HttpRequest request, std::function<void(Result<HttpRe
         try {
           co_return co_await attempt(nullptr);
         } catch (const boost::system::system_error& e) {
-          throw Failure(e.code() == beast::error::timeout ? std::string("timed out") : describe(e.code()));
+          throw Failure(e.code() == beast::error::timeout ? std::string("timed out")
+                                                          : describe(e.code()));
         }
       },
-      [done = std::move(done), where](std::exception_ptr e, HttpResponse r) {
+      [done = std::move(done), where](const std::exception_ptr& e, HttpResponse r) {
         if (!e) return done(std::move(r));
         try {
           std::rethrow_exception(e);

@@ -36,7 +36,7 @@ struct HttpResponse {
 
 // What kube clients depend on; tests may substitute it.
 class HttpTransport {
- public:
+public:
   virtual ~HttpTransport() = default;
   // Sends one request; `done` runs exactly once, on an io thread. Transport failures (refused,
   // TLS verification, timeout) arrive as errors naming the server and the reason.
@@ -45,7 +45,7 @@ class HttpTransport {
 
 class BeastHttpClient final : public HttpTransport,
                               public std::enable_shared_from_this<BeastHttpClient> {
- public:
+public:
   // Fails when the TLS material in `access` is unusable (bad CA, certificate or key).
   static Result<std::shared_ptr<BeastHttpClient>> create(boost::asio::io_context& io,
                                                          ClusterAccess access);
@@ -57,7 +57,7 @@ class BeastHttpClient final : public HttpTransport,
   // Connections opened so far (keep-alive reuse keeps this low).
   std::size_t connectionsOpened() const;
 
- private:
+private:
   struct Connection;
   BeastHttpClient(boost::asio::io_context& io, ClusterAccess access);
   std::shared_ptr<Connection> takeIdle();
