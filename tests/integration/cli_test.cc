@@ -140,6 +140,22 @@ TEST(CliTest, RunStartsTheEmbeddedApiServerBeforeThePlugins) {
   EXPECT_EQ(host.wait(30).value_or(-1), 0) << host.err();
 }
 
+TEST(CliTest, CheckConfigReportsAnUnusableKubeconfig) {
+  test::TempDir dir;
+  auto kc = dir.file("kubeconfig");
+  test::writeFile(
+      kc, "clusters:\n- name: c\n  cluster: {}\ncontexts:\n- name: x\n  context: {cluster: c}\n"
+          "current-context: x\n");
+  auto cfg = dir.file("host.yaml");
+  test::writeFile(cfg, "cluster:\n  kubeconfig: " + kc + "\ndomains:\n  - id: alice\n");
+  auto r = runCommand(hostCmd({"check-config", "--config", cfg}));
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find(cfg + ": cluster.kubeconfig: kubeconfig " + kc +
+                       ": cluster \"c\": server is missing"),
+            std::string::npos)
+      << r.err;
+}
+
 TEST(CliTest, RunRefusesAbi2PluginWithBothVersionsAndExits1) {
   test::TempDir dir;
   auto cfg = dir.file("abi2.yaml");

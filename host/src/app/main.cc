@@ -9,6 +9,7 @@
 #include "app/daemon.h"
 #include "app/version.h"
 #include "config/config.h"
+#include "kube/cluster_access.h"
 #include "logging/logging.h"
 #include "runtime/clock.h"
 #include "runtime/runtime.h"
@@ -38,6 +39,13 @@ std::optional<HostConfig> loadOrReport(const std::string& path,
     std::cerr << e.str() << "\n";
   if (!result.errors.empty())
     std::cerr << "kuscia-host: " << result.errors.size() << " error(s) in " << path << "\n";
+  // A kubeconfig the host could not use is a config error too, found before anything starts.
+  if (result.config && result.config->cluster.source == ClusterConfig::Source::kKubeconfig) {
+    if (auto access = kube::loadKubeconfig(result.config->cluster.kubeconfig); !access) {
+      std::cerr << path << ": cluster.kubeconfig: " << access.error() << "\n";
+      return std::nullopt;
+    }
+  }
   return result.config;
 }
 
