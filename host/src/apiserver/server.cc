@@ -142,7 +142,8 @@ private:
     if (!server_.authorized(std::string(msg[http::field::authorization])))
       return write(statusResponse(401, "Unauthorized", "Unauthorized"), version_, keepAlive_);
     if (auto r = server_.faultEndpoint(req)) return write(*r, version_, keepAlive_);
-    if (auto rule = server_.faults_.take(req.path)) {
+    const bool faults = server_.options_.faultInjection; // off: no fault bookkeeping at all
+    if (auto rule = faults ? server_.faults_.take(req.path) : std::nullopt) {
       ApiResponse r =
           statusResponse(rule->status, rule->status == 429 ? "TooManyRequests" : "InternalError",
                          "injected fault: " + std::to_string(rule->status));
@@ -154,7 +155,7 @@ private:
       return write(statusResponse(406, "NotAcceptable",
                                   "only application/json is served; Accept: " + req.accept),
                    version_, keepAlive_);
-    auto latency = server_.faults_.latency();
+    auto latency = faults ? server_.faults_.latency() : std::chrono::milliseconds(0);
     if (latency.count() > 0) {
       timer_.expires_after(latency);
       timer_.async_wait([self = this->shared_from_this(),

@@ -28,7 +28,7 @@ struct ServerOptions {
   std::string listen = "127.0.0.1:0";
   bool tls = false;            // HTTPS with a CA and server certificate generated at start
   std::string token;           // with tls: the bearer token clients must send ("" = generate one)
-  bool faultInjection = false; // serve /debug/faults/* (tests only)
+  bool faultInjection = false; // serve /debug/faults/* and apply faults() (tests only)
   std::chrono::milliseconds bookmarkInterval{5000};
   std::size_t historyLimit = 10000;
   ApiOptions api;
