@@ -39,7 +39,8 @@ TEST(RateLimiterTest, ScheduledRequestsNeverExceedTheRate) {
   for (std::size_t i = 0; i < sendAt.size(); ++i) {
     for (std::size_t j = i; j < sendAt.size(); ++j) {
       double w = static_cast<double>(sendAt[j] - sendAt[i]) / kSecond;
-      ASSERT_LE(static_cast<double>(j - i + 1), burst + qps * w + 1e-6) << "window " << i << ".." << j;
+      ASSERT_LE(static_cast<double>(j - i + 1), burst + qps * w + 1e-6)
+          << "window " << i << ".." << j;
     }
   }
 }

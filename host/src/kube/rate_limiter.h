@@ -12,7 +12,7 @@
 namespace kuscia_host::kube {
 
 class RateLimiter {
- public:
+public:
   RateLimiter(double qps, int burst, const Clock& clock);
 
   // Takes one token; returns how long to wait before using it (zero when one was available).
@@ -21,7 +21,7 @@ class RateLimiter {
   // Total delay handed out so far, in seconds (for the rate-limiter wait metric).
   double waitedSeconds() const;
 
- private:
+private:
   double qps_;
   double burst_;
   const Clock& clock_;
