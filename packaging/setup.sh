@@ -77,7 +77,7 @@ run_tests() {
 check_format() {
   say "checking formatting (clang-format)"
   local files
-  files=$(cd "$root" && git ls-files '*.h' '*.hpp' '*.cc' '*.c' 2>/dev/null || true)
+  files=$(cd "$root" && git ls-files --cached --others --exclude-standard '*.h' '*.hpp' '*.cc' '*.c' 2>/dev/null || true)
   [ -n "$files" ] || return 0
   (cd "$root" && clang-format --dry-run --Werror $files)
 }
@@ -118,7 +118,7 @@ case "$cmd" in
     taskset -c 0,1 "$root/build-release/tests/apiserver_bench"
     ;;
   format)
-    (cd "$root" && clang-format -i $(git ls-files '*.h' '*.hpp' '*.cc' '*.c'))
+    (cd "$root" && clang-format -i $(git ls-files --cached --others --exclude-standard '*.h' '*.hpp' '*.cc' '*.c'))
     ;;
   *)
     sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'
