@@ -10,7 +10,7 @@
 #include <future>
 #include <optional>
 
-#include "config/config.h"
+#include "runtime/listener.h"
 
 namespace kuscia_host {
 
@@ -235,21 +235,10 @@ HttpResponse AdminServer::dispatch(const HttpRequest& req) const {
 }
 
 Result<tcp::endpoint> AdminServer::listen(const std::string& address) {
-  std::string host;
-  unsigned short port = 0;
-  if (!parseListenAddress(address, host, port))
-    return makeError("admin: bad listen address '" + address + "'");
-  if (host == "localhost") host = "127.0.0.1";
+  auto opened = openListener(io_, address, "admin");
+  if (!opened) return makeError(opened.error());
+  auto acceptor = opened.value();
   boost::system::error_code ec;
-  auto ip = boost::asio::ip::make_address(host, ec);
-  if (ec) return makeError("admin: '" + host + "' is not an IP address");
-  auto acceptor = std::make_shared<tcp::acceptor>(boost::asio::make_strand(io_));
-  tcp::endpoint ep(ip, port);
-  acceptor->open(ep.protocol(), ec);
-  if (!ec) acceptor->set_option(boost::asio::socket_base::reuse_address(true), ec);
-  if (!ec) acceptor->bind(ep, ec);
-  if (!ec) acceptor->listen(boost::asio::socket_base::max_listen_connections, ec);
-  if (ec) return makeError("admin: cannot listen on " + address + ": " + ec.message());
   auto bound = acceptor->local_endpoint(ec);
   acceptor_ = acceptor;
   accept(acceptor);

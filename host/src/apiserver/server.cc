@@ -18,7 +18,7 @@
 #include "admin/admin_server.h"
 #include "apiserver/certs.h"
 #include "common/base64.h"
-#include "config/config.h"
+#include "runtime/listener.h"
 
 namespace kuscia_host::apiserver {
 
@@ -331,17 +331,14 @@ ApiServer::~ApiServer() {
 }
 
 Result<tcp::endpoint> ApiServer::start() {
-  std::string host;
-  unsigned short port = 0;
-  if (!parseListenAddress(options_.listen, host, port))
-    return makeError("apiserver: bad listen address '" + options_.listen +
-                     "' (expected host:port)");
-  if (host == "localhost") host = "127.0.0.1";
+  auto opened = openListener(io_, options_.listen, "apiserver");
+  if (!opened) return makeError(opened.error());
+  auto acceptor = opened.value();
+  endpoint_ = acceptor->local_endpoint();
   boost::system::error_code ec;
-  auto ip = net::ip::make_address(host, ec);
-  if (ec) return makeError("apiserver: '" + host + "' is not an IP address");
   if (options_.tls) {
-    auto certs = generateCertificates("kuscia-host-apiserver", {host, "localhost"});
+    auto certs = generateCertificates("kuscia-host-apiserver",
+                                      {endpoint_.address().to_string(), "localhost"});
     if (!certs) return makeError("apiserver: " + certs.error());
     caPem_ = certs->caCertPem;
     ssl_ = std::make_unique<net::ssl::context>(net::ssl::context::tls_server);
@@ -368,14 +365,6 @@ Result<tcp::endpoint> ApiServer::start() {
         nullptr);
     token_ = options_.token.empty() ? randomToken() : options_.token;
   }
-  auto acceptor = std::make_shared<tcp::acceptor>(net::make_strand(io_));
-  tcp::endpoint ep(ip, port);
-  acceptor->open(ep.protocol(), ec);
-  if (!ec) acceptor->set_option(net::socket_base::reuse_address(true), ec);
-  if (!ec) acceptor->bind(ep, ec);
-  if (!ec) acceptor->listen(net::socket_base::max_listen_connections, ec);
-  if (ec) return makeError("apiserver: cannot listen on " + options_.listen + ": " + ec.message());
-  endpoint_ = acceptor->local_endpoint();
   acceptor_ = acceptor;
   // The namespaces every cluster starts with.
   const ResourceInfo* ns = registry_.find("", "v1", "namespaces");
