@@ -11,6 +11,7 @@
 #include <mutex>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace {
 
@@ -46,7 +47,14 @@ public:
                                             {"failStart", "boolean", "false", ""},
                                             {"throwInCreate", "boolean", "false", ""},
                                             {"notReady", "boolean", "false", ""},
-                                            {"busyMicros", "integer", "0", ""}});
+                                            {"busyMicros", "integer", "0", ""},
+                                            {"subscribe", "string", "", ""},
+                                            {"scope", "string", "domain", ""},
+                                            {"fields", "string", "", ""},
+                                            {"selector", "string", "", ""},
+                                            {"wantRaw", "boolean", "false", ""},
+                                            {"eventFile", "string", "", ""},
+                                            {"patchOnSynced", "string", "", ""}});
     traceFile_ = r.string("traceFile", "");
     timers_ = r.integer("timers", 0, 0, 64);
     periodMs_ = r.integer("periodMs", 1, 0, 60000);
@@ -56,6 +64,34 @@ public:
     busyMicros_ = r.integer("busyMicros", 0, 0, 100000);
     if (r.boolean("throwInCreate", false))
       throw std::runtime_error("probe refuses to start: bad widget");
+    eventFile_ = r.string("eventFile", "");
+    patchOnSynced_ = r.string("patchOnSynced", "");
+    if (std::string what = r.string("subscribe", ""); !what.empty()) {
+      // "v1/pods" or "group/version/resource"; fields comma-separated JSON pointers.
+      kuscia_host::sdk::Subscription sub;
+      auto parts = split(what, '/');
+      if (parts.size() == 2) {
+        sub.version = parts[0];
+        sub.resource = parts[1];
+      } else if (parts.size() == 3) {
+        sub.group = parts[0];
+        sub.version = parts[1];
+        sub.resource = parts[2];
+      } else {
+        throw std::runtime_error(
+            "probe: subscribe must be version/resource or group/version/resource");
+      }
+      std::string scope = r.string("scope", "domain");
+      sub.scope = scope == "all" ? KH_SCOPE_ALL : KH_SCOPE_DOMAIN;
+      sub.labelSelector = r.string("selector", "");
+      for (auto& f : split(r.string("fields", ""), ','))
+        if (!f.empty()) sub.fields.push_back(f);
+      sub.wantRaw = r.boolean("wantRaw", false);
+      group_ = sub.group;
+      version_ = sub.version;
+      resource_ = sub.resource;
+      subscription_ = host.subscribe(sub);
+    }
     fired_ = host.counter("probe_timer_fired_total", "timer callbacks run");
     overlaps_ = host.counter("probe_overlaps_total", "callbacks that overlapped another");
     if (!traceFile_.empty()) {
@@ -78,6 +114,47 @@ public:
     Guard g(*this);
     trace(traceFile_, "stop " + domain_);
   }
+  void onEvent(const kuscia_host::sdk::Event& e) override {
+    Guard g(*this);
+    static const char* kTypes[] = {"?", "ADDED", "MODIFIED", "DELETED", "SYNCED"};
+    std::string line =
+        std::string("{\"type\":\"") + kTypes[e.type < 5 ? e.type : 0] + "\",\"key\":\"" +
+        std::string(e.key) + "\",\"rv\":\"" + std::string(e.resourceVersion) + "\",\"uid\":\"" +
+        std::string(e.uid) +
+        "\",\"fields\":" + (e.fieldsJson.empty() ? "null" : std::string(e.fieldsJson)) +
+        ",\"raw\":" + (e.rawJson.empty() ? "null" : std::string(e.rawJson)) + "}";
+    trace(eventFile_, line);
+    if (e.type != KH_EVENT_SYNCED) return;
+    // The cache as cache_list and cache_get see it, right after the initial list.
+    std::string keys;
+    host().cacheList(subscription_, "", [&](const kh_object_t& o) {
+      bool found = host().cacheGet(subscription_, o.key, [](const kh_object_t&) {});
+      keys += std::string(keys.empty() ? "" : ",") + "\"" + o.key + (found ? "" : "!") + "\"";
+    });
+    trace(eventFile_, "{\"cache\":[" + keys + "]}");
+    if (!patchOnSynced_.empty()) {
+      // "namespace/name/subresource|body|resourceVersion" on this subscription's resource.
+      auto parts = split(patchOnSynced_, '|');
+      auto target = split(parts.at(0), '/');
+      kuscia_host::sdk::KubeRequest req;
+      req.group = group_;
+      req.version = version_;
+      req.resource = resource_;
+      req.namespaceName = target.at(0);
+      req.name = target.at(1);
+      req.subresource = target.size() > 2 ? target[2] : "";
+      req.body = parts.at(1);
+      req.resourceVersion = parts.size() > 2 ? parts[2] : "";
+      req.userTag = 42;
+      host().kubeRequest(req);
+    }
+  }
+  void onKubeResult(const kuscia_host::sdk::KubeResult& r) override {
+    Guard g(*this);
+    trace(eventFile_, "{\"result\":" + std::to_string(r.httpCode) +
+                          ",\"tag\":" + std::to_string(r.userTag) + ",\"message\":\"" +
+                          std::string(r.message) + "\"}");
+  }
   void onTimer(uint64_t, uint64_t) override {
     Guard g(*this);
     fired_.add(1);
@@ -98,8 +175,23 @@ private:
     Probe& p_;
   };
 
+  static std::vector<std::string> split(const std::string& s, char sep) {
+    std::vector<std::string> out;
+    std::size_t i = 0;
+    while (true) {
+      std::size_t j = s.find(sep, i);
+      out.push_back(s.substr(i, j == std::string::npos ? std::string::npos : j - i));
+      if (j == std::string::npos) return out;
+      i = j + 1;
+    }
+  }
+
   std::string domain_;
   std::string traceFile_;
+  std::string eventFile_;
+  std::string patchOnSynced_;
+  std::string group_, version_, resource_;
+  uint64_t subscription_ = 0;
   int64_t timers_ = 0, periodMs_ = 1, busyMicros_ = 0;
   bool throwOnTimer_ = false, failStart_ = false, notReady_ = false;
   kuscia_host::sdk::Metric fired_, overlaps_;

@@ -85,19 +85,24 @@ Result<LabelSelector> LabelSelector::parse(const std::string& text) {
 }
 
 bool LabelSelector::matches(const nlohmann::json& labels) const {
-  for (const auto& t : terms_) {
-    const nlohmann::json* v = nullptr;
+  return matches([&labels](std::string_view key) -> std::optional<std::string_view> {
     if (labels.is_object())
-      if (auto it = labels.find(t.key); it != labels.end() && it->is_string()) v = &*it;
-    bool has = v != nullptr;
-    std::string value = has ? v->get<std::string>() : "";
-    bool in = has && std::find(t.values.begin(), t.values.end(), value) != t.values.end();
+      if (auto it = labels.find(key); it != labels.end() && it->is_string())
+        return std::string_view(it->get_ref<const std::string&>());
+    return std::nullopt;
+  });
+}
+
+bool LabelSelector::matches(const LabelLookup& label) const {
+  for (const auto& t : terms_) {
+    std::optional<std::string_view> v = label(t.key);
+    bool in = v && std::find(t.values.begin(), t.values.end(), *v) != t.values.end();
     switch (t.op) {
     case Op::kExists:
-      if (!has) return false;
+      if (!v) return false;
       break;
     case Op::kNotExists:
-      if (has) return false;
+      if (v) return false;
       break;
     case Op::kEq:
     case Op::kIn:

@@ -2,8 +2,11 @@
 // selectors the embedded server supports (metadata.name, metadata.namespace; = == !=).
 #pragma once
 
+#include <functional>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/result.h"
@@ -14,6 +17,9 @@ class LabelSelector {
 public:
   static Result<LabelSelector> parse(const std::string& text);
   bool matches(const nlohmann::json& labels) const; // labels: object or null
+  // A label's value by key, nullopt when the object does not have it.
+  using LabelLookup = std::function<std::optional<std::string_view>(std::string_view)>;
+  bool matches(const LabelLookup& label) const;
   bool empty() const { return terms_.empty(); }
 
 private:

@@ -30,6 +30,11 @@ using nlohmann::json;
 
 namespace {
 
+bool isWatch(const ApiRequest& req) {
+  auto it = req.query.find("watch");
+  return it != req.query.end() && (it->second == "true" || it->second == "1");
+}
+
 constexpr std::size_t kHeaderLimit = std::size_t{64} * 1024;
 constexpr std::size_t kBodyLimit = std::size_t{16} * 1024 * 1024;
 constexpr auto kIdleTimeout = std::chrono::minutes(5);
@@ -68,10 +73,13 @@ void Faults::reset() {
   latencyMs_ = 0;
 }
 
-std::optional<Faults::Rule> Faults::take(const std::string& path) {
+std::optional<Faults::Rule> Faults::take(const std::string& method, const std::string& path,
+                                         bool watch) {
   std::lock_guard lock(mu_);
   for (auto it = rules_.begin(); it != rules_.end(); ++it) {
     if (path.rfind(it->pathPrefix, 0) != 0) continue;
+    if (!it->method.empty() && it->method != method) continue;
+    if (it->watchOnly && !watch) continue;
     Rule r = *it;
     if (--it->remaining <= 0) rules_.erase(it);
     return r;
@@ -94,6 +102,12 @@ public:
         beast::get_lowest_layer(self->stream_).expires_after(std::chrono::seconds(30));
         self->stream_.async_handshake(net::ssl::stream_base::server, [self](beast::error_code ec) {
           if (ec) return self->closeNow();
+          // A client certificate, when sent, was verified against the client CA in the handshake.
+          SSL* ssl = self->stream_.native_handle();
+          if (X509* peer = SSL_get1_peer_certificate(ssl)) {
+            self->clientCert_ = SSL_get_verify_result(ssl) == X509_V_OK;
+            X509_free(peer);
+          }
           self->read();
         });
       } else {
@@ -139,15 +153,16 @@ private:
     version_ = msg.version();
     keepAlive_ = msg.keep_alive();
 
-    if (!server_.authorized(std::string(msg[http::field::authorization])))
+    if (!server_.authorized(std::string(msg[http::field::authorization]), clientCert_))
       return write(statusResponse(401, "Unauthorized", "Unauthorized"), version_, keepAlive_);
     if (auto r = server_.faultEndpoint(req)) return write(*r, version_, keepAlive_);
     const bool faults = server_.options_.faultInjection; // off: no fault bookkeeping at all
-    if (auto rule = faults ? server_.faults_.take(req.path) : std::nullopt) {
+    if (auto rule =
+            faults ? server_.faults_.take(req.method, req.path, isWatch(req)) : std::nullopt) {
       ApiResponse r =
           statusResponse(rule->status, rule->status == 429 ? "TooManyRequests" : "InternalError",
                          "injected fault: " + std::to_string(rule->status));
-      if (rule->retryAfterSeconds > 0)
+      if (rule->retryAfterSeconds >= 0)
         r.headers.emplace_back("Retry-After", std::to_string(rule->retryAfterSeconds));
       return write(r, version_, keepAlive_);
     }
@@ -313,6 +328,7 @@ private:
   net::steady_timer bookmarkTimer_;
   unsigned version_ = 11;
   bool keepAlive_ = true;
+  bool clientCert_ = false; // TLS: a client certificate verified against the client CA
   std::shared_ptr<Watcher> watcher_;
   std::string chunk_;
   std::array<char, 512> discard_{};
@@ -331,12 +347,16 @@ ApiServer::~ApiServer() {
 }
 
 Result<tcp::endpoint> ApiServer::start() {
-  auto opened = openListener(io_, options_.listen, "apiserver");
+  // Started again after stop(): the same address, certificates and token (a restart).
+  std::string listen = options_.listen;
+  if (endpoint_.port() != 0)
+    listen = endpoint_.address().to_string() + ":" + std::to_string(endpoint_.port());
+  auto opened = openListener(io_, listen, "apiserver");
   if (!opened) return makeError(opened.error());
   auto acceptor = opened.value();
   endpoint_ = acceptor->local_endpoint();
   boost::system::error_code ec;
-  if (options_.tls) {
+  if (options_.tls && !ssl_) {
     auto certs = generateCertificates("kuscia-host-apiserver",
                                       {endpoint_.address().to_string(), "localhost"});
     if (!certs) return makeError("apiserver: " + certs.error());
@@ -347,6 +367,10 @@ Result<tcp::endpoint> ApiServer::start() {
                       net::ssl::context::no_tlsv1_1);
     ssl_->use_certificate_chain(net::buffer(certs->certPem), ec);
     if (!ec) ssl_->use_private_key(net::buffer(certs->keyPem), net::ssl::context::pem, ec);
+    if (!ec && !options_.clientCaPem.empty()) {
+      ssl_->add_certificate_authority(net::buffer(options_.clientCaPem), ec);
+      ssl_->set_verify_mode(net::ssl::verify_peer); // optional: tokens work without one
+    }
     if (ec) return makeError("apiserver: TLS setup failed: " + ec.message());
     // ALPN: offer http/1.1 only (clients asking for h2 fall back).
     SSL_CTX_set_alpn_select_cb(
@@ -410,9 +434,9 @@ void ApiServer::stop() {
   store_.dropWatchers();
 }
 
-bool ApiServer::authorized(const std::string& header) const {
+bool ApiServer::authorized(const std::string& header, bool clientCert) const {
   if (!ssl_) return true; // plain HTTP on loopback: anonymous, like kubectl over http
-  return header == "Bearer " + token_;
+  return clientCert || header == "Bearer " + token_;
 }
 
 std::string ApiServer::url() const {
@@ -467,12 +491,18 @@ std::optional<ApiResponse> ApiServer::faultEndpoint(const ApiRequest& req) {
           200, "", "history compacted at resourceVersion " + std::to_string(store_.currentRv()));
     }
     if (what == "respond") {
-      Faults::Rule r{q("path", "/"), std::stoi(q("status", "500")), std::stoi(q("count", "1")),
-                     std::stoi(q("retryAfter", "0"))};
+      Faults::Rule r{q("path", "/"),
+                     std::stoi(q("status", "500")),
+                     std::stoi(q("count", "1")),
+                     std::stoi(q("retryAfter", "-1")),
+                     q("method"),
+                     q("watch") == "1"};
       faults_.respond(r);
       return statusResponse(200, "",
-                            "next " + std::to_string(r.remaining) + " request(s) under " +
-                                r.pathPrefix + " answer " + std::to_string(r.status));
+                            "next " + std::to_string(r.remaining) + " " +
+                                (r.method.empty() ? std::string() : r.method + " ") +
+                                (r.watchOnly ? "watch " : "") + "request(s) under " + r.pathPrefix +
+                                " answer " + std::to_string(r.status));
     }
     if (what == "latency") {
       faults_.setLatency(std::chrono::milliseconds(std::stoi(q("ms", "0"))));

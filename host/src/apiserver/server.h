@@ -28,6 +28,7 @@ struct ServerOptions {
   std::string listen = "127.0.0.1:0";
   bool tls = false;            // HTTPS with a CA and server certificate generated at start
   std::string token;           // with tls: the bearer token clients must send ("" = generate one)
+  std::string clientCaPem;     // with tls: client certificates signed by this CA also authenticate
   bool faultInjection = false; // serve /debug/faults/* and apply faults() (tests only)
   std::chrono::milliseconds bookmarkInterval{5000};
   std::size_t historyLimit = 10000;
@@ -41,14 +42,16 @@ public:
     std::string pathPrefix;
     int status = 500;
     int remaining = 1;
-    int retryAfterSeconds = 0;
+    int retryAfterSeconds = -1; // >= 0: sent as Retry-After
+    std::string method;         // "" = any method
+    bool watchOnly = false;     // only watch requests (?watch=true)
   };
   void respond(Rule rule);
   void setLatency(std::chrono::milliseconds latency) { latencyMs_ = latency.count(); }
   std::chrono::milliseconds latency() const { return std::chrono::milliseconds(latencyMs_.load()); }
   void reset();
   // The rule matching `path`, consuming one of its uses.
-  std::optional<Rule> take(const std::string& path);
+  std::optional<Rule> take(const std::string& method, const std::string& path, bool watch);
 
 private:
   std::mutex mu_;
@@ -85,7 +88,7 @@ private:
   void accept(const std::shared_ptr<boost::asio::ip::tcp::acceptor>& acceptor);
   // Handles /debug/faults/* when enabled; nullopt for any other path.
   std::optional<ApiResponse> faultEndpoint(const ApiRequest& req);
-  bool authorized(const std::string& authorizationHeader) const;
+  bool authorized(const std::string& authorizationHeader, bool verifiedClientCert) const;
 
   boost::asio::io_context& io_;
   const Clock& clock_;

@@ -57,15 +57,54 @@ Result<void> Daemon::startEmbeddedApiServer() {
   return {};
 }
 
+Result<void> Daemon::connectCluster() {
+  Result<kube::ClusterAccess> access = makeError("no cluster configured");
+  switch (config_.cluster.source) {
+  case ClusterConfig::Source::kNone: return {};
+  case ClusterConfig::Source::kEmbedded: {
+    kube::ClusterAccess a;
+    a.server = apiServer_->url();
+    if (!kube::parseServerUrl(a.server, a.scheme, a.host, a.port))
+      return makeError("embedded API server: unusable URL " + a.server);
+    a.token = apiServer_->token();
+    a.caPem = apiServer_->caPem();
+    a.description = "the embedded API server";
+    access = a;
+    break;
+  }
+  case ClusterConfig::Source::kKubeconfig:
+    access = kube::loadKubeconfig(config_.cluster.kubeconfig);
+    break;
+  case ClusterConfig::Source::kInCluster: access = kube::loadInCluster(); break;
+  }
+  if (!access) return makeError("cluster: " + access.error());
+  kube::KubeClientOptions options;
+  options.qps = config_.cluster.qps;
+  options.burst = config_.cluster.burst;
+  options.reflector = options_.reflector;
+  auto client = kube::KubeClient::create(runtime_.io(), *access, options, clock_, metrics_,
+                                         logs_.logger("kube"));
+  if (!client) return makeError("cluster: " + client.error());
+  kube_ = std::move(client.value());
+  logger_->info("cluster: {} ({}), client rate limit {} qps, burst {}", access->server,
+                access->description, options.qps, options.burst);
+  return {};
+}
+
 Result<void> Daemon::start() {
-  HostServices services{runtime_, metrics_, hostMetrics_, logs_, clock_};
-  // The embedded API server comes up before any plugin.
+  // The embedded API server comes up before any plugin, and the cluster client before any
+  // plugin can subscribe.
   if (config_.cluster.source == ClusterConfig::Source::kEmbedded) {
     if (auto r = startEmbeddedApiServer(); !r) {
       shutdown();
       return r;
     }
   }
+  if (auto r = connectCluster(); !r) {
+    shutdown();
+    return r;
+  }
+  HostServices services{runtime_, metrics_, hostMetrics_, logs_, clock_, kube_.get()};
   // Load and create every instance; a required failure aborts, an optional one disables.
   for (const auto& domain : config_.domains) {
     for (const auto& entry : domain.plugins) {
@@ -127,6 +166,8 @@ Result<void> Daemon::start() {
     }
     logger_->info("started {}", instance->id());
   }
+  // Events flow once every instance has started.
+  if (kube_) kube_->start(health_);
   updateInstanceGauges();
   logger_->info("kuscia-host {} running: {} plugin instance(s) in {} domain(s), mode {}", kVersion,
                 instances_.size(), config_.domains.size(), config_.mode);
@@ -151,6 +192,7 @@ void Daemon::shutdown() {
     instances_[i]->stop();
     logger_->debug("stopped {}", instances_[i]->id());
   }
+  if (kube_) kube_->stop();
   if (apiServer_) apiServer_->stop();
   runtime_.stop();
   for (std::size_t i = instances_.size(); i-- > 0;)

@@ -16,6 +16,7 @@
 #include "apiserver/server.h"
 #include "common/result.h"
 #include "config/config.h"
+#include "kube/kube_client.h"
 #include "logging/logging.h"
 #include "metrics/registry.h"
 #include "plugin/instance.h"
@@ -26,7 +27,8 @@
 namespace kuscia_host {
 
 struct DaemonOptions {
-  std::string adminListen; // overrides config.adminListen when not empty
+  std::string adminListen;          // overrides config.adminListen when not empty
+  kube::ReflectorOptions reflector; // list/watch timing (tests shorten the backoff)
 };
 
 class Daemon {
@@ -48,12 +50,15 @@ public:
   // The embedded API server, when the config asks for one (cluster.embedded).
   apiserver::ApiServer* embeddedApiServer() { return apiServer_.get(); }
   MetricsRegistry& metrics() { return metrics_; }
+  // The cluster client, when a cluster is configured.
+  kube::KubeClient* kube() { return kube_.get(); }
   HealthRegistry& health() { return health_; }
   const std::vector<std::unique_ptr<PluginInstance>>& instances() const { return instances_; }
 
 private:
   Result<std::shared_ptr<PluginLibrary>> library(const PluginEntry& entry);
   Result<void> startEmbeddedApiServer();
+  Result<void> connectCluster();
   void updateInstanceGauges();
 
   HostConfig config_;
@@ -67,6 +72,7 @@ private:
   Runtime runtime_;
   AdminServer admin_;
   std::unique_ptr<apiserver::ApiServer> apiServer_;
+  std::unique_ptr<kube::KubeClient> kube_;
   PluginLoader loader_;
   std::map<std::string, std::shared_ptr<PluginLibrary>> libraries_;
   std::vector<std::unique_ptr<PluginInstance>> instances_;

@@ -56,10 +56,6 @@ int runHost(const std::string& configPath, const std::vector<std::string>& plugi
   LogManager logs(config->logFormat == "json" ? LogFormat::kJson : LogFormat::kText,
                   parseLogLevel(config->logLevel).value_or(spdlog::level::info));
   auto log = logs.logger("host");
-  if (config->cluster.source == ClusterConfig::Source::kKubeconfig ||
-      config->cluster.source == ClusterConfig::Source::kInCluster)
-    log->warn(
-        "cluster access is not available in this build yet: plugins run without kube operations");
   SystemClock clock;
   Daemon daemon(std::move(*config), DaemonOptions{adminListen}, logs, clock);
   if (auto r = daemon.start(); !r) {

@@ -10,6 +10,8 @@
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
 
+#include <atomic>
+#include <boost/asio/post.hpp>
 #include <optional>
 
 #include "app/version.h"
@@ -106,56 +108,94 @@ void BeastHttpClient::putIdle(std::shared_ptr<Connection> c) {
   if (idle_.size() < 8) idle_.push_back(std::move(c));
 }
 
+namespace {
+
+// Opens a connection (TCP, then TLS with verification when https).
+net::awaitable<std::shared_ptr<BeastHttpClient::Connection>>
+connect(const ClusterAccess& a, net::ssl::context* ssl, std::chrono::milliseconds timeout) {
+  auto conn = std::make_shared<BeastHttpClient::Connection>();
+  auto ex = co_await net::this_coro::executor;
+  tcp::resolver resolver(ex);
+  beast::error_code ec;
+  auto endpoints =
+      co_await resolver.async_resolve(a.host, a.port, net::redirect_error(net::use_awaitable, ec));
+  if (ec) throw Failure("cannot resolve " + a.host + ": " + ec.message());
+  if (ssl != nullptr) {
+    conn->tls.emplace(ex, *ssl);
+    std::string name = a.tlsServerName.empty() ? a.host : a.tlsServerName;
+    if (!isIpAddress(name)) SSL_set_tlsext_host_name(conn->tls->native_handle(), name.c_str());
+    if (!a.insecureSkipTlsVerify)
+      conn->tls->set_verify_callback(net::ssl::host_name_verification(name));
+  } else {
+    conn->tcp.emplace(ex);
+  }
+  conn->lowest().expires_after(timeout);
+  co_await conn->lowest().async_connect(endpoints, net::redirect_error(net::use_awaitable, ec));
+  if (ec) throw Failure("cannot connect to " + a.host + ":" + a.port + ": " + ec.message());
+  conn->lowest().socket().set_option(tcp::no_delay(true), ec);
+  if (conn->tls) {
+    co_await conn->tls->async_handshake(net::ssl::stream_base::client,
+                                        net::redirect_error(net::use_awaitable, ec));
+    if (ec)
+      throw Failure("TLS handshake with " + a.host + ":" + a.port + " failed: " + describe(ec));
+  }
+  co_return conn;
+}
+
+http::request<http::string_body> makeRequest(const ClusterAccess& a, const HttpRequest& request) {
+  http::request<http::string_body> req(http::string_to_verb(request.method), request.target, 11);
+  req.set(http::field::host, a.host + ":" + a.port);
+  req.set(http::field::user_agent, std::string("kuscia-host/") + kVersion);
+  req.set(http::field::accept, "application/json");
+  req.keep_alive(true);
+  auto token = a.bearerToken();
+  if (!token) throw Failure(token.error());
+  if (!token->empty()) req.set(http::field::authorization, "Bearer " + *token);
+  if (!request.body.empty() || request.method == "POST" || request.method == "PATCH" ||
+      request.method == "PUT") {
+    req.set(http::field::content_type,
+            request.contentType.empty() ? "application/json" : request.contentType);
+    req.body() = request.body;
+  }
+  req.prepare_payload();
+  return req;
+}
+
+template <class Fields> void copyHeaders(const Fields& fields, HttpResponse& res) {
+  for (const auto& f : fields) {
+    std::string name(f.name_string());
+    for (auto& ch : name)
+      ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    res.headers[name] = std::string(f.value());
+  }
+}
+
+void finish(const std::function<void(Result<HttpResponse>)>& done, const std::string& where,
+            const std::exception_ptr& e, HttpResponse r) {
+  if (!e) return done(std::move(r));
+  try {
+    std::rethrow_exception(e);
+  } catch (const boost::system::system_error& ex) {
+    done(makeError(
+        where + ": " +
+        (ex.code() == beast::error::timeout ? std::string("timed out") : describe(ex.code()))));
+  } catch (const std::exception& ex) {
+    done(makeError(where + ": " + ex.what()));
+  }
+}
+
+} // namespace
+
 void BeastHttpClient::send(HttpRequest request, std::function<void(Result<HttpResponse>)> done) {
   auto self = shared_from_this();
   std::string where = request.method + " " + access_.server + request.target;
   auto attempt = [self, request](std::shared_ptr<Connection> conn) -> net::awaitable<HttpResponse> {
-    const auto& a = self->access_;
     if (!conn) {
-      conn = std::make_shared<Connection>();
-      auto ex = co_await net::this_coro::executor;
-      tcp::resolver resolver(ex);
-      beast::error_code ec;
-      auto endpoints = co_await resolver.async_resolve(a.host, a.port,
-                                                       net::redirect_error(net::use_awaitable, ec));
-      if (ec) throw Failure("cannot resolve " + a.host + ": " + ec.message());
-      if (self->ssl_) {
-        conn->tls.emplace(ex, *self->ssl_);
-        std::string name = a.tlsServerName.empty() ? a.host : a.tlsServerName;
-        if (!isIpAddress(name)) SSL_set_tlsext_host_name(conn->tls->native_handle(), name.c_str());
-        if (!a.insecureSkipTlsVerify)
-          conn->tls->set_verify_callback(net::ssl::host_name_verification(name));
-      } else {
-        conn->tcp.emplace(ex);
-      }
-      conn->lowest().expires_after(request.timeout);
-      co_await conn->lowest().async_connect(endpoints, net::redirect_error(net::use_awaitable, ec));
-      if (ec) throw Failure("cannot connect to " + a.host + ":" + a.port + ": " + ec.message());
-      conn->lowest().socket().set_option(tcp::no_delay(true), ec);
-      if (conn->tls) {
-        co_await conn->tls->async_handshake(net::ssl::stream_base::client,
-                                            net::redirect_error(net::use_awaitable, ec));
-        if (ec)
-          throw Failure("TLS handshake with " + a.host + ":" + a.port + " failed: " + describe(ec));
-      }
+      conn = co_await connect(self->access_, self->ssl_.get(), request.timeout);
       std::lock_guard lock(self->mu_);
       ++self->opened_;
     }
-    http::request<http::string_body> req(http::string_to_verb(request.method), request.target, 11);
-    req.set(http::field::host, a.host + ":" + a.port);
-    req.set(http::field::user_agent, std::string("kuscia-host/") + kVersion);
-    req.set(http::field::accept, "application/json");
-    req.keep_alive(true);
-    auto token = a.bearerToken();
-    if (!token) throw Failure(token.error());
-    if (!token->empty()) req.set(http::field::authorization, "Bearer " + *token);
-    if (!request.body.empty() || request.method == "POST" || request.method == "PATCH" ||
-        request.method == "PUT") {
-      req.set(http::field::content_type,
-              request.contentType.empty() ? "application/json" : request.contentType);
-      req.body() = request.body;
-    }
-    req.prepare_payload();
+    auto req = makeRequest(self->access_, request);
     http::response_parser<http::string_body> parser;
     parser.body_limit(std::size_t{1} << 30);
     beast::error_code ec;
@@ -175,12 +215,7 @@ void BeastHttpClient::send(HttpRequest request, std::function<void(Result<HttpRe
     HttpResponse res;
     auto& msg = parser.get();
     res.status = static_cast<int>(msg.result_int());
-    for (const auto& f : msg) {
-      std::string name(f.name_string());
-      for (auto& ch : name)
-        ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-      res.headers[name] = std::string(f.value());
-    }
+    copyHeaders(msg, res);
     res.body = std::move(msg.body());
     if (msg.keep_alive()) {
       conn->lowest().expires_never();
@@ -190,7 +225,7 @@ void BeastHttpClient::send(HttpRequest request, std::function<void(Result<HttpRe
   };
   net::co_spawn(
       net::make_strand(io_),
-      [self, attempt, where]() -> net::awaitable<HttpResponse> {
+      [self, attempt]() -> net::awaitable<HttpResponse> {
         // A kept-alive connection the server closed meanwhile fails on first use: retry once
         // on a fresh connection.
         if (auto idle = self->takeIdle()) {
@@ -201,21 +236,97 @@ void BeastHttpClient::send(HttpRequest request, std::function<void(Result<HttpRe
           }
           if (r) co_return *r;
         }
-        try {
-          co_return co_await attempt(nullptr);
-        } catch (const boost::system::system_error& e) {
-          throw Failure(e.code() == beast::error::timeout ? std::string("timed out")
-                                                          : describe(e.code()));
-        }
+        co_return co_await attempt(nullptr);
       },
       [done = std::move(done), where](const std::exception_ptr& e, HttpResponse r) {
-        if (!e) return done(std::move(r));
-        try {
-          std::rethrow_exception(e);
-        } catch (const std::exception& ex) {
-          done(makeError(where + ": " + ex.what()));
-        }
+        finish(done, where, e, std::move(r));
       });
+}
+
+struct BeastHttpClient::StreamState final : HttpTransport::Stream {
+  explicit StreamState(net::strand<net::io_context::executor_type> s) : strand(std::move(s)) {}
+  void cancel() override {
+    cancelled = true;
+    std::lock_guard lock(mu);
+    if (auto c = conn.lock())
+      net::post(strand, [c] {
+        beast::error_code ec;
+        c->lowest().socket().shutdown(tcp::socket::shutdown_both, ec);
+        c->lowest().cancel();
+      });
+  }
+  net::strand<net::io_context::executor_type> strand;
+  std::atomic<bool> cancelled{false};
+  std::mutex mu;
+  std::weak_ptr<Connection> conn;
+};
+
+std::shared_ptr<HttpTransport::Stream>
+BeastHttpClient::stream(HttpRequest request, std::function<void(std::string_view)> onData,
+                        std::function<void(Result<HttpResponse>)> done) {
+  auto self = shared_from_this();
+  auto state = std::make_shared<StreamState>(net::make_strand(io_));
+  std::string where = request.method + " " + access_.server + request.target;
+  net::co_spawn(
+      state->strand,
+      [self, state, request, onData = std::move(onData)]() -> net::awaitable<HttpResponse> {
+        auto conn = co_await connect(self->access_, self->ssl_.get(), request.timeout);
+        {
+          std::lock_guard lock(self->mu_);
+          ++self->opened_;
+        }
+        {
+          std::lock_guard lock(state->mu);
+          state->conn = conn;
+        }
+        if (state->cancelled) throw Failure("cancelled");
+        auto req = makeRequest(self->access_, request);
+        http::response_parser<http::buffer_body> parser;
+        parser.body_limit(boost::none);
+        beast::error_code ec;
+        auto rw = [&](auto& s) -> net::awaitable<HttpResponse> {
+          conn->lowest().expires_after(request.timeout);
+          co_await http::async_write(s, req, net::redirect_error(net::use_awaitable, ec));
+          if (ec) throw boost::system::system_error(ec);
+          co_await http::async_read_header(s, conn->buffer, parser,
+                                           net::redirect_error(net::use_awaitable, ec));
+          if (ec) throw boost::system::system_error(ec);
+          HttpResponse res;
+          res.status = static_cast<int>(parser.get().result_int());
+          copyHeaders(parser.get(), res);
+          std::vector<char> buf(64 * 1024);
+          while (!parser.is_done()) {
+            parser.get().body().data = buf.data();
+            parser.get().body().size = buf.size();
+            conn->lowest().expires_after(request.timeout);
+            co_await http::async_read_some(s, conn->buffer, parser,
+                                           net::redirect_error(net::use_awaitable, ec));
+            if (ec == http::error::need_buffer) ec = {};
+            if (ec) throw boost::system::system_error(ec);
+            std::size_t n = buf.size() - parser.get().body().size;
+            if (n == 0) continue;
+            if (res.status == 200)
+              onData(std::string_view(buf.data(), n));
+            else if (res.body.size() < (std::size_t{1} << 20))
+              res.body.append(buf.data(), n);
+          }
+          co_return res;
+        };
+        // (Not a conditional expression: GCC 12 destroys a co_await temporary in ?: twice.)
+        HttpResponse res;
+        if (conn->tls)
+          res = co_await rw(*conn->tls);
+        else
+          res = co_await rw(*conn->tcp);
+        beast::error_code ignored;
+        conn->lowest().socket().shutdown(tcp::socket::shutdown_both, ignored);
+        co_return res;
+      },
+      [state, done = std::move(done), where](const std::exception_ptr& e, HttpResponse r) {
+        if (e && state->cancelled) return done(makeError(where + ": cancelled"));
+        finish(done, where, e, std::move(r));
+      });
+  return state;
 }
 
 } // namespace kuscia_host::kube

@@ -13,6 +13,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/result.h"
@@ -41,6 +42,20 @@ public:
   // Sends one request; `done` runs exactly once, on an io thread. Transport failures (refused,
   // TLS verification, timeout) arrive as errors naming the server and the reason.
   virtual void send(HttpRequest request, std::function<void(Result<HttpResponse>)> done) = 0;
+
+  // A long-running request whose 200 body is handed over as it arrives (watches). onData runs
+  // with the body's bytes in order, chunk boundaries arbitrary; `done` runs once at the end:
+  // the response (its body only when the status is not 200) or the transport error. A request
+  // stream has its own connection; `timeout` bounds each read. cancel() ends it early (done
+  // then reports an error).
+  class Stream {
+  public:
+    virtual ~Stream() = default;
+    virtual void cancel() = 0;
+  };
+  virtual std::shared_ptr<Stream> stream(HttpRequest request,
+                                         std::function<void(std::string_view)> onData,
+                                         std::function<void(Result<HttpResponse>)> done) = 0;
 };
 
 class BeastHttpClient final : public HttpTransport,
@@ -52,13 +67,17 @@ public:
   ~BeastHttpClient() override;
 
   void send(HttpRequest request, std::function<void(Result<HttpResponse>)> done) override;
+  std::shared_ptr<Stream> stream(HttpRequest request, std::function<void(std::string_view)> onData,
+                                 std::function<void(Result<HttpResponse>)> done) override;
 
   const ClusterAccess& access() const { return access_; }
   // Connections opened so far (keep-alive reuse keeps this low).
   std::size_t connectionsOpened() const;
 
+  struct Connection; // implementation details, opaque
+  struct StreamState;
+
 private:
-  struct Connection;
   BeastHttpClient(boost::asio::io_context& io, ClusterAccess access);
   std::shared_ptr<Connection> takeIdle();
   void putIdle(std::shared_ptr<Connection> c);

@@ -152,6 +152,29 @@ struct HostApi {
     PluginInstance::fromCtx(c)->setReady(ready != 0, reason);
   }
 
+  static kh_status_t subscribe(kh_host_ctx_t* c, const kh_subscription_t* sub, uint64_t* outId,
+                               char* err, size_t len) {
+    std::string e;
+    kh_status_t s = PluginInstance::fromCtx(c)->subscribe(sub, outId, e);
+    if (s != KH_OK) copyError(err, len, e);
+    return s;
+  }
+  static kh_status_t cacheGet(kh_host_ctx_t* c, uint64_t sub, const char* key,
+                              kh_object_visitor_t visitor, void* user) {
+    return PluginInstance::fromCtx(c)->cacheGet(sub, key, visitor, user);
+  }
+  static kh_status_t cacheList(kh_host_ctx_t* c, uint64_t sub, const char* selector,
+                               kh_object_visitor_t visitor, void* user) {
+    return PluginInstance::fromCtx(c)->cacheList(sub, selector, visitor, user);
+  }
+  static kh_status_t kubeRequest(kh_host_ctx_t* c, const kh_kube_request_t* req, uint64_t* outId,
+                                 char* err, size_t len) {
+    std::string e;
+    kh_status_t s = PluginInstance::fromCtx(c)->kubeRequest(req, outId, e);
+    if (s != KH_OK) copyError(err, len, e);
+    return s;
+  }
+
   static kh_host_api_v1_t make() {
     kh_host_api_v1_t t{};
     t.struct_size = sizeof t;
@@ -170,14 +193,25 @@ struct HostApi {
     t.timer_start = &timerStart;
     t.timer_cancel = &timerCancel;
     t.set_ready = &setReady;
-    // subscribe, cache_get, cache_list, kube_request: NULL until the kube client lands.
+    t.subscribe = &subscribe;
+    t.cache_get = &cacheGet;
+    t.cache_list = &cacheList;
+    t.kube_request = &kubeRequest;
     return t;
   }
 };
 
-const kh_host_api_v1_t* hostApiTable() {
-  static const kh_host_api_v1_t table = HostApi::make();
-  return &table;
+const kh_host_api_v1_t* hostApiTable(bool withKube) {
+  static const kh_host_api_v1_t full = HostApi::make();
+  static const kh_host_api_v1_t noKube = [] {
+    kh_host_api_v1_t t = HostApi::make();
+    t.subscribe = nullptr;
+    t.cache_get = nullptr;
+    t.cache_list = nullptr;
+    t.kube_request = nullptr;
+    return t;
+  }();
+  return withKube ? &full : &noKube;
 }
 
 PluginInstance::PluginInstance(std::shared_ptr<PluginLibrary> library, InstanceOptions options,
@@ -251,13 +285,15 @@ template <class Fn> kh_status_t PluginInstance::invoke(Callback which, Fn&& fn) 
 Result<void> PluginInstance::create() {
   char err[1024] = {0};
   kh_instance_t* inst = nullptr;
+  creating_ = true;
   try {
     inst =
-        plugin_.on_create(hostApiTable(), ctx(), options_.domain.c_str(),
+        plugin_.on_create(hostApiTable(services_.kube != nullptr), ctx(), options_.domain.c_str(),
                           options_.configJson.c_str(), options_.configJson.size(), err, sizeof err);
   } catch (...) {
     std::snprintf(err, sizeof err, "on_create threw across the plugin ABI");
   }
+  creating_ = false;
   std::lock_guard lock(mu_);
   if (inst == nullptr) {
     state_ = InstanceState::kFailed;
@@ -310,17 +346,18 @@ void PluginInstance::stop() {
     prior = state_;
   }
   bool started = prior == InstanceState::kRunning || prior == InstanceState::kFailed;
-  if (instance_ == nullptr || !started || plugin_.on_stop == nullptr ||
-      prior == InstanceState::kStopped) {
+  if (instance_ == nullptr || !started || prior == InstanceState::kStopped) {
     std::lock_guard lock(mu_);
     if (state_ == InstanceState::kRunning) state_ = InstanceState::kStopped;
     return;
   }
   auto callStop = [this] {
-    invoke(kOnStop, [this] {
-      plugin_.on_stop(instance_);
-      return KH_OK;
-    });
+    if (plugin_.on_stop != nullptr)
+      invoke(kOnStop, [this] {
+        plugin_.on_stop(instance_);
+        return KH_OK;
+      });
+    failPendingRequests();
   };
   if (services_.runtime.running()) {
     std::promise<void> done;
@@ -463,6 +500,280 @@ void PluginInstance::setReady(bool ready, const char* reason) {
   readySet_ = true;
   ready_ = ready;
   readyReason_ = reason != nullptr ? reason : "";
+}
+
+// --- Kubernetes ----------------------------------------------------------------------------
+
+kh_status_t PluginInstance::subscribe(const kh_subscription_t* sub, uint64_t* outId,
+                                      std::string& err) {
+  if (services_.kube == nullptr) {
+    err = "subscribe: no cluster is configured (cluster.embedded, kubeconfig or inCluster)";
+    return KH_ERR_UNAVAILABLE;
+  }
+  if (!creating_) {
+    err = "subscribe is only allowed in on_create";
+    return KH_ERR_FAILED_PRECONDITION;
+  }
+  if (sub == nullptr || outId == nullptr || sub->struct_size < sizeof(kh_subscription_t) ||
+      sub->version == nullptr || sub->resource == nullptr ||
+      (sub->field_count > 0 && sub->fields == nullptr)) {
+    err = "subscribe: the subscription is NULL, too small, or lacks version, resource or fields";
+    return KH_ERR_INVALID_ARGUMENT;
+  }
+  kube::SubscriptionSpec spec;
+  spec.group = sub->group != nullptr ? sub->group : "";
+  spec.version = sub->version;
+  spec.resource = sub->resource;
+  switch (sub->scope) {
+  case KH_SCOPE_DOMAIN: spec.namespaceName = options_.domain; break;
+  case KH_SCOPE_NAMESPACE:
+    if (sub->namespace_name == nullptr || sub->namespace_name[0] == '\0') {
+      err = "subscribe: KH_SCOPE_NAMESPACE needs namespace_name";
+      return KH_ERR_INVALID_ARGUMENT;
+    }
+    spec.namespaceName = sub->namespace_name;
+    break;
+  case KH_SCOPE_ALL: break;
+  default:
+    err = "subscribe: unknown scope " + std::to_string(sub->scope);
+    return KH_ERR_INVALID_ARGUMENT;
+  }
+  spec.labelSelector = sub->label_selector != nullptr ? sub->label_selector : "";
+  for (std::size_t i = 0; i < sub->field_count; ++i) {
+    if (sub->fields[i] == nullptr) {
+      err = "subscribe: fields[" + std::to_string(i) + "] is NULL";
+      return KH_ERR_INVALID_ARGUMENT;
+    }
+    spec.fields.emplace_back(sub->fields[i]);
+  }
+  spec.wantRaw = sub->want_raw != 0;
+  auto id = services_.kube->subscribe(std::move(spec),
+                                      [this](const kube::Subscription& s, kube::ChangeType t,
+                                             kube::RecordPtr r) { deliver(s, t, std::move(r)); });
+  if (!id) {
+    err = "subscribe: " + id.error();
+    return KH_ERR_INVALID_ARGUMENT;
+  }
+  std::lock_guard lock(mu_);
+  subscriptions_.push_back(*id);
+  *outId = *id;
+  return KH_OK;
+}
+
+void PluginInstance::deliver(const kube::Subscription& sub, kube::ChangeType type,
+                             kube::RecordPtr record) {
+  if (stopping_ || plugin_.on_event == nullptr) return;
+  std::string fields = record ? sub.fieldsJson(*record) : std::string();
+  bool raw = sub.spec().wantRaw;
+  boost::asio::post(executor_, [this, id = sub.id(), type, record = std::move(record),
+                                fields = std::move(fields), raw] {
+    if (stopping_) return;
+    kh_event_t ev{};
+    ev.struct_size = sizeof ev;
+    ev.subscription_id = id;
+    ev.type = static_cast<kh_event_type_t>(type);
+    ev.key = record ? record->key().data() : "";
+    ev.uid = record ? record->uid().data() : "";
+    ev.resource_version = record ? record->resourceVersion().data() : "";
+    ev.fields_json = fields.c_str();
+    ev.fields_json_len = fields.size();
+    if (raw && record) {
+      ev.raw_json = record->raw().data();
+      ev.raw_json_len = record->raw().size();
+    }
+    invoke(kOnEvent, [&] { return plugin_.on_event(instance_, &ev); });
+  });
+}
+
+namespace {
+
+kh_status_t visitRecord(const kube::Subscription& sub, const kube::Record& r,
+                        kh_object_visitor_t visitor, void* user, bool& stop) {
+  std::string fields = sub.fieldsJson(r);
+  kh_object_t o{};
+  o.struct_size = sizeof o;
+  o.key = r.key().data();
+  o.uid = r.uid().data();
+  o.resource_version = r.resourceVersion().data();
+  o.fields_json = fields.c_str();
+  o.fields_json_len = fields.size();
+  stop = visitor(user, &o) != 0;
+  return KH_OK;
+}
+
+} // namespace
+
+kh_status_t PluginInstance::cacheGet(uint64_t subscription, const char* key,
+                                     kh_object_visitor_t visitor, void* user) {
+  if (services_.kube == nullptr) return KH_ERR_UNAVAILABLE;
+  if (key == nullptr || visitor == nullptr) {
+    countPluginCallError("cache_get");
+    return KH_ERR_INVALID_ARGUMENT;
+  }
+  {
+    std::lock_guard lock(mu_);
+    if (std::find(subscriptions_.begin(), subscriptions_.end(), subscription) ==
+        subscriptions_.end())
+      return KH_ERR_NOT_FOUND;
+  }
+  auto [informer, sub] = services_.kube->find(subscription);
+  if (!informer) return KH_ERR_NOT_FOUND;
+  kube::RecordPtr r = informer->get(key);
+  if (!r || !sub->matches(*r)) return KH_ERR_NOT_FOUND;
+  bool stop = false;
+  return visitRecord(*sub, *r, visitor, user, stop);
+}
+
+kh_status_t PluginInstance::cacheList(uint64_t subscription, const char* selector,
+                                      kh_object_visitor_t visitor, void* user) {
+  if (services_.kube == nullptr) return KH_ERR_UNAVAILABLE;
+  if (visitor == nullptr) {
+    countPluginCallError("cache_list");
+    return KH_ERR_INVALID_ARGUMENT;
+  }
+  {
+    std::lock_guard lock(mu_);
+    if (std::find(subscriptions_.begin(), subscriptions_.end(), subscription) ==
+        subscriptions_.end())
+      return KH_ERR_NOT_FOUND;
+  }
+  auto [informer, sub] = services_.kube->find(subscription);
+  if (!informer) return KH_OK; // not started yet: nothing cached
+  auto sel = apiserver::LabelSelector::parse(selector != nullptr ? selector : "");
+  if (!sel) {
+    countPluginCallError("cache_list");
+    return KH_ERR_INVALID_ARGUMENT;
+  }
+  // Snapshot first: the visitor may call back into the host.
+  std::vector<kube::RecordPtr> matching;
+  bool labelsMissing = false;
+  informer->forEach([&](const kube::RecordPtr& r) {
+    if (!sub->matches(*r)) return;
+    if (!sel->empty()) {
+      if (!r->hasLabels()) {
+        labelsMissing = true;
+        return;
+      }
+      if (!sel->matches([&r](std::string_view k) { return r->label(k); })) return;
+    }
+    matching.push_back(r);
+  });
+  if (labelsMissing) {
+    countPluginCallError("cache_list");
+    return KH_ERR_FAILED_PRECONDITION;
+  }
+  bool stop = false;
+  for (const auto& r : matching) {
+    visitRecord(*sub, *r, visitor, user, stop);
+    if (stop) break;
+  }
+  return KH_OK;
+}
+
+kh_status_t PluginInstance::kubeRequest(const kh_kube_request_t* req, uint64_t* outId,
+                                        std::string& err) {
+  if (services_.kube == nullptr) {
+    err = "kube_request: no cluster is configured (cluster.embedded, kubeconfig or inCluster)";
+    return KH_ERR_UNAVAILABLE;
+  }
+  if (stopping_) {
+    err = "kube_request: the instance is stopping";
+    return KH_ERR_FAILED_PRECONDITION;
+  }
+  if (req == nullptr || outId == nullptr || req->struct_size < sizeof(kh_kube_request_t)) {
+    err = "kube_request: the request is NULL or too small";
+    return KH_ERR_INVALID_ARGUMENT;
+  }
+  auto str = [](const char* p) { return p != nullptr ? std::string(p) : std::string(); };
+  kube::KubeWrite w;
+  switch (req->verb) {
+  case KH_KUBE_PATCH: w.verb = kube::KubeWrite::Verb::kPatch; break;
+  case KH_KUBE_CREATE: w.verb = kube::KubeWrite::Verb::kCreate; break;
+  case KH_KUBE_DELETE: w.verb = kube::KubeWrite::Verb::kDelete; break;
+  default:
+    err = "kube_request: unknown verb " + std::to_string(req->verb);
+    return KH_ERR_INVALID_ARGUMENT;
+  }
+  if (w.verb == kube::KubeWrite::Verb::kPatch) {
+    if (req->patch_type == KH_PATCH_MERGE)
+      w.patchType = kube::KubeWrite::PatchType::kMerge;
+    else if (req->patch_type == KH_PATCH_JSON)
+      w.patchType = kube::KubeWrite::PatchType::kJson;
+    else {
+      err = "kube_request: unknown patch type " + std::to_string(req->patch_type);
+      return KH_ERR_INVALID_ARGUMENT;
+    }
+  }
+  w.group = str(req->group);
+  w.version = str(req->version);
+  w.resource = str(req->resource);
+  w.namespaceName = str(req->namespace_name);
+  w.name = str(req->name);
+  w.subresource = str(req->subresource);
+  if (req->body != nullptr) w.body.assign(req->body, req->body_len);
+  w.resourceVersion = str(req->resource_version);
+  uint64_t id;
+  {
+    std::lock_guard lock(mu_);
+    id = ++nextRequestId_;
+    pendingRequests_[id] = req->user_tag;
+  }
+  auto sent = services_.kube->write(w, [this, id](kube::KubeWriteResult r) {
+    boost::asio::post(executor_, [this, id, r = std::move(r)] { completeRequest(id, r); });
+  });
+  if (!sent) {
+    std::lock_guard lock(mu_);
+    pendingRequests_.erase(id);
+    err = "kube_request: " + sent.error();
+    return KH_ERR_INVALID_ARGUMENT;
+  }
+  *outId = id;
+  return KH_OK;
+}
+
+void PluginInstance::completeRequest(uint64_t id, const kube::KubeWriteResult& result) {
+  uint64_t tag;
+  {
+    std::lock_guard lock(mu_);
+    auto it = pendingRequests_.find(id);
+    if (it == pendingRequests_.end()) return; // already completed when the instance stopped
+    tag = it->second;
+    pendingRequests_.erase(it);
+  }
+  if (plugin_.on_kube_result == nullptr || instance_ == nullptr) return;
+  kh_kube_result_t r{};
+  r.struct_size = sizeof r;
+  r.request_id = id;
+  r.user_tag = tag;
+  r.http_code = result.httpCode;
+  r.body = result.body.c_str();
+  r.body_len = result.body.size();
+  r.message = result.message.c_str();
+  invoke(kOnKubeResult, [&] { return plugin_.on_kube_result(instance_, &r); });
+}
+
+void PluginInstance::failPendingRequests() {
+  std::map<uint64_t, uint64_t> pending;
+  {
+    std::lock_guard lock(mu_);
+    pending.swap(pendingRequests_);
+  }
+  for (const auto& [id, tag] : pending) {
+    if (plugin_.on_kube_result == nullptr) break;
+    kh_kube_result_t r{};
+    r.struct_size = sizeof r;
+    r.request_id = id;
+    r.user_tag = tag;
+    r.http_code = 0;
+    r.body = "";
+    r.message = "the instance stopped before the request completed";
+    invoke(kOnKubeResult, [&] { return plugin_.on_kube_result(instance_, &r); });
+  }
+}
+
+std::size_t PluginInstance::pendingKubeRequests() const {
+  std::lock_guard lock(mu_);
+  return pendingRequests_.size();
 }
 
 } // namespace kuscia_host

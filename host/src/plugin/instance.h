@@ -18,6 +18,7 @@
 
 #include "admin/health.h"
 #include "common/result.h"
+#include "kube/kube_client.h"
 #include "logging/logging.h"
 #include "metrics/registry.h"
 #include "plugin/loader.h"
@@ -46,6 +47,7 @@ struct HostServices {
   HostMetrics& hostMetrics;
   LogManager& logs;
   const Clock& clock;
+  kube::KubeClient* kube = nullptr; // null: no cluster configured
 };
 
 struct InstanceOptions {
@@ -105,6 +107,14 @@ public:
   kh_status_t cancelTimer(uint64_t id);
   void setReady(bool ready, const char* reason);
   void countPluginCallError(const char* what);
+  kh_status_t subscribe(const kh_subscription_t* sub, uint64_t* outId, std::string& err);
+  kh_status_t cacheGet(uint64_t subscription, const char* key, kh_object_visitor_t visitor,
+                       void* user);
+  kh_status_t cacheList(uint64_t subscription, const char* selector, kh_object_visitor_t visitor,
+                        void* user);
+  kh_status_t kubeRequest(const kh_kube_request_t* req, uint64_t* outId, std::string& err);
+  // Kube requests sent and not yet completed.
+  std::size_t pendingKubeRequests() const;
 
 private:
   friend struct HostApi;
@@ -114,6 +124,10 @@ private:
   // Runs a plugin callback on the executor with accounting. Must be called on the executor.
   template <class Fn> kh_status_t invoke(Callback which, Fn&& fn);
   void armTimer(const std::shared_ptr<Timer>& t);
+  void deliver(const kube::Subscription& sub, kube::ChangeType type, kube::RecordPtr record);
+  void completeRequest(uint64_t id, const kube::KubeWriteResult& result);
+  // Completes every pending kube request with http_code 0. On the executor.
+  void failPendingRequests();
 
   std::shared_ptr<PluginLibrary> library_;
   const kh_plugin_v1_t& plugin_;
@@ -135,6 +149,10 @@ private:
   uint64_t nextTimerId_ = 0;
   std::map<uint64_t, std::shared_ptr<Timer>> timers_;
   std::vector<std::unique_ptr<Metric>> metrics_;
+  bool creating_ = false;
+  std::vector<uint64_t> subscriptions_;
+  uint64_t nextRequestId_ = 0;
+  std::map<uint64_t, uint64_t> pendingRequests_; // request id -> user tag
 
   std::array<MetricSeries*, kCallbackCount> callbackSeries_{};
   std::array<MetricSeries*, kCallbackCount> errorSeries_{};
@@ -142,8 +160,8 @@ private:
   std::vector<double> durationBounds_;
 };
 
-// The host services table handed to every plugin (kube operations are NULL until a cluster is
-// configured and supported).
-const kh_host_api_v1_t* hostApiTable();
+// The host services table handed to every plugin; the kube operations are NULL when no cluster
+// is configured.
+const kh_host_api_v1_t* hostApiTable(bool withKube);
 
 } // namespace kuscia_host

@@ -1,0 +1,113 @@
+#include "kube/api_client.h"
+
+#include <boost/asio/steady_timer.hpp>
+
+#include <charconv>
+
+namespace kuscia_host::kube {
+
+namespace {
+
+template <class T> T* must(Result<T*> r) {
+  if (!r) throw std::logic_error("kube metric registration failed: " + r.error());
+  return r.value();
+}
+
+} // namespace
+
+KubeMetrics::KubeMetrics(MetricsRegistry& r)
+    : watchRestarts(must(r.family(MetricKind::kCounter, "kuscia_host_kube_watch_restarts_total",
+                                  "Watches started again after the first (normal end, error, 410)",
+                                  {"informer"}))),
+      relists(
+          must(r.family(MetricKind::kCounter, "kuscia_host_kube_relists_total",
+                        "Full LISTs after the initial one (410 Expired, errors)", {"informer"}))),
+      events(must(r.family(MetricKind::kCounter, "kuscia_host_kube_events_total",
+                           "Watch events received, by type", {"informer", "type"}))),
+      decodeErrors(must(r.family(MetricKind::kCounter, "kuscia_host_kube_decode_errors_total",
+                                 "Objects, events or frames skipped as malformed", {"informer"}))),
+      objectsCached(must(r.family(MetricKind::kGauge, "kuscia_host_kube_objects_cached",
+                                  "Objects in the informer's cache", {"informer"}))),
+      bytesCached(must(r.family(MetricKind::kGauge, "kuscia_host_kube_cache_bytes",
+                                "Bytes held by the informer's cached records", {"informer"}))),
+      requestDuration(
+          must(r.family(MetricKind::kHistogram, "kuscia_host_kube_request_duration_seconds",
+                        "API requests (not watches) by verb and HTTP code "
+                        "(\"error\": no response)",
+                        {"verb", "code"}))),
+      requestRetries(must(r.family(MetricKind::kCounter, "kuscia_host_kube_request_retries_total",
+                                   "API requests retried, by verb and the code that caused it",
+                                   {"verb", "code"}))),
+      rateLimiterWait(
+          must(r.family(MetricKind::kCounter, "kuscia_host_kube_rate_limiter_wait_seconds_total",
+                        "Time requests waited for the client-side rate limiter", {}))) {}
+
+ApiClient::ApiClient(boost::asio::io_context& io, std::shared_ptr<HttpTransport> transport,
+                     double qps, int burst, const Clock& clock, KubeMetrics& metrics,
+                     std::shared_ptr<spdlog::logger> logger)
+    : io_(io), transport_(std::move(transport)), clock_(clock), limiter_(qps, burst, clock),
+      metrics_(metrics), logger_(std::move(logger)) {}
+
+std::chrono::milliseconds ApiClient::retryDelay(const Result<HttpResponse>& r, int attempt,
+                                                int maxRetries) {
+  using std::chrono::milliseconds;
+  if (attempt > maxRetries) return milliseconds(-1);
+  // Exponential from 200 ms, capped at 10 s, when the server gives no Retry-After.
+  auto backoff = milliseconds(std::min<int64_t>(10000, int64_t{200} << std::min(attempt - 1, 10)));
+  if (!r) return backoff; // connection refused, reset, timed out
+  int status = r->status;
+  if (status != 429 && status < 500) return milliseconds(-1);
+  if (auto it = r->headers.find("retry-after"); it != r->headers.end()) {
+    int seconds = 0;
+    const auto& v = it->second;
+    auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), seconds);
+    if (ec == std::errc() && p == v.data() + v.size() && seconds >= 0)
+      return milliseconds(int64_t{std::min(seconds, 300)} * 1000);
+  }
+  return backoff;
+}
+
+void ApiClient::call(ApiCall c, std::function<void(Result<HttpResponse>)> done) {
+  attempt(std::make_shared<ApiCall>(std::move(c)), 1,
+          std::make_shared<std::function<void(Result<HttpResponse>)>>(std::move(done)));
+}
+
+void ApiClient::attempt(std::shared_ptr<ApiCall> c, int n,
+                        std::shared_ptr<std::function<void(Result<HttpResponse>)>> done) {
+  if (stopped_)
+    return (*done)(makeError(c->http.method + " " + c->http.target + ": shutting down"));
+  auto wait = c->rateLimited ? limiter_.reserve() : std::chrono::nanoseconds(0);
+  if (wait.count() <= 0) return send(std::move(c), n, std::move(done));
+  metrics_.rateLimiterWait->series({})->add(std::chrono::duration<double>(wait).count());
+  auto timer = std::make_shared<boost::asio::steady_timer>(io_, wait);
+  timer->async_wait([self = shared_from_this(), timer, c, n,
+                     done](const boost::system::error_code&) { self->send(c, n, done); });
+}
+
+void ApiClient::send(std::shared_ptr<ApiCall> c, int n,
+                     std::shared_ptr<std::function<void(Result<HttpResponse>)>> done) {
+  int64_t t0 = clock_.monotonicNanos();
+  transport_->send(c->http, [self = shared_from_this(), c, n, done, t0](Result<HttpResponse> r) {
+    double secs = static_cast<double>(self->clock_.monotonicNanos() - t0) / 1e9;
+    std::string code = r ? std::to_string(r->status) : std::string("error");
+    auto* hist = self->metrics_.requestDuration;
+    hist->series({c->verb, code})->observe(hist->buckets(), secs);
+    auto delay = retryDelay(r, n, c->maxRetries);
+    if (delay.count() < 0 || self->stopped_) return (*done)(std::move(r));
+    self->metrics_.requestRetries->series({c->verb, code})->add(1);
+    self->logger_->debug("{} {}: {}; retry {} of {} in {} ms", c->http.method, c->http.target,
+                         r ? "HTTP " + code : r.error(), n, c->maxRetries, delay.count());
+    auto timer = std::make_shared<boost::asio::steady_timer>(self->io_, delay);
+    timer->async_wait([self, timer, c, n, done](const boost::system::error_code&) {
+      self->attempt(c, n + 1, done);
+    });
+  });
+}
+
+std::shared_ptr<HttpTransport::Stream>
+ApiClient::watch(HttpRequest request, std::function<void(std::string_view)> onData,
+                 std::function<void(Result<HttpResponse>)> done) {
+  return transport_->stream(std::move(request), std::move(onData), std::move(done));
+}
+
+} // namespace kuscia_host::kube

@@ -1,0 +1,80 @@
+// Requests to the API server other than watches: client-side rate limited (token bucket, qps and
+// burst from config; never applied to watches), retried on 429/5xx/connection errors (Retry-After
+// honoured, up to `maxRetries` times as client-go), and measured (latency by verb and code,
+// rate-limiter wait, retries).
+#pragma once
+
+#include <boost/asio/io_context.hpp>
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <spdlog/logger.h>
+#include <string>
+
+#include "kube/http_client.h"
+#include "kube/rate_limiter.h"
+#include "metrics/registry.h"
+
+namespace kuscia_host::kube {
+
+// The host's Kubernetes client metrics.
+struct KubeMetrics {
+  explicit KubeMetrics(MetricsRegistry& registry);
+  MetricFamily* watchRestarts;
+  MetricFamily* relists;
+  MetricFamily* events;
+  MetricFamily* decodeErrors;
+  MetricFamily* objectsCached;
+  MetricFamily* bytesCached;
+  MetricFamily* requestDuration;
+  MetricFamily* requestRetries;
+  MetricFamily* rateLimiterWait;
+};
+
+struct ApiCall {
+  std::string verb; // for metrics: list, get, create, patch, delete
+  HttpRequest http;
+  bool rateLimited = true;
+  int maxRetries = 10;
+};
+
+class ApiClient : public std::enable_shared_from_this<ApiClient> {
+public:
+  ApiClient(boost::asio::io_context& io, std::shared_ptr<HttpTransport> transport, double qps,
+            int burst, const Clock& clock, KubeMetrics& metrics,
+            std::shared_ptr<spdlog::logger> logger);
+
+  // `done` runs once on an io thread with the final response (any status) or the last
+  // transport error.
+  void call(ApiCall call, std::function<void(Result<HttpResponse>)> done);
+  // A watch: neither rate limited nor retried (the reflector decides).
+  std::shared_ptr<HttpTransport::Stream> watch(HttpRequest request,
+                                               std::function<void(std::string_view)> onData,
+                                               std::function<void(Result<HttpResponse>)> done);
+  // Stops retrying; calls still waiting fail with "shutting down".
+  void stop() { stopped_ = true; }
+
+  RateLimiter& limiter() { return limiter_; }
+
+  // Retry policy, exposed for tests: the delay before attempt `attempt` (1-based) after a
+  // response or failure; negative = do not retry.
+  static std::chrono::milliseconds retryDelay(const Result<HttpResponse>& r, int attempt,
+                                              int maxRetries);
+
+private:
+  void attempt(std::shared_ptr<ApiCall> call, int n,
+               std::shared_ptr<std::function<void(Result<HttpResponse>)>> done);
+  void send(std::shared_ptr<ApiCall> call, int n,
+            std::shared_ptr<std::function<void(Result<HttpResponse>)>> done);
+
+  boost::asio::io_context& io_;
+  std::shared_ptr<HttpTransport> transport_;
+  const Clock& clock_;
+  RateLimiter limiter_;
+  KubeMetrics& metrics_;
+  std::shared_ptr<spdlog::logger> logger_;
+  std::atomic<bool> stopped_{false};
+};
+
+} // namespace kuscia_host::kube

@@ -1,0 +1,450 @@
+#include "kube/informer.h"
+
+#include <boost/asio/post.hpp>
+
+#include <chrono>
+#include <nlohmann/json.hpp>
+
+namespace kuscia_host::kube {
+
+namespace net = boost::asio;
+using std::chrono::milliseconds;
+
+namespace {
+
+int64_t nowMs() {
+  return std::chrono::duration_cast<milliseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+std::string urlEncode(const std::string& s) {
+  static const char* kHex = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : s) {
+    if (std::isalnum(c) != 0 || c == '-' || c == '_' || c == '.' || c == '~') {
+      out += static_cast<char>(c);
+    } else {
+      out += '%';
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    }
+  }
+  return out;
+}
+
+// The Status message of an error body, or the HTTP code.
+std::string statusMessage(const HttpResponse& r) {
+  auto j = nlohmann::json::parse(r.body, nullptr, false);
+  if (j.is_object() && j.contains("message") && j["message"].is_string())
+    return "HTTP " + std::to_string(r.status) + ": " + j["message"].get<std::string>();
+  return "HTTP " + std::to_string(r.status);
+}
+
+bool tooLargeResourceVersion(const HttpResponse& r) {
+  if (r.status != 504) return false;
+  return r.body.find("ResourceVersionTooLarge") != std::string::npos ||
+         r.body.find("Too large resource version") != std::string::npos;
+}
+
+} // namespace
+
+// --- Subscription ------------------------------------------------------------------------
+
+Subscription::Subscription(uint64_t id, SubscriptionSpec spec, apiserver::LabelSelector selector,
+                           Sink sink)
+    : id_(id), spec_(std::move(spec)), selector_(std::move(selector)), sink_(std::move(sink)),
+      prefix_(spec_.namespaceName.empty() ? std::string() : spec_.namespaceName + "/") {}
+
+bool Subscription::matches(const Record& r) const {
+  if (!prefix_.empty() && r.key().substr(0, prefix_.size()) != prefix_) return false;
+  if (selector_.empty()) return true;
+  return selector_.matches([&r](std::string_view k) { return r.label(k); });
+}
+
+std::string Subscription::fieldsJson(const Record& r) const {
+  std::string out = "[";
+  for (std::size_t i = 0; i < slots_.size(); ++i) {
+    if (i > 0) out += ',';
+    std::string_view v = r.field(slots_[i]);
+    out += v.empty() ? std::string_view("null") : v;
+  }
+  out += ']';
+  return out;
+}
+
+bool Subscription::differs(const Record& a, const Record& b) const {
+  for (std::size_t s : slots_)
+    if (a.field(s) != b.field(s)) return true;
+  return spec_.wantRaw && a.raw() != b.raw();
+}
+
+void Subscription::change(const RecordPtr& before, const RecordPtr& after) const {
+  bool was = before && matches(*before);
+  bool is = after && matches(*after);
+  if (!was && is)
+    deliver(ChangeType::kAdded, after);
+  else if (was && is && differs(*before, *after))
+    deliver(ChangeType::kModified, after);
+  else if (was && !is)
+    deliver(ChangeType::kDeleted, after ? after : before);
+}
+
+// --- Informer ----------------------------------------------------------------------------
+
+Informer::Informer(net::io_context& io, std::shared_ptr<ApiClient> api, KubeMetrics& metrics,
+                   std::shared_ptr<spdlog::logger> logger, std::string group, std::string version,
+                   std::string resource, std::string namespaceName, ReflectorOptions options)
+    : io_(io), strand_(net::make_strand(io)), api_(std::move(api)), metrics_(metrics),
+      logger_(std::move(logger)), group_(std::move(group)), version_(std::move(version)),
+      resource_(std::move(resource)), namespace_(std::move(namespaceName)),
+      id_(resource_ + (group_.empty() ? "" : "." + group_) +
+          (namespace_.empty() ? "" : "@" + namespace_)),
+      options_(options), rng_(std::random_device{}()) {
+  restarts_ = metrics_.watchRestarts->series({id_});
+  relists_ = metrics_.relists->series({id_});
+  decodeErrors_ = metrics_.decodeErrors->series({id_});
+  objects_ = metrics_.objectsCached->series({id_});
+  bytes_ = metrics_.bytesCached->series({id_});
+  const char* types[] = {"ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR", "unknown"};
+  for (std::size_t i = 0; i < eventSeries_.size(); ++i)
+    eventSeries_[i] = metrics_.events->series({id_, types[i]});
+}
+
+Informer::~Informer() = default;
+
+Result<std::shared_ptr<Subscription>> Informer::subscribe(uint64_t id, SubscriptionSpec spec,
+                                                          Subscription::Sink sink) {
+  auto selector = apiserver::LabelSelector::parse(spec.labelSelector);
+  if (!selector)
+    return makeError("label selector '" + spec.labelSelector + "': " + selector.error());
+  std::vector<std::size_t> slots;
+  for (const auto& f : spec.fields) {
+    if (f.rfind("/metadata/labels", 0) == 0) keepLabels_ = true;
+    auto slot = paths_.add(f);
+    if (!slot) return makeError(slot.error());
+    slots.push_back(*slot);
+  }
+  if (!selector->empty()) keepLabels_ = true;
+  keepRaw_ = keepRaw_ || spec.wantRaw;
+  auto sub =
+      std::make_shared<Subscription>(id, std::move(spec), std::move(*selector), std::move(sink));
+  sub->slots_ = std::move(slots);
+  subs_.push_back(sub);
+  return sub;
+}
+
+std::string Informer::basePath() const {
+  std::string p = group_.empty() ? "/api/" + version_ : "/apis/" + group_ + "/" + version_;
+  if (!namespace_.empty()) p += "/namespaces/" + namespace_;
+  return p + "/" + resource_;
+}
+
+void Informer::start() {
+  decoder_ = std::make_unique<Decoder>(paths_, Decoder::Options{keepLabels_, keepRaw_});
+  net::post(strand_, [self = shared_from_this()] { self->list("0", true); });
+}
+
+void Informer::stop() {
+  stopped_ = true;
+  ++gen_;
+  std::shared_ptr<HttpTransport::Stream> s;
+  {
+    std::lock_guard lock(streamMu_);
+    s = std::move(stream_);
+  }
+  if (s) s->cancel();
+}
+
+std::string Informer::status() const {
+  if (synced_) return "";
+  std::lock_guard lock(statusMu_);
+  return lastError_.empty() ? "initial list in progress" : lastError_;
+}
+
+RecordPtr Informer::get(std::string_view key) const {
+  std::shared_lock lock(cacheMu_);
+  return cache_.get(key);
+}
+
+std::size_t Informer::size() const {
+  std::shared_lock lock(cacheMu_);
+  return cache_.size();
+}
+
+void Informer::noteError(const std::string& what) {
+  logger_->warn("informer {}: {}", id_, what);
+  std::lock_guard lock(statusMu_);
+  lastError_ = what;
+}
+
+void Informer::decodeError(const std::string& what) {
+  decodeErrors_->add(1);
+  // Logged once per informer; the counter tells how many followed.
+  if (!loggedDecodeError_) {
+    loggedDecodeError_ = true;
+    logger_->warn("informer {}: skipped a malformed object: {} (further ones are only counted "
+                  "in kuscia_host_kube_decode_errors_total)",
+                  id_, what);
+  }
+}
+
+milliseconds Informer::nextBackoff() {
+  int64_t now = nowMs();
+  if (backoff_.count() == 0 || now - lastFailure_ > options_.resetBackoffAfter.count())
+    backoff_ = options_.initialBackoff;
+  else
+    backoff_ = std::min(options_.maxBackoff, backoff_ * 2);
+  lastFailure_ = now;
+  // Jitter: up to +50%.
+  std::uniform_int_distribution<int64_t> jitter(0, backoff_.count() / 2);
+  return backoff_ + milliseconds(jitter(rng_));
+}
+
+void Informer::after(milliseconds delay, std::function<void()> fn) {
+  if (stopped_) return;
+  auto timer = std::make_shared<net::steady_timer>(strand_, delay);
+  timer->async_wait(
+      [self = shared_from_this(), timer, fn = std::move(fn)](const boost::system::error_code&) {
+        if (!self->stopped_) fn();
+      });
+}
+
+// --- list --------------------------------------------------------------------------------
+
+void Informer::list(std::string resourceVersion, bool paged) {
+  if (stopped_) return;
+  if (!firstList_) relists_->add(1);
+  firstList_ = false;
+  uint64_t gen = ++gen_;
+  page(gen, std::move(resourceVersion), "", paged, std::make_shared<ObjectCache>());
+}
+
+void Informer::page(uint64_t gen, std::string rv, std::string continueToken, bool paged,
+                    std::shared_ptr<ObjectCache> pending) {
+  std::string target = basePath() + "?";
+  if (paged) target += "limit=" + std::to_string(options_.pageSize) + "&";
+  if (!continueToken.empty())
+    target += "continue=" + urlEncode(continueToken); // never with a resourceVersion
+  else if (!rv.empty())
+    target += "resourceVersion=" + urlEncode(rv);
+  if (target.back() == '&' || target.back() == '?') target.pop_back();
+  ApiCall call{"list", HttpRequest{"GET", target, "", "", milliseconds(60000)}, true, 10};
+  api_->call(std::move(call), [self = shared_from_this(), gen, rv, continueToken, paged,
+                               pending](Result<HttpResponse> r) {
+    net::post(self->strand_, [self, gen, rv, continueToken, paged, pending, r = std::move(r)] {
+      if (self->stopped_ || gen != self->gen_) return;
+      if (!r) {
+        self->noteError("list failed: " + r.error());
+        return self->after(self->nextBackoff(), [self, rv] { self->list(rv, true); });
+      }
+      if (r->status == 410) {
+        if (!continueToken.empty()) {
+          // The continue token expired: one full list at the original resourceVersion.
+          self->noteError("list continuation expired; listing in one request");
+          return self->list(rv, false);
+        }
+        self->noteError("list at resourceVersion " + rv + " is too old; listing the latest");
+        return self->list("", true);
+      }
+      if (tooLargeResourceVersion(*r)) {
+        self->noteError("list: resourceVersion " + rv + " is too large; listing the latest");
+        return self->after(self->nextBackoff(), [self] { self->list("", true); });
+      }
+      if (r->status != 200) {
+        self->noteError("list " + self->basePath() + " failed: " + statusMessage(*r));
+        return self->after(self->nextBackoff(), [self, rv] { self->list(rv, true); });
+      }
+      auto meta = self->decoder_->decodeList(
+          r->body,
+          [&](Projected& item) {
+            if (self->namespace_.empty() || item.namespaceName == self->namespace_)
+              pending->put(RecordPtr::make(item, self->keepRaw_));
+          },
+          [&](const std::string& why) { self->decodeError(why); });
+      if (!meta) {
+        self->decodeError("LIST page: " + meta.error());
+        self->noteError("malformed LIST page: " + meta.error());
+        return self->after(self->nextBackoff(), [self, rv] { self->list(rv, true); });
+      }
+      if (!meta->continueToken.empty())
+        return self->page(gen, rv, meta->continueToken, paged, pending);
+      self->replace(pending, meta->resourceVersion);
+      self->watch();
+    });
+  });
+}
+
+void Informer::replace(const std::shared_ptr<ObjectCache>& pending, const std::string& rv) {
+  {
+    std::unique_lock lock(cacheMu_);
+    cache_.swap(*pending);
+  }
+  // `pending` now holds the previous state: report what changed.
+  cache_.forEach([&](const RecordPtr& now) {
+    RecordPtr before = pending->get(now->key());
+    if (before && before->sameContent(*now)) return;
+    for (const auto& s : subs_)
+      s->change(before, now);
+  });
+  pending->forEach([&](const RecordPtr& gone) {
+    if (cache_.get(gone->key())) return;
+    for (const auto& s : subs_)
+      s->change(gone, RecordPtr());
+  });
+  lastRv_ = rv;
+  lastRvExpired_ = false;
+  updateGauges();
+  if (!synced_) {
+    synced_ = true;
+    for (const auto& s : subs_)
+      s->deliver(ChangeType::kSynced, RecordPtr());
+    logger_->info("informer {} synced: {} object(s) at resourceVersion {}", id_, cache_.size(), rv);
+  }
+  std::lock_guard lock(statusMu_);
+  lastError_.clear();
+}
+
+void Informer::updateGauges() {
+  objects_->set(static_cast<double>(cache_.size()));
+  bytes_->set(static_cast<double>(cache_.recordBytes() + cache_.size() * 64));
+}
+
+// --- watch -------------------------------------------------------------------------------
+
+void Informer::watch() {
+  if (stopped_) return;
+  if (!firstWatch_) restarts_->add(1);
+  firstWatch_ = false;
+  uint64_t gen = ++gen_;
+  std::uniform_int_distribution<int> timeout(options_.minWatchTimeoutSeconds,
+                                             options_.maxWatchTimeoutSeconds);
+  int seconds = timeout(rng_);
+  std::string target =
+      basePath() + "?watch=true&allowWatchBookmarks=true&resourceVersion=" + urlEncode(lastRv_) +
+      "&timeoutSeconds=" + std::to_string(seconds);
+  splitter_.reset();
+  watchStarted_ = nowMs();
+  watchEvents_ = 0;
+  watchExpired_ = false;
+  watchBroken_ = false;
+  auto self = shared_from_this();
+  auto s = api_->watch(
+      HttpRequest{"GET", target, "", "", milliseconds((seconds + 60) * 1000)},
+      [self, gen](std::string_view bytes) { self->onWatchData(gen, bytes); },
+      [self, gen](Result<HttpResponse> r) {
+        net::post(self->strand_, [self, gen, r = std::move(r)]() mutable {
+          self->onWatchDone(gen, std::move(r));
+        });
+      });
+  std::lock_guard lock(streamMu_);
+  stream_ = std::move(s);
+  if (stopped_ && stream_) stream_->cancel();
+}
+
+void Informer::onWatchData(uint64_t gen, std::string_view bytes) {
+  if (stopped_ || gen != gen_ || watchExpired_ || watchBroken_) return;
+  splitter_.feed(bytes);
+  std::string_view frame;
+  while (true) {
+    auto st = splitter_.next(frame);
+    if (st == FrameSplitter::Status::kNeedMore) return;
+    if (st == FrameSplitter::Status::kError) {
+      decodeError(splitter_.error());
+      noteError("watch stream broken: " + splitter_.error() + "; watching again");
+      watchBroken_ = true;
+      break;
+    }
+    auto type =
+        decoder_->decodeEvent(frame, splitter_.capacityAfter(frame) + frame.size(), scratch_);
+    if (!type) {
+      eventSeries_[5]->add(1);
+      decodeError(type.error());
+      continue;
+    }
+    ++watchEvents_;
+    eventSeries_[static_cast<std::size_t>(*type)]->add(1);
+    switch (*type) {
+    case EventType::kAdded:
+    case EventType::kModified:
+    case EventType::kDeleted:
+      apply(*type, scratch_);
+      lastRv_ = scratch_.resourceVersion;
+      break;
+    case EventType::kBookmark: lastRv_ = scratch_.resourceVersion; break;
+    case EventType::kError:
+      if (scratch_.code == 410) {
+        watchExpired_ = true;
+        noteError("watch expired (410 " + scratch_.reason + "): relisting");
+      } else {
+        watchBroken_ = true;
+        noteError("watch ERROR event " + std::to_string(scratch_.code) + ": " + scratch_.message);
+      }
+      break;
+    case EventType::kUnknown: break; // ignored, as upstream clients do
+    }
+    if (watchExpired_ || watchBroken_) break;
+  }
+  // Ends the stream; onWatchDone decides what follows.
+  std::lock_guard lock(streamMu_);
+  if (stream_) stream_->cancel();
+}
+
+void Informer::apply(EventType type, const Projected& object) {
+  if (!namespace_.empty() && object.namespaceName != namespace_) return;
+  RecordPtr rec = RecordPtr::make(object, keepRaw_);
+  RecordPtr before;
+  {
+    std::unique_lock lock(cacheMu_);
+    before = type == EventType::kDeleted ? cache_.erase(rec->key()) : cache_.put(rec);
+  }
+  if (type == EventType::kDeleted) {
+    // The last state: the event's object, seen by those who saw the object before.
+    for (const auto& s : subs_)
+      if ((before && s->matches(*before)) || (!before && s->matches(*rec)))
+        s->deliver(ChangeType::kDeleted, rec);
+  } else {
+    for (const auto& s : subs_)
+      s->change(before, rec);
+  }
+  updateGauges();
+}
+
+void Informer::onWatchDone(uint64_t gen, Result<HttpResponse> r) {
+  if (stopped_ || gen != gen_) return;
+  {
+    std::lock_guard lock(streamMu_);
+    stream_.reset();
+  }
+  auto self = shared_from_this();
+  if (watchExpired_ || (r && r->status == 410)) {
+    // Relist from the last resourceVersion seen; if that is too old as well, the latest.
+    std::string rv = lastRvExpired_ ? std::string() : lastRv_;
+    lastRvExpired_ = true;
+    return list(rv, true);
+  }
+  if (watchBroken_) return after(nextBackoff(), [self] { self->watch(); });
+  if (r && tooLargeResourceVersion(*r)) {
+    noteError("watch: resourceVersion too large; relisting");
+    return after(nextBackoff(), [self] { self->list("", true); });
+  }
+  if (r && r->status != 200) {
+    noteError("watch failed: " + statusMessage(*r));
+    return after(nextBackoff(), [self] { self->watch(); });
+  }
+  bool shortAndEmpty = watchEvents_ == 0 && nowMs() - watchStarted_ < options_.shortWatch.count();
+  if (!r && watchEvents_ == 0) {
+    // Connection refused, reset before anything arrived: back off, watch the same RV again.
+    noteError("watch failed: " + r.error());
+    return after(nextBackoff(), [self] { self->watch(); });
+  }
+  if (shortAndEmpty) {
+    noteError("watch closed within " + std::to_string(options_.shortWatch.count()) +
+              " ms without events; relisting");
+    return after(nextBackoff(), [self] { self->list(self->lastRv_, true); });
+  }
+  // Normal end (timeout, or the server closed it): watch again from the last resourceVersion.
+  watch();
+}
+
+} // namespace kuscia_host::kube

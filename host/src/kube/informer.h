@@ -1,0 +1,173 @@
+// Informer: one reflector (list, then watch; kube-api.md A1-A13) for one resource in one
+// namespace (or all), its compact cache, and the subscriptions it feeds. Every plugin
+// subscription to the same resource shares it; the cache keeps the union of their fields.
+#pragma once
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <random>
+#include <shared_mutex>
+#include <spdlog/logger.h>
+#include <string>
+#include <vector>
+
+#include "apiserver/selector.h"
+#include "kube/api_client.h"
+#include "kube/frame_splitter.h"
+#include "kube/object_cache.h"
+#include "kube/projection.h"
+
+namespace kuscia_host::kube {
+
+enum class ChangeType { kAdded = 1, kModified = 2, kDeleted = 3, kSynced = 4 };
+
+// What a subscriber declared (kh_subscription_t, validated).
+struct SubscriptionSpec {
+  std::string group;
+  std::string version;
+  std::string resource;
+  std::string namespaceName; // "" = every namespace
+  std::string labelSelector;
+  std::vector<std::string> fields; // JSON pointers
+  bool wantRaw = false;
+};
+
+// One subscriber's view of an informer. The sink runs on the informer's thread and must only
+// hand the change over (post it to the subscriber's executor).
+class Subscription {
+public:
+  using Sink = std::function<void(const Subscription&, ChangeType, RecordPtr)>;
+  Subscription(uint64_t id, SubscriptionSpec spec, apiserver::LabelSelector selector, Sink sink);
+
+  uint64_t id() const { return id_; }
+  const SubscriptionSpec& spec() const { return spec_; }
+  // Whether the object is in this subscription's namespace and selector.
+  bool matches(const Record& r) const;
+  // The declared fields of `r`, as a JSON array in declaration order (null when absent).
+  std::string fieldsJson(const Record& r) const;
+  // Whether any declared field (or the raw object, with wantRaw) differs.
+  bool differs(const Record& a, const Record& b) const;
+
+private:
+  friend class Informer;
+  void deliver(ChangeType t, const RecordPtr& r) const { sink_(*this, t, r); }
+  // Old and new state of one object (either may be empty): the change this subscriber sees.
+  void change(const RecordPtr& before, const RecordPtr& after) const;
+
+  uint64_t id_;
+  SubscriptionSpec spec_;
+  apiserver::LabelSelector selector_;
+  Sink sink_;
+  std::vector<std::size_t> slots_; // informer field slots, in declaration order
+  std::string prefix_;             // "<namespace>/" or "" for all
+};
+
+struct ReflectorOptions {
+  std::size_t pageSize = 500;
+  std::chrono::milliseconds initialBackoff{800};
+  std::chrono::milliseconds maxBackoff{30000};
+  std::chrono::milliseconds resetBackoffAfter{120000};
+  int minWatchTimeoutSeconds = 300;
+  int maxWatchTimeoutSeconds = 600;
+  std::chrono::milliseconds shortWatch{1000}; // a watch ending sooner with no event is an error
+};
+
+class Informer : public std::enable_shared_from_this<Informer> {
+public:
+  Informer(boost::asio::io_context& io, std::shared_ptr<ApiClient> api, KubeMetrics& metrics,
+           std::shared_ptr<spdlog::logger> logger, std::string group, std::string version,
+           std::string resource, std::string namespaceName, ReflectorOptions options);
+  ~Informer();
+
+  // Before start() only. Fails on a bad selector or JSON pointer.
+  Result<std::shared_ptr<Subscription>> subscribe(uint64_t id, SubscriptionSpec spec,
+                                                  Subscription::Sink sink);
+  void start();
+  void stop();
+
+  // "pods", "kusciatasks.kuscia.secretflow", with "@<namespace>" when namespaced.
+  const std::string& id() const { return id_; }
+  bool synced() const { return synced_; }
+  // Why the informer is not synced (last error), "" when it is.
+  std::string status() const;
+
+  RecordPtr get(std::string_view key) const;
+  template <class Fn> void forEach(Fn&& fn) const {
+    std::shared_lock lock(cacheMu_);
+    cache_.forEach(fn);
+  }
+  std::size_t size() const;
+
+private:
+  void list(std::string resourceVersion, bool paged);
+  void page(uint64_t gen, std::string resourceVersion, std::string continueToken, bool paged,
+            std::shared_ptr<ObjectCache> pending);
+  void replace(const std::shared_ptr<ObjectCache>& pending, const std::string& resourceVersion);
+  void watch();
+  void onWatchData(uint64_t gen, std::string_view bytes);
+  void onWatchDone(uint64_t gen, Result<HttpResponse> r);
+  void apply(EventType type, const Projected& object);
+  void after(std::chrono::milliseconds delay, std::function<void()> fn);
+  std::chrono::milliseconds nextBackoff();
+  void noteError(const std::string& what);
+  void decodeError(const std::string& what);
+  std::string basePath() const;
+  void updateGauges();
+
+  boost::asio::io_context& io_;
+  boost::asio::strand<boost::asio::io_context::executor_type> strand_;
+  std::shared_ptr<ApiClient> api_;
+  KubeMetrics& metrics_;
+  std::shared_ptr<spdlog::logger> logger_;
+  std::string group_, version_, resource_, namespace_;
+  std::string id_;
+  ReflectorOptions options_;
+
+  FieldPaths paths_;
+  std::unique_ptr<Decoder> decoder_;
+  bool keepLabels_ = false;
+  bool keepRaw_ = false;
+  std::vector<std::shared_ptr<Subscription>> subs_;
+
+  mutable std::shared_mutex cacheMu_;
+  ObjectCache cache_;
+
+  // Reflector state; touched by one callback at a time (list, watch and timers never overlap).
+  std::atomic<bool> stopped_{false};
+  std::atomic<bool> synced_{false};
+  std::atomic<uint64_t> gen_{0};
+  std::string lastRv_;
+  bool lastRvExpired_ = false;
+  FrameSplitter splitter_;
+  Projected scratch_;
+  int64_t watchStarted_ = 0;
+  uint64_t watchEvents_ = 0;
+  bool watchExpired_ = false;
+  bool watchBroken_ = false;
+  bool firstWatch_ = true;
+  bool firstList_ = true;
+  std::mutex streamMu_;
+  std::shared_ptr<HttpTransport::Stream> stream_;
+  std::chrono::milliseconds backoff_{0};
+  int64_t lastFailure_ = 0;
+  std::minstd_rand rng_;
+  mutable std::mutex statusMu_;
+  std::string lastError_;
+  bool loggedDecodeError_ = false;
+
+  MetricSeries* restarts_;
+  MetricSeries* relists_;
+  MetricSeries* decodeErrors_;
+  MetricSeries* objects_;
+  MetricSeries* bytes_;
+  std::array<MetricSeries*, 6> eventSeries_{};
+};
+
+} // namespace kuscia_host::kube

@@ -1,0 +1,202 @@
+#include "kube/kube_client.h"
+
+#include <nlohmann/json.hpp>
+#include <set>
+
+namespace kuscia_host::kube {
+
+using nlohmann::json;
+
+Result<std::unique_ptr<KubeClient>> KubeClient::create(boost::asio::io_context& io,
+                                                       const ClusterAccess& access,
+                                                       KubeClientOptions options,
+                                                       const Clock& clock, MetricsRegistry& metrics,
+                                                       std::shared_ptr<spdlog::logger> logger) {
+  auto transport = BeastHttpClient::create(io, access);
+  if (!transport) return makeError(transport.error());
+  return std::make_unique<KubeClient>(io, transport.value(), options, clock, metrics,
+                                      std::move(logger));
+}
+
+KubeClient::KubeClient(boost::asio::io_context& io, std::shared_ptr<HttpTransport> transport,
+                       KubeClientOptions options, const Clock& clock, MetricsRegistry& metrics,
+                       std::shared_ptr<spdlog::logger> logger)
+    : io_(io), options_(options), logger_(std::move(logger)), metrics_(metrics),
+      api_(std::make_shared<ApiClient>(io, std::move(transport), options.qps, options.burst, clock,
+                                       metrics_, logger_)) {}
+
+KubeClient::~KubeClient() {
+  stop();
+}
+
+Result<uint64_t> KubeClient::subscribe(SubscriptionSpec spec, Subscription::Sink sink) {
+  if (spec.version.empty() || spec.resource.empty())
+    return makeError("subscription needs a version and a resource");
+  for (const auto& part : {spec.group, spec.version, spec.resource, spec.namespaceName})
+    if (part.find_first_of("/?#% ") != std::string::npos)
+      return makeError("subscription: '" + part +
+                       "' is not a valid group, version, resource or "
+                       "namespace name");
+  if (auto sel = apiserver::LabelSelector::parse(spec.labelSelector); !sel)
+    return makeError("label selector '" + spec.labelSelector + "': " + sel.error());
+  FieldPaths check;
+  for (const auto& f : spec.fields)
+    if (auto slot = check.add(f); !slot) return makeError(slot.error());
+  std::lock_guard lock(mu_);
+  if (started_) return makeError("subscriptions are only accepted before the informers start");
+  uint64_t id = ++nextId_;
+  pending_.push_back(Pending{id, std::move(spec), std::move(sink)});
+  return id;
+}
+
+void KubeClient::start(HealthRegistry& health) {
+  std::lock_guard lock(mu_);
+  if (started_) return;
+  started_ = true;
+  // One informer per resource: namespaced when all its subscribers share one namespace.
+  std::map<std::string, std::set<std::string>> namespaces;
+  auto gvr = [](const SubscriptionSpec& s) { return s.group + "/" + s.version + "/" + s.resource; };
+  for (const auto& p : pending_)
+    namespaces[gvr(p.spec)].insert(p.spec.namespaceName);
+  std::map<std::string, std::shared_ptr<Informer>> byResource;
+  for (auto& p : pending_) {
+    auto& inf = byResource[gvr(p.spec)];
+    if (!inf) {
+      const auto& ns = namespaces[gvr(p.spec)];
+      std::string scope = ns.size() == 1 ? *ns.begin() : std::string();
+      inf = std::make_shared<Informer>(io_, api_, metrics_, logger_, p.spec.group, p.spec.version,
+                                       p.spec.resource, scope, options_.reflector);
+      informers_.push_back(inf);
+    }
+    auto sub = inf->subscribe(p.id, p.spec, std::move(p.sink));
+    if (!sub) { // validated in subscribe(); cannot happen
+      logger_->error("subscription {}: {}", p.id, sub.error());
+      continue;
+    }
+    subs_[p.id] = {inf, sub.value()};
+  }
+  pending_.clear();
+  for (const auto& inf : informers_) {
+    std::weak_ptr<Informer> weak = inf;
+    health.add("informer:" + inf->id(), [weak] {
+      auto i = weak.lock();
+      if (!i) return HealthStatus{false, true, "stopped"};
+      if (i->synced()) return HealthStatus{true, true, "synced"};
+      return HealthStatus{false, true, "not synced: " + i->status()};
+    });
+    logger_->info("informer {} starting ({} subscription(s))", inf->id(),
+                  std::count_if(subs_.begin(), subs_.end(),
+                                [&](const auto& s) { return s.second.first == inf; }));
+    inf->start();
+  }
+}
+
+void KubeClient::stop() {
+  api_->stop();
+  std::lock_guard lock(mu_);
+  for (const auto& inf : informers_)
+    inf->stop();
+}
+
+std::pair<std::shared_ptr<Informer>, std::shared_ptr<Subscription>>
+KubeClient::find(uint64_t id) const {
+  std::lock_guard lock(mu_);
+  auto it = subs_.find(id);
+  if (it == subs_.end()) return {};
+  return it->second;
+}
+
+Result<HttpRequest> KubeClient::toHttp(const KubeWrite& w) {
+  if (w.version.empty() || w.resource.empty())
+    return makeError("kube request needs a version and a resource");
+  for (const auto& part : {w.group, w.version, w.resource, w.namespaceName, w.name, w.subresource})
+    if (part.find_first_of("/?#% ") != std::string::npos)
+      return makeError("kube request: '" + part + "' is not a valid path segment");
+  std::string path = w.group.empty() ? "/api/" + w.version : "/apis/" + w.group + "/" + w.version;
+  if (!w.namespaceName.empty()) path += "/namespaces/" + w.namespaceName;
+  path += "/" + w.resource;
+  HttpRequest r;
+  r.timeout = std::chrono::milliseconds(30000);
+  switch (w.verb) {
+  case KubeWrite::Verb::kCreate: {
+    if (!json::accept(w.body)) return makeError("create: the body is not valid JSON");
+    r.method = "POST";
+    r.target = path;
+    r.body = w.body;
+    r.contentType = "application/json";
+    return r;
+  }
+  case KubeWrite::Verb::kPatch: {
+    if (w.name.empty()) return makeError("patch: the object's name is missing");
+    json patch = json::parse(w.body, nullptr, false);
+    if (patch.is_discarded()) return makeError("patch: the body is not valid JSON");
+    r.method = "PATCH";
+    r.target = path + "/" + w.name + (w.subresource.empty() ? "" : "/" + w.subresource);
+    if (w.patchType == KubeWrite::PatchType::kMerge) {
+      if (!patch.is_object()) return makeError("merge patch: the body must be a JSON object");
+      r.contentType = "application/merge-patch+json";
+      if (!w.resourceVersion.empty()) {
+        // The precondition: a stale resourceVersion makes the server answer 409.
+        patch["metadata"]["resourceVersion"] = w.resourceVersion;
+        r.body = patch.dump();
+      } else {
+        r.body = w.body;
+      }
+    } else {
+      if (!patch.is_array()) return makeError("JSON patch: the body must be a JSON array");
+      r.contentType = "application/json-patch+json";
+      if (!w.resourceVersion.empty()) {
+        patch.insert(patch.begin(), json{{"op", "test"},
+                                         {"path", "/metadata/resourceVersion"},
+                                         {"value", w.resourceVersion}});
+        r.body = patch.dump();
+      } else {
+        r.body = w.body;
+      }
+    }
+    return r;
+  }
+  case KubeWrite::Verb::kDelete: {
+    if (w.name.empty()) return makeError("delete: the object's name is missing");
+    r.method = "DELETE";
+    r.target = path + "/" + w.name;
+    json options = w.body.empty() ? json::object() : json::parse(w.body, nullptr, false);
+    if (!options.is_object())
+      return makeError("delete: the body must be DeleteOptions (an object)");
+    if (!w.resourceVersion.empty()) options["preconditions"]["resourceVersion"] = w.resourceVersion;
+    if (!options.empty()) {
+      r.body = options.dump();
+      r.contentType = "application/json";
+    }
+    return r;
+  }
+  }
+  return makeError("unknown kube request verb");
+}
+
+Result<void> KubeClient::write(const KubeWrite& w, std::function<void(KubeWriteResult)> done) {
+  auto http = toHttp(w);
+  if (!http) return makeError(http.error());
+  static const char* kVerbs[] = {"patch", "create", "delete"};
+  ApiCall call{kVerbs[static_cast<int>(w.verb)], std::move(http.value()), true, 10};
+  api_->call(std::move(call), [done = std::move(done)](Result<HttpResponse> r) {
+    KubeWriteResult out;
+    if (!r) {
+      out.message = r.error();
+      return done(std::move(out));
+    }
+    out.httpCode = r->status;
+    out.body = std::move(r->body);
+    if (out.httpCode < 200 || out.httpCode > 299) {
+      json j = json::parse(out.body, nullptr, false);
+      if (j.is_object() && j.contains("message") && j["message"].is_string())
+        out.message = j["message"].get<std::string>();
+      else
+        out.message = "HTTP " + std::to_string(out.httpCode);
+    }
+    done(std::move(out));
+  });
+  return {};
+}
+
+} // namespace kuscia_host::kube

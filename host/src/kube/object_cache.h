@@ -1,0 +1,107 @@
+// The informer's cache: one compact, immutable record per object holding only what subscribers
+// asked for (key, uid, resourceVersion, labels when kept, the raw JSON of each declared field,
+// the raw object when asked for) in a single allocation with an intrusive reference count. No
+// DOM is retained. The index is keyed by a view into the record itself.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "kube/projection.h"
+
+namespace kuscia_host::kube {
+
+class Record {
+public:
+  enum Slot : uint32_t { kKey, kUid, kResourceVersion, kLabels, kRaw, kFirstField };
+
+  std::string_view key() const { return slot(kKey); }
+  std::string_view uid() const { return slot(kUid); }
+  std::string_view resourceVersion() const { return slot(kResourceVersion); }
+  std::string_view raw() const { return slot(kRaw); }
+  // The raw JSON of declared field i, "" when it did not resolve.
+  std::string_view field(std::size_t i) const { return slot(kFirstField + i); }
+  std::size_t fieldCount() const { return count_ - kFirstField; }
+  bool hasLabels() const { return hasLabels_; }
+  // The value of a label, when labels are kept and the object has it.
+  std::optional<std::string_view> label(std::string_view name) const;
+  // Same state as `other` for the subscribers (every stored byte equal)?
+  bool sameContent(const Record& other) const;
+  std::size_t bytes() const { return bytes_; }
+
+  // Every slot is followed by a NUL, so slot(i).data() is also a C string.
+  std::string_view slot(uint32_t i) const {
+    const uint32_t* off = offsets();
+    return {data() + off[i], off[i + 1] - off[i] - 1};
+  }
+
+private:
+  friend class RecordPtr;
+  Record() = default;
+  const uint32_t* offsets() const { return reinterpret_cast<const uint32_t*>(this + 1); }
+  uint32_t* offsets() { return reinterpret_cast<uint32_t*>(this + 1); }
+  const char* data() const { return reinterpret_cast<const char*>(offsets() + count_ + 1); }
+
+  std::atomic<uint32_t> refs_{1};
+  uint32_t count_ = 0;
+  uint32_t bytes_ = 0;
+  bool hasLabels_ = false;
+};
+
+// A counted reference to an immutable Record (8 bytes).
+class RecordPtr {
+public:
+  RecordPtr() = default;
+  // Builds a record from a decoded object.
+  static RecordPtr make(const Projected& p, bool keepRaw);
+  RecordPtr(const RecordPtr& o) : r_(o.r_) { retain(); }
+  RecordPtr(RecordPtr&& o) noexcept : r_(std::exchange(o.r_, nullptr)) {}
+  RecordPtr& operator=(RecordPtr o) noexcept {
+    std::swap(r_, o.r_);
+    return *this;
+  }
+  ~RecordPtr() { release(); }
+  const Record* operator->() const { return r_; }
+  const Record& operator*() const { return *r_; }
+  explicit operator bool() const { return r_ != nullptr; }
+
+private:
+  void retain() {
+    if (r_ != nullptr) r_->refs_.fetch_add(1, std::memory_order_relaxed);
+  }
+  void release();
+  Record* r_ = nullptr;
+};
+
+// Key -> record. Not thread-safe; the informer guards it.
+class ObjectCache {
+public:
+  // Inserts or replaces; returns the previous record (empty if new).
+  RecordPtr put(RecordPtr record);
+  RecordPtr erase(std::string_view key);
+  RecordPtr get(std::string_view key) const;
+  std::size_t size() const { return map_.size(); }
+  // Bytes held by records (the index adds about 64 bytes per object).
+  std::size_t recordBytes() const { return bytes_; }
+  template <class Fn> void forEach(Fn&& fn) const {
+    for (const auto& [k, r] : map_)
+      fn(r);
+  }
+  void swap(ObjectCache& other) noexcept {
+    map_.swap(other.map_);
+    std::swap(bytes_, other.bytes_);
+  }
+  void reserve(std::size_t n) { map_.reserve(n); }
+
+private:
+  std::unordered_map<std::string_view, RecordPtr> map_;
+  std::size_t bytes_ = 0;
+};
+
+} // namespace kuscia_host::kube

@@ -1,0 +1,490 @@
+// Informers against the embedded API server over real sockets: initial paged list, SYNCED,
+// watch, field projection, selectors, writes with preconditions and retries, and convergence
+// after faults (watches dropped, history compacted, 429/500 storms, server restart, TLS).
+#include <gtest/gtest.h>
+
+#include <future>
+#include <map>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "apiserver/certs.h"
+#include "apiserver/server.h"
+#include "kube/kube_client.h"
+#include "logging/logging.h"
+#include "runtime/runtime.h"
+#include "test_support.h"
+
+namespace kuscia_host::kube {
+namespace {
+
+using nlohmann::json;
+using test::eventually;
+
+constexpr const char* kPods = "/api/v1/namespaces/alice/pods";
+const std::vector<std::string> kFields = {"/status/phase", "/metadata/labels/app"};
+
+struct Seen {
+  ChangeType type;
+  std::string key;
+  std::string rv;
+  std::string fields;
+};
+
+// Records what one subscription delivers, and the state it implies.
+class Recorder {
+public:
+  Subscription::Sink sink() {
+    return [this](const Subscription& s, ChangeType t, RecordPtr r) {
+      std::lock_guard lock(mu_);
+      Seen e{t, r ? std::string(r->key()) : "", r ? std::string(r->resourceVersion()) : "",
+             r ? s.fieldsJson(*r) : ""};
+      if (t == ChangeType::kAdded || t == ChangeType::kModified) state_[e.key] = e.fields;
+      if (t == ChangeType::kDeleted) state_.erase(e.key);
+      events_.push_back(std::move(e));
+    };
+  }
+  std::vector<Seen> events() const {
+    std::lock_guard lock(mu_);
+    return events_;
+  }
+  std::map<std::string, std::string> state() const {
+    std::lock_guard lock(mu_);
+    return state_;
+  }
+  std::size_t count(ChangeType t, const std::string& key = "") const {
+    std::lock_guard lock(mu_);
+    return std::count_if(events_.begin(), events_.end(), [&](const Seen& e) {
+      return e.type == t && (key.empty() || e.key == key);
+    });
+  }
+
+private:
+  mutable std::mutex mu_;
+  std::vector<Seen> events_;
+  std::map<std::string, std::string> state_;
+};
+
+class InformerTest : public ::testing::Test {
+protected:
+  void SetUp() override { startServer({}); }
+  void TearDown() override {
+    if (client_) client_->stop();
+    if (server_) server_->stop();
+    runtime_->stop();
+    client_.reset();
+  }
+
+  void startServer(apiserver::ServerOptions options) {
+    options.faultInjection = true;
+    options.bookmarkInterval = std::chrono::milliseconds(100);
+    server_ = std::make_unique<apiserver::ApiServer>(runtime_->io(), clock_,
+                                                     logs_.logger("apiserver"), options);
+    auto ep = server_->start();
+    ASSERT_TRUE(ep.ok()) << ep.error();
+    port_ = ep->port();
+    runtime_->start();
+    if (!options.tls) {
+      for (const char* ns : {"alice", "bob"})
+        ASSERT_EQ(call("POST", "/api/v1/namespaces", {{"metadata", {{"name", ns}}}}).status, 201);
+    }
+  }
+
+  ClusterAccess access() const {
+    ClusterAccess a;
+    a.server = server_->url();
+    EXPECT_TRUE(parseServerUrl(a.server, a.scheme, a.host, a.port));
+    a.caPem = server_->caPem();
+    a.token = server_->token();
+    a.description = "test";
+    return a;
+  }
+
+  void makeClient(KubeClientOptions options = fastOptions(), ClusterAccess a = {}) {
+    if (a.server.empty()) a = access();
+    auto c = KubeClient::create(runtime_->io(), a, options, clock_, metrics_, logs_.logger("kube"));
+    ASSERT_TRUE(c.ok()) << c.error();
+    client_ = std::move(c.value());
+  }
+
+  static KubeClientOptions fastOptions() {
+    KubeClientOptions o;
+    o.qps = 1000;
+    o.burst = 1000;
+    o.reflector.pageSize = 7;
+    o.reflector.initialBackoff = std::chrono::milliseconds(20);
+    o.reflector.maxBackoff = std::chrono::milliseconds(200);
+    return o;
+  }
+
+  uint64_t subscribe(Recorder& rec, const std::string& ns = "alice", const std::string& sel = "") {
+    SubscriptionSpec spec{"", "v1", "pods", ns, sel, kFields, false};
+    auto id = client_->subscribe(spec, rec.sink());
+    EXPECT_TRUE(id.ok()) << id.error();
+    return id.ok() ? *id : 0;
+  }
+
+  struct Reply {
+    int status;
+    json body;
+  };
+  Reply call(const std::string& method, const std::string& target, const json& body = nullptr,
+             const std::string& type = "application/json") {
+    auto r = test::httpRequest(port_, method, target, body.is_null() ? "" : body.dump(), type);
+    json parsed = json::parse(r.body, nullptr, false);
+    return {r.status, parsed};
+  }
+  void createPod(const std::string& ns, const std::string& name, const std::string& app) {
+    json pod = {{"apiVersion", "v1"},
+                {"kind", "Pod"},
+                {"metadata", {{"name", name}, {"labels", {{"app", app}}}}},
+                {"spec", {{"containers", {{{"name", "c"}, {"image", "busybox"}}}}}}};
+    ASSERT_EQ(call("POST", "/api/v1/namespaces/" + ns + "/pods", pod).status, 201);
+  }
+  void setPhase(const std::string& name, const std::string& phase) {
+    ASSERT_EQ(call("PATCH", std::string(kPods) + "/" + name + "/status",
+                   {{"status", {{"phase", phase}}}}, "application/merge-patch+json")
+                  .status,
+              200);
+  }
+  void setLabel(const std::string& name, const std::string& app) {
+    ASSERT_EQ(call("PATCH", std::string(kPods) + "/" + name,
+                   {{"metadata", {{"labels", {{"app", app}}}}}}, "application/merge-patch+json")
+                  .status,
+              200);
+  }
+  void fault(const std::string& query) {
+    ASSERT_EQ(call("POST", "/debug/faults/" + query).status, 200) << query;
+  }
+
+  // The truth: a fresh LIST, projected as the subscription projects it.
+  std::map<std::string, std::string> listed(const std::string& selector = "") {
+    std::string target =
+        std::string(kPods) + (selector.empty() ? "" : "?labelSelector=" + selector);
+    auto r = call("GET", target);
+    EXPECT_EQ(r.status, 200);
+    std::map<std::string, std::string> out;
+    for (const auto& item : r.body["items"]) {
+      json fields = json::array();
+      for (const auto& f : kFields) {
+        json::json_pointer p(f);
+        fields.push_back(item.contains(p) ? item.at(p) : json());
+      }
+      out["alice/" + item["metadata"]["name"].get<std::string>()] = fields.dump();
+    }
+    return out;
+  }
+  std::map<std::string, std::string> cached(uint64_t sub) {
+    auto [informer, s] = client_->find(sub);
+    std::map<std::string, std::string> out;
+    if (!informer) return out;
+    informer->forEach([&](const RecordPtr& r) {
+      if (s->matches(*r)) out[std::string(r->key())] = s->fieldsJson(*r);
+    });
+    return out;
+  }
+  double metric(MetricFamily* f, const std::vector<std::string>& labels) {
+    return f->series(labels)->value();
+  }
+  // The cache, the subscriber's view and a fresh LIST all agree.
+  void expectConverged(Recorder& rec, uint64_t sub) {
+    EXPECT_TRUE(eventually(
+        [&] {
+          auto truth = listed();
+          return cached(sub) == truth && rec.state() == truth;
+        },
+        20))
+        << "cache and subscriber did not converge to the LIST";
+    EXPECT_EQ(cached(sub), listed());
+    EXPECT_EQ(rec.state(), listed());
+  }
+
+  std::ostringstream logOut_;
+  LogManager logs_{LogFormat::kText, spdlog::level::warn, logOut_};
+  SystemClock clock_;
+  MetricsRegistry metrics_;
+  HealthRegistry health_;
+  std::unique_ptr<Runtime> runtime_ = std::make_unique<Runtime>(2);
+  std::unique_ptr<apiserver::ApiServer> server_;
+  std::unique_ptr<KubeClient> client_;
+  unsigned short port_ = 0;
+};
+
+TEST_F(InformerTest, PagedInitialListThenSyncedThenEveryChange) {
+  for (int i = 0; i < 20; ++i)
+    createPod("alice", "p" + std::to_string(i), i % 2 == 0 ? "even" : "odd");
+  createPod("bob", "other", "even"); // another namespace: not seen
+  makeClient();
+  Recorder all, even;
+  uint64_t subAll = subscribe(all);
+  uint64_t subEven = subscribe(even, "alice", "app=even");
+  client_->start(health_);
+  ASSERT_TRUE(eventually([&] { return all.count(ChangeType::kSynced) == 1; }));
+  // Every object arrives before SYNCED; one informer serves both subscriptions.
+  auto ev = all.events();
+  ASSERT_EQ(ev.size(), 21u);
+  EXPECT_EQ(ev.back().type, ChangeType::kSynced);
+  EXPECT_EQ(all.count(ChangeType::kAdded), 20u);
+  ASSERT_TRUE(eventually([&] { return even.count(ChangeType::kSynced) == 1; }));
+  EXPECT_EQ(even.count(ChangeType::kAdded), 10u);
+  EXPECT_EQ(client_->informers().size(), 1u);
+  EXPECT_EQ(client_->informers()[0]->id(), "pods@alice");
+  // 20 pods in pages of 7: three LIST requests.
+  auto* lists = client_->metrics().requestDuration->series({"list", "200"});
+  EXPECT_EQ(lists->count(), 3u);
+  auto health = health_.evaluate();
+  ASSERT_EQ(health.size(), 1u);
+  EXPECT_EQ(health[0].first, "informer:pods@alice");
+  EXPECT_TRUE(health[0].second.ok);
+  EXPECT_EQ(all.state().at("alice/p1"), R"(["Pending","odd"])");
+
+  // A change to a declared field: MODIFIED with the new values.
+  setPhase("p1", "Running");
+  ASSERT_TRUE(eventually([&] { return all.count(ChangeType::kModified, "alice/p1") == 1; }));
+  EXPECT_EQ(all.state().at("alice/p1"), R"(["Running","odd"])");
+  // A change to nothing declared: no event. (p3's change below arrives after it.)
+  ASSERT_EQ(call("PATCH", std::string(kPods) + "/p1",
+                 {{"metadata", {{"annotations", {{"x", "y"}}}}}}, "application/merge-patch+json")
+                .status,
+            200);
+  setPhase("p3", "Unknown");
+  ASSERT_TRUE(eventually([&] { return all.count(ChangeType::kModified, "alice/p3") == 1; }));
+  EXPECT_EQ(all.count(ChangeType::kModified, "alice/p1"), 1u);
+  // Leaving and entering a selector: DELETED and ADDED for that subscription only.
+  setLabel("p2", "odd");
+  ASSERT_TRUE(eventually([&] { return even.count(ChangeType::kDeleted, "alice/p2") == 1; }));
+  EXPECT_EQ(all.count(ChangeType::kModified, "alice/p2"), 1u);
+  setLabel("p1", "even");
+  ASSERT_TRUE(eventually([&] { return even.count(ChangeType::kAdded, "alice/p1") == 1; }));
+  // DELETED carries the last state.
+  ASSERT_EQ(call("DELETE", std::string(kPods) + "/p1").status, 200);
+  ASSERT_TRUE(eventually([&] { return all.count(ChangeType::kDeleted, "alice/p1") == 1; }));
+  EXPECT_EQ(all.events().back().fields, R"(["Running","even"])");
+  ASSERT_TRUE(eventually([&] { return even.count(ChangeType::kDeleted, "alice/p1") == 1; }));
+  expectConverged(all, subAll);
+  EXPECT_TRUE(eventually([&] { return even.state() == listed("app%3Deven"); }));
+  EXPECT_EQ(cached(subEven), listed("app%3Deven"));
+  EXPECT_EQ(all.count(ChangeType::kSynced), 1u);
+}
+
+TEST_F(InformerTest, ConvergesAfterWatchesDroppedAndHistoryCompacted) {
+  for (int i = 0; i < 10; ++i)
+    createPod("alice", "p" + std::to_string(i), "a");
+  makeClient();
+  Recorder rec;
+  uint64_t sub = subscribe(rec);
+  client_->start(health_);
+  ASSERT_TRUE(eventually([&] { return rec.count(ChangeType::kSynced) == 1; }));
+  const std::string id = client_->informers()[0]->id();
+  // Keep the informer from watching again while the cluster changes and the history is
+  // compacted: it must come back with a 410 and relist.
+  fault("respond?path=/api/v1/namespaces/alice/pods&method=GET&watch=1&status=503&count=3");
+  fault("drop-watches");
+  setPhase("p1", "Running");
+  setLabel("p2", "b");
+  ASSERT_EQ(call("DELETE", std::string(kPods) + "/p3").status, 200);
+  createPod("alice", "new", "c");
+  fault("compact");
+  expectConverged(rec, sub);
+  EXPECT_GE(metric(client_->metrics().relists, {id}), 1);
+  EXPECT_GE(metric(client_->metrics().watchRestarts, {id}), 1);
+  EXPECT_EQ(rec.count(ChangeType::kDeleted, "alice/p3"), 1u);
+  EXPECT_EQ(rec.count(ChangeType::kAdded, "alice/new"), 1u);
+  EXPECT_EQ(rec.count(ChangeType::kSynced), 1u);
+  // And it keeps following changes afterwards.
+  setPhase("p4", "Failed");
+  expectConverged(rec, sub);
+}
+
+TEST_F(InformerTest, SurvivesErrorStormsOnListAndWatch) {
+  for (int i = 0; i < 5; ++i)
+    createPod("alice", "p" + std::to_string(i), "a");
+  // 500 without Retry-After (exponential backoff from 200 ms), then 429 with Retry-After 0: the
+  // list is retried through both storms.
+  fault("respond?path=/api/v1/namespaces/alice/pods&method=GET&status=500&count=3");
+  fault("respond?path=/api/v1/namespaces/alice/pods&method=GET&status=429&count=4&retryAfter=0");
+  makeClient();
+  Recorder rec;
+  uint64_t sub = subscribe(rec);
+  client_->start(health_);
+  ASSERT_TRUE(eventually([&] { return rec.count(ChangeType::kSynced) == 1; }, 20));
+  EXPECT_GE(metric(client_->metrics().requestRetries, {"list", "429"}), 4);
+  EXPECT_GE(metric(client_->metrics().requestRetries, {"list", "500"}), 3);
+  fault("respond?path=/api/v1/namespaces/alice/pods&method=GET&watch=1&status=500&count=5");
+  fault("drop-watches");
+  setPhase("p0", "Running");
+  expectConverged(rec, sub);
+}
+
+TEST_F(InformerTest, ConvergesAfterServerRestart) {
+  for (int i = 0; i < 5; ++i)
+    createPod("alice", "p" + std::to_string(i), "a");
+  makeClient();
+  Recorder rec;
+  uint64_t sub = subscribe(rec);
+  client_->start(health_);
+  ASSERT_TRUE(eventually([&] { return rec.count(ChangeType::kSynced) == 1; }));
+  server_->stop(); // connections refused from here
+  ASSERT_TRUE(eventually([&] {
+    return metric(client_->metrics().watchRestarts, {client_->informers()[0]->id()}) >= 2;
+  }));
+  server_->store().compact();
+  ASSERT_TRUE(server_->start().ok());
+  setPhase("p2", "Running");
+  ASSERT_EQ(call("DELETE", std::string(kPods) + "/p4").status, 200);
+  expectConverged(rec, sub);
+}
+
+TEST_F(InformerTest, WritesWithPreconditionsRetriesAndStatusMessages) {
+  createPod("alice", "p0", "a");
+  makeClient();
+  auto rv = call("GET", std::string(kPods) + "/p0").body["metadata"]["resourceVersion"];
+  auto write = [&](KubeWrite w) {
+    std::promise<KubeWriteResult> p;
+    auto sent = client_->write(w, [&p](KubeWriteResult r) { p.set_value(std::move(r)); });
+    EXPECT_TRUE(sent.ok()) << sent.error();
+    return p.get_future().get();
+  };
+  KubeWrite patch;
+  patch.version = "v1";
+  patch.resource = "pods";
+  patch.namespaceName = "alice";
+  patch.name = "p0";
+  patch.subresource = "status";
+  patch.body = R"({"status":{"phase":"Running"}})";
+  patch.resourceVersion = rv;
+  auto ok = write(patch);
+  EXPECT_EQ(ok.httpCode, 200) << ok.message;
+  EXPECT_EQ(ok.message, "");
+  EXPECT_EQ(json::parse(ok.body)["status"]["phase"], "Running");
+  // The same (now stale) resourceVersion: 409 with the server's message, to recompute.
+  auto conflict = write(patch);
+  EXPECT_EQ(conflict.httpCode, 409);
+  EXPECT_NE(conflict.message.find("the object has been modified"), std::string::npos);
+  // A JSON patch whose precondition holds.
+  KubeWrite jp = patch;
+  jp.patchType = KubeWrite::PatchType::kJson;
+  jp.body = R"([{"op":"replace","path":"/status/phase","value":"Succeeded"}])";
+  jp.resourceVersion = json::parse(ok.body)["metadata"]["resourceVersion"];
+  EXPECT_EQ(write(jp).httpCode, 200);
+  // Transient failures are retried: 429 with Retry-After 0, then 503.
+  fault(
+      "respond?path=/api/v1/namespaces/alice/pods/p0&method=PATCH&status=429&count=2&retryAfter=0");
+  fault("respond?path=/api/v1/namespaces/alice/pods/p0&method=PATCH&status=503&count=1");
+  patch.resourceVersion.clear();
+  patch.body = R"({"status":{"phase":"Failed"}})";
+  EXPECT_EQ(write(patch).httpCode, 200);
+  EXPECT_EQ(metric(client_->metrics().requestRetries, {"patch", "429"}), 2);
+  EXPECT_EQ(metric(client_->metrics().requestRetries, {"patch", "503"}), 1);
+  // Create, delete with a stale precondition, delete.
+  KubeWrite create;
+  create.verb = KubeWrite::Verb::kCreate;
+  create.version = "v1";
+  create.resource = "pods";
+  create.namespaceName = "alice";
+  create.body = R"({"apiVersion":"v1","kind":"Pod","metadata":{"name":"made"},)"
+                R"("spec":{"containers":[{"name":"c","image":"x"}]}})";
+  EXPECT_EQ(write(create).httpCode, 201);
+  KubeWrite del;
+  del.verb = KubeWrite::Verb::kDelete;
+  del.version = "v1";
+  del.resource = "pods";
+  del.namespaceName = "alice";
+  del.name = "made";
+  del.resourceVersion = "1";
+  EXPECT_EQ(write(del).httpCode, 409);
+  del.resourceVersion.clear();
+  EXPECT_EQ(write(del).httpCode, 200);
+  auto missing = write(del);
+  EXPECT_EQ(missing.httpCode, 404);
+  EXPECT_NE(missing.message.find("not found"), std::string::npos);
+  // Bad requests are refused before anything is sent.
+  KubeWrite bad = patch;
+  bad.body = "{not json";
+  EXPECT_FALSE(client_->write(bad, [](KubeWriteResult) {}).ok());
+  bad = patch;
+  bad.name = "a/b";
+  EXPECT_FALSE(client_->write(bad, [](KubeWriteResult) {}).ok());
+}
+
+TEST_F(InformerTest, RateLimitAppliesToWritesNotWatches) {
+  createPod("alice", "p0", "a");
+  KubeClientOptions o = fastOptions();
+  o.qps = 50;
+  o.burst = 1;
+  makeClient(o);
+  Recorder rec;
+  subscribe(rec);
+  client_->start(health_);
+  ASSERT_TRUE(eventually([&] { return rec.count(ChangeType::kSynced) == 1; }));
+  std::atomic<int> done{0};
+  KubeWrite patch;
+  patch.version = "v1";
+  patch.resource = "pods";
+  patch.namespaceName = "alice";
+  patch.name = "p0";
+  patch.subresource = "status";
+  for (int i = 0; i < 10; ++i) {
+    patch.body = R"({"status":{"message":")" + std::to_string(i) + "\"}}";
+    ASSERT_TRUE(client_->write(patch, [&](KubeWriteResult r) {
+      EXPECT_EQ(r.httpCode, 200);
+      ++done;
+    }));
+  }
+  ASSERT_TRUE(eventually([&] { return done == 10; }));
+  // Ten writes with burst 1 at 50/s: nine waited, in total at least 9 x 20 ms minus rounding.
+  EXPECT_GT(metric(client_->metrics().rateLimiterWait, {}), 0.8);
+}
+
+TEST(InformerTlsTest, BearerTokenAndClientCertificate) {
+  auto clientCerts = apiserver::generateCertificates("kuscia-host-test-client", {}, false);
+  ASSERT_TRUE(clientCerts.ok()) << clientCerts.error();
+  std::ostringstream logOut;
+  LogManager logs{LogFormat::kText, spdlog::level::warn, logOut};
+  SystemClock clock;
+  Runtime runtime(2);
+  apiserver::ServerOptions options;
+  options.tls = true;
+  options.clientCaPem = clientCerts->caCertPem;
+  apiserver::ApiServer server(runtime.io(), clock, logs.logger("apiserver"), options);
+  ASSERT_TRUE(server.start().ok());
+  runtime.start();
+  ClusterAccess base;
+  base.server = server.url();
+  ASSERT_TRUE(parseServerUrl(base.server, base.scheme, base.host, base.port));
+  base.caPem = server.caPem();
+  base.description = "test";
+  auto syncs = [&](const ClusterAccess& a) {
+    MetricsRegistry metrics;
+    HealthRegistry health;
+    KubeClientOptions o;
+    o.reflector.initialBackoff = std::chrono::milliseconds(20);
+    auto c = KubeClient::create(runtime.io(), a, o, clock, metrics, logs.logger("kube"));
+    EXPECT_TRUE(c.ok()) << c.error();
+    if (!c.ok()) return false;
+    Recorder rec;
+    SubscriptionSpec spec{"", "v1", "namespaces", "", "", {"/metadata/name"}, false};
+    EXPECT_TRUE((*c)->subscribe(spec, rec.sink()).ok());
+    (*c)->start(health);
+    bool ok = eventually([&] { return rec.count(ChangeType::kSynced) == 1; }, 3);
+    (*c)->stop();
+    if (ok) {
+      EXPECT_EQ(rec.state().count("default"), 1u);
+    }
+    return ok;
+  };
+  ClusterAccess token = base;
+  token.token = server.token();
+  EXPECT_TRUE(syncs(token));
+  ClusterAccess cert = base;
+  cert.clientCertPem = clientCerts->certPem;
+  cert.clientKeyPem = clientCerts->keyPem;
+  EXPECT_TRUE(syncs(cert));
+  EXPECT_FALSE(syncs(base)); // neither: 401, never synced
+  server.stop();
+  runtime.stop();
+}
+
+} // namespace
+} // namespace kuscia_host::kube

@@ -1,0 +1,270 @@
+// The watch hot path: frame splitting over arbitrary chunk boundaries, projection of declared
+// JSON pointers with simdjson, and the compact cache records.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <sstream>
+
+#include "kube/frame_splitter.h"
+#include "kube/object_cache.h"
+#include "kube/projection.h"
+
+namespace kuscia_host::kube {
+namespace {
+
+std::string fixture(const std::string& name) {
+  std::ifstream in(std::string(KH_SOURCE_DIR) + "/tests/fixtures/" + name);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return nlohmann::json::parse(ss.str()).dump();
+}
+
+std::vector<std::string> splitAll(FrameSplitter& s, const std::string& stream,
+                                  const std::vector<std::size_t>& cuts) {
+  std::vector<std::string> frames;
+  std::size_t pos = 0;
+  auto drain = [&] {
+    std::string_view f;
+    while (s.next(f) == FrameSplitter::Status::kFrame)
+      frames.emplace_back(f);
+  };
+  for (std::size_t c : cuts) {
+    s.feed(std::string_view(stream).substr(pos, c - pos));
+    pos = c;
+    drain();
+  }
+  s.feed(std::string_view(stream).substr(pos));
+  drain();
+  return frames;
+}
+
+TEST(FrameSplitterTest, SplitsOnJsonBoundariesWhateverTheChunking) {
+  std::string pod = fixture("pod.json");
+  std::vector<std::string> events = {
+      R"({"type":"ADDED","object":)" + pod + "}",
+      R"({"type":"MODIFIED","object":{"metadata":{"name":"a \"}{\\","resourceVersion":"2"}}})",
+      R"({"type":"BOOKMARK","object":{"metadata":{"resourceVersion":"3"}}})"};
+  std::string stream;
+  for (const auto& e : events)
+    stream += e + "\n";
+  // One byte at a time, everything at once, and random cuts.
+  std::vector<std::size_t> everyByte;
+  for (std::size_t i = 1; i < stream.size(); ++i)
+    everyByte.push_back(i);
+  for (const auto& cuts : {everyByte, std::vector<std::size_t>{}}) {
+    FrameSplitter s;
+    EXPECT_EQ(splitAll(s, stream, cuts), events);
+  }
+  std::mt19937 rng(7);
+  for (int round = 0; round < 50; ++round) {
+    std::vector<std::size_t> cuts;
+    std::size_t pos = 0;
+    while (true) {
+      pos += 1 + rng() % 700;
+      if (pos >= stream.size()) break;
+      cuts.push_back(pos);
+    }
+    FrameSplitter s;
+    EXPECT_EQ(splitAll(s, stream, cuts), events) << "round " << round;
+  }
+}
+
+TEST(FrameSplitterTest, SeveralEventsInOneChunkWithoutNewlines) {
+  FrameSplitter s;
+  s.feed(R"({"a":1}{"b":[1,{"c":"}"}]} {"d":2})");
+  std::string_view f;
+  std::vector<std::string> got;
+  while (s.next(f) == FrameSplitter::Status::kFrame)
+    got.emplace_back(f);
+  EXPECT_EQ(got, (std::vector<std::string>{R"({"a":1})", R"({"b":[1,{"c":"}"}]})", R"({"d":2})"}));
+}
+
+TEST(FrameSplitterTest, GarbageBetweenEventsIsAnError) {
+  FrameSplitter s;
+  s.feed("{\"a\":1}\nnot json\n");
+  std::string_view f;
+  EXPECT_EQ(s.next(f), FrameSplitter::Status::kFrame);
+  EXPECT_EQ(s.next(f), FrameSplitter::Status::kError);
+  EXPECT_NE(s.error().find("expected '{'"), std::string::npos);
+  s.reset();
+  s.feed("{}");
+  EXPECT_EQ(s.next(f), FrameSplitter::Status::kFrame);
+}
+
+TEST(FrameSplitterTest, OversizedFrameIsAnError) {
+  FrameSplitter s(1024);
+  s.feed("{\"a\":\"" + std::string(2048, 'x'));
+  std::string_view f;
+  EXPECT_EQ(s.next(f), FrameSplitter::Status::kError);
+}
+
+struct Decoded {
+  FieldPaths paths;
+  std::vector<std::size_t> slots;
+};
+
+TEST(ProjectionTest, ExtractsDeclaredPointersAndMetadataFromAnEvent) {
+  FieldPaths paths;
+  auto a = paths.add("/metadata/creationTimestamp");
+  auto b = paths.add("/status/phase");
+  auto c = paths.add("/status/conditions/1/type");
+  auto d = paths.add("/metadata/labels/kuscia.secretflow~1task-uid");
+  auto e = paths.add("/spec/nope");
+  auto f = paths.add("/status/podIPs");
+  ASSERT_TRUE(a && b && c && d && e && f);
+  EXPECT_EQ(*paths.add("/status/phase"), *b); // same pointer, same slot
+  Decoder dec(paths, {});
+  std::string pod = fixture("pod.json");
+  auto podJson = nlohmann::json::parse(pod);
+  std::string event = R"({"type":"MODIFIED","object":)" + pod + "}";
+  Projected out;
+  auto type = dec.decodeEvent(event, event.size(), out); // no padding: the decoder copies
+  ASSERT_TRUE(type) << type.error();
+  EXPECT_EQ(*type, EventType::kModified);
+  EXPECT_EQ(out.name, "secretflow-task-psi-0");
+  EXPECT_EQ(out.namespaceName, "alice");
+  EXPECT_EQ(out.key(), "alice/secretflow-task-psi-0");
+  EXPECT_EQ(out.uid, podJson["metadata"]["uid"]);
+  EXPECT_EQ(out.resourceVersion, "48190");
+  EXPECT_FALSE(out.hasLabels); // nobody asked for them
+  EXPECT_EQ(out.values[*a], "\"2024-05-20T08:00:00Z\"");
+  EXPECT_EQ(out.values[*b], podJson["status"]["phase"].dump());
+  EXPECT_EQ(out.values[*c], podJson["status"]["conditions"][1]["type"].dump());
+  EXPECT_EQ(out.values[*d], "\"7c0f2d6e-3b1a-4f5e-9a41-2f6d8e0b9c11\"");
+  EXPECT_EQ(out.values[*e], "");
+  EXPECT_EQ(nlohmann::json::parse(out.values[*f]), podJson["status"]["podIPs"]);
+  EXPECT_EQ(out.values[*f].find(' '), std::string::npos); // minified
+}
+
+TEST(ProjectionTest, NestedPointersAndLabelsWhenKept) {
+  FieldPaths paths;
+  auto status = paths.add("/status");
+  auto phase = paths.add("/status/phase");
+  auto labels = paths.add("/metadata/labels");
+  ASSERT_TRUE(status && phase && labels);
+  Decoder dec(paths, {true, true});
+  std::string obj =
+      R"({"metadata":{"name":"n","namespace":"ns","resourceVersion":"7",)"
+      R"("labels":{"app":"x","a/b":"y \"q\""}},"status":{"phase":"Running","n":[1, 2]}})";
+  std::string event = R"({"object":)" + obj + R"(,"type":"ADDED"})"; // object before type
+  Projected out;
+  auto type = dec.decodeEvent(event, event.size(), out);
+  ASSERT_TRUE(type) << type.error();
+  EXPECT_EQ(*type, EventType::kAdded);
+  EXPECT_EQ(out.values[*status], R"({"phase":"Running","n":[1,2]})");
+  EXPECT_EQ(out.values[*phase], "\"Running\"");
+  ASSERT_TRUE(out.hasLabels);
+  ASSERT_EQ(out.labels.size(), 2u);
+  EXPECT_EQ(out.labels[1].first, "a/b");
+  EXPECT_EQ(out.labels[1].second, "y \"q\"");
+  EXPECT_EQ(nlohmann::json::parse(out.values[*labels]),
+            nlohmann::json({{"app", "x"}, {"a/b", "y \"q\""}}));
+  EXPECT_EQ(out.raw, obj);
+}
+
+TEST(ProjectionTest, ErrorsNameTheProblem) {
+  FieldPaths paths;
+  EXPECT_FALSE(paths.add(""));
+  EXPECT_FALSE(paths.add("status"));
+  EXPECT_FALSE(paths.add("/a~2"));
+  Decoder dec(paths, {});
+  Projected out;
+  auto check = [&](const std::string& ev, const std::string& want) {
+    auto r = dec.decodeEvent(ev, ev.size(), out);
+    ASSERT_FALSE(r) << ev;
+    EXPECT_NE(r.error().find(want), std::string::npos) << r.error();
+  };
+  check("{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"a\"", "ended early");
+  check(R"({"type":"ADDED","object":{"metadata":{"resourceVersion":"1"}}})", "metadata.name");
+  check(R"({"type":"ADDED","object":{"metadata":{"name":"a"}}})", "resourceVersion");
+  check(R"({"type":"ADDED","object":{"metadata":{"name":5,"resourceVersion":"1"}}})",
+        "metadata.name is not a string");
+  check(R"({"object":{}})", "no type");
+  check(R"({"type":"ADDED"})", "no object");
+  check(R"([1,2])", "not a JSON object");
+  // ERROR events carry a Status.
+  std::string err = R"({"type":"ERROR","object":{"kind":"Status","code":410,"reason":"Expired",)"
+                    R"("message":"too old resource version"}})";
+  auto r = dec.decodeEvent(err, err.size(), out);
+  ASSERT_TRUE(r) << r.error();
+  EXPECT_EQ(*r, EventType::kError);
+  EXPECT_EQ(out.code, 410);
+  EXPECT_EQ(out.reason, "Expired");
+}
+
+TEST(ProjectionTest, ListPagesStreamItemsAndSkipBadOnes) {
+  FieldPaths paths;
+  auto phase = paths.add("/status/phase");
+  ASSERT_TRUE(phase);
+  Decoder dec(paths, {});
+  std::string body =
+      R"({"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"99","continue":"abc"},"items":[)"
+      R"({"metadata":{"name":"a","namespace":"n","resourceVersion":"5"},"status":{"phase":"Running"}},)"
+      R"({"metadata":{"namespace":"n","resourceVersion":"6"}},)"
+      R"({"metadata":{"name":"c","namespace":"n","resourceVersion":"7","labels":{"x":1}}},)"
+      R"({"metadata":{"name":"d","namespace":"n","resourceVersion":"8"}}]})";
+  std::vector<std::string> keys, phases, bad;
+  auto meta = dec.decodeList(
+      body,
+      [&](Projected& p) {
+        keys.push_back(p.key());
+        phases.push_back(p.values[*phase]);
+      },
+      [&](const std::string& why) { bad.push_back(why); });
+  ASSERT_TRUE(meta) << meta.error();
+  EXPECT_EQ(meta->resourceVersion, "99");
+  EXPECT_EQ(meta->continueToken, "abc");
+  EXPECT_EQ(keys, (std::vector<std::string>{"n/a", "n/d"}));
+  EXPECT_EQ(phases, (std::vector<std::string>{"\"Running\"", ""}));
+  ASSERT_EQ(bad.size(), 2u);
+  EXPECT_NE(bad[1].find("labels"), std::string::npos);
+  EXPECT_FALSE(dec.decodeList(
+      "{\"items\":[{]}", [](Projected&) {}, [](const std::string&) {}));
+}
+
+TEST(ObjectCacheTest, CompactRecordsAndReplacement) {
+  Projected p;
+  p.name = "pod-a";
+  p.namespaceName = "alice";
+  p.uid = "u1";
+  p.resourceVersion = "10";
+  p.hasLabels = true;
+  p.labels = {{"app", "x"}, {"empty", ""}};
+  p.values = {"\"Running\"", ""};
+  RecordPtr r = RecordPtr::make(p, false);
+  EXPECT_EQ(r->key(), "alice/pod-a");
+  EXPECT_STREQ(r->key().data(), "alice/pod-a"); // NUL-terminated for the C ABI
+  EXPECT_STREQ(r->resourceVersion().data(), "10");
+  EXPECT_EQ(r->field(0), "\"Running\"");
+  EXPECT_EQ(r->field(1), "");
+  EXPECT_EQ(r->label("app"), std::optional<std::string_view>("x"));
+  EXPECT_EQ(r->label("empty"), std::optional<std::string_view>(""));
+  EXPECT_FALSE(r->label("nope"));
+  EXPECT_LT(r->bytes(), 160u);
+
+  ObjectCache cache;
+  EXPECT_FALSE(cache.put(r));
+  p.resourceVersion = "11";
+  RecordPtr r2 = RecordPtr::make(p, false);
+  EXPECT_TRUE(r->sameContent(*r2)); // only the resourceVersion moved
+  p.values[0] = "\"Succeeded\"";
+  RecordPtr r3 = RecordPtr::make(p, false);
+  EXPECT_FALSE(r->sameContent(*r3));
+  RecordPtr old = cache.put(r3);
+  ASSERT_TRUE(old);
+  EXPECT_EQ(old->resourceVersion(), "10");
+  r = RecordPtr();
+  old = RecordPtr(); // the index key now views r3, not the freed record
+  ASSERT_TRUE(cache.get("alice/pod-a"));
+  EXPECT_EQ(cache.get("alice/pod-a")->field(0), "\"Succeeded\"");
+  EXPECT_EQ(cache.size(), 1u);
+  EXPECT_EQ(cache.recordBytes(), r3->bytes());
+  EXPECT_TRUE(cache.erase("alice/pod-a"));
+  EXPECT_EQ(cache.size(), 0u);
+  EXPECT_EQ(cache.recordBytes(), 0u);
+}
+
+} // namespace
+} // namespace kuscia_host::kube
