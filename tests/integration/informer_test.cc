@@ -11,6 +11,8 @@
 
 #include "apiserver/certs.h"
 #include "apiserver/server.h"
+#include "app/daemon.h"
+#include "config/config.h"
 #include "kube/kube_client.h"
 #include "logging/logging.h"
 #include "runtime/runtime.h"
@@ -297,6 +299,39 @@ TEST_F(InformerTest, ConvergesAfterWatchesDroppedAndHistoryCompacted) {
   expectConverged(rec, sub);
 }
 
+TEST_F(InformerTest, MalformedEventsAreSkippedCountedAndLoggedOnce) {
+  createPod("alice", "p0", "a");
+  makeClient();
+  Recorder rec;
+  uint64_t sub = subscribe(rec);
+  client_->start(health_);
+  ASSERT_TRUE(eventually([&] { return rec.count(ChangeType::kSynced) == 1; }));
+  const std::string id = client_->informers()[0]->id();
+  auto inject = [&](const std::string& bytes) {
+    ASSERT_EQ(test::httpRequest(port_, "POST", "/debug/faults/inject", bytes).status, 200);
+  };
+  // Well framed but bad objects: skipped and counted; the stream goes on.
+  inject("{\"type\":\"MODIFIED\",\"object\":{\"metadata\":{\"resourceVersion\":\"1\"}}}\n");
+  inject("{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":7,\"resourceVersion\":\"1\"}}}\n");
+  inject("{\"type\":\"ADDED\",\"object\":[1,2]}\n");
+  setPhase("p0", "Running");
+  ASSERT_TRUE(eventually([&] { return rec.count(ChangeType::kModified, "alice/p0") == 1; }));
+  EXPECT_EQ(metric(client_->metrics().decodeErrors, {id}), 3);
+  EXPECT_EQ(metric(client_->metrics().watchRestarts, {id}), 0); // the same watch went on
+  // A broken stream: the watch restarts from the last resourceVersion, nothing is lost.
+  inject("this is not JSON\n");
+  setPhase("p0", "Failed");
+  expectConverged(rec, sub);
+  EXPECT_EQ(metric(client_->metrics().decodeErrors, {id}), 4);
+  EXPECT_GE(metric(client_->metrics().watchRestarts, {id}), 1);
+  EXPECT_EQ(metric(client_->metrics().relists, {id}), 0);
+  // Logged once, then only counted.
+  std::string log = logOut_.str();
+  std::size_t first = log.find("skipped a malformed object");
+  ASSERT_NE(first, std::string::npos) << log;
+  EXPECT_EQ(log.find("skipped a malformed object", first + 1), std::string::npos) << log;
+}
+
 TEST_F(InformerTest, SurvivesErrorStormsOnListAndWatch) {
   for (int i = 0; i < 5; ++i)
     createPod("alice", "p" + std::to_string(i), "a");
@@ -435,6 +470,55 @@ TEST_F(InformerTest, RateLimitAppliesToWritesNotWatches) {
   ASSERT_TRUE(eventually([&] { return done == 10; }));
   // Ten writes with burst 1 at 50/s: nine waited, in total at least 9 x 20 ms minus rounding.
   EXPECT_GT(metric(client_->metrics().rateLimiterWait, {}), 0.8);
+}
+
+// The host side of the ABI in a running daemon: a write still pending when the instance stops is
+// completed with http_code 0 before on_destroy; without a cluster the kube functions are NULL.
+TEST_F(InformerTest, DaemonCompletesPendingWritesWithCodeZeroOnStop) {
+  createPod("alice", "p0", "a");
+  test::TempDir dir;
+  std::string kubeconfig = dir.file("kubeconfig");
+  ASSERT_TRUE(server_->writeKubeconfig(kubeconfig).ok());
+  std::string events = dir.file("events");
+  // The plugin's patch gets 503 with Retry-After 60: it is still waiting when the host stops.
+  fault("respond?path=/api/v1/namespaces/alice/pods/p0/status&method=PATCH&status=503&"
+        "retryAfter=60");
+  std::string yaml =
+      "mode: p2p\nadmin:\n  listen: 127.0.0.1:0\ncluster:\n  kubeconfig: " + kubeconfig +
+      "\ndomains:\n  - id: alice\n    plugins:\n      - name: probe\n"
+      "        config:\n          subscribe: v1/pods\n          fields: /status/phase\n"
+      "          eventFile: " +
+      events + "\n          patchOnSynced: 'alice/p0/status|{}'\n";
+  ConfigLoadOptions lo;
+  lo.extraPluginDirs = {KH_TEST_PLUGIN_DIR};
+  auto loaded = parseHostConfig(yaml, "test.yaml", lo);
+  ASSERT_TRUE(loaded.config) << (loaded.errors.empty() ? "" : loaded.errors[0].str());
+  {
+    Daemon daemon(*loaded.config, DaemonOptions{}, logs_, clock_);
+    ASSERT_TRUE(daemon.start().ok());
+    ASSERT_NE(daemon.kube(), nullptr);
+    ASSERT_TRUE(eventually([&] {
+      return daemon.instances()[0]->pendingKubeRequests() == 1 &&
+             metric(daemon.kube()->metrics().requestRetries, {"patch", "503"}) == 1;
+    }));
+    daemon.shutdown();
+  }
+  std::string trace = test::readFile(events);
+  EXPECT_NE(trace.find(R"("type":"SYNCED")"), std::string::npos) << trace;
+  EXPECT_NE(trace.find(R"({"result":0,"tag":42,"message":"the instance stopped before the )"
+                       R"(request completed"})"),
+            std::string::npos)
+      << trace;
+
+  // No cluster: the table's kube functions are NULL, so the probe's subscribe fails on_create.
+  auto none = parseHostConfig("domains:\n  - id: alice\n    plugins:\n      - name: probe\n"
+                              "        config:\n          subscribe: v1/pods\n",
+                              "none.yaml", lo);
+  ASSERT_TRUE(none.config);
+  Daemon daemon(*none.config, DaemonOptions{"127.0.0.1:0"}, logs_, clock_);
+  auto r = daemon.start();
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().find("not available"), std::string::npos) << r.error();
 }
 
 TEST(InformerTlsTest, BearerTokenAndClientCertificate) {

@@ -485,6 +485,13 @@ std::optional<ApiResponse> ApiServer::faultEndpoint(const ApiRequest& req) {
       store_.dropWatchers();
       return statusResponse(200, "", "dropped " + std::to_string(n) + " watch(es)");
     }
+    if (what == "inject") {
+      std::size_t n = store_.watcherCount();
+      store_.injectLine(req.body);
+      return statusResponse(200, "",
+                            "wrote " + std::to_string(req.body.size()) + " byte(s) into " +
+                                std::to_string(n) + " watch(es)");
+    }
     if (what == "compact") {
       store_.compact();
       return statusResponse(

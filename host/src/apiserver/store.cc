@@ -333,6 +333,13 @@ void Store::dropWatchers() {
     w->close();
 }
 
+void Store::injectLine(const std::string& bytes) {
+  auto line = std::make_shared<const std::string>(bytes);
+  std::lock_guard lock(mu_);
+  for (auto& w : watchers_)
+    w->pushLine(line);
+}
+
 std::size_t Store::watcherCount() const {
   std::lock_guard lock(mu_);
   return watchers_.size();

@@ -131,6 +131,8 @@ public:
   // watcher.
   void compact();
   void dropWatchers();
+  // Writes raw bytes into every open watch stream (fault injection: malformed events).
+  void injectLine(const std::string& bytes);
   std::size_t watcherCount() const;
 
 private:
