@@ -25,13 +25,14 @@ packages=(
 
 say() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
 
+# deps [package...]: installs the missing ones among `packages` and the extra ones given.
 deps() {
-  local missing=()
-  for p in "${packages[@]}"; do
+  local missing=() wanted=("${packages[@]}" "$@")
+  for p in "${wanted[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
   done
   if [ ${#missing[@]} -eq 0 ]; then
-    say "dependencies: all ${#packages[@]} Debian packages present"
+    say "dependencies: all ${#wanted[@]} Debian packages present"
     return
   fi
   say "installing ${#missing[@]} missing Debian package(s): ${missing[*]}"
@@ -112,10 +113,12 @@ case "$cmd" in
     say "all tests passed"
     ;;
   bench)
-    deps
+    deps wrk # B6 measures wrk against the same server
     configure_and_build "$root/build-release" -DCMAKE_BUILD_TYPE=Release -DKH_BUILD_TESTS=ON
     say "benchmark: embedded API server (watch fan-out, paged LIST)"
     taskset -c 0,1 "$root/build-release/tests/apiserver_bench"
+    say "benchmark: Kubernetes client B1 (watch ingest), B2 (memory/pod), B5 (initial sync), B6 (write ceiling)"
+    taskset -c 0,1 "$root/build-release/tests/kube_bench" --host "$root/build-release/bin/kuscia-host"
     ;;
   format)
     (cd "$root" && clang-format -i $(git ls-files --cached --others --exclude-standard '*.h' '*.hpp' '*.cc' '*.c'))

@@ -120,7 +120,7 @@ Result<std::shared_ptr<Subscription>> Informer::subscribe(uint64_t id, Subscript
     return makeError("label selector '" + spec.labelSelector + "': " + selector.error());
   std::vector<std::size_t> slots;
   for (const auto& f : spec.fields) {
-    if (f.rfind("/metadata/labels", 0) == 0) keepLabels_ = true;
+    if (f == "/metadata/labels") keepLabels_ = true; // a single label's pointer is just a field
     auto slot = paths_.add(f);
     if (!slot) return makeError(slot.error());
     slots.push_back(*slot);
@@ -140,8 +140,17 @@ std::string Informer::basePath() const {
   return p + "/" + resource_;
 }
 
+void Informer::prepare() {
+  if (!decoder_)
+    decoder_ = std::make_unique<Decoder>(paths_, Decoder::Options{keepLabels_, keepRaw_});
+}
+
+void Informer::ingest(std::string_view watchBytes) {
+  onWatchData(gen_, watchBytes);
+}
+
 void Informer::start() {
-  decoder_ = std::make_unique<Decoder>(paths_, Decoder::Options{keepLabels_, keepRaw_});
+  prepare();
   net::post(strand_, [self = shared_from_this()] { self->list("0", true); });
 }
 

@@ -89,6 +89,11 @@ public:
   // Before start() only. Fails on a bad selector or JSON pointer.
   Result<std::shared_ptr<Subscription>> subscribe(uint64_t id, SubscriptionSpec spec,
                                                   Subscription::Sink sink);
+  // Builds the decoder for the declared fields (start() does this first). After prepare(),
+  // ingest() feeds watch-stream bytes through the same path a watch takes (frame split, decode,
+  // project, cache, dispatch) without a server: the watch-ingest benchmark uses it.
+  void prepare();
+  void ingest(std::string_view watchBytes);
   void start();
   void stop();
 
