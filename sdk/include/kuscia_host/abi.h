@@ -112,8 +112,11 @@ typedef int32_t kh_scope_t;
 #define KH_SCOPE_NAMESPACE 2 /* the namespace named in kh_subscription_t.namespace_name */
 #define KH_SCOPE_ALL 3       /* every namespace (cluster-scoped resources too) */
 
-/* A declarative watch. The host owns the watch and shares one per resource and scope between all
- * subscribers; it extracts only the JSON pointers listed in `fields`. */
+/* A declarative watch. The host owns the watch and shares one per resource between all
+ * subscribers; it extracts only the JSON pointers listed in `fields`. MODIFIED is delivered only
+ * when one of this subscription's fields (or, with want_raw, the object) changed. Labels are cached
+ * only when label_selector is set or "/metadata/labels" is among the fields. Cluster-scoped
+ * resources need KH_SCOPE_ALL. */
 typedef struct kh_subscription {
   uint32_t struct_size;
   const char* group;    /* "" for the core group */
@@ -262,7 +265,9 @@ typedef struct kh_host_api_v1 {
    * visitor runs at most once, before return. KH_ERR_NOT_FOUND if absent. Any thread. */
   kh_status_t (*cache_get)(kh_host_ctx_t* ctx, uint64_t subscription_id, const char* key,
                            kh_object_visitor_t visitor, void* user);
-  /* Visits every cached object of a subscription that matches label_selector (NULL = all). */
+  /* Visits every cached object of a subscription that matches label_selector (NULL = all).
+   * A non-empty selector needs cached labels (see kh_subscription_t), else
+   * KH_ERR_FAILED_PRECONDITION. The visitor may call back into the host. */
   kh_status_t (*cache_list)(kh_host_ctx_t* ctx, uint64_t subscription_id,
                             const char* label_selector, kh_object_visitor_t visitor, void* user);
   /* Queues a write. The request is copied. *out_request_id is echoed in on_kube_result, which
