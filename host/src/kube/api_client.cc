@@ -72,20 +72,56 @@ void ApiClient::call(ApiCall c, std::function<void(Result<HttpResponse>)> done) 
           std::make_shared<std::function<void(Result<HttpResponse>)>>(std::move(done)));
 }
 
-void ApiClient::attempt(std::shared_ptr<ApiCall> c, int n,
-                        std::shared_ptr<std::function<void(Result<HttpResponse>)>> done) {
+void ApiClient::attempt(const std::shared_ptr<ApiCall>& c, int n,
+                        const std::shared_ptr<std::function<void(Result<HttpResponse>)>>& done) {
   if (stopped_)
     return (*done)(makeError(c->http.method + " " + c->http.target + ": shutting down"));
-  auto wait = c->rateLimited ? limiter_.reserve() : std::chrono::nanoseconds(0);
-  if (wait.count() <= 0) return send(std::move(c), n, std::move(done));
-  metrics_.rateLimiterWait->series({})->add(std::chrono::duration<double>(wait).count());
-  auto timer = std::make_shared<boost::asio::steady_timer>(io_, wait);
-  timer->async_wait([self = shared_from_this(), timer, c, n,
-                     done](const boost::system::error_code&) { self->send(c, n, done); });
+  if (!c->rateLimited) return send(c, n, done);
+  {
+    std::lock_guard lock(queueMu_);
+    queue_.push_back(Queued{c, n, done, clock_.monotonicNanos()});
+  }
+  pump();
 }
 
-void ApiClient::send(std::shared_ptr<ApiCall> c, int n,
-                     std::shared_ptr<std::function<void(Result<HttpResponse>)>> done) {
+void ApiClient::pump() {
+  while (true) {
+    Queued next;
+    {
+      std::lock_guard lock(queueMu_);
+      if (queue_.empty() || timerArmed_) return;
+      auto wait = limiter_.tryTake();
+      if (wait.count() > 0) {
+        timerArmed_ = true;
+        auto timer = std::make_shared<boost::asio::steady_timer>(io_, wait);
+        timer->async_wait([self = shared_from_this(), timer](const boost::system::error_code&) {
+          {
+            std::lock_guard relock(self->queueMu_);
+            self->timerArmed_ = false;
+          }
+          self->pump();
+        });
+        return;
+      }
+      next = std::move(queue_.front());
+      queue_.pop_front();
+    }
+    double waited = static_cast<double>(clock_.monotonicNanos() - next.since) / 1e9;
+    if (waited > 0.0005) {
+      metrics_.rateLimiterWait->series({})->add(waited);
+      limiter_.addWait(waited);
+    }
+    if (stopped_) {
+      (*next.done)(
+          makeError(next.call->http.method + " " + next.call->http.target + ": shutting down"));
+      continue;
+    }
+    send(next.call, next.attempt, next.done);
+  }
+}
+
+void ApiClient::send(const std::shared_ptr<ApiCall>& c, int n,
+                     const std::shared_ptr<std::function<void(Result<HttpResponse>)>>& done) {
   int64_t t0 = clock_.monotonicNanos();
   transport_->send(c->http, [self = shared_from_this(), c, n, done, t0](Result<HttpResponse> r) {
     double secs = static_cast<double>(self->clock_.monotonicNanos() - t0) / 1e9;

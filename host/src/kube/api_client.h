@@ -7,8 +7,10 @@
 #include <boost/asio/io_context.hpp>
 
 #include <atomic>
+#include <deque>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <spdlog/logger.h>
 #include <string>
 
@@ -63,10 +65,19 @@ public:
                                               int maxRetries);
 
 private:
-  void attempt(std::shared_ptr<ApiCall> call, int n,
-               std::shared_ptr<std::function<void(Result<HttpResponse>)>> done);
-  void send(std::shared_ptr<ApiCall> call, int n,
-            std::shared_ptr<std::function<void(Result<HttpResponse>)>> done);
+  void attempt(const std::shared_ptr<ApiCall>& call, int n,
+               const std::shared_ptr<std::function<void(Result<HttpResponse>)>>& done);
+  void send(const std::shared_ptr<ApiCall>& call, int n,
+            const std::shared_ptr<std::function<void(Result<HttpResponse>)>>& done);
+
+  struct Queued {
+    std::shared_ptr<ApiCall> call;
+    int attempt;
+    std::shared_ptr<std::function<void(Result<HttpResponse>)>> done;
+    int64_t since; // monotonic ns when it started waiting for a token
+  };
+  // Sends queued rate-limited calls while tokens are available; arms one timer otherwise.
+  void pump();
 
   boost::asio::io_context& io_;
   std::shared_ptr<HttpTransport> transport_;
@@ -75,6 +86,9 @@ private:
   KubeMetrics& metrics_;
   std::shared_ptr<spdlog::logger> logger_;
   std::atomic<bool> stopped_{false};
+  std::mutex queueMu_;
+  std::deque<Queued> queue_;
+  bool timerArmed_ = false;
 };
 
 } // namespace kuscia_host::kube

@@ -114,6 +114,9 @@ namespace {
 net::awaitable<std::shared_ptr<BeastHttpClient::Connection>>
 connect(const ClusterAccess& a, net::ssl::context* ssl, std::chrono::milliseconds timeout) {
   auto conn = std::make_shared<BeastHttpClient::Connection>();
+  // Beast reads only as much as the buffer has room for: without room, every read of a large
+  // LIST would be a few hundred bytes (thousands of syscalls per page).
+  conn->buffer.reserve(std::size_t{64} * 1024);
   auto ex = co_await net::this_coro::executor;
   tcp::resolver resolver(ex);
   beast::error_code ec;
@@ -223,12 +226,17 @@ void BeastHttpClient::send(HttpRequest request, std::function<void(Result<HttpRe
     }
     co_return res;
   };
+  // On a kept-alive connection, the request runs on that connection's own strand, so socket
+  // completions need no hop between strands.
+  auto idle = takeIdle();
+  net::any_io_executor ex =
+      idle ? idle->lowest().get_executor() : net::any_io_executor(net::make_strand(io_));
   net::co_spawn(
-      net::make_strand(io_),
-      [self, attempt]() -> net::awaitable<HttpResponse> {
+      ex,
+      [self, attempt, idle]() -> net::awaitable<HttpResponse> {
         // A kept-alive connection the server closed meanwhile fails on first use: retry once
         // on a fresh connection.
-        if (auto idle = self->takeIdle()) {
+        if (idle) {
           std::optional<HttpResponse> r;
           try {
             r = co_await attempt(idle);
@@ -294,7 +302,7 @@ BeastHttpClient::stream(HttpRequest request, std::function<void(std::string_view
           HttpResponse res;
           res.status = static_cast<int>(parser.get().result_int());
           copyHeaders(parser.get(), res);
-          std::vector<char> buf(64 * 1024);
+          std::vector<char> buf(std::size_t{64} * 1024);
           while (!parser.is_done()) {
             parser.get().body().data = buf.data();
             parser.get().body().size = buf.size();

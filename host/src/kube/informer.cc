@@ -95,7 +95,7 @@ void Subscription::change(const RecordPtr& before, const RecordPtr& after) const
 Informer::Informer(net::io_context& io, std::shared_ptr<ApiClient> api, KubeMetrics& metrics,
                    std::shared_ptr<spdlog::logger> logger, std::string group, std::string version,
                    std::string resource, std::string namespaceName, ReflectorOptions options)
-    : io_(io), strand_(net::make_strand(io)), api_(std::move(api)), metrics_(metrics),
+    : strand_(net::make_strand(io)), api_(std::move(api)), metrics_(metrics),
       logger_(std::move(logger)), group_(std::move(group)), version_(std::move(version)),
       resource_(std::move(resource)), namespace_(std::move(namespaceName)),
       id_(resource_ + (group_.empty() ? "" : "." + group_) +
@@ -221,16 +221,16 @@ void Informer::after(milliseconds delay, std::function<void()> fn) {
 
 // --- list --------------------------------------------------------------------------------
 
-void Informer::list(std::string resourceVersion, bool paged) {
+void Informer::list(const std::string& resourceVersion, bool paged) {
   if (stopped_) return;
   if (!firstList_) relists_->add(1);
   firstList_ = false;
   uint64_t gen = ++gen_;
-  page(gen, std::move(resourceVersion), "", paged, std::make_shared<ObjectCache>());
+  page(gen, resourceVersion, "", paged, std::make_shared<ObjectCache>());
 }
 
-void Informer::page(uint64_t gen, std::string rv, std::string continueToken, bool paged,
-                    std::shared_ptr<ObjectCache> pending) {
+void Informer::page(uint64_t gen, const std::string& rv, const std::string& continueToken,
+                    bool paged, std::shared_ptr<ObjectCache> pending) {
   std::string target = basePath() + "?";
   if (paged) target += "limit=" + std::to_string(options_.pageSize) + "&";
   if (!continueToken.empty())

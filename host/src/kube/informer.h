@@ -111,9 +111,9 @@ public:
   std::size_t size() const;
 
 private:
-  void list(std::string resourceVersion, bool paged);
-  void page(uint64_t gen, std::string resourceVersion, std::string continueToken, bool paged,
-            std::shared_ptr<ObjectCache> pending);
+  void list(const std::string& resourceVersion, bool paged);
+  void page(uint64_t gen, const std::string& resourceVersion, const std::string& continueToken,
+            bool paged, std::shared_ptr<ObjectCache> pending);
   void replace(const std::shared_ptr<ObjectCache>& pending, const std::string& resourceVersion);
   void watch();
   void onWatchData(uint64_t gen, std::string_view bytes);
@@ -126,7 +126,6 @@ private:
   std::string basePath() const;
   void updateGauges();
 
-  boost::asio::io_context& io_;
   boost::asio::strand<boost::asio::io_context::executor_type> strand_;
   std::shared_ptr<ApiClient> api_;
   KubeMetrics& metrics_;

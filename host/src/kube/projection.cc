@@ -102,13 +102,13 @@ Result<std::size_t> FieldPaths::add(std::string_view pointer) {
   pointers_.emplace_back(pointer);
   tokens_.push_back(*tokens);
   // A slot below another slot is resolved from the upper slot's text (the walk stops there).
-  for (std::size_t n = 0; n < nodes_.size(); ++n)
-    nodes_[n].deferred = false;
-  for (std::size_t s = 0; s < tokens_.size(); ++s) {
+  for (auto& n : nodes_)
+    n.deferred = false;
+  for (const auto& t : tokens_) {
     int n = 0;
-    for (std::size_t d = 0; d < tokens_[s].size(); ++d) {
-      n = child(n, tokens_[s][d], false);
-      if (d + 1 < tokens_[s].size() && nodes_[n].slot >= 0 && nodes_[n].builtin != kLabels)
+    for (std::size_t d = 0; d < t.size(); ++d) {
+      n = child(n, t[d], false);
+      if (d + 1 < t.size() && nodes_[n].slot >= 0 && nodes_[n].builtin != kLabels)
         nodes_[n].deferred = true;
     }
   }

@@ -1,7 +1,7 @@
 // Client-side rate limit for requests to the API server (writes and lists; never watches): a
 // token bucket of `burst` tokens refilled at `qps` per second, as client-go's flowcontrol.
-// Callers reserve a token and wait the returned delay before sending, so the configured rate is
-// never exceeded however many callers share the limiter.
+// Callers take a token at the moment they send (or learn how long until one is available), so
+// the configured rate is never exceeded however many callers share the limiter.
 #pragma once
 
 #include <chrono>
@@ -15,9 +15,12 @@ class RateLimiter {
 public:
   RateLimiter(double qps, int burst, const Clock& clock);
 
-  // Takes one token; returns how long to wait before using it (zero when one was available).
-  // Thread-safe.
-  std::chrono::nanoseconds reserve();
+  // Takes a token if one is available now (returns zero); otherwise takes nothing and returns
+  // how long until one is. Taking tokens only at the moment of sending keeps the rate even when
+  // the sender runs late. Thread-safe.
+  std::chrono::nanoseconds tryTake();
+  // Accounts a wait done by a tryTake() caller (for waitedSeconds()).
+  void addWait(double seconds);
   // Total delay handed out so far, in seconds (for the rate-limiter wait metric).
   double waitedSeconds() const;
 

@@ -637,7 +637,9 @@ kh_status_t PluginInstance::cacheList(uint64_t subscription, const char* selecto
         subscriptions_.end())
       return KH_ERR_NOT_FOUND;
   }
-  auto [informer, sub] = services_.kube->find(subscription);
+  auto found = services_.kube->find(subscription);
+  const auto& informer = found.first;
+  const auto& sub = found.second;
   if (!informer) return KH_OK; // not started yet: nothing cached
   auto sel = apiserver::LabelSelector::parse(selector != nullptr ? selector : "");
   if (!sel) {
