@@ -21,6 +21,7 @@ protected:
   void start(bool tls) {
     apiserver::ServerOptions o;
     o.tls = tls;
+    o.faultInjection = true;
     o.token = "t0ken";
     server_ =
         std::make_unique<apiserver::ApiServer>(runtime_.io(), clock_, logs_.logger("apiserver"), o);
@@ -72,6 +73,22 @@ TEST_F(HttpClientTest, PlainRequestsReuseOneConnection) {
                            R"({"metadata":{"labels":{"a":"b"}}})", "application/merge-patch+json"});
   EXPECT_EQ(patched->status, 200) << patched->body;
   EXPECT_EQ(call(*c, {"GET", "/api/v1/namespaces/nope"})->status, 404);
+}
+
+TEST_F(HttpClientTest, RequestPastItsDeadlineTimesOutAndTheNextOneWorks) {
+  start(false);
+  auto c = client(access_);
+  server_->faults().setLatency(std::chrono::milliseconds(3000));
+  HttpRequest slow{"GET", "/version"};
+  slow.timeout = std::chrono::milliseconds(300);
+  auto r = call(*c, slow);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().find("timed out"), std::string::npos) << r.error();
+  server_->faults().setLatency(std::chrono::milliseconds(0));
+  auto ok = call(*c, {"GET", "/version"});
+  ASSERT_TRUE(ok.ok()) << ok.error();
+  EXPECT_EQ(ok->status, 200);
+  EXPECT_EQ(c->connectionsOpened(), 2u); // the timed-out connection was not reused
 }
 
 TEST_F(HttpClientTest, TlsWithTokenVerifiesTheServer) {

@@ -27,6 +27,13 @@ using test::eventually;
 constexpr const char* kPods = "/api/v1/namespaces/alice/pods";
 const std::vector<std::string> kFields = {"/status/phase", "/metadata/labels/app"};
 
+// "p<i>" (appended, not inserted: GCC 12 -O3 warns falsely on "p" + std::to_string(i)).
+std::string podName(int i) {
+  std::string name = "p";
+  name += std::to_string(i);
+  return name;
+}
+
 struct Seen {
   ChangeType type;
   std::string key;
@@ -215,7 +222,7 @@ protected:
 
 TEST_F(InformerTest, PagedInitialListThenSyncedThenEveryChange) {
   for (int i = 0; i < 20; ++i)
-    createPod("alice", "p" + std::to_string(i), i % 2 == 0 ? "even" : "odd");
+    createPod("alice", podName(i), i % 2 == 0 ? "even" : "odd");
   createPod("bob", "other", "even"); // another namespace: not seen
   makeClient();
   Recorder all, even;
@@ -272,7 +279,7 @@ TEST_F(InformerTest, PagedInitialListThenSyncedThenEveryChange) {
 
 TEST_F(InformerTest, ConvergesAfterWatchesDroppedAndHistoryCompacted) {
   for (int i = 0; i < 10; ++i)
-    createPod("alice", "p" + std::to_string(i), "a");
+    createPod("alice", podName(i), "a");
   makeClient();
   Recorder rec;
   uint64_t sub = subscribe(rec);
@@ -334,7 +341,7 @@ TEST_F(InformerTest, MalformedEventsAreSkippedCountedAndLoggedOnce) {
 
 TEST_F(InformerTest, SurvivesErrorStormsOnListAndWatch) {
   for (int i = 0; i < 5; ++i)
-    createPod("alice", "p" + std::to_string(i), "a");
+    createPod("alice", podName(i), "a");
   // 500 without Retry-After (exponential backoff from 200 ms), then 429 with Retry-After 0: the
   // list is retried through both storms.
   fault("respond?path=/api/v1/namespaces/alice/pods&method=GET&status=500&count=3");
@@ -354,7 +361,7 @@ TEST_F(InformerTest, SurvivesErrorStormsOnListAndWatch) {
 
 TEST_F(InformerTest, ConvergesAfterServerRestart) {
   for (int i = 0; i < 5; ++i)
-    createPod("alice", "p" + std::to_string(i), "a");
+    createPod("alice", podName(i), "a");
   makeClient();
   Recorder rec;
   uint64_t sub = subscribe(rec);

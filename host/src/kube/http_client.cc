@@ -4,6 +4,7 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/ssl/host_name_verification.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core.hpp>
@@ -27,6 +28,9 @@ struct BeastHttpClient::Connection {
   std::optional<beast::tcp_stream> tcp;
   std::optional<beast::ssl_stream<beast::tcp_stream>> tls;
   beast::flat_buffer buffer;
+  // The current request's deadline (steady clock, ns; 0 = none), enforced by the watchdog.
+  std::atomic<int64_t> deadline{0};
+  std::atomic<bool> timedOut{false};
   beast::tcp_stream& lowest() { return tls ? beast::get_lowest_layer(*tls) : *tcp; }
 };
 
@@ -103,6 +107,57 @@ std::shared_ptr<BeastHttpClient::Connection> BeastHttpClient::takeIdle() {
   return c;
 }
 
+void BeastHttpClient::track(const std::shared_ptr<Connection>& c,
+                            std::chrono::milliseconds timeout) {
+  c->deadline = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                    (std::chrono::steady_clock::now() + timeout).time_since_epoch())
+                    .count();
+  std::lock_guard lock(mu_);
+  inFlight_.insert(c);
+  if (watchdogArmed_) return;
+  watchdogArmed_ = true;
+  auto timer = std::make_shared<net::steady_timer>(io_, std::chrono::milliseconds(250));
+  timer->async_wait([weak = weak_from_this(), timer](const boost::system::error_code&) {
+    if (auto self = weak.lock()) self->watchdog();
+  });
+}
+
+void BeastHttpClient::untrack(const std::shared_ptr<Connection>& c) {
+  c->deadline = 0;
+  std::lock_guard lock(mu_);
+  inFlight_.erase(c);
+}
+
+void BeastHttpClient::watchdog() {
+  int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                    std::chrono::steady_clock::now().time_since_epoch())
+                    .count();
+  std::vector<std::shared_ptr<Connection>> expired;
+  {
+    std::lock_guard lock(mu_);
+    watchdogArmed_ = false;
+    for (const auto& c : inFlight_) {
+      int64_t d = c->deadline;
+      if (d != 0 && now > d) expired.push_back(c);
+    }
+    if (!inFlight_.empty()) {
+      watchdogArmed_ = true;
+      auto timer = std::make_shared<net::steady_timer>(io_, std::chrono::milliseconds(250));
+      timer->async_wait([weak = weak_from_this(), timer](const boost::system::error_code&) {
+        if (auto self = weak.lock()) self->watchdog();
+      });
+    }
+  }
+  for (const auto& c : expired) {
+    c->timedOut = true;
+    net::post(c->lowest().get_executor(), [c] {
+      beast::error_code ignored;
+      c->lowest().socket().shutdown(tcp::socket::shutdown_both, ignored);
+      c->lowest().socket().close(ignored);
+    });
+  }
+}
+
 void BeastHttpClient::putIdle(std::shared_ptr<Connection> c) {
   std::lock_guard lock(mu_);
   if (idle_.size() < 8) idle_.push_back(std::move(c));
@@ -142,6 +197,7 @@ connect(const ClusterAccess& a, net::ssl::context* ssl, std::chrono::millisecond
     if (ec)
       throw Failure("TLS handshake with " + a.host + ":" + a.port + " failed: " + describe(ec));
   }
+  conn->lowest().expires_never(); // from here on, deadlines are per request (see track())
   co_return conn;
 }
 
@@ -202,7 +258,9 @@ void BeastHttpClient::send(HttpRequest request, std::function<void(Result<HttpRe
     http::response_parser<http::string_body> parser;
     parser.body_limit(std::size_t{1} << 30);
     beast::error_code ec;
-    conn->lowest().expires_after(request.timeout);
+    // One deadline for the whole exchange, checked by the watchdog: cheaper than arming a
+    // timer for every read and write.
+    self->track(conn, request.timeout);
     if (conn->tls) {
       co_await http::async_write(*conn->tls, req, net::redirect_error(net::use_awaitable, ec));
       if (!ec)
@@ -214,16 +272,15 @@ void BeastHttpClient::send(HttpRequest request, std::function<void(Result<HttpRe
         co_await http::async_read(*conn->tcp, conn->buffer, parser,
                                   net::redirect_error(net::use_awaitable, ec));
     }
+    self->untrack(conn);
+    if (conn->timedOut) throw Failure("timed out");
     if (ec) throw boost::system::system_error(ec);
     HttpResponse res;
     auto& msg = parser.get();
     res.status = static_cast<int>(msg.result_int());
     copyHeaders(msg, res);
     res.body = std::move(msg.body());
-    if (msg.keep_alive()) {
-      conn->lowest().expires_never();
-      self->putIdle(conn);
-    }
+    if (msg.keep_alive()) self->putIdle(conn);
     co_return res;
   };
   // On a kept-alive connection, the request runs on that connection's own strand, so socket

@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -81,12 +82,19 @@ private:
   BeastHttpClient(boost::asio::io_context& io, ClusterAccess access);
   std::shared_ptr<Connection> takeIdle();
   void putIdle(std::shared_ptr<Connection> c);
+  // Request deadlines: a watchdog ticking every 250 ms while requests are in flight closes the
+  // connection of any request past its deadline.
+  void track(const std::shared_ptr<Connection>& c, std::chrono::milliseconds timeout);
+  void untrack(const std::shared_ptr<Connection>& c);
+  void watchdog();
 
   boost::asio::io_context& io_;
   ClusterAccess access_;
   std::unique_ptr<boost::asio::ssl::context> ssl_;
   mutable std::mutex mu_;
   std::vector<std::shared_ptr<Connection>> idle_;
+  std::set<std::shared_ptr<Connection>> inFlight_;
+  bool watchdogArmed_ = false;
   std::size_t opened_ = 0;
 };
 
