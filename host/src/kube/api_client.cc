@@ -6,41 +6,31 @@
 
 namespace kuscia_host::kube {
 
-namespace {
-
-template <class T> T* must(Result<T*> r) {
-  if (!r) throw std::logic_error("kube metric registration failed: " + r.error());
-  return r.value();
-}
-
-} // namespace
-
 KubeMetrics::KubeMetrics(MetricsRegistry& r)
-    : watchRestarts(must(r.family(MetricKind::kCounter, "kuscia_host_kube_watch_restarts_total",
-                                  "Watches started again after the first (normal end, error, 410)",
-                                  {"informer"}))),
-      relists(
-          must(r.family(MetricKind::kCounter, "kuscia_host_kube_relists_total",
-                        "Full LISTs after the initial one (410 Expired, errors)", {"informer"}))),
-      events(must(r.family(MetricKind::kCounter, "kuscia_host_kube_events_total",
-                           "Watch events received, by type", {"informer", "type"}))),
-      decodeErrors(must(r.family(MetricKind::kCounter, "kuscia_host_kube_decode_errors_total",
-                                 "Objects, events or frames skipped as malformed", {"informer"}))),
-      objectsCached(must(r.family(MetricKind::kGauge, "kuscia_host_kube_objects_cached",
-                                  "Objects in the informer's cache", {"informer"}))),
-      bytesCached(must(r.family(MetricKind::kGauge, "kuscia_host_kube_cache_bytes",
-                                "Bytes held by the informer's cached records", {"informer"}))),
-      requestDuration(
-          must(r.family(MetricKind::kHistogram, "kuscia_host_kube_request_duration_seconds",
-                        "API requests (not watches) by verb and HTTP code "
-                        "(\"error\": no response)",
-                        {"verb", "code"}))),
-      requestRetries(must(r.family(MetricKind::kCounter, "kuscia_host_kube_request_retries_total",
-                                   "API requests retried, by verb and the code that caused it",
-                                   {"verb", "code"}))),
-      rateLimiterWait(
-          must(r.family(MetricKind::kCounter, "kuscia_host_kube_rate_limiter_wait_seconds_total",
-                        "Time requests waited for the client-side rate limiter", {}))) {}
+    : watchRestarts(r.hostFamily(MetricKind::kCounter, "kuscia_host_kube_watch_restarts_total",
+                                 "Watches started again after the first (normal end, error, 410)",
+                                 {"informer"})),
+      relists(r.hostFamily(MetricKind::kCounter, "kuscia_host_kube_relists_total",
+                           "Full LISTs after the initial one (410 Expired, errors)", {"informer"})),
+      events(r.hostFamily(MetricKind::kCounter, "kuscia_host_kube_events_total",
+                          "Watch events received, by type", {"informer", "type"})),
+      decodeErrors(r.hostFamily(MetricKind::kCounter, "kuscia_host_kube_decode_errors_total",
+                                "Objects, events or frames skipped as malformed", {"informer"})),
+      objectsCached(r.hostFamily(MetricKind::kGauge, "kuscia_host_kube_objects_cached",
+                                 "Objects in the informer's cache", {"informer"})),
+      bytesCached(r.hostFamily(MetricKind::kGauge, "kuscia_host_kube_cache_bytes",
+                               "Bytes held by the informer's cached records", {"informer"})),
+      requestDuration(r.hostFamily(MetricKind::kHistogram,
+                                   "kuscia_host_kube_request_duration_seconds",
+                                   "API requests (not watches) by verb and HTTP code "
+                                   "(\"error\": no response)",
+                                   {"verb", "code"})),
+      requestRetries(r.hostFamily(MetricKind::kCounter, "kuscia_host_kube_request_retries_total",
+                                  "API requests retried, by verb and the code that caused it",
+                                  {"verb", "code"})),
+      rateLimiterWait(r.hostFamily(MetricKind::kCounter,
+                                   "kuscia_host_kube_rate_limiter_wait_seconds_total",
+                                   "Time requests waited for the client-side rate limiter", {})) {}
 
 ApiClient::ApiClient(boost::asio::io_context& io, std::shared_ptr<HttpTransport> transport,
                      double qps, int burst, const Clock& clock, KubeMetrics& metrics,

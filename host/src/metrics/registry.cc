@@ -1,5 +1,7 @@
 #include "metrics/registry.h"
 
+#include <stdexcept>
+
 #include <algorithm>
 #include <charconv>
 #include <cmath>
@@ -143,6 +145,15 @@ bool MetricsRegistry::validMetricName(const std::string& name) {
 
 bool MetricsRegistry::validLabelName(const std::string& name) {
   return validMetricName(name) && name.find(':') == std::string::npos && name.rfind("__", 0) != 0;
+}
+
+MetricFamily* MetricsRegistry::hostFamily(MetricKind kind, const std::string& name,
+                                          const std::string& help,
+                                          const std::vector<std::string>& labelNames,
+                                          const std::vector<double>& buckets) {
+  auto f = family(kind, name, help, labelNames, buckets);
+  if (!f) throw std::logic_error("host metric " + name + " cannot be registered: " + f.error());
+  return f.value();
 }
 
 Result<MetricFamily*> MetricsRegistry::family(MetricKind kind, const std::string& name,

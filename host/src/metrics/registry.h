@@ -67,6 +67,11 @@ public:
   Result<MetricFamily*> family(MetricKind kind, const std::string& name, const std::string& help,
                                const std::vector<std::string>& labelNames,
                                const std::vector<double>& buckets = {});
+  // The same, for the host's own families, whose definitions are fixed in code: a failure is a
+  // programming error and throws std::logic_error.
+  MetricFamily* hostFamily(MetricKind kind, const std::string& name, const std::string& help,
+                           const std::vector<std::string>& labelNames,
+                           const std::vector<double>& buckets = {});
   std::string render() const;
 
   static bool validMetricName(const std::string& name);

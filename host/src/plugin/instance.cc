@@ -30,29 +30,24 @@ spdlog::level::level_enum toSpdlog(kh_log_level_t level) {
   }
 }
 
-template <class T> T* must(Result<T*> r) {
-  if (!r) throw std::logic_error("host metric registration failed: " + r.error());
-  return r.value();
-}
-
 } // namespace
 
 HostMetrics::HostMetrics(MetricsRegistry& r)
-    : pluginsLoaded(must(r.family(MetricKind::kGauge, "kuscia_host_plugins_loaded",
-                                  "Plugin libraries currently loaded", {}))),
-      instances(must(r.family(MetricKind::kGauge, "kuscia_host_plugin_instances",
-                              "Plugin instances by state", {"state"}))),
-      callbacks(must(r.family(MetricKind::kCounter, "kuscia_host_plugin_callbacks_total",
-                              "Plugin callbacks run", {"plugin", "domain", "callback"}))),
-      callbackErrors(must(r.family(MetricKind::kCounter, "kuscia_host_plugin_callback_errors_total",
-                                   "Plugin callbacks that returned an error or threw",
-                                   {"plugin", "domain", "callback"}))),
-      callbackDuration(
-          must(r.family(MetricKind::kHistogram, "kuscia_host_plugin_callback_duration_seconds",
-                        "Time spent in plugin callbacks", {"plugin", "callback"}))),
-      pluginCallErrors(must(
-          r.family(MetricKind::kCounter, "kuscia_host_plugin_host_call_errors_total",
-                   "Invalid calls from plugins into the host (ignored)", {"plugin", "call"}))) {}
+    : pluginsLoaded(r.hostFamily(MetricKind::kGauge, "kuscia_host_plugins_loaded",
+                                 "Plugin libraries currently loaded", {})),
+      instances(r.hostFamily(MetricKind::kGauge, "kuscia_host_plugin_instances",
+                             "Plugin instances by state", {"state"})),
+      callbacks(r.hostFamily(MetricKind::kCounter, "kuscia_host_plugin_callbacks_total",
+                             "Plugin callbacks run", {"plugin", "domain", "callback"})),
+      callbackErrors(r.hostFamily(MetricKind::kCounter, "kuscia_host_plugin_callback_errors_total",
+                                  "Plugin callbacks that returned an error or threw",
+                                  {"plugin", "domain", "callback"})),
+      callbackDuration(r.hostFamily(MetricKind::kHistogram,
+                                    "kuscia_host_plugin_callback_duration_seconds",
+                                    "Time spent in plugin callbacks", {"plugin", "callback"})),
+      pluginCallErrors(
+          r.hostFamily(MetricKind::kCounter, "kuscia_host_plugin_host_call_errors_total",
+                       "Invalid calls from plugins into the host (ignored)", {"plugin", "call"})) {}
 
 const char* toString(InstanceState s) {
   switch (s) {
