@@ -3,8 +3,29 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include <charconv>
+#include <nlohmann/json.hpp>
 
 namespace kuscia_host::kube {
+
+std::string resourcePath(const std::string& group, const std::string& version,
+                         const std::string& namespaceName, const std::string& resource) {
+  std::string p = group.empty() ? "/api/" + version : "/apis/" + group + "/" + version;
+  if (!namespaceName.empty()) p += "/namespaces/" + namespaceName;
+  return p + "/" + resource;
+}
+
+const std::string* badPathSegment(std::initializer_list<const std::string*> parts) {
+  for (const std::string* part : parts)
+    if (part->find_first_of("/?#% ") != std::string::npos) return part;
+  return nullptr;
+}
+
+std::optional<std::string> statusMessage(const std::string& body) {
+  auto j = nlohmann::json::parse(body, nullptr, false);
+  if (j.is_object() && j.contains("message") && j["message"].is_string())
+    return j["message"].get<std::string>();
+  return std::nullopt;
+}
 
 KubeMetrics::KubeMetrics(MetricsRegistry& r)
     : watchRestarts(r.hostFamily(MetricKind::kCounter, "kuscia_host_kube_watch_restarts_total",
@@ -97,10 +118,7 @@ void ApiClient::pump() {
       queue_.pop_front();
     }
     double waited = static_cast<double>(clock_.monotonicNanos() - next.since) / 1e9;
-    if (waited > 0.0005) {
-      metrics_.rateLimiterWait->series({})->add(waited);
-      limiter_.addWait(waited);
-    }
+    if (waited > 0.0005) metrics_.rateLimiterWait->series({})->add(waited);
     if (stopped_) {
       (*next.done)(
           makeError(next.call->http.method + " " + next.call->http.target + ": shutting down"));

@@ -9,8 +9,10 @@
 #include <atomic>
 #include <deque>
 #include <functional>
+#include <initializer_list>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <spdlog/logger.h>
 #include <string>
 
@@ -33,6 +35,15 @@ struct KubeMetrics {
   MetricFamily* requestRetries;
   MetricFamily* rateLimiterWait;
 };
+
+// The collection path of a resource: /api/v1[/namespaces/NS]/pods or /apis/G/V[/namespaces/NS]/R.
+std::string resourcePath(const std::string& group, const std::string& version,
+                         const std::string& namespaceName, const std::string& resource);
+// The first of `parts` that cannot be a path segment (has '/', '?', '#', '%' or ' '), if any.
+const std::string* badPathSegment(std::initializer_list<const std::string*> parts);
+
+// The message of a metav1 Status body, when the body is one.
+std::optional<std::string> statusMessage(const std::string& body);
 
 struct ApiCall {
   std::string verb; // for metrics: list, get, create, patch, delete
@@ -57,14 +68,12 @@ public:
   // Stops retrying; calls still waiting fail with "shutting down".
   void stop() { stopped_ = true; }
 
-  RateLimiter& limiter() { return limiter_; }
-
-  // Retry policy, exposed for tests: the delay before attempt `attempt` (1-based) after a
-  // response or failure; negative = do not retry.
+private:
+  // Retry policy: the delay before attempt `attempt` (1-based) after a response or failure;
+  // negative = do not retry.
   static std::chrono::milliseconds retryDelay(const Result<HttpResponse>& r, int attempt,
                                               int maxRetries);
 
-private:
   void attempt(const std::shared_ptr<ApiCall>& call, int n,
                const std::shared_ptr<std::function<void(Result<HttpResponse>)>>& done);
   void send(const std::shared_ptr<ApiCall>& call, int n,

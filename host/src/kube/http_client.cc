@@ -114,6 +114,10 @@ void BeastHttpClient::track(const std::shared_ptr<Connection>& c,
                     .count();
   std::lock_guard lock(mu_);
   inFlight_.insert(c);
+  armWatchdog();
+}
+
+void BeastHttpClient::armWatchdog() {
   if (watchdogArmed_) return;
   watchdogArmed_ = true;
   auto timer = std::make_shared<net::steady_timer>(io_, std::chrono::milliseconds(250));
@@ -140,13 +144,7 @@ void BeastHttpClient::watchdog() {
       int64_t d = c->deadline;
       if (d != 0 && now > d) expired.push_back(c);
     }
-    if (!inFlight_.empty()) {
-      watchdogArmed_ = true;
-      auto timer = std::make_shared<net::steady_timer>(io_, std::chrono::milliseconds(250));
-      timer->async_wait([weak = weak_from_this(), timer](const boost::system::error_code&) {
-        if (auto self = weak.lock()) self->watchdog();
-      });
-    }
+    if (!inFlight_.empty()) armWatchdog();
   }
   for (const auto& c : expired) {
     c->timedOut = true;

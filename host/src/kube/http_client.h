@@ -87,6 +87,7 @@ private:
   void track(const std::shared_ptr<Connection>& c, std::chrono::milliseconds timeout);
   void untrack(const std::shared_ptr<Connection>& c);
   void watchdog();
+  void armWatchdog(); // with mu_ held; at most one watchdog timer is pending
 
   boost::asio::io_context& io_;
   ClusterAccess access_;

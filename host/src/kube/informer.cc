@@ -3,7 +3,6 @@
 #include <boost/asio/post.hpp>
 
 #include <chrono>
-#include <nlohmann/json.hpp>
 
 namespace kuscia_host::kube {
 
@@ -34,11 +33,9 @@ std::string urlEncode(const std::string& s) {
 }
 
 // The Status message of an error body, or the HTTP code.
-std::string statusMessage(const HttpResponse& r) {
-  auto j = nlohmann::json::parse(r.body, nullptr, false);
-  if (j.is_object() && j.contains("message") && j["message"].is_string())
-    return "HTTP " + std::to_string(r.status) + ": " + j["message"].get<std::string>();
-  return "HTTP " + std::to_string(r.status);
+std::string describe(const HttpResponse& r) {
+  auto message = statusMessage(r.body);
+  return "HTTP " + std::to_string(r.status) + (message ? ": " + *message : std::string());
 }
 
 bool tooLargeResourceVersion(const HttpResponse& r) {
@@ -135,9 +132,7 @@ Result<std::shared_ptr<Subscription>> Informer::subscribe(uint64_t id, Subscript
 }
 
 std::string Informer::basePath() const {
-  std::string p = group_.empty() ? "/api/" + version_ : "/apis/" + group_ + "/" + version_;
-  if (!namespace_.empty()) p += "/namespaces/" + namespace_;
-  return p + "/" + resource_;
+  return resourcePath(group_, version_, namespace_, resource_);
 }
 
 void Informer::prepare() {
@@ -261,7 +256,7 @@ void Informer::page(uint64_t gen, const std::string& rv, const std::string& cont
         return self->after(self->nextBackoff(), [self] { self->list("", true); });
       }
       if (r->status != 200) {
-        self->noteError("list " + self->basePath() + " failed: " + statusMessage(*r));
+        self->noteError("list " + self->basePath() + " failed: " + describe(*r));
         return self->after(self->nextBackoff(), [self, rv] { self->list(rv, true); });
       }
       auto meta = self->decoder_->decodeList(
@@ -438,7 +433,7 @@ void Informer::onWatchDone(uint64_t gen, Result<HttpResponse> r) {
     return after(nextBackoff(), [self] { self->list("", true); });
   }
   if (r && r->status != 200) {
-    noteError("watch failed: " + statusMessage(*r));
+    noteError("watch failed: " + describe(*r));
     return after(nextBackoff(), [self] { self->watch(); });
   }
   bool shortAndEmpty = watchEvents_ == 0 && nowMs() - watchStarted_ < options_.shortWatch.count();

@@ -32,11 +32,10 @@ KubeClient::~KubeClient() {
 Result<uint64_t> KubeClient::subscribe(SubscriptionSpec spec, Subscription::Sink sink) {
   if (spec.version.empty() || spec.resource.empty())
     return makeError("subscription needs a version and a resource");
-  for (const auto& part : {spec.group, spec.version, spec.resource, spec.namespaceName})
-    if (part.find_first_of("/?#% ") != std::string::npos)
-      return makeError("subscription: '" + part +
-                       "' is not a valid group, version, resource or "
-                       "namespace name");
+  if (const std::string* bad =
+          badPathSegment({&spec.group, &spec.version, &spec.resource, &spec.namespaceName}))
+    return makeError("subscription: '" + *bad +
+                     "' is not a valid group, version, resource or namespace name");
   if (auto sel = apiserver::LabelSelector::parse(spec.labelSelector); !sel)
     return makeError("label selector '" + spec.labelSelector + "': " + sel.error());
   FieldPaths check;
@@ -109,12 +108,10 @@ KubeClient::find(uint64_t id) const {
 Result<HttpRequest> KubeClient::toHttp(const KubeWrite& w) {
   if (w.version.empty() || w.resource.empty())
     return makeError("kube request needs a version and a resource");
-  for (const auto& part : {w.group, w.version, w.resource, w.namespaceName, w.name, w.subresource})
-    if (part.find_first_of("/?#% ") != std::string::npos)
-      return makeError("kube request: '" + part + "' is not a valid path segment");
-  std::string path = w.group.empty() ? "/api/" + w.version : "/apis/" + w.group + "/" + w.version;
-  if (!w.namespaceName.empty()) path += "/namespaces/" + w.namespaceName;
-  path += "/" + w.resource;
+  if (const std::string* bad = badPathSegment(
+          {&w.group, &w.version, &w.resource, &w.namespaceName, &w.name, &w.subresource}))
+    return makeError("kube request: '" + *bad + "' is not a valid path segment");
+  std::string path = resourcePath(w.group, w.version, w.namespaceName, w.resource);
   HttpRequest r;
   r.timeout = std::chrono::milliseconds(30000);
   switch (w.verb) {
@@ -187,13 +184,8 @@ Result<void> KubeClient::write(const KubeWrite& w, std::function<void(KubeWriteR
     }
     out.httpCode = r->status;
     out.body = std::move(r->body);
-    if (out.httpCode < 200 || out.httpCode > 299) {
-      json j = json::parse(out.body, nullptr, false);
-      if (j.is_object() && j.contains("message") && j["message"].is_string())
-        out.message = j["message"].get<std::string>();
-      else
-        out.message = "HTTP " + std::to_string(out.httpCode);
-    }
+    if (out.httpCode < 200 || out.httpCode > 299)
+      out.message = statusMessage(out.body).value_or("HTTP " + std::to_string(out.httpCode));
     done(std::move(out));
   });
   return {};

@@ -22,14 +22,4 @@ std::chrono::nanoseconds RateLimiter::tryTake() {
       std::max<int64_t>(1, static_cast<int64_t>((1 - tokens_) / qps_ * 1e9)));
 }
 
-void RateLimiter::addWait(double seconds) {
-  std::lock_guard lock(mu_);
-  waited_ += seconds;
-}
-
-double RateLimiter::waitedSeconds() const {
-  std::lock_guard lock(mu_);
-  return waited_;
-}
-
 } // namespace kuscia_host::kube

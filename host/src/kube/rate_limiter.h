@@ -19,10 +19,6 @@ public:
   // how long until one is. Taking tokens only at the moment of sending keeps the rate even when
   // the sender runs late. Thread-safe.
   std::chrono::nanoseconds tryTake();
-  // Accounts a wait done by a tryTake() caller (for waitedSeconds()).
-  void addWait(double seconds);
-  // Total delay handed out so far, in seconds (for the rate-limiter wait metric).
-  double waitedSeconds() const;
 
 private:
   double qps_;
@@ -31,7 +27,6 @@ private:
   mutable std::mutex mu_;
   double tokens_;
   int64_t last_;
-  double waited_ = 0;
 };
 
 } // namespace kuscia_host::kube

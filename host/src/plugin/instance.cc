@@ -582,8 +582,9 @@ void PluginInstance::deliver(const kube::Subscription& sub, kube::ChangeType typ
 
 namespace {
 
-kh_status_t visitRecord(const kube::Subscription& sub, const kube::Record& r,
-                        kh_object_visitor_t visitor, void* user, bool& stop) {
+// Calls the visitor with `r` as `sub` sees it; true when the visitor asks to stop.
+bool visitRecord(const kube::Subscription& sub, const kube::Record& r, kh_object_visitor_t visitor,
+                 void* user) {
   std::string fields = sub.fieldsJson(r);
   kh_object_t o{};
   o.struct_size = sizeof o;
@@ -592,11 +593,15 @@ kh_status_t visitRecord(const kube::Subscription& sub, const kube::Record& r,
   o.resource_version = r.resourceVersion().data();
   o.fields_json = fields.c_str();
   o.fields_json_len = fields.size();
-  stop = visitor(user, &o) != 0;
-  return KH_OK;
+  return visitor(user, &o) != 0;
 }
 
 } // namespace
+
+bool PluginInstance::ownsSubscription(uint64_t id) const {
+  std::lock_guard lock(mu_);
+  return std::find(subscriptions_.begin(), subscriptions_.end(), id) != subscriptions_.end();
+}
 
 kh_status_t PluginInstance::cacheGet(uint64_t subscription, const char* key,
                                      kh_object_visitor_t visitor, void* user) {
@@ -605,18 +610,13 @@ kh_status_t PluginInstance::cacheGet(uint64_t subscription, const char* key,
     countPluginCallError("cache_get");
     return KH_ERR_INVALID_ARGUMENT;
   }
-  {
-    std::lock_guard lock(mu_);
-    if (std::find(subscriptions_.begin(), subscriptions_.end(), subscription) ==
-        subscriptions_.end())
-      return KH_ERR_NOT_FOUND;
-  }
+  if (!ownsSubscription(subscription)) return KH_ERR_NOT_FOUND;
   auto [informer, sub] = services_.kube->find(subscription);
   if (!informer) return KH_ERR_NOT_FOUND;
   kube::RecordPtr r = informer->get(key);
   if (!r || !sub->matches(*r)) return KH_ERR_NOT_FOUND;
-  bool stop = false;
-  return visitRecord(*sub, *r, visitor, user, stop);
+  visitRecord(*sub, *r, visitor, user);
+  return KH_OK;
 }
 
 kh_status_t PluginInstance::cacheList(uint64_t subscription, const char* selector,
@@ -626,12 +626,7 @@ kh_status_t PluginInstance::cacheList(uint64_t subscription, const char* selecto
     countPluginCallError("cache_list");
     return KH_ERR_INVALID_ARGUMENT;
   }
-  {
-    std::lock_guard lock(mu_);
-    if (std::find(subscriptions_.begin(), subscriptions_.end(), subscription) ==
-        subscriptions_.end())
-      return KH_ERR_NOT_FOUND;
-  }
+  if (!ownsSubscription(subscription)) return KH_ERR_NOT_FOUND;
   auto found = services_.kube->find(subscription);
   const auto& informer = found.first;
   const auto& sub = found.second;
@@ -659,11 +654,8 @@ kh_status_t PluginInstance::cacheList(uint64_t subscription, const char* selecto
     countPluginCallError("cache_list");
     return KH_ERR_FAILED_PRECONDITION;
   }
-  bool stop = false;
-  for (const auto& r : matching) {
-    visitRecord(*sub, *r, visitor, user, stop);
-    if (stop) break;
-  }
+  for (const auto& r : matching)
+    if (visitRecord(*sub, *r, visitor, user)) break;
   return KH_OK;
 }
 

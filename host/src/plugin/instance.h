@@ -124,6 +124,7 @@ private:
   // Runs a plugin callback on the executor with accounting. Must be called on the executor.
   template <class Fn> kh_status_t invoke(Callback which, Fn&& fn);
   void armTimer(const std::shared_ptr<Timer>& t);
+  bool ownsSubscription(uint64_t id) const;
   void deliver(const kube::Subscription& sub, kube::ChangeType type, kube::RecordPtr record);
   void completeRequest(uint64_t id, const kube::KubeWriteResult& result);
   // Completes every pending kube request with http_code 0. On the executor.
