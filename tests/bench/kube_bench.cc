@@ -126,21 +126,29 @@ struct Counting {
   std::atomic<uint64_t> bytes{0};
 };
 
-std::shared_ptr<Informer> benchInformer(KubeMetrics& metrics, std::shared_ptr<spdlog::logger> log,
-                                        boost::asio::io_context& io, Counting& sink) {
-  auto inf = std::make_shared<Informer>(io, nullptr, metrics, log, "", "v1", "pods", "alice",
-                                        ReflectorOptions{});
-  SubscriptionSpec spec{"", "v1", "pods", "alice", "", kFields, false};
-  // The dispatch a plugin subscription gets: its fields rendered for the event.
-  auto r = inf->subscribe(1, spec, [&sink](const Subscription& s, ChangeType, RecordPtr rec) {
-    if (!rec) return;
-    sink.bytes += s.fieldsJson(*rec).size();
-    ++sink.events;
-  });
-  if (!r) throw std::runtime_error(r.error());
-  inf->prepare();
-  return inf;
-}
+// An informer fed by hand (no server) with one subscription whose dispatch renders its fields,
+// as a plugin subscription's does.
+struct IngestRig {
+  explicit IngestRig(const char* name) {
+    inf = std::make_shared<Informer>(io, nullptr, metrics, logs.logger(name), "", "v1", "pods",
+                                     "alice", ReflectorOptions{});
+    SubscriptionSpec spec{"", "v1", "pods", "alice", "", kFields, false};
+    auto r = inf->subscribe(1, spec, [this](const Subscription& s, ChangeType, RecordPtr rec) {
+      if (!rec) return;
+      sink.bytes += s.fieldsJson(*rec).size();
+      ++sink.events;
+    });
+    if (!r) throw std::runtime_error(r.error());
+    inf->prepare();
+  }
+  std::ostringstream log;
+  LogManager logs{LogFormat::kText, spdlog::level::warn, log};
+  MetricsRegistry registry;
+  KubeMetrics metrics{registry};
+  boost::asio::io_context io;
+  Counting sink;
+  std::shared_ptr<Informer> inf;
+};
 
 void b1(std::size_t events) {
   std::printf("\nB1 watch ingest: %zu pod MODIFIED events\n", events);
@@ -155,13 +163,8 @@ void b1(std::size_t events) {
   const std::size_t rounds = std::max<std::size_t>(1, events / distinct);
   const std::size_t chunk = 16 * 1024; // arbitrary chunk boundaries, as from a socket
 
-  std::ostringstream sinkLog;
-  LogManager logs(LogFormat::kText, spdlog::level::warn, sinkLog);
-  MetricsRegistry registry;
-  KubeMetrics metrics(registry);
-  boost::asio::io_context io;
-  Counting sink;
-  auto inf = benchInformer(metrics, logs.logger("b1"), io, sink);
+  IngestRig rig("b1");
+  auto& inf = rig.inf;
   // Ours: median of 3.
   std::vector<double> ours;
   for (int rep = 0; rep < 3; ++rep) {
@@ -206,7 +209,7 @@ void b1(std::size_t events) {
   std::printf("  B1 ratio: %.1fx the nlohmann-DOM baseline (target >= 5x; >= 75k events/s)\n",
               ours[1] / dom[1]);
   std::printf("  (dispatched %llu events, %zu objects cached, checksum %zu)\n",
-              static_cast<unsigned long long>(sink.events.load()), inf->size(), extracted);
+              static_cast<unsigned long long>(rig.sink.events.load()), inf->size(), extracted);
 }
 
 // --- B2 ------------------------------------------------------------------------------------
@@ -215,13 +218,8 @@ void b2(const std::vector<std::size_t>& sizes) {
   json pod = basePod(8 * 1024);
   for (std::size_t n : sizes) {
     std::printf("\nB2 memory per tracked pod: %zu pods, 8 fields each\n", n);
-    std::ostringstream sinkLog;
-    LogManager logs(LogFormat::kText, spdlog::level::warn, sinkLog);
-    MetricsRegistry registry;
-    KubeMetrics metrics(registry);
-    boost::asio::io_context io;
-    Counting sink;
-    auto inf = benchInformer(metrics, logs.logger("b2"), io, sink);
+    IngestRig rig("b2");
+    auto& inf = rig.inf;
     // Warm up the parser and the stream buffer, then measure what the cache holds.
     inf->ingest(json{{"type", "ADDED"}, {"object", podNumber(pod, n, 1)}}.dump() + "\n");
     std::size_t before = heapInUse();
@@ -299,6 +297,21 @@ private:
   std::string kubeconfig_;
 };
 
+// An io_context run by one thread until stop() (or destruction).
+struct IoThread {
+  IoThread() : worker([this] { io.run(); }) {}
+  ~IoThread() { stop(); }
+  void stop() {
+    guard.reset();
+    io.stop();
+    if (worker.joinable()) worker.join();
+  }
+  boost::asio::io_context io;
+  boost::asio::executor_work_guard<boost::asio::io_context::executor_type> guard =
+      boost::asio::make_work_guard(io);
+  std::thread worker;
+};
+
 ClusterAccess accessFor(const std::string& url) {
   ClusterAccess a;
   a.server = url;
@@ -356,9 +369,8 @@ int b5Child(const std::string& url, const std::string& mode) {
   LogManager logs(LogFormat::kText, spdlog::level::warn, sinkLog);
   SystemClock clock;
   MetricsRegistry registry;
-  boost::asio::io_context io;
-  auto guard = boost::asio::make_work_guard(io);
-  std::thread worker([&io] { io.run(); });
+  IoThread rt;
+  auto& io = rt.io;
   double cpu0 = cpuSeconds();
   auto t0 = SteadyClock::now();
   std::size_t objects = 0;
@@ -411,9 +423,7 @@ int b5Child(const std::string& url, const std::string& mode) {
   }
   double wall = since(t0);
   double cpu = cpuSeconds() - cpu0;
-  guard.reset();
-  io.stop();
-  worker.join();
+  rt.stop();
   if (!error.empty()) {
     std::printf("error=%s\n", error.c_str());
     return 1;
@@ -429,10 +439,8 @@ void b5(const std::string& host, std::size_t pods) {
       std::filesystem::temp_directory_path() / ("kh-bench-" + std::to_string(getpid()));
   std::filesystem::create_directories(dir);
   ServerProcess server(host, dir);
-  boost::asio::io_context io;
-  auto t = BeastHttpClient::create(io, accessFor(server.url()));
-  auto guard = boost::asio::make_work_guard(io);
-  std::thread worker([&io] { io.run(); });
+  IoThread rt;
+  auto t = BeastHttpClient::create(rt.io, accessFor(server.url()));
   call(**t, "POST", "/api/v1/namespaces", R"({"metadata":{"name":"alice"}})", "application/json");
   json pod = basePod(4 * 1024);
   pod["metadata"].erase("resourceVersion");
@@ -446,9 +454,7 @@ void b5(const std::string& host, std::size_t pods) {
     if (r.status != 201) throw std::runtime_error("create failed: " + r.body);
     if (i % 10000 == 9999) std::printf("  loaded %zu pods (%.0f/s)\n", i + 1, (i + 1) / since(t0));
   }
-  guard.reset();
-  io.stop();
-  worker.join();
+  rt.stop(); // no thread may run across the fork of the child processes below
   std::printf("  pod size %.1f KB; loaded in %.1f s\n",
               static_cast<double>(pod.dump().size()) / 1024, since(t0));
   auto parse = [](const std::string& out, const char* key) {
@@ -516,9 +522,8 @@ void b6(const std::string& host, std::size_t writes) {
   LogManager logs(LogFormat::kText, spdlog::level::warn, sinkLog);
   SystemClock clock;
   MetricsRegistry registry;
-  boost::asio::io_context io;
-  auto guard = boost::asio::make_work_guard(io);
-  std::thread worker([&io] { io.run(); });
+  IoThread rt;
+  auto& io = rt.io;
   auto beast = BeastHttpClient::create(io, accessFor(server.url()));
   call(**beast, "POST", "/api/v1/namespaces", R"({"metadata":{"name":"alice"}})",
        "application/json");
@@ -629,9 +634,7 @@ void b6(const std::string& host, std::size_t writes) {
   std::printf("  qps 500 burst 50, 2000 writes queued at once: %.0f writes/s achieved, at most %zu "
               "requests in any 1 s window (limit qps + burst = 550): %s\n",
               limited.first, maxWindow, maxWindow <= 550 ? "never exceeded" : "EXCEEDED");
-  guard.reset();
-  io.stop();
-  worker.join();
+  rt.stop();
   std::filesystem::remove_all(dir);
 }
 

@@ -134,6 +134,12 @@ protected:
     return id.ok() ? *id : 0;
   }
 
+  // Starts the client and waits for the subscription's SYNCED event.
+  void startAndSync(Recorder& rec, double seconds = 10) {
+    client_->start(health_);
+    ASSERT_TRUE(eventually([&] { return rec.count(ChangeType::kSynced) == 1; }, seconds));
+  }
+
   struct Reply {
     int status;
     json body;
@@ -287,8 +293,7 @@ TEST_F(InformerTest, ConvergesAfterWatchesDroppedAndHistoryCompacted) {
   makeClient();
   Recorder rec;
   uint64_t sub = subscribe(rec);
-  client_->start(health_);
-  ASSERT_TRUE(eventually([&] { return rec.count(ChangeType::kSynced) == 1; }));
+  startAndSync(rec);
   const std::string id = client_->informers()[0]->id();
   waitForWatch();
   // Keep the informer from watching again while the cluster changes and the history is
@@ -316,8 +321,7 @@ TEST_F(InformerTest, MalformedEventsAreSkippedCountedAndLoggedOnce) {
   makeClient();
   Recorder rec;
   uint64_t sub = subscribe(rec);
-  client_->start(health_);
-  ASSERT_TRUE(eventually([&] { return rec.count(ChangeType::kSynced) == 1; }));
+  startAndSync(rec);
   const std::string id = client_->informers()[0]->id();
   waitForWatch();
   auto inject = [&](const std::string& bytes) {
@@ -355,8 +359,7 @@ TEST_F(InformerTest, SurvivesErrorStormsOnListAndWatch) {
   makeClient();
   Recorder rec;
   uint64_t sub = subscribe(rec);
-  client_->start(health_);
-  ASSERT_TRUE(eventually([&] { return rec.count(ChangeType::kSynced) == 1; }, 20));
+  startAndSync(rec, 20);
   EXPECT_GE(metric(client_->metrics().requestRetries, {"list", "429"}), 4);
   EXPECT_GE(metric(client_->metrics().requestRetries, {"list", "500"}), 3);
   waitForWatch();
@@ -372,8 +375,7 @@ TEST_F(InformerTest, ConvergesAfterServerRestart) {
   makeClient();
   Recorder rec;
   uint64_t sub = subscribe(rec);
-  client_->start(health_);
-  ASSERT_TRUE(eventually([&] { return rec.count(ChangeType::kSynced) == 1; }));
+  startAndSync(rec);
   server_->stop(); // connections refused from here
   ASSERT_TRUE(eventually([&] {
     return metric(client_->metrics().watchRestarts, {client_->informers()[0]->id()}) >= 2;
@@ -465,8 +467,7 @@ TEST_F(InformerTest, RateLimitAppliesToWritesNotWatches) {
   makeClient(o);
   Recorder rec;
   subscribe(rec);
-  client_->start(health_);
-  ASSERT_TRUE(eventually([&] { return rec.count(ChangeType::kSynced) == 1; }));
+  startAndSync(rec);
   std::atomic<int> done{0};
   KubeWrite patch;
   patch.version = "v1";
