@@ -55,6 +55,10 @@ Result<std::vector<std::string>> splitPointer(std::string_view p) {
   return tokens;
 }
 
+Error invalidJson(simdjson::error_code ec) {
+  return makeError(std::string("invalid JSON: ") + simdjson::error_message(ec));
+}
+
 void trimRight(std::string_view& s) {
   while (!s.empty() &&
          (s.back() == ' ' || s.back() == '\n' || s.back() == '\r' || s.back() == '\t'))
@@ -411,7 +415,7 @@ Result<EventType> Decoder::decodeEvent(std::string_view frame, std::size_t capac
   std::size_t cap = in.data() == frame.data() ? capacity : m.scratch.capacity();
   od::document doc;
   if (auto ec = m.parser.iterate(simdjson::padded_string_view(in.data(), in.size(), cap)).get(doc))
-    return makeError(std::string("invalid JSON: ") + simdjson::error_message(ec));
+    return invalidJson(ec);
   od::object root;
   if (auto ec = doc.get_object().get(root))
     return makeError(std::string("the event is not a JSON object: ") + simdjson::error_message(ec));
@@ -419,16 +423,14 @@ Result<EventType> Decoder::decodeEvent(std::string_view frame, std::size_t capac
   bool haveObject = false;
   for (auto f : root) {
     std::string_view k;
-    if (auto ec = f.unescaped_key().get(k))
-      return makeError(std::string("invalid JSON: ") + simdjson::error_message(ec));
+    if (auto ec = f.unescaped_key().get(k)) return invalidJson(ec);
     if (k == "type") {
       std::string_view t;
       if (f.value().get_string().get(t)) return makeError("the event's type is not a string");
       type.assign(t);
     } else if (k == "object") {
       od::value v;
-      if (auto ec = f.value().get(v))
-        return makeError(std::string("invalid JSON: ") + simdjson::error_message(ec));
+      if (auto ec = f.value().get(v)) return invalidJson(ec);
       if (!m.object(v, out)) return makeError(m.error);
       haveObject = true;
     }
@@ -464,7 +466,7 @@ Result<ListMeta> Decoder::decodeList(std::string_view body,
   if (auto ec =
           m.parser.iterate(simdjson::padded_string_view(in.data(), in.size(), m.scratch.capacity()))
               .get(doc))
-    return makeError(std::string("invalid JSON: ") + simdjson::error_message(ec));
+    return invalidJson(ec);
   od::object root;
   if (auto ec = doc.get_object().get(root))
     return makeError(std::string("the list is not a JSON object: ") + simdjson::error_message(ec));
@@ -472,8 +474,7 @@ Result<ListMeta> Decoder::decodeList(std::string_view body,
   Projected item;
   for (auto f : root) {
     std::string_view k;
-    if (auto ec = f.unescaped_key().get(k))
-      return makeError(std::string("invalid JSON: ") + simdjson::error_message(ec));
+    if (auto ec = f.unescaped_key().get(k)) return invalidJson(ec);
     if (k == "kind") {
       std::string_view s;
       if (f.value().get_string().get(s) == simdjson::SUCCESS) meta.kind.assign(s);
@@ -483,8 +484,7 @@ Result<ListMeta> Decoder::decodeList(std::string_view body,
       for (auto mf : md) {
         std::string_view mk;
         std::string_view s;
-        if (auto ec = mf.unescaped_key().get(mk))
-          return makeError(std::string("invalid JSON: ") + simdjson::error_message(ec));
+        if (auto ec = mf.unescaped_key().get(mk)) return invalidJson(ec);
         if (mk == "resourceVersion" && mf.value().get_string().get(s) == simdjson::SUCCESS)
           meta.resourceVersion.assign(s);
         else if (mk == "continue" && mf.value().get_string().get(s) == simdjson::SUCCESS)
@@ -497,8 +497,7 @@ Result<ListMeta> Decoder::decodeList(std::string_view body,
       if (f.value().get_array().get(items)) return makeError("the list's items is not an array");
       for (auto el : items) {
         od::value v;
-        if (auto ec = el.get(v))
-          return makeError(std::string("invalid JSON: ") + simdjson::error_message(ec));
+        if (auto ec = el.get(v)) return invalidJson(ec);
         item.clear();
         item.values.resize(m.paths.size());
         m.deferred.clear();
