@@ -1,6 +1,11 @@
 // The embedded API server over real loopback sockets: verbs, semantics, Status errors, watch.
 #include "apiserver/server.h"
 
+#include <sys/socket.h>
+
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -504,6 +509,50 @@ TEST_F(ApiServerTest, SlowWatcherIsClosedWithoutBlockingOthers) {
     ++seen;
   EXPECT_EQ(seen, 100);
   EXPECT_TRUE((*slow.value)->overflowed());
+}
+
+// A server going down closes every connection, kept-alive and watching ones included; start()
+// again serves the same address and the same objects (a restart).
+TEST_F(ApiServerTest, StopClosesEveryConnectionAndStartRestarts) {
+  namespace beast = boost::beast;
+  namespace http = beast::http;
+  ASSERT_EQ(call("POST", kPods, pod("a")).status, 201);
+  boost::asio::io_context io;
+  boost::asio::ip::tcp::socket idle(io);
+  idle.connect({boost::asio::ip::make_address("127.0.0.1"), port_});
+  timeval limit{10, 0}; // a read that would hang fails instead
+  ::setsockopt(idle.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof limit);
+  http::request<http::empty_body> req(http::verb::get, kPods, 11);
+  req.set(http::field::host, "127.0.0.1");
+  req.keep_alive(true);
+  http::write(idle, req);
+  beast::flat_buffer buf;
+  http::response<http::string_body> res;
+  http::read(idle, buf, res);
+  ASSERT_EQ(res.result_int(), 200);
+  ASSERT_TRUE(res.keep_alive());
+  test::LineStream w(port_, std::string(kPods) + "?watch=true");
+  ASSERT_TRUE(w.next().has_value()); // the replayed ADDED: the watch is open
+
+  server_->stop();
+  std::array<char, 64> byte{};
+  beast::error_code ec;
+  idle.read_some(boost::asio::buffer(byte), ec);
+  EXPECT_TRUE(ec == boost::asio::error::eof || ec == boost::asio::error::connection_reset)
+      << ec.message();
+  EXPECT_FALSE(w.next().has_value());
+  EXPECT_TRUE(w.ended());
+  EXPECT_TRUE(test::eventually([&] { // the listener closes on its own executor, soon after
+    boost::asio::ip::tcp::socket probe(io);
+    beast::error_code refused;
+    probe.connect({boost::asio::ip::make_address("127.0.0.1"), port_}, refused);
+    return refused == boost::asio::error::connection_refused;
+  }));
+
+  auto again = server_->start();
+  ASSERT_TRUE(again.ok()) << again.error();
+  EXPECT_EQ(again->port(), port_);
+  EXPECT_EQ(call("GET", std::string(kPods) + "/a").status, 200);
 }
 
 TEST_F(ApiServerTest, FaultInjection) {

@@ -88,7 +88,8 @@ std::optional<Faults::Rule> Faults::take(const std::string& method, const std::s
 }
 
 template <class Stream>
-class ApiServer::Session : public std::enable_shared_from_this<Session<Stream>> {
+class ApiServer::Session : public ApiServer::Connection,
+                           public std::enable_shared_from_this<Session<Stream>> {
 public:
   static constexpr bool kTls = !std::is_same_v<Stream, beast::tcp_stream>;
 
@@ -97,6 +98,7 @@ public:
         bookmarkTimer_(stream_.get_executor()) {}
 
   void run() {
+    if (!server_.track(this->shared_from_this())) return closeNow();
     net::dispatch(stream_.get_executor(), [self = this->shared_from_this()] {
       if constexpr (kTls) {
         beast::get_lowest_layer(self->stream_).expires_after(std::chrono::seconds(30));
@@ -114,6 +116,10 @@ public:
         self->read();
       }
     });
+  }
+
+  void shutdown() override {
+    net::post(stream_.get_executor(), [self = this->shared_from_this()] { self->abort(); });
   }
 
 private:
@@ -390,6 +396,10 @@ Result<tcp::endpoint> ApiServer::start() {
     token_ = options_.token.empty() ? randomToken() : options_.token;
   }
   acceptor_ = acceptor;
+  {
+    std::lock_guard lock(connectionsMu_);
+    accepting_ = true;
+  }
   // The namespaces every cluster starts with.
   const ResourceInfo* ns = registry_.find("", "v1", "namespaces");
   for (const char* name : {"default", "kube-system"}) {
@@ -423,6 +433,14 @@ void ApiServer::accept(const std::shared_ptr<tcp::acceptor>& acceptor) {
   });
 }
 
+bool ApiServer::track(const std::shared_ptr<Connection>& connection) {
+  std::lock_guard lock(connectionsMu_);
+  if (!accepting_) return false;
+  std::erase_if(connections_, [](const auto& c) { return c.expired(); });
+  connections_.push_back(connection);
+  return true;
+}
+
 void ApiServer::stop() {
   if (!acceptor_) return;
   auto acceptor = acceptor_;
@@ -431,6 +449,14 @@ void ApiServer::stop() {
     boost::system::error_code ignored;
     acceptor->close(ignored);
   });
+  std::vector<std::weak_ptr<Connection>> open;
+  {
+    std::lock_guard lock(connectionsMu_);
+    accepting_ = false;
+    open.swap(connections_);
+  }
+  for (const auto& c : open)
+    if (auto live = c.lock()) live->shutdown();
   store_.dropWatchers();
 }
 

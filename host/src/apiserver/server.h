@@ -69,6 +69,8 @@ public:
 
   // Binds and starts accepting; the namespaces `default` and `kube-system` exist from the start.
   Result<boost::asio::ip::tcp::endpoint> start();
+  // Stops accepting and closes every connection, kept-alive and watching ones included, as a
+  // server going down does. The store survives: start() again is a restart.
   void stop();
 
   // "http://127.0.0.1:PORT" or "https://..."
@@ -84,7 +86,15 @@ public:
   const ResourceRegistry& registry() const { return registry_; }
 
 private:
+  // What stop() needs of a connection, whatever its stream type.
+  class Connection {
+  public:
+    virtual ~Connection() = default;
+    virtual void shutdown() = 0; // posts the close to the connection's own executor
+  };
   template <class Stream> class Session;
+  // False once stopped: a connection accepted in the race with stop() is closed at once.
+  bool track(const std::shared_ptr<Connection>& connection);
   void accept(const std::shared_ptr<boost::asio::ip::tcp::acceptor>& acceptor);
   // Handles /debug/faults/* when enabled; nullopt for any other path.
   std::optional<ApiResponse> faultEndpoint(const ApiRequest& req);
@@ -103,6 +113,9 @@ private:
   std::unique_ptr<boost::asio::ssl::context> ssl_;
   std::string token_;
   std::string caPem_;
+  std::mutex connectionsMu_;
+  bool accepting_ = false;
+  std::vector<std::weak_ptr<Connection>> connections_;
 };
 
 } // namespace kuscia_host::apiserver
