@@ -455,8 +455,15 @@ TEST_F(InformerTest, WritesWithPreconditionsRetriesAndStatusMessages) {
   bad.body = "{not json";
   EXPECT_FALSE(client_->write(bad, [](KubeWriteResult) {}).ok());
   bad = patch;
+  bad.body = "[]"; // a JSON patch's body for a merge patch
+  EXPECT_FALSE(client_->write(bad, [](KubeWriteResult) {}).ok());
+  bad = patch;
   bad.name = "a/b";
   EXPECT_FALSE(client_->write(bad, [](KubeWriteResult) {}).ok());
+  bad.name = "p0 HTTP/1.1\r\nX-Injected: 1\r\n"; // no header injection through a name
+  auto refused = client_->write(bad, [](KubeWriteResult) {});
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().find("not a valid path segment"), std::string::npos);
 }
 
 TEST_F(InformerTest, RateLimitAppliesToWritesNotWatches) {

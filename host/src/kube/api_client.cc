@@ -16,7 +16,9 @@ std::string resourcePath(const std::string& group, const std::string& version,
 
 const std::string* badPathSegment(std::initializer_list<const std::string*> parts) {
   for (const std::string* part : parts)
-    if (part->find_first_of("/?#% ") != std::string::npos) return part;
+    for (unsigned char ch : *part)
+      if (ch < 0x20 || ch == 0x7f || ch == '/' || ch == '?' || ch == '#' || ch == '%' || ch == ' ')
+        return part;
   return nullptr;
 }
 

@@ -11,8 +11,10 @@
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
 
-#include <atomic>
 #include <boost/asio/post.hpp>
+#include <boost/asio/write.hpp>
+
+#include <atomic>
 #include <optional>
 
 #include "app/version.h"
@@ -199,23 +201,37 @@ connect(const ClusterAccess& a, net::ssl::context* ssl, std::chrono::millisecond
   co_return conn;
 }
 
-http::request<http::string_body> makeRequest(const ClusterAccess& a, const HttpRequest& request) {
-  http::request<http::string_body> req(http::string_to_verb(request.method), request.target, 11);
-  req.set(http::field::host, a.host + ":" + a.port);
-  req.set(http::field::user_agent, std::string("kuscia-host/") + kVersion);
-  req.set(http::field::accept, "application/json");
-  req.keep_alive(true);
+bool hasLineBreak(std::string_view s) {
+  return s.find_first_of("\r\n") != std::string_view::npos;
+}
+
+// The request's bytes, written with one send. Serialized by hand: Beast's serializer cost about
+// a third of the client's instructions per write (buffer-sequence views over each header).
+std::string serializeRequest(const ClusterAccess& a, const HttpRequest& request) {
   auto token = a.bearerToken();
   if (!token) throw Failure(token.error());
-  if (!token->empty()) req.set(http::field::authorization, "Bearer " + *token);
-  if (!request.body.empty() || request.method == "POST" || request.method == "PATCH" ||
-      request.method == "PUT") {
-    req.set(http::field::content_type,
-            request.contentType.empty() ? "application/json" : request.contentType);
-    req.body() = request.body;
+  if (request.method.empty() || request.target.empty() || request.target[0] != '/' ||
+      request.target.find_first_of(" \r\n") != std::string::npos ||
+      request.method.find_first_of(" \r\n") != std::string::npos ||
+      hasLineBreak(request.contentType) || hasLineBreak(*token))
+    throw Failure("refusing to send a malformed request line or header");
+  const bool withBody = !request.body.empty() || request.method == "POST" ||
+                        request.method == "PATCH" || request.method == "PUT";
+  std::string out;
+  out.reserve(256 + request.target.size() + token->size() + request.body.size());
+  out.append(request.method).append(" ").append(request.target).append(" HTTP/1.1\r\nHost: ");
+  out.append(a.host).append(":").append(a.port).append("\r\nUser-Agent: kuscia-host/");
+  out.append(kVersion).append("\r\nAccept: application/json\r\n");
+  if (!token->empty()) out.append("Authorization: Bearer ").append(*token).append("\r\n");
+  if (withBody) {
+    out.append("Content-Type: ")
+        .append(request.contentType.empty() ? "application/json" : request.contentType)
+        .append("\r\nContent-Length: ")
+        .append(std::to_string(request.body.size()))
+        .append("\r\n");
   }
-  req.prepare_payload();
-  return req;
+  out.append("\r\n").append(request.body);
+  return out;
 }
 
 template <class Fields> void copyHeaders(const Fields& fields, HttpResponse& res) {
@@ -252,7 +268,7 @@ void BeastHttpClient::send(HttpRequest request, std::function<void(Result<HttpRe
       std::lock_guard lock(self->mu_);
       ++self->opened_;
     }
-    auto req = makeRequest(self->access_, request);
+    std::string req = serializeRequest(self->access_, request);
     http::response_parser<http::string_body> parser;
     parser.body_limit(std::size_t{1} << 30);
     beast::error_code ec;
@@ -260,12 +276,14 @@ void BeastHttpClient::send(HttpRequest request, std::function<void(Result<HttpRe
     // timer for every read and write.
     self->track(conn, request.timeout);
     if (conn->tls) {
-      co_await http::async_write(*conn->tls, req, net::redirect_error(net::use_awaitable, ec));
+      co_await net::async_write(*conn->tls, net::buffer(req),
+                                net::redirect_error(net::use_awaitable, ec));
       if (!ec)
         co_await http::async_read(*conn->tls, conn->buffer, parser,
                                   net::redirect_error(net::use_awaitable, ec));
     } else {
-      co_await http::async_write(*conn->tcp, req, net::redirect_error(net::use_awaitable, ec));
+      co_await net::async_write(*conn->tcp, net::buffer(req),
+                                net::redirect_error(net::use_awaitable, ec));
       if (!ec)
         co_await http::async_read(*conn->tcp, conn->buffer, parser,
                                   net::redirect_error(net::use_awaitable, ec));
@@ -343,13 +361,14 @@ BeastHttpClient::stream(HttpRequest request, std::function<void(std::string_view
           state->conn = conn;
         }
         if (state->cancelled) throw Failure("cancelled");
-        auto req = makeRequest(self->access_, request);
+        std::string req = serializeRequest(self->access_, request);
         http::response_parser<http::buffer_body> parser;
         parser.body_limit(boost::none);
         beast::error_code ec;
         auto rw = [&](auto& s) -> net::awaitable<HttpResponse> {
           conn->lowest().expires_after(request.timeout);
-          co_await http::async_write(s, req, net::redirect_error(net::use_awaitable, ec));
+          co_await net::async_write(s, net::buffer(req),
+                                    net::redirect_error(net::use_awaitable, ec));
           if (ec) throw boost::system::system_error(ec);
           co_await http::async_read_header(s, conn->buffer, parser,
                                            net::redirect_error(net::use_awaitable, ec));

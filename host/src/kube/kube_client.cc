@@ -125,32 +125,30 @@ Result<HttpRequest> KubeClient::toHttp(const KubeWrite& w) {
   }
   case KubeWrite::Verb::kPatch: {
     if (w.name.empty()) return makeError("patch: the object's name is missing");
-    json patch = json::parse(w.body, nullptr, false);
-    if (patch.is_discarded()) return makeError("patch: the body is not valid JSON");
+    const bool merge = w.patchType == KubeWrite::PatchType::kMerge;
+    // Validated without a DOM unless a precondition has to be added to the patch.
+    auto first = w.body.find_first_not_of(" \t\r\n");
+    if (!json::accept(w.body)) return makeError("patch: the body is not valid JSON");
+    if (merge && w.body[first] != '{')
+      return makeError("merge patch: the body must be a JSON object");
+    if (!merge && w.body[first] != '[')
+      return makeError("JSON patch: the body must be a JSON array");
     r.method = "PATCH";
     r.target = path + "/" + w.name + (w.subresource.empty() ? "" : "/" + w.subresource);
-    if (w.patchType == KubeWrite::PatchType::kMerge) {
-      if (!patch.is_object()) return makeError("merge patch: the body must be a JSON object");
-      r.contentType = "application/merge-patch+json";
-      if (!w.resourceVersion.empty()) {
-        // The precondition: a stale resourceVersion makes the server answer 409.
-        patch["metadata"]["resourceVersion"] = w.resourceVersion;
-        r.body = patch.dump();
-      } else {
-        r.body = w.body;
-      }
-    } else {
-      if (!patch.is_array()) return makeError("JSON patch: the body must be a JSON array");
-      r.contentType = "application/json-patch+json";
-      if (!w.resourceVersion.empty()) {
-        patch.insert(patch.begin(), json{{"op", "test"},
-                                         {"path", "/metadata/resourceVersion"},
-                                         {"value", w.resourceVersion}});
-        r.body = patch.dump();
-      } else {
-        r.body = w.body;
-      }
+    r.contentType = merge ? "application/merge-patch+json" : "application/json-patch+json";
+    if (w.resourceVersion.empty()) {
+      r.body = w.body;
+      return r;
     }
+    // The precondition: a stale resourceVersion makes the server answer 409.
+    json patch = json::parse(w.body);
+    if (merge)
+      patch["metadata"]["resourceVersion"] = w.resourceVersion;
+    else
+      patch.insert(patch.begin(), json{{"op", "test"},
+                                       {"path", "/metadata/resourceVersion"},
+                                       {"value", w.resourceVersion}});
+    r.body = patch.dump();
     return r;
   }
   case KubeWrite::Verb::kDelete: {
