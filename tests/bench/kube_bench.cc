@@ -10,7 +10,8 @@
 //      process, in a fresh child process: CPU seconds and peak RSS, against a child that lists
 //      the same pages into nlohmann DOMs.
 //   B6 write ceiling: merge PATCHes/s through the host's client over one keep-alive connection,
-//      against wrk (1 thread, 1 connection) on the same server; then a QPS-limited run checking
+//      against wrk (1 thread, 1 connection) on the same server, both changing the object with
+//      every request; then a QPS-limited run checking
 //      that no 1 s window ever holds more than qps + burst requests.
 //
 // usage: kube_bench [--events N] [--pods-b2 A,B] [--pods-b5 P] [--writes W] [--only B1,B2,...]
@@ -582,9 +583,15 @@ void b6(const std::string& host, std::size_t writes) {
   std::shared_ptr<RecordingTransport> rec;
   // wrk against the same server and object.
   std::string lua = dir + "/patch.lua";
-  std::ofstream(lua) << "wrk.method = \"PATCH\"\n"
-                        "wrk.body = '{\"status\":{\"message\":\"wrk\"}}'\n"
-                        "wrk.headers[\"Content-Type\"] = \"application/merge-patch+json\"\n";
+  // Each request changes the object, as the client's writes do: a constant body would be a
+  // no-op patch, which the server answers without writing anything.
+  std::ofstream(lua) << "local n = 0\n"
+                        "request = function()\n"
+                        "  n = n + 1\n"
+                        "  return wrk.format(\"PATCH\", nil,\n"
+                        "    {[\"Content-Type\"] = \"application/merge-patch+json\"},\n"
+                        "    '{\"status\":{\"message\":\"wrk ' .. n .. '\"}}')\n"
+                        "end\n";
   auto wrk = [&] {
     std::string cmd = "wrk -t1 -c1 -d2s -s " + lua + " " + server.url() +
                       "/api/v1/namespaces/alice/pods/p0/status 2>&1";
