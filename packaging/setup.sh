@@ -132,12 +132,17 @@ case "$cmd" in
     say "all tests passed"
     ;;
   bench)
-    deps wrk valgrind # B6 measures wrk against the same server; callgrind counts B1's instructions
+    # wrk: B6's baseline; golang-go: B1's Go baseline; valgrind: B1's instruction count.
+    deps wrk golang-go valgrind
     configure_and_build "$root/build-release" -DCMAKE_BUILD_TYPE=Release -DKH_BUILD_TESTS=ON
     say "benchmark: embedded API server (watch fan-out, paged LIST)"
     taskset -c 0,1 "$root/build-release/tests/apiserver_bench"
+    say "building the Go baseline for B1 (encoding/json, standard library only)"
+    (cd "$root/tests/bench/go" && GOPATH="$root/build-release/go" GOCACHE="$root/build-release/go-cache" \
+      GOPROXY=off go build -o "$root/build-release/tests/b1decode" .)
     say "benchmark: Kubernetes client B1 (watch ingest), B2 (memory/pod), B5 (initial sync), B6 (write ceiling)"
-    taskset -c 0,1 "$root/build-release/tests/kube_bench" --host "$root/build-release/bin/kuscia-host"
+    taskset -c 0,1 "$root/build-release/tests/kube_bench" --host "$root/build-release/bin/kuscia-host" \
+      --go "$root/build-release/tests/b1decode"
     b1_instructions
     ;;
   format)

@@ -3,7 +3,8 @@
 //
 //   B1 watch ingest: recorded pod MODIFIED events (~8 KB) through frame split -> simdjson
 //      projection of 8 fields -> cache update -> dispatch to a subscriber, against the same
-//      frames parsed into an nlohmann DOM with the same 8 fields extracted.
+//      frames parsed into an nlohmann DOM with the same 8 fields extracted and, with --go, the Go
+//      baseline (tests/bench/go: encoding/json into typed Pod structs, as client-go decodes).
 //   B2 memory per tracked pod at 10k and 50k pods: heap held by the informer's cache (records
 //      and index) per pod, against an nlohmann DOM per pod.
 //   B5 initial sync of P pods via paged LIST (limit 500) from `kuscia-host apiserver` in its own
@@ -11,11 +12,11 @@
 //      the same pages into nlohmann DOMs.
 //   B6 write ceiling: merge PATCHes/s through the host's client over one keep-alive connection,
 //      against wrk (1 thread, 1 connection) on the same server, both changing the object with
-//      every request; then a QPS-limited run checking
-//      that no 1 s window ever holds more than qps + burst requests.
+//      every request; then a QPS-limited run checking that no 1 s window ever holds more than
+//      qps + burst requests.
 //
 // usage: kube_bench [--events N] [--pods-b2 A,B] [--pods-b5 P] [--writes W] [--only B1,B2,...]
-//                   --host <kuscia-host binary>
+//                   [--go <b1decode binary>] --host <kuscia-host binary>
 #include <malloc.h>
 #include <spawn.h>
 #include <sys/resource.h>
@@ -151,7 +152,23 @@ struct IngestRig {
   std::shared_ptr<Informer> inf;
 };
 
-void b1(std::size_t events) {
+// Runs the Go baseline (tests/bench/go) over the events file; its rate, or -1 when it failed.
+double goBaseline(const std::string& binary, const std::string& file, std::size_t rounds) {
+  std::string cmd = binary + " " + file + " " + std::to_string(rounds) + " 2>&1";
+  double rate = -1;
+  if (FILE* f = popen(cmd.c_str(), "r")) {
+    char line[512];
+    while (std::fgets(line, sizeof line, f) != nullptr)
+      if (std::strncmp(line, "events/s:", 9) == 0)
+        rate = std::atof(line + 9);
+      else
+        std::printf("  go baseline: %s", line);
+    if (pclose(f) != 0) rate = -1;
+  }
+  return rate;
+}
+
+void b1(std::size_t events, const std::string& goBinary) {
   std::printf("\nB1 watch ingest: %zu pod MODIFIED events\n", events);
   json pod = basePod(8 * 1024);
   const std::size_t distinct = 1000;
@@ -209,6 +226,21 @@ void b1(std::size_t events) {
               dom[1]);
   std::printf("  B1 ratio: %.1fx the nlohmann-DOM baseline (target >= 5x; >= 75k events/s)\n",
               ours[1] / dom[1]);
+  if (goBinary.empty()) {
+    std::printf("  Go encoding/json baseline: not run (--go <tests/bench/go binary>)\n");
+  } else {
+    std::string file = std::filesystem::temp_directory_path() /
+                       ("kh-bench1-" + std::to_string(getpid()) + ".jsonl");
+    std::ofstream(file) << stream;
+    double go = goBaseline(goBinary, file, std::max<std::size_t>(1, rounds / 5));
+    std::filesystem::remove(file);
+    if (go > 0)
+      std::printf("  baseline Go encoding/json, typed Pod + same 8 fields:       %.0f events/s\n"
+                  "  B1 ratio: %.1fx the Go encoding/json baseline (target >= 5x)\n",
+                  go, ours[1] / go);
+    else
+      std::printf("  Go encoding/json baseline: %s failed\n", goBinary.c_str());
+  }
   std::printf("  (ingested %zu events, dispatched %llu, %zu objects cached, checksum %zu)\n",
               3 * rounds * distinct, static_cast<unsigned long long>(rig.sink.events.load()),
               inf->size(), extracted);
@@ -660,7 +692,7 @@ int main(int argc, char** argv) {
   }
   std::size_t events = 100000, podsB5 = 50000, writes = 20000;
   std::vector<std::size_t> podsB2 = {10000, 50000};
-  std::string host;
+  std::string host, goBinary;
   std::set<std::string> only;
   for (std::size_t i = 0; i + 1 < args.size(); i += 2) {
     if (args[i] == "--events")
@@ -671,6 +703,8 @@ int main(int argc, char** argv) {
       writes = std::stoul(args[i + 1]);
     else if (args[i] == "--host")
       host = args[i + 1];
+    else if (args[i] == "--go")
+      goBinary = args[i + 1];
     else if (args[i] == "--pods-b2") {
       podsB2.clear();
       std::stringstream ss(args[i + 1]);
@@ -689,7 +723,7 @@ int main(int argc, char** argv) {
   }
   auto want = [&](const char* b) { return only.empty() || only.count(b) > 0; };
   try {
-    if (want("B1")) b1(events);
+    if (want("B1")) b1(events, goBinary);
     if (want("B2")) b2(podsB2);
     if ((want("B5") || want("B6")) && host.empty()) {
       std::fprintf(stderr, "B5 and B6 need --host <kuscia-host binary>\n");

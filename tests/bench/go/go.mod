@@ -1,0 +1,3 @@
+module kuscia-host/bench
+
+go 1.19
