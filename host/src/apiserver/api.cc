@@ -6,6 +6,7 @@
 #include <variant>
 #include <yaml-cpp/yaml.h>
 
+#include "apiserver/certs.h"
 #include "apiserver/patch.h"
 #include "common/yaml_json.h"
 
@@ -89,15 +90,6 @@ std::string mediaType(const std::string& contentType) {
   while (!t.empty() && t.back() == ' ')
     t.pop_back();
   return t;
-}
-
-std::string randomHex(std::size_t n) {
-  static thread_local std::mt19937_64 rng{std::random_device{}()};
-  static const char* hex = "0123456789abcdef";
-  std::string s;
-  for (std::size_t i = 0; i < n; ++i)
-    s += hex[rng() & 15];
-  return s;
 }
 
 std::string newUid() {

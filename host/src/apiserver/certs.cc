@@ -8,6 +8,7 @@
 #include <openssl/x509v3.h>
 
 #include <memory>
+#include <stdexcept>
 
 namespace kuscia_host::apiserver {
 namespace {
@@ -76,6 +77,21 @@ std::string pem(EVP_PKEY* key) {
 
 } // namespace
 
+std::string randomHex(std::size_t chars) {
+  static const char* hex = "0123456789abcdef";
+  std::vector<unsigned char> bytes((chars + 1) / 2);
+  if (RAND_bytes(bytes.data(), static_cast<int>(bytes.size())) != 1)
+    throw std::runtime_error("OpenSSL's random generator failed");
+  std::string s;
+  s.reserve(chars);
+  for (unsigned char b : bytes) {
+    s += hex[b >> 4];
+    s += hex[b & 15];
+  }
+  s.resize(chars);
+  return s;
+}
+
 Result<CertificateSet> generateCertificates(const std::string& commonName,
                                             const std::vector<std::string>& hosts,
                                             bool serverAuth) {
@@ -83,14 +99,7 @@ Result<CertificateSet> generateCertificates(const std::string& commonName,
   Key leafKey = newKey();
   if (!caKey || !leafKey) return makeError("cannot generate a key pair (OpenSSL EC P-256)");
   // A unique CA name: verifiers look issuers up by name, and two servers' CAs must not collide.
-  unsigned char id[6];
-  RAND_bytes(id, sizeof id);
-  std::string caName = "kuscia-host-ca-";
-  for (unsigned char b : id) {
-    static const char* hex = "0123456789abcdef";
-    caName += hex[b >> 4];
-    caName += hex[b & 15];
-  }
+  std::string caName = "kuscia-host-ca-" + randomHex(12);
   Cert ca = newCert(caKey.get(), caName, nullptr, nullptr,
                     {{NID_basic_constraints, "critical,CA:TRUE"},
                      {NID_key_usage, "critical,keyCertSign,cRLSign,digitalSignature"},

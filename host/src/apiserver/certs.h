@@ -1,5 +1,6 @@
 // Certificates for the embedded API server's TLS mode: a self-signed CA and a server
-// certificate for 127.0.0.1/localhost signed by it, generated in memory with OpenSSL.
+// certificate for 127.0.0.1/localhost signed by it, generated in memory with OpenSSL; and the
+// server's one source of random identifiers.
 #pragma once
 
 #include <string>
@@ -21,5 +22,8 @@ struct CertificateSet {
 Result<CertificateSet> generateCertificates(const std::string& commonName,
                                             const std::vector<std::string>& hosts,
                                             bool serverAuth = true);
+
+// `chars` lowercase hex digits from OpenSSL's CSPRNG: tokens, CA names, object uids.
+std::string randomHex(std::size_t chars);
 
 } // namespace kuscia_host::apiserver

@@ -13,7 +13,6 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <random>
 
 #include "admin/admin_server.h"
 #include "apiserver/certs.h"
@@ -38,15 +37,6 @@ bool isWatch(const ApiRequest& req) {
 constexpr std::size_t kHeaderLimit = std::size_t{64} * 1024;
 constexpr std::size_t kBodyLimit = std::size_t{16} * 1024 * 1024;
 constexpr auto kIdleTimeout = std::chrono::minutes(5);
-
-std::string randomToken() {
-  std::random_device rd;
-  static const char* hex = "0123456789abcdef";
-  std::string s;
-  for (int i = 0; i < 40; ++i)
-    s += hex[rd() & 15];
-  return s;
-}
 
 bool acceptsJson(const std::string& accept) {
   return accept.empty() || accept.find("json") != std::string::npos ||
@@ -393,7 +383,7 @@ Result<tcp::endpoint> ApiServer::start() {
           return SSL_TLSEXT_ERR_NOACK;
         },
         nullptr);
-    token_ = options_.token.empty() ? randomToken() : options_.token;
+    token_ = options_.token.empty() ? randomHex(40) : options_.token;
   }
   acceptor_ = acceptor;
   {
