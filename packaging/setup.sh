@@ -18,7 +18,7 @@ build_dir=${BUILD_DIR:-$root/build}
 jobs=${JOBS:-$(nproc)}
 
 packages=(
-  cmake ninja-build g++ pkgconf clang-format clang-tidy curl binutils
+  cmake ninja-build g++ pkgconf clang-format clang-tidy curl binutils openssl
   libboost1.81-dev nlohmann-json3-dev libspdlog-dev libfmt-dev libyaml-cpp-dev libssl-dev
   libsimdjson-dev libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev python3-kubernetes
 )

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # End to end with the real kubectl against `kuscia-host apiserver`: apply, get (short name kt),
 # describe, status merge patch with pruning, strategic-merge re-apply, label, field selector,
-# get -w, get --raw, delete. With --tls the server uses generated certificates and a token.
+# get -w, get --raw, delete. With --tls the server uses generated certificates and a token, and
+# also accepts client certificates from a CA given with --client-ca.
 # usage: kubectl_e2e.sh <kuscia-host> <fixtures-dir> [--tls]
 set -euo pipefail
 host=$1
@@ -29,7 +30,20 @@ expect() { # expect <description> <pattern> <command...>
 }
 
 command -v kubectl >/dev/null || fail "kubectl is not installed (these machines ship it as /usr/bin/kubectl)"
-"$host" apiserver --listen 127.0.0.1:0 --kubeconfig-out "$work/kubeconfig" $tls >"$work/server.out" 2>"$work/server.err" &
+clientca=()
+if [ -n "$tls" ]; then
+  # A client CA and a user certificate it signs, made here with the openssl tool.
+  ossl() { openssl "$@" 2>"$work/openssl.err" || fail "openssl $1: $(cat "$work/openssl.err")"; }
+  ossl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 \
+    -subj /CN=e2e-client-ca -keyout "$work/client-ca.key" -out "$work/client-ca.pem"
+  ossl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj /CN=e2e-user \
+    -keyout "$work/user.key" -out "$work/user.csr"
+  ossl x509 -req -days 1 -in "$work/user.csr" -CA "$work/client-ca.pem" -CAkey "$work/client-ca.key" \
+    -CAcreateserial -out "$work/user.pem"
+  clientca=(--client-ca "$work/client-ca.pem")
+fi
+"$host" apiserver --listen 127.0.0.1:0 --kubeconfig-out "$work/kubeconfig" $tls "${clientca[@]}" \
+  >"$work/server.out" 2>"$work/server.err" &
 pids+=($!)
 for _ in $(seq 1 100); do grep -q "listening on" "$work/server.out" 2>/dev/null && break; sleep 0.1; done
 grep -q "listening on" "$work/server.out" || fail "apiserver did not start: $(cat "$work/server.err")"
@@ -53,6 +67,15 @@ if [ -n "$tls" ]; then
   code=$(curl -s -o /dev/null -w '%{http_code}' -k "$url/api/v1/pods")
   [ "$code" = 401 ] || fail "anonymous request over TLS answered $code, want 401"
   echo "ok - TLS requires the bearer token"
+  code=$(curl -s -o /dev/null -w '%{http_code}' -k --cert "$work/user.pem" --key "$work/user.key" \
+    "$url/api/v1/pods")
+  [ "$code" = 200 ] || fail "request with a client certificate answered $code, want 200"
+  # kubectl with the certificate instead of the token.
+  sed "s|^    token: .*|    client-certificate: $work/user.pem\n    client-key: $work/user.key|" \
+    "$work/kubeconfig" >"$work/kubeconfig-cert"
+  ! grep -q 'token:' "$work/kubeconfig-cert" || fail "kubeconfig-cert still has the token"
+  expect "kubectl with a client certificate (--client-ca)" '^default ' \
+    kubectl --kubeconfig "$work/kubeconfig-cert" --cache-dir "$work/cache" get namespaces
 fi
 expect "create namespaces" 'namespace/cross-domain created' "${k[@]}" create namespace cross-domain
 "${k[@]}" create namespace alice >/dev/null

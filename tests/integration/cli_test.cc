@@ -36,6 +36,22 @@ TEST(CliTest, UsageErrorsExit2) {
   EXPECT_EQ(runCommand(hostCmd({"run"})).code, 2); // --config is required
 }
 
+TEST(CliTest, ApiServerClientCaNeedsTlsAndAPemFile) {
+  test::TempDir dir;
+  std::string notPem = dir.file("ca.txt");
+  test::writeFile(notPem, "not a certificate\n");
+  auto r = runCommand(hostCmd({"apiserver", "--client-ca", notPem}));
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("--client-ca needs --tls"), std::string::npos) << r.err;
+  r = runCommand(hostCmd({"apiserver", "--tls", "--client-ca", notPem}));
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find(notPem + ": not a readable PEM certificate file"), std::string::npos)
+      << r.err;
+  r = runCommand(hostCmd({"apiserver", "--tls", "--client-ca", dir.file("absent.pem")}));
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("absent.pem"), std::string::npos) << r.err;
+}
+
 TEST(CliTest, CheckConfigAcceptsEverySample) {
   int n = 0;
   for (const auto& e : std::filesystem::recursive_directory_iterator(KH_SOURCE_DIR "/config")) {

@@ -363,11 +363,12 @@ Result<tcp::endpoint> ApiServer::start() {
                       net::ssl::context::no_tlsv1_1);
     ssl_->use_certificate_chain(net::buffer(certs->certPem), ec);
     if (!ec) ssl_->use_private_key(net::buffer(certs->keyPem), net::ssl::context::pem, ec);
-    if (!ec && !options_.clientCaPem.empty()) {
+    if (ec) return makeError("apiserver: TLS setup failed: " + ec.message());
+    if (!options_.clientCaPem.empty()) {
       ssl_->add_certificate_authority(net::buffer(options_.clientCaPem), ec);
+      if (ec) return makeError("apiserver: the client CA is unusable: " + ec.message());
       ssl_->set_verify_mode(net::ssl::verify_peer); // optional: tokens work without one
     }
-    if (ec) return makeError("apiserver: TLS setup failed: " + ec.message());
     // ALPN: offer http/1.1 only (clients asking for h2 fall back).
     SSL_CTX_set_alpn_select_cb(
         ssl_->native_handle(),

@@ -1,7 +1,9 @@
 // kuscia-host command line: run, check-config, version.
 #include <CLI/CLI.hpp>
+#include <fstream>
 #include <future>
 #include <iostream>
+#include <sstream>
 
 #include <boost/asio/signal_set.hpp>
 
@@ -144,6 +146,12 @@ int main(int argc, char** argv) {
       "token (both are in the kubeconfig)");
   apiserverCmd->add_option("--token", apiOptions.token,
                            "With --tls: the bearer token to require (default: random)");
+  std::string clientCaPath;
+  apiserverCmd
+      ->add_option("--client-ca", clientCaPath,
+                   "With --tls: client certificates signed by this CA (PEM file) authenticate "
+                   "too, without the token")
+      ->check(CLI::ExistingFile);
   apiserverCmd->add_flag(
       "--fault-injection", apiOptions.faultInjection,
       "Serve /debug/faults/* for tests (drop watches, compact history, inject errors and latency)");
@@ -190,6 +198,21 @@ int main(int argc, char** argv) {
   if (*run) return runHost(configPath, pluginDirs, adminListen);
   if (*apiserverCmd) {
     apiOptions.bookmarkInterval = std::chrono::milliseconds(bookmarkMs);
+    if (!clientCaPath.empty()) {
+      if (!apiOptions.tls) {
+        std::cerr << "kuscia-host: --client-ca needs --tls\n";
+        return kExitUsage;
+      }
+      std::ifstream in(clientCaPath);
+      std::stringstream pem;
+      pem << in.rdbuf();
+      apiOptions.clientCaPem = pem.str();
+      if (!in || apiOptions.clientCaPem.find("-----BEGIN CERTIFICATE-----") == std::string::npos) {
+        std::cerr << "kuscia-host: --client-ca " << clientCaPath
+                  << ": not a readable PEM certificate file\n";
+        return kExitUsage;
+      }
+    }
     return runApiServer(apiOptions, kubeconfigOut);
   }
   return kExitUsage;
