@@ -457,6 +457,9 @@ TEST_F(InformerTest, WritesWithPreconditionsRetriesAndStatusMessages) {
   bad = patch;
   bad.body = "[]"; // a JSON patch's body for a merge patch
   EXPECT_FALSE(client_->write(bad, [](KubeWriteResult) {}).ok());
+  bad.body = R"({"metadata":7})";
+  bad.resourceVersion = "1"; // no object to carry the precondition
+  EXPECT_FALSE(client_->write(bad, [](KubeWriteResult) {}).ok());
   bad = patch;
   bad.name = "a/b";
   EXPECT_FALSE(client_->write(bad, [](KubeWriteResult) {}).ok());

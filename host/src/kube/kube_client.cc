@@ -142,6 +142,8 @@ Result<HttpRequest> KubeClient::toHttp(const KubeWrite& w) {
     }
     // The precondition: a stale resourceVersion makes the server answer 409.
     json patch = json::parse(w.body);
+    if (merge && patch.contains("metadata") && !patch["metadata"].is_object())
+      return makeError("merge patch: metadata must be an object to carry the resourceVersion");
     if (merge)
       patch["metadata"]["resourceVersion"] = w.resourceVersion;
     else
