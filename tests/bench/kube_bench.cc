@@ -75,21 +75,13 @@ double cpuSeconds() {
          static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
 }
 
-// Current RSS (VmRSS) in KiB.
-long rssKb() {
+// A memory figure of this process from /proc/self/status, in KiB: "VmRSS" (current RSS) or
+// "VmHWM" (peak RSS of this process image; unlike ru_maxrss it does not carry over an exec).
+long statusKb(const std::string& field) {
   std::ifstream in("/proc/self/status");
   std::string line;
   while (std::getline(in, line))
-    if (line.rfind("VmRSS:", 0) == 0) return std::stol(line.substr(6));
-  return -1;
-}
-
-// Peak RSS of this process image (VmHWM; unlike ru_maxrss it does not carry over an exec).
-long peakRssKb() {
-  std::ifstream in("/proc/self/status");
-  std::string line;
-  while (std::getline(in, line))
-    if (line.rfind("VmHWM:", 0) == 0) return std::stol(line.substr(6));
+    if (line.rfind(field + ":", 0) == 0) return std::stol(line.substr(field.size() + 1));
   return -1;
 }
 
@@ -257,7 +249,7 @@ void b2(const std::vector<std::size_t>& sizes) {
     // Warm up the parser and the stream buffer, then measure what the cache holds.
     inf->ingest(json{{"type", "ADDED"}, {"object", podNumber(pod, n, 1)}}.dump() + "\n");
     std::size_t before = heapInUse();
-    long rssBefore = rssKb();
+    long rssBefore = statusKb("VmRSS");
     for (std::size_t i = 0; i < n; i += 100) {
       std::string batch;
       for (std::size_t j = i; j < std::min(n, i + 100); ++j)
@@ -267,7 +259,7 @@ void b2(const std::vector<std::size_t>& sizes) {
     }
     std::size_t held = heapInUse() - before;
     n += 1; // the warm-up pod is cached too
-    long rssAfter = rssKb();
+    long rssAfter = statusKb("VmRSS");
     // Baseline: an nlohmann DOM per pod (what a DOM-based cache holds).
     std::size_t domBefore = heapInUse();
     std::vector<json> doms;
@@ -462,7 +454,7 @@ int b5Child(const std::string& url, const std::string& mode) {
     std::printf("error=%s\n", error.c_str());
     return 1;
   }
-  std::printf("cpu=%.3f rss=%ld objects=%zu wall=%.3f\n", cpu, peakRssKb(), objects, wall);
+  std::printf("cpu=%.3f rss=%ld objects=%zu wall=%.3f\n", cpu, statusKb("VmHWM"), objects, wall);
   return 0;
 }
 
