@@ -140,6 +140,14 @@ protected:
     ASSERT_TRUE(eventually([&] { return rec.count(ChangeType::kSynced) == 1; }, seconds));
   }
 
+  // A client with one subscription to alice's pods, started and synced; the subscription's id.
+  uint64_t syncedSubscription(Recorder& rec, double seconds = 10) {
+    makeClient();
+    uint64_t sub = subscribe(rec);
+    startAndSync(rec, seconds);
+    return sub;
+  }
+
   struct Reply {
     int status;
     json body;
@@ -149,6 +157,11 @@ protected:
     auto r = test::httpRequest(port_, method, target, body.is_null() ? "" : body.dump(), type);
     json parsed = json::parse(r.body, nullptr, false);
     return {r.status, parsed};
+  }
+  // Pods p0..p<n-1> in alice, labelled app=a.
+  void createPods(int n) {
+    for (int i = 0; i < n; ++i)
+      createPod("alice", podName(i), "a");
   }
   void createPod(const std::string& ns, const std::string& name, const std::string& app) {
     json pod = {{"apiVersion", "v1"},
@@ -288,12 +301,9 @@ TEST_F(InformerTest, PagedInitialListThenSyncedThenEveryChange) {
 }
 
 TEST_F(InformerTest, ConvergesAfterWatchesDroppedAndHistoryCompacted) {
-  for (int i = 0; i < 10; ++i)
-    createPod("alice", podName(i), "a");
-  makeClient();
+  createPods(10);
   Recorder rec;
-  uint64_t sub = subscribe(rec);
-  startAndSync(rec);
+  uint64_t sub = syncedSubscription(rec);
   const std::string id = client_->informers()[0]->id();
   waitForWatch();
   // Keep the informer from watching again while the cluster changes and the history is
@@ -318,10 +328,8 @@ TEST_F(InformerTest, ConvergesAfterWatchesDroppedAndHistoryCompacted) {
 
 TEST_F(InformerTest, MalformedEventsAreSkippedCountedAndLoggedOnce) {
   createPod("alice", "p0", "a");
-  makeClient();
   Recorder rec;
-  uint64_t sub = subscribe(rec);
-  startAndSync(rec);
+  uint64_t sub = syncedSubscription(rec);
   const std::string id = client_->informers()[0]->id();
   waitForWatch();
   auto inject = [&](const std::string& bytes) {
@@ -350,16 +358,13 @@ TEST_F(InformerTest, MalformedEventsAreSkippedCountedAndLoggedOnce) {
 }
 
 TEST_F(InformerTest, SurvivesErrorStormsOnListAndWatch) {
-  for (int i = 0; i < 5; ++i)
-    createPod("alice", podName(i), "a");
+  createPods(5);
   // 500 without Retry-After (exponential backoff from 200 ms), then 429 with Retry-After 0: the
   // list is retried through both storms.
   fault("respond?path=/api/v1/namespaces/alice/pods&method=GET&status=500&count=3");
   fault("respond?path=/api/v1/namespaces/alice/pods&method=GET&status=429&count=4&retryAfter=0");
-  makeClient();
   Recorder rec;
-  uint64_t sub = subscribe(rec);
-  startAndSync(rec, 20);
+  uint64_t sub = syncedSubscription(rec, 20);
   EXPECT_GE(metric(client_->metrics().requestRetries, {"list", "429"}), 4);
   EXPECT_GE(metric(client_->metrics().requestRetries, {"list", "500"}), 3);
   waitForWatch();
@@ -370,12 +375,9 @@ TEST_F(InformerTest, SurvivesErrorStormsOnListAndWatch) {
 }
 
 TEST_F(InformerTest, ConvergesAfterServerRestart) {
-  for (int i = 0; i < 5; ++i)
-    createPod("alice", podName(i), "a");
-  makeClient();
+  createPods(5);
   Recorder rec;
-  uint64_t sub = subscribe(rec);
-  startAndSync(rec);
+  uint64_t sub = syncedSubscription(rec);
   server_->stop(); // connections refused from here
   ASSERT_TRUE(eventually([&] {
     return metric(client_->metrics().watchRestarts, {client_->informers()[0]->id()}) >= 2;
