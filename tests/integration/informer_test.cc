@@ -87,7 +87,7 @@ protected:
 
   void startServer(apiserver::ServerOptions options) {
     options.faultInjection = true;
-    options.bookmarkInterval = std::chrono::milliseconds(100);
+    options.api.bookmarkInterval = std::chrono::milliseconds(100);
     server_ = std::make_unique<apiserver::ApiServer>(runtime_->io(), clock_,
                                                      logs_.logger("apiserver"), options);
     auto ep = server_->start();

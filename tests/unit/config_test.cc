@@ -1,3 +1,4 @@
+#include "common/listen_address.h"
 #include "config/config.h"
 
 #include <gtest/gtest.h>

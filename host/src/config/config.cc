@@ -1,5 +1,7 @@
 #include "config/config.h"
 
+#include "common/listen_address.h"
+
 #include "common/yaml_json.h"
 
 #include <unistd.h>
@@ -420,28 +422,6 @@ std::string ConfigDiagnostic::str() const {
   if (!keyPath.empty()) s << keyPath << ": ";
   s << message;
   return s.str();
-}
-
-bool parseListenAddress(const std::string& text, std::string& host, unsigned short& port) {
-  std::string h;
-  std::string p;
-  if (!text.empty() && text.front() == '[') {
-    auto close = text.find(']');
-    if (close == std::string::npos || close + 1 >= text.size() || text[close + 1] != ':')
-      return false;
-    h = text.substr(1, close - 1);
-    p = text.substr(close + 2);
-  } else {
-    auto colon = text.rfind(':');
-    if (colon == std::string::npos || text.find(':') != colon) return false;
-    h = text.substr(0, colon);
-    p = text.substr(colon + 1);
-  }
-  int64_t v = -1;
-  if (h.empty() || !Validator::parseInt(p, v) || v < 0 || v > 65535) return false;
-  host = h;
-  port = static_cast<unsigned short>(v);
-  return true;
 }
 
 ConfigLoadResult parseHostConfig(const std::string& text, const std::string& file,

@@ -73,9 +73,6 @@ ConfigLoadResult loadHostConfig(const std::string& path, const ConfigLoadOptions
 ConfigLoadResult parseHostConfig(const std::string& text, const std::string& file,
                                  const ConfigLoadOptions& options = {});
 
-// Parses "host:port" / "[v6]:port"; false when malformed.
-bool parseListenAddress(const std::string& text, std::string& host, unsigned short& port);
-
 // The reference of every config key, generated from the schema (for --help and docs).
 std::string configReference();
 

@@ -7,28 +7,6 @@
 
 namespace kuscia_host::kube {
 
-std::string resourcePath(const std::string& group, const std::string& version,
-                         const std::string& namespaceName, const std::string& resource) {
-  std::string p = group.empty() ? "/api/" + version : "/apis/" + group + "/" + version;
-  if (!namespaceName.empty()) p += "/namespaces/" + namespaceName;
-  return p + "/" + resource;
-}
-
-const std::string* badPathSegment(std::initializer_list<const std::string*> parts) {
-  for (const std::string* part : parts)
-    for (unsigned char ch : *part)
-      if (ch < 0x20 || ch == 0x7f || ch == '/' || ch == '?' || ch == '#' || ch == '%' || ch == ' ')
-        return part;
-  return nullptr;
-}
-
-std::optional<std::string> statusMessage(const std::string& body) {
-  auto j = nlohmann::json::parse(body, nullptr, false);
-  if (j.is_object() && j.contains("message") && j["message"].is_string())
-    return j["message"].get<std::string>();
-  return std::nullopt;
-}
-
 KubeMetrics::KubeMetrics(MetricsRegistry& r)
     : watchRestarts(r.hostFamily(MetricKind::kCounter, "kuscia_host_kube_watch_restarts_total",
                                  "Watches started again after the first (normal end, error, 410)",

@@ -36,16 +36,6 @@ struct KubeMetrics {
   MetricFamily* rateLimiterWait;
 };
 
-// The collection path of a resource: /api/v1[/namespaces/NS]/pods or /apis/G/V[/namespaces/NS]/R.
-std::string resourcePath(const std::string& group, const std::string& version,
-                         const std::string& namespaceName, const std::string& resource);
-// The first of `parts` that cannot be a path segment (has '/', '?', '#', '%', ' ' or a control
-// character), if any.
-const std::string* badPathSegment(std::initializer_list<const std::string*> parts);
-
-// The message of a metav1 Status body, when the body is one.
-std::optional<std::string> statusMessage(const std::string& body);
-
 struct ApiCall {
   std::string verb; // for metrics: list, get, create, patch, delete
   HttpRequest http;

@@ -17,7 +17,7 @@
 #include <atomic>
 #include <optional>
 
-#include "app/version.h"
+#include "common/version.h"
 
 namespace kuscia_host::kube {
 

@@ -4,6 +4,9 @@
 
 #include <chrono>
 
+#include "k8s/paths.h"
+#include "k8s/status.h"
+
 namespace kuscia_host::kube {
 
 namespace net = boost::asio;
@@ -34,7 +37,7 @@ std::string urlEncode(const std::string& s) {
 
 // The Status message of an error body, or the HTTP code.
 std::string describe(const HttpResponse& r) {
-  auto message = statusMessage(r.body);
+  auto message = k8s::statusMessage(r.body);
   return "HTTP " + std::to_string(r.status) + (message ? ": " + *message : std::string());
 }
 
@@ -48,7 +51,7 @@ bool tooLargeResourceVersion(const HttpResponse& r) {
 
 // --- Subscription ------------------------------------------------------------------------
 
-Subscription::Subscription(uint64_t id, SubscriptionSpec spec, apiserver::LabelSelector selector,
+Subscription::Subscription(uint64_t id, SubscriptionSpec spec, k8s::LabelSelector selector,
                            Sink sink)
     : id_(id), spec_(std::move(spec)), selector_(std::move(selector)), sink_(std::move(sink)),
       prefix_(spec_.namespaceName.empty() ? std::string() : spec_.namespaceName + "/") {}
@@ -112,7 +115,7 @@ Informer::~Informer() = default;
 
 Result<std::shared_ptr<Subscription>> Informer::subscribe(uint64_t id, SubscriptionSpec spec,
                                                           Subscription::Sink sink) {
-  auto selector = apiserver::LabelSelector::parse(spec.labelSelector);
+  auto selector = k8s::LabelSelector::parse(spec.labelSelector);
   if (!selector)
     return makeError("label selector '" + spec.labelSelector + "': " + selector.error());
   std::vector<std::size_t> slots;
@@ -132,7 +135,7 @@ Result<std::shared_ptr<Subscription>> Informer::subscribe(uint64_t id, Subscript
 }
 
 std::string Informer::basePath() const {
-  return resourcePath(group_, version_, namespace_, resource_);
+  return k8s::resourcePath(group_, version_, namespace_, resource_);
 }
 
 void Informer::prepare() {

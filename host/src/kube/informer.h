@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "apiserver/selector.h"
+#include "k8s/selector.h"
 #include "kube/api_client.h"
 #include "kube/frame_splitter.h"
 #include "kube/object_cache.h"
@@ -44,7 +44,7 @@ struct SubscriptionSpec {
 class Subscription {
 public:
   using Sink = std::function<void(const Subscription&, ChangeType, RecordPtr)>;
-  Subscription(uint64_t id, SubscriptionSpec spec, apiserver::LabelSelector selector, Sink sink);
+  Subscription(uint64_t id, SubscriptionSpec spec, k8s::LabelSelector selector, Sink sink);
 
   uint64_t id() const { return id_; }
   const SubscriptionSpec& spec() const { return spec_; }
@@ -63,7 +63,7 @@ private:
 
   uint64_t id_;
   SubscriptionSpec spec_;
-  apiserver::LabelSelector selector_;
+  k8s::LabelSelector selector_;
   Sink sink_;
   std::vector<std::size_t> slots_; // informer field slots, in declaration order
   std::string prefix_;             // "<namespace>/" or "" for all

@@ -3,6 +3,9 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "k8s/paths.h"
+#include "k8s/status.h"
+
 namespace kuscia_host::kube {
 
 using nlohmann::json;
@@ -33,10 +36,10 @@ Result<uint64_t> KubeClient::subscribe(SubscriptionSpec spec, Subscription::Sink
   if (spec.version.empty() || spec.resource.empty())
     return makeError("subscription needs a version and a resource");
   if (const std::string* bad =
-          badPathSegment({&spec.group, &spec.version, &spec.resource, &spec.namespaceName}))
+          k8s::badPathSegment({&spec.group, &spec.version, &spec.resource, &spec.namespaceName}))
     return makeError("subscription: '" + *bad +
                      "' is not a valid group, version, resource or namespace name");
-  if (auto sel = apiserver::LabelSelector::parse(spec.labelSelector); !sel)
+  if (auto sel = k8s::LabelSelector::parse(spec.labelSelector); !sel)
     return makeError("label selector '" + spec.labelSelector + "': " + sel.error());
   FieldPaths check;
   for (const auto& f : spec.fields)
@@ -108,10 +111,10 @@ KubeClient::find(uint64_t id) const {
 Result<HttpRequest> KubeClient::toHttp(const KubeWrite& w) {
   if (w.version.empty() || w.resource.empty())
     return makeError("kube request needs a version and a resource");
-  if (const std::string* bad = badPathSegment(
+  if (const std::string* bad = k8s::badPathSegment(
           {&w.group, &w.version, &w.resource, &w.namespaceName, &w.name, &w.subresource}))
     return makeError("kube request: '" + *bad + "' is not a valid path segment");
-  std::string path = resourcePath(w.group, w.version, w.namespaceName, w.resource);
+  std::string path = k8s::resourcePath(w.group, w.version, w.namespaceName, w.resource);
   HttpRequest r;
   r.timeout = std::chrono::milliseconds(30000);
   switch (w.verb) {
@@ -185,7 +188,7 @@ Result<void> KubeClient::write(const KubeWrite& w, std::function<void(KubeWriteR
     out.httpCode = r->status;
     out.body = std::move(r->body);
     if (out.httpCode < 200 || out.httpCode > 299)
-      out.message = statusMessage(out.body).value_or("HTTP " + std::to_string(out.httpCode));
+      out.message = k8s::statusMessage(out.body).value_or("HTTP " + std::to_string(out.httpCode));
     done(std::move(out));
   });
   return {};

@@ -13,13 +13,13 @@
 #include <string>
 #include <vector>
 
-#include "admin/health.h"
 #include "common/result.h"
 #include "kube/api_client.h"
 #include "kube/cluster_access.h"
 #include "kube/informer.h"
 #include "metrics/registry.h"
 #include "runtime/clock.h"
+#include "runtime/health.h"
 
 namespace kuscia_host::kube {
 

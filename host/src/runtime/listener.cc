@@ -2,7 +2,7 @@
 
 #include <boost/asio/strand.hpp>
 
-#include "config/config.h"
+#include "common/listen_address.h"
 
 namespace kuscia_host {
 

@@ -1,0 +1,33 @@
+#include "k8s/paths.h"
+
+namespace kuscia_host::k8s {
+
+std::string resourcePath(const std::string& group, const std::string& version,
+                         const std::string& namespaceName, const std::string& resource) {
+  std::string p = group.empty() ? "/api/" + version : "/apis/" + group + "/" + version;
+  if (!namespaceName.empty()) p += "/namespaces/" + namespaceName;
+  return p + "/" + resource;
+}
+
+const std::string* badPathSegment(std::initializer_list<const std::string*> parts) {
+  for (const std::string* part : parts)
+    for (unsigned char ch : *part)
+      if (ch < 0x20 || ch == 0x7f || ch == '/' || ch == '?' || ch == '#' || ch == '%' || ch == ' ')
+        return part;
+  return nullptr;
+}
+
+std::vector<std::string> splitPath(const std::string& path) {
+  std::vector<std::string> out;
+  std::size_t i = 0;
+  while (i < path.size()) {
+    while (i < path.size() && path[i] == '/')
+      ++i;
+    auto j = path.find('/', i);
+    if (i < path.size()) out.push_back(path.substr(i, j == std::string::npos ? j : j - i));
+    i = j == std::string::npos ? path.size() : j;
+  }
+  return out;
+}
+
+} // namespace kuscia_host::k8s

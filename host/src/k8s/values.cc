@@ -1,0 +1,28 @@
+#include "k8s/values.h"
+
+#include <ctime>
+
+namespace kuscia_host::k8s {
+
+std::optional<bool> parseGoBool(const std::string& s) {
+  if (s == "1" || s == "t" || s == "T" || s == "TRUE" || s == "true" || s == "True") return true;
+  if (s == "0" || s == "f" || s == "F" || s == "FALSE" || s == "false" || s == "False")
+    return false;
+  return std::nullopt;
+}
+
+bool goBoolOr(const std::optional<std::string>& value, bool fallback) {
+  if (!value) return fallback;
+  return parseGoBool(*value).value_or(fallback);
+}
+
+std::string formatTime(int64_t unixNanos) {
+  auto t = static_cast<std::time_t>(unixNanos / 1000000000);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+} // namespace kuscia_host::k8s
