@@ -109,7 +109,7 @@ TEST_F(AdminTest, KeepAliveServesSeveralRequestsOnOneConnection) {
 }
 
 TEST(AdminQueryTest, ParsesAndDecodes) {
-  auto q = parseQuery("verbose&a=b%20c&x=1+2&empty=");
+  auto q = httpd::parseQuery("verbose&a=b%20c&x=1+2&empty=");
   EXPECT_EQ(q.size(), 4u);
   EXPECT_EQ(q["verbose"], "");
   EXPECT_EQ(q["a"], "b c");

@@ -49,7 +49,7 @@ protected:
 
   void start(ServerOptions options) {
     options.faultInjection = true;
-    options.bookmarkInterval = std::chrono::milliseconds(50);
+    options.api.bookmarkInterval = std::chrono::milliseconds(50);
     server_ =
         std::make_unique<ApiServer>(runtime_->io(), clock_, logs_.logger("apiserver"), options);
     auto ep = server_->start();
@@ -499,7 +499,7 @@ TEST_F(ApiServerTest, SlowWatcherIsClosedWithoutBlockingOthers) {
   o.api.watchQueueCapacity = 20;
   start(o);
   auto slow =
-      server_->store().watch({server_->registry().find("", "v1", "pods"), "", {}, {}}, "", 20, {});
+      server_->store().watch({server_->registry().find("", "v1", "pods"), "", {}, {}}, "", 20);
   ASSERT_TRUE(slow.ok());
   test::LineStream fast(port_, std::string(kPods) + "?watch=true");
   for (int i = 0; i < 100; ++i)

@@ -1,6 +1,5 @@
-// The admin HTTP server (Boost.Beast): /livez, /readyz, /metrics and whatever routes components
-// add. Loopback by default. Requests that do not parse get a 4xx and the connection is closed;
-// nothing a client sends can stop the server.
+// The admin HTTP server: /livez, /readyz, /metrics and whatever routes components add, on the
+// shared HTTP server (httpd/). Loopback by default. GET and HEAD only.
 #pragma once
 
 #include <boost/asio/io_context.hpp>
@@ -13,31 +12,16 @@
 #include <string>
 #include <vector>
 
-#include "admin/health.h"
 #include "common/result.h"
+#include "httpd/server.h"
 #include "metrics/registry.h"
+#include "runtime/health.h"
 
 namespace kuscia_host {
 
-struct HttpRequest {
-  std::string method;
-  std::string target; // as received: path and query
-  std::string path;
-  std::map<std::string, std::string> query;
-  bool has(const std::string& param) const { return query.count(param) > 0; }
-};
-
-struct HttpResponse {
-  int status = 200;
-  std::string contentType = "text/plain; charset=utf-8";
-  std::string body;
-  std::vector<std::pair<std::string, std::string>> headers;
-};
-
+using HttpRequest = httpd::Request;
+using HttpResponse = httpd::Response;
 using HttpHandler = std::function<HttpResponse(const HttpRequest&)>;
-
-// Splits "a=1&b" into {a:1, b:""}, percent-decoding both sides.
-std::map<std::string, std::string> parseQuery(const std::string& query);
 
 // The standard endpoints.
 HttpResponse livezResponse();
@@ -59,18 +43,13 @@ public:
   Result<boost::asio::ip::tcp::endpoint> listen(const std::string& address);
   void stop();
 
-  // Dispatches one request to its route (GET/HEAD only); used by sessions and tests.
+  // Dispatches one request to its route (GET/HEAD only); used by the server and tests.
   HttpResponse dispatch(const HttpRequest& req) const;
 
 private:
-  class Session;
-  void accept(const std::shared_ptr<boost::asio::ip::tcp::acceptor>& acceptor);
-
-  boost::asio::io_context& io_;
-  std::shared_ptr<spdlog::logger> logger_;
   std::map<std::string, HttpHandler> exact_;
   std::vector<std::pair<std::string, HttpHandler>> prefixes_;
-  std::shared_ptr<boost::asio::ip::tcp::acceptor> acceptor_;
+  httpd::Server server_;
 };
 
 } // namespace kuscia_host

@@ -1,6 +1,5 @@
 #include "apiserver/api.h"
 
-#include <ctime>
 #include <random>
 #include <regex>
 #include <variant>
@@ -9,6 +8,8 @@
 #include "apiserver/certs.h"
 #include "apiserver/patch.h"
 #include "common/yaml_json.h"
+#include "k8s/paths.h"
+#include "k8s/values.h"
 
 namespace kuscia_host::apiserver {
 
@@ -20,21 +21,6 @@ const char* const kMergePatch = "application/merge-patch+json";
 const char* const kJsonPatch = "application/json-patch+json";
 const char* const kStrategicPatch = "application/strategic-merge-patch+json";
 const char* const kApplyPatch = "application/apply-patch+yaml";
-
-ApiResponse jsonResponse(int status, const json& body) {
-  ApiResponse r;
-  r.status = status;
-  r.body = body.dump(-1, ' ', false, json::error_handler_t::replace);
-  return r;
-}
-
-ApiResponse errorResponse(const ApiError& e) {
-  return jsonResponse(e.code, statusBody(e));
-}
-
-ApiError badRequest(const std::string& message) {
-  return {400, "BadRequest", message, json::object()};
-}
 
 // The request body as JSON, or the 400 to answer.
 std::variant<json, ApiResponse> parseBody(const std::string& body) {
@@ -65,23 +51,6 @@ ApiResponse storedResponse(int status, const StoredObject& o) {
   r.status = status;
   r.body = *o.text;
   return r;
-}
-
-ApiError invalid(const ResourceInfo& r, const std::string& name,
-                 const std::vector<FieldCause>& causes) {
-  std::string list;
-  json jc = json::array();
-  for (const auto& c : causes) {
-    list += (list.empty() ? "" : ", ") + c.field + ": " + c.message;
-    jc.push_back({{"reason", c.reason}, {"message", c.message}, {"field", c.field}});
-  }
-  std::string gk = r.group.empty() ? r.kind : r.kind + "." + r.group;
-  std::string message =
-      gk + " \"" + name + "\" is invalid: " + (causes.size() == 1 ? list : "[" + list + "]");
-  return {422,
-          "Invalid",
-          message,
-          {{"name", name}, {"group", r.group}, {"kind", r.kind}, {"causes", jc}}};
 }
 
 std::string mediaType(const std::string& contentType) {
@@ -125,32 +94,18 @@ json specPart(const json& o) {
   return c;
 }
 
-std::vector<std::string> splitPath(const std::string& path) {
-  std::vector<std::string> out;
-  std::size_t i = 0;
-  while (i < path.size()) {
-    while (i < path.size() && path[i] == '/')
-      ++i;
-    auto j = path.find('/', i);
-    if (i < path.size()) out.push_back(path.substr(i, j == std::string::npos ? j : j - i));
-    i = j == std::string::npos ? path.size() : j;
-  }
-  return out;
-}
-
-json resourceEntry(const ResourceInfo& r) {
-  json verbs = {"create", "delete", "get", "list", "patch", "update", "watch"};
-  json e = {{"name", r.plural},
-            {"singularName", r.singular},
-            {"namespaced", r.namespaced},
-            {"kind", r.kind},
-            {"verbs", verbs}};
-  if (!r.shortNames.empty()) e["shortNames"] = r.shortNames;
-  if (!r.builtin) e["categories"] = {"all", "kuscia"};
-  return e;
-}
-
 } // namespace
+
+ApiResponse jsonResponse(int status, const json& body) {
+  ApiResponse r;
+  r.status = status;
+  r.body = body.dump(-1, ' ', false, json::error_handler_t::replace);
+  return r;
+}
+
+ApiResponse errorResponse(const ApiError& e) {
+  return jsonResponse(e.code, k8s::statusJson(e));
+}
 
 struct ApiHandler::Target {
   const ResourceInfo* resource = nullptr;
@@ -159,35 +114,31 @@ struct ApiHandler::Target {
   std::string subresource;
 };
 
-std::optional<bool> parseGoBool(const std::string& s) {
-  if (s == "1" || s == "t" || s == "T" || s == "TRUE" || s == "true" || s == "True") return true;
-  if (s == "0" || s == "f" || s == "F" || s == "FALSE" || s == "false" || s == "False")
-    return false;
-  return std::nullopt;
-}
-
-std::string formatTime(int64_t unixNanos) {
-  auto t = static_cast<std::time_t>(unixNanos / 1000000000);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
-
 ApiHandler::ApiHandler(const ResourceRegistry& registry, Store& store, const Clock& clock,
                        ApiOptions options)
     : registry_(registry), store_(store), clock_(clock), options_(std::move(options)) {}
 
 std::string ApiHandler::now() const {
-  return formatTime(clock_.wallNanos());
+  return k8s::formatTime(clock_.wallNanos());
 }
 
-ApiResponse ApiHandler::handle(const ApiRequest& req, const std::function<void()>& wake) {
-  auto segs = splitPath(req.path);
-  if (segs.empty() || segs[0] == "version" || segs[0] == "openapi" ||
-      (segs[0] == "api" && segs.size() <= 2) || (segs[0] == "apis" && segs.size() <= 3))
-    return discovery(req);
+void ApiHandler::bootstrap() {
+  const ResourceInfo* ns = registry_.find("", "v1", "namespaces");
+  Target t;
+  t.resource = ns;
+  for (const char* name : {"default", "kube-system"}) {
+    std::vector<std::string> warnings;
+    auto obj = prepareCreate(t, json{{"metadata", {{"name", name}}}}, "Strict", warnings);
+    store_.mutate(*ns, "", name, [&](const json* current) -> ApiResult<std::optional<json>> {
+      if (current != nullptr) return std::optional<json>(*current); // kept from before
+      return std::optional<json>(*obj.value);
+    });
+  }
+}
+
+ApiResponse ApiHandler::handle(const ApiRequest& req) {
+  if (auto r = discovery(registry_, options_, req)) return *r;
+  auto segs = k8s::splitPath(req.path);
   Target t;
   std::vector<std::string> rest;
   std::string group;
@@ -200,8 +151,7 @@ ApiResponse ApiHandler::handle(const ApiRequest& req, const std::function<void()
     version = segs[2];
     rest.assign(segs.begin() + 3, segs.end());
   } else {
-    return errorResponse(
-        {404, "NotFound", "the server could not find the requested resource", json::object()});
+    return errorResponse(noSuchResource());
   }
   if (rest.size() >= 3 && rest[0] == "namespaces") {
     t.namespaceName = rest[1];
@@ -210,176 +160,68 @@ ApiResponse ApiHandler::handle(const ApiRequest& req, const std::function<void()
   t.resource = registry_.find(group, version, rest[0]);
   if (t.resource == nullptr || rest.size() > 3 ||
       (!t.namespaceName.empty() && !t.resource->namespaced))
-    return errorResponse(
-        {404, "NotFound", "the server could not find the requested resource", json::object()});
+    return errorResponse(noSuchResource());
   if (rest.size() >= 2) t.name = rest[1];
   if (rest.size() == 3) {
     t.subresource = rest[2];
-    if (t.subresource != "status" || !t.resource->hasStatus)
-      return errorResponse(
-          {404, "NotFound", "the server could not find the requested resource", json::object()});
+    if (t.subresource != "status" || !t.resource->hasStatus) return errorResponse(noSuchResource());
   }
-  return resourceRequest(req, t, wake);
+  return resourceRequest(req, t);
 }
 
-ApiResponse ApiHandler::discovery(const ApiRequest& req) {
-  auto segs = splitPath(req.path);
-  if (req.method != "GET")
-    return errorResponse({405, "MethodNotAllowed",
-                          "the server does not allow this method on the requested resource",
-                          json::object()});
-  if (segs.size() == 1 && segs[0] == "version") {
-    std::string minor = "30";
-    std::smatch m;
-    if (std::regex_search(options_.gitVersion, m, std::regex(R"(v1\.(\d+))"))) minor = m[1];
-    return jsonResponse(200, {{"major", "1"},
-                              {"minor", minor},
-                              {"gitVersion", options_.gitVersion},
-                              {"gitCommit", ""},
-                              {"gitTreeState", "clean"},
-                              {"buildDate", "2026-01-01T00:00:00Z"},
-                              {"goVersion", "go1.22"},
-                              {"compiler", "gc"},
-                              {"platform", "linux/amd64"}});
-  }
-  if (segs.size() == 1 && segs[0] == "api")
-    return jsonResponse(200, {{"kind", "APIVersions"},
-                              {"versions", {"v1"}},
-                              {"serverAddressByClientCIDRs", json::array()}});
-  auto groupJson = [&](const std::string& g) {
-    json versions = json::array();
-    for (const auto& gv : registry_.groupVersions())
-      if (gv.rfind(g + "/", 0) == 0)
-        versions.push_back({{"groupVersion", gv}, {"version", gv.substr(g.size() + 1)}});
-    return json{{"name", g}, {"versions", versions}, {"preferredVersion", versions.at(0)}};
-  };
-  std::vector<std::string> groups;
-  for (const auto& r : registry_.all())
-    if (!r->group.empty() && std::find(groups.begin(), groups.end(), r->group) == groups.end())
-      groups.push_back(r->group);
-  if (segs.size() == 1 && segs[0] == "apis") {
-    json list = json::array();
-    for (const auto& g : groups)
-      list.push_back(groupJson(g));
-    return jsonResponse(200, {{"kind", "APIGroupList"}, {"apiVersion", "v1"}, {"groups", list}});
-  }
-  if (segs.size() == 2 && segs[0] == "apis" &&
-      std::find(groups.begin(), groups.end(), segs[1]) != groups.end()) {
-    json g = groupJson(segs[1]);
-    g["kind"] = "APIGroup";
-    g["apiVersion"] = "v1";
-    return jsonResponse(200, g);
-  }
-  std::string gv;
-  if (segs.size() == 2 && segs[0] == "api") gv = segs[1];
-  if (segs.size() == 3 && segs[0] == "apis") gv = segs[1] + "/" + segs[2];
-  if (!gv.empty()) {
-    json resources = json::array();
-    for (const auto& r : registry_.all()) {
-      if (r->apiVersion() != gv) continue;
-      resources.push_back(resourceEntry(*r));
-      if (r->hasStatus)
-        resources.push_back({{"name", r->plural + "/status"},
-                             {"singularName", ""},
-                             {"namespaced", r->namespaced},
-                             {"kind", r->kind},
-                             {"verbs", {"get", "patch", "update"}}});
-    }
-    if (!resources.empty())
-      return jsonResponse(200, {{"kind", "APIResourceList"},
-                                {"apiVersion", "v1"},
-                                {"groupVersion", gv},
-                                {"resources", resources}});
-  }
-  if (!segs.empty() && segs[0] == "openapi" && segs.size() >= 2 && segs[1] == "v3") {
-    if (segs.size() == 2) {
-      json paths = json::object();
-      for (const auto& g : registry_.groupVersions()) {
-        std::string p = g.find('/') == std::string::npos ? "api/" + g : "apis/" + g;
-        paths[p] = {{"serverRelativeURL", "/openapi/v3/" + p + "?hash=kh1"}};
-      }
-      return jsonResponse(200, {{"paths", paths}});
-    }
-    std::string want;
-    for (std::size_t i = 2; i < segs.size(); ++i)
-      want += (i > 2 ? "/" : "") + segs[i];
-    json paths = json::object();
-    json schemas = json::object();
-    for (const auto& r : registry_.all()) {
-      std::string p = r->group.empty() ? "api/" + r->version : "apis/" + r->apiVersion();
-      if (p != want) continue;
-      json gvk = {{"group", r->group}, {"version", r->version}, {"kind", r->kind}};
-      json params = json::array(
-          {{{"name", "fieldValidation"}, {"in", "query"}, {"schema", {{"type", "string"}}}},
-           {{"name", "fieldManager"}, {"in", "query"}, {"schema", {{"type", "string"}}}},
-           {{"name", "dryRun"}, {"in", "query"}, {"schema", {{"type", "string"}}}}});
-      std::string schemaName =
-          (r->group.empty() ? "io.k8s.api.core.v1." : "secretflow.kuscia." + r->version + ".") +
-          r->kind;
-      json ref = {{"$ref", "#/components/schemas/" + schemaName}};
-      json body = {
-          {"content", {{kMergePatch, {{"schema", ref}}}, {kJsonPatch, {{"schema", ref}}}}}};
-      json okResp = {
-          {"200", {{"description", "OK"}, {"content", {{"application/json", {{"schema", ref}}}}}}}};
-      json op = {
-          {"x-kubernetes-group-version-kind", gvk}, {"parameters", params}, {"responses", okResp}};
-      json patchOp = op;
-      patchOp["requestBody"] = body;
-      std::string base =
-          "/" + p + (r->namespaced ? "/namespaces/{namespace}/" : "/") + r->plural + "/{name}";
-      paths[base] = {{"get", op}, {"put", op}, {"patch", patchOp}, {"delete", op}};
-      if (r->hasStatus) paths[base + "/status"] = {{"get", op}, {"put", op}, {"patch", patchOp}};
-      paths["/" + p + (r->namespaced ? "/namespaces/{namespace}/" : "/") + r->plural] = {
-          {"get", op}, {"post", op}};
-      schemas[schemaName] = {{"type", "object"},
-                             {"x-kubernetes-group-version-kind", json::array({gvk})}};
-    }
-    if (paths.empty())
-      return errorResponse(
-          {404, "NotFound", "the server could not find the requested resource", json::object()});
-    return jsonResponse(200, {{"openapi", "3.0.0"},
-                              {"info", {{"title", "Kubernetes"}, {"version", options_.gitVersion}}},
-                              {"paths", paths},
-                              {"components", {{"schemas", schemas}}}});
-  }
-  return errorResponse(
-      {404, "NotFound", "the server could not find the requested resource", json::object()});
-}
-
-ApiResponse ApiHandler::resourceRequest(const ApiRequest& req, const Target& t,
-                                        const std::function<void()>& wake) {
+ApiResponse ApiHandler::resourceRequest(const ApiRequest& req, const Target& t) {
   for (const char* b : {"watch", "allowWatchBookmarks", "sendInitialEvents"}) {
     auto it = req.query.find(b);
-    if (it != req.query.end() && !parseGoBool(it->second))
+    if (it != req.query.end() && !k8s::parseGoBool(it->second))
       return errorResponse(
           badRequest(std::string("invalid boolean value for ") + b + ": " + it->second));
   }
-  bool isWatch = req.query.count("watch") && *parseGoBool(req.query.at("watch"));
+  bool isWatch = k8s::goBoolOr(req.param("watch"), false);
   if (t.name.empty()) {
-    if (req.method == "GET") return isWatch ? watch(req, t, wake) : list(req, t);
+    if (req.method == "GET") return isWatch ? watch(req, t) : list(req, t);
     if (req.method == "POST") {
       auto body = parseBody(req.body);
       if (auto* error = std::get_if<ApiResponse>(&body)) return *error;
       return create(req, t, std::move(std::get<json>(body)));
     }
   } else {
-    if (req.method == "GET") {
-      auto r = store_.get(*t.resource, t.namespaceName, t.name);
-      return r.ok() ? storedResponse(200, *r.value) : errorResponse(*r.error);
-    }
+    if (req.method == "GET") return isWatch ? watch(req, t) : get(req, t);
     if (req.method == "PUT") return update(req, t);
     if (req.method == "PATCH") return patch(req, t);
     if (req.method == "DELETE" && t.subresource.empty()) return remove(req, t);
   }
-  return errorResponse({405, "MethodNotAllowed",
-                        "the server does not allow this method on the requested resource",
-                        json::object()});
+  return errorResponse(
+      methodNotAllowed("the server does not allow this method on the requested resource"));
+}
+
+std::optional<ApiResponse> ApiHandler::tooLarge(const ApiRequest& req) {
+  std::string rv = param(req, "resourceVersion");
+  if (rv.empty() || rv == "0") return std::nullopt;
+  uint64_t want = 0;
+  try {
+    std::size_t used = 0;
+    want = std::stoull(rv, &used);
+    if (used != rv.size()) return std::nullopt; // the store answers 400
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+  uint64_t current = store_.currentRv();
+  if (want <= current) return std::nullopt;
+  ApiResponse r = errorResponse(tooLargeResourceVersion(want, current));
+  r.headers.emplace_back("Retry-After", "1");
+  r.waitsForRv = want;
+  return r;
+}
+
+ApiResponse ApiHandler::get(const ApiRequest& /*req*/, const Target& t) {
+  auto r = store_.get(*t.resource, t.namespaceName, t.name);
+  return r.ok() ? storedResponse(200, *r.value) : errorResponse(*r.error);
 }
 
 ApiResponse ApiHandler::list(const ApiRequest& req, const Target& t) {
-  auto labels = LabelSelector::parse(param(req, "labelSelector"));
+  auto labels = k8s::LabelSelector::parse(param(req, "labelSelector"));
   if (!labels) return errorResponse(badRequest(labels.error()));
-  auto fields = FieldSelector::parse(param(req, "fieldSelector"));
+  auto fields = k8s::FieldSelector::parse(param(req, "fieldSelector"));
   if (!fields) return errorResponse(badRequest(fields.error()));
   int64_t limit = 0;
   if (auto it = req.query.find("limit"); it != req.query.end() && !it->second.empty()) {
@@ -390,6 +232,9 @@ ApiResponse ApiHandler::list(const ApiRequest& req, const Target& t) {
     }
   }
   std::string cont = param(req, "continue");
+  // A resourceVersion (not older than) newer than the store: the list cannot be served yet.
+  if (cont.empty())
+    if (auto r = tooLarge(req)) return *r;
   auto r = store_.list(*t.resource, t.namespaceName, labels.value(), fields.value(), limit, cont);
   if (!r.ok()) return errorResponse(*r.error);
   json meta = {{"resourceVersion", std::to_string(r.value->rv)}};
@@ -425,10 +270,8 @@ ApiResponse ApiHandler::list(const ApiRequest& req, const Target& t) {
   return resp;
 }
 
-ApiResponse ApiHandler::watch(const ApiRequest& req, const Target& t,
-                              const std::function<void()>& wake) {
-  if (auto it = req.query.find("sendInitialEvents");
-      it != req.query.end() && *parseGoBool(it->second))
+ApiResponse ApiHandler::watch(const ApiRequest& req, const Target& t) {
+  if (k8s::goBoolOr(req.param("sendInitialEvents"), false))
     return errorResponse(
         {422,
          "Invalid",
@@ -437,31 +280,32 @@ ApiResponse ApiHandler::watch(const ApiRequest& req, const Target& t,
          {{"causes", json::array({{{"reason", "FieldValueForbidden"},
                                    {"message", "Forbidden: sendInitialEvents is not supported"},
                                    {"field", "sendInitialEvents"}}})}}});
-  auto labels = LabelSelector::parse(param(req, "labelSelector"));
+  auto labels = k8s::LabelSelector::parse(param(req, "labelSelector"));
   if (!labels) return errorResponse(badRequest(labels.error()));
-  auto fields = FieldSelector::parse(param(req, "fieldSelector"));
+  auto fields = k8s::FieldSelector::parse(param(req, "fieldSelector"));
   if (!fields) return errorResponse(badRequest(fields.error()));
   WatchFilter f{t.resource, t.namespaceName, labels.value(), fields.value()};
-  if (!t.name.empty()) {
-    auto byName = FieldSelector::parse("metadata.name=" + t.name);
-    f.fields = byName.value();
-  }
-  std::string rv = param(req, "resourceVersion");
-  auto w = store_.watch(std::move(f), rv, options_.watchQueueCapacity, wake);
-  if (!w.ok()) return errorResponse(*w.error);
-  ApiResponse r;
-  r.watcher = *w.value;
-  r.timeoutSeconds = options_.defaultWatchTimeoutSeconds;
-  if (auto it = req.query.find("timeoutSeconds"); it != req.query.end()) {
+  if (!t.name.empty()) f.fields = k8s::FieldSelector::parse("metadata.name=" + t.name).value();
+  int timeoutSeconds = options_.defaultWatchTimeoutSeconds;
+  if (auto v = req.param("timeoutSeconds")) {
     try {
-      r.timeoutSeconds = std::stoi(it->second);
+      timeoutSeconds = std::stoi(*v);
     } catch (const std::exception&) {
-      store_.unwatch(r.watcher);
-      return errorResponse(badRequest("invalid timeoutSeconds: " + it->second));
+      return errorResponse(badRequest("invalid timeoutSeconds: " + *v));
     }
   }
-  r.bookmarks =
-      req.query.count("allowWatchBookmarks") && *parseGoBool(req.query.at("allowWatchBookmarks"));
+  if (auto r = tooLarge(req)) return *r;
+  auto w = store_.watch(std::move(f), param(req, "resourceVersion"), options_.watchQueueCapacity);
+  ApiResponse r;
+  if (!w.ok()) {
+    // Expired: upstream answers 200 and one ERROR event; anything else is the HTTP status.
+    if (w.error->code != 410) return errorResponse(*w.error);
+    r.watch = WatchStream::error(*w.error);
+    return r;
+  }
+  std::optional<std::chrono::milliseconds> bookmarks;
+  if (k8s::goBoolOr(req.param("allowWatchBookmarks"), false)) bookmarks = options_.bookmarkInterval;
+  r.watch = std::make_shared<WatchStream>(store_, *w.value, timeoutSeconds, bookmarks);
   return r;
 }
 
@@ -477,7 +321,7 @@ std::optional<ApiError> ApiHandler::pruneAndValidate(const Target& t, json& obj,
       std::string msg = "strict decoding error: ";
       for (std::size_t i = 0; i < pruned.size(); ++i)
         msg += (i ? ", " : "") + std::string("unknown field \"") + pruned[i] + "\"";
-      return ApiError{400, "BadRequest", msg, json::object()};
+      return badRequest(msg);
     }
     if (fieldValidation != "Ignore")
       for (const auto& p : pruned)
@@ -596,8 +440,7 @@ ApiResult<json> ApiHandler::prepareUpdate(const Target& t, const json& current, 
 ApiResponse ApiHandler::create(const ApiRequest& req, const Target& t, json body) {
   const ResourceInfo& r = *t.resource;
   if (!t.subresource.empty())
-    return errorResponse(
-        {405, "MethodNotAllowed", "create is not allowed on a subresource", json::object()});
+    return errorResponse(methodNotAllowed("create is not allowed on a subresource"));
   if (r.namespaced) {
     if (t.namespaceName.empty())
       return errorResponse(badRequest("the namespace of the object must be set in the URL"));
@@ -613,22 +456,14 @@ ApiResponse ApiHandler::create(const ApiRequest& req, const Target& t, json body
   bool dryRun = param(req, "dryRun") == "All";
   ApiResponse resp;
   if (dryRun) {
-    if (store_.get(r, t.namespaceName, name).ok())
-      return errorResponse({409,
-                            "AlreadyExists",
-                            r.qualifiedName() + " \"" + name + "\" already exists",
-                            {{"name", name}, {"group", r.group}, {"kind", r.plural}}});
+    if (store_.get(r, t.namespaceName, name).ok()) return errorResponse(alreadyExists(r, name));
     resp = jsonResponse(201, *prepared.value);
   } else {
-    auto stored = store_.mutate(
-        r, t.namespaceName, name, [&](const json* current) -> ApiResult<std::optional<json>> {
-          if (current != nullptr)
-            return ApiError{409,
-                            "AlreadyExists",
-                            r.qualifiedName() + " \"" + name + "\" already exists",
-                            {{"name", name}, {"group", r.group}, {"kind", r.plural}}};
-          return std::optional<json>(*prepared.value);
-        });
+    auto stored = store_.mutate(r, t.namespaceName, name,
+                                [&](const json* current) -> ApiResult<std::optional<json>> {
+                                  if (current != nullptr) return alreadyExists(r, name);
+                                  return std::optional<json>(*prepared.value);
+                                });
     if (!stored.ok()) return errorResponse(*stored.error);
     resp = storedResponse(201, *stored.value);
   }
@@ -668,12 +503,7 @@ ApiResponse ApiHandler::patch(const ApiRequest& req, const Target& t) {
   bool apply = type == kApplyPatch;
   if (type != kMergePatch && type != kJsonPatch && !apply &&
       !(type == kStrategicPatch && r.builtin))
-    return errorResponse(
-        {415, "UnsupportedMediaType",
-         "the body of the request was in an unknown format - accepted media types include: "
-         "application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml" +
-             std::string(r.builtin ? ", application/strategic-merge-patch+json" : ""),
-         json::object()});
+    return errorResponse(unsupportedMediaType(r.builtin));
   json patchBody;
   try {
     patchBody = apply ? yamlToJson(YAML::Load(req.body)) : json::parse(req.body);

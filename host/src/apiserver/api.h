@@ -1,45 +1,46 @@
-// The embedded API server's request semantics, independent of HTTP: routing of Kubernetes
-// paths, discovery, and the verbs (get, list, create, update, patch, delete, watch) with the
+// The embedded API server's request semantics, independent of sockets: routing of Kubernetes
+// paths, discovery, the verbs (get, list, create, update, patch, delete, watch) with the
 // behaviour of a real API server (status subresource, resourceVersion preconditions, CRD pruning
-// and validation, Status errors). The HTTP layer (server.h) only moves bytes.
+// and validation, Status errors), the watch lifecycle (apiserver/watch.h) and the state every
+// cluster starts with. The HTTP layer (server.h) only moves bytes, so tests drive this directly.
 #pragma once
 
-#include <functional>
-#include <map>
+#include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "apiserver/resources.h"
 #include "apiserver/store.h"
+#include "apiserver/watch.h"
+#include "httpd/server.h"
 #include "runtime/clock.h"
 
 namespace kuscia_host::apiserver {
 
-struct ApiRequest {
-  std::string method;
-  std::string path;
-  std::map<std::string, std::string> query;
-  std::string contentType;
-  std::string accept;
-  std::string body;
-};
+using ApiRequest = httpd::Request;
 
 struct ApiResponse {
   int status = 200;
   std::string contentType = "application/json";
   std::string body;
   std::vector<std::pair<std::string, std::string>> headers;
-  // Set for a watch: the session streams this watcher's events.
-  std::shared_ptr<Watcher> watcher;
-  int timeoutSeconds = 0;
-  bool bookmarks = false;
+  // Set for a watch: the stream to send (status 200, chunked).
+  std::shared_ptr<WatchStream> watch;
+  // Set with a 504 "too large resourceVersion": the version the request waits for. The server may
+  // handle the request again until the store reaches it or ApiOptions::tooLargeWait passes.
+  uint64_t waitsForRv = 0;
 };
 
 struct ApiOptions {
   std::string gitVersion = "v1.30.0-kuscia-host";
   std::size_t watchQueueCapacity = 10000; // events buffered per watcher before it is closed
   int defaultWatchTimeoutSeconds = 1800;
+  std::chrono::milliseconds bookmarkInterval{5000};
+  // How long a request for a resourceVersion newer than the store waits before the 504 (upstream
+  // waits up to 3 s for its watch cache).
+  std::chrono::milliseconds tooLargeWait{3000};
 };
 
 class ApiHandler {
@@ -47,23 +48,26 @@ public:
   ApiHandler(const ResourceRegistry& registry, Store& store, const Clock& clock,
              ApiOptions options);
 
-  // `wake` is installed in a watcher when the request is a watch.
-  ApiResponse handle(const ApiRequest& req, const std::function<void()>& wake);
+  // Creates what every cluster starts with: the namespaces `default` and `kube-system`.
+  void bootstrap();
+  ApiResponse handle(const ApiRequest& req);
 
+  const ApiOptions& options() const { return options_; }
   Store& store() { return store_; }
   const ResourceRegistry& registry() const { return registry_; }
 
 private:
   struct Target;
-  ApiResponse discovery(const ApiRequest& req);
-  ApiResponse resourceRequest(const ApiRequest& req, const Target& t,
-                              const std::function<void()>& wake);
+  ApiResponse resourceRequest(const ApiRequest& req, const Target& t);
+  ApiResponse get(const ApiRequest& req, const Target& t);
   ApiResponse list(const ApiRequest& req, const Target& t);
-  ApiResponse watch(const ApiRequest& req, const Target& t, const std::function<void()>& wake);
+  ApiResponse watch(const ApiRequest& req, const Target& t);
   ApiResponse create(const ApiRequest& req, const Target& t, nlohmann::json body);
   ApiResponse update(const ApiRequest& req, const Target& t);
   ApiResponse patch(const ApiRequest& req, const Target& t);
   ApiResponse remove(const ApiRequest& req, const Target& t);
+  // The 504 for a resourceVersion query parameter newer than the store, if it is one.
+  std::optional<ApiResponse> tooLarge(const ApiRequest& req);
 
   // Applies what every write does to `next` (the object to store, given the current one):
   // immutable metadata, status subresource rules, generation, CRD pruning and validation.
@@ -84,9 +88,14 @@ private:
   ApiOptions options_;
 };
 
-// Go's strconv.ParseBool: 1 t T TRUE true True / 0 f F FALSE false False.
-std::optional<bool> parseGoBool(const std::string& s);
-// RFC 3339, UTC, whole seconds (metav1.Time).
-std::string formatTime(int64_t unixNanos);
+// Serialises `body` as a response.
+ApiResponse jsonResponse(int status, const nlohmann::json& body);
+// The Status response for an error.
+ApiResponse errorResponse(const ApiError& e);
+
+// Discovery and OpenAPI documents (apiserver/discovery.cc): the answer for a discovery path, or
+// nullopt when `path` is not one.
+std::optional<ApiResponse> discovery(const ResourceRegistry& registry, const ApiOptions& options,
+                                     const ApiRequest& req);
 
 } // namespace kuscia_host::apiserver

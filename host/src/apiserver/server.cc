@@ -1,42 +1,28 @@
 #include "apiserver/server.h"
 
-#include <boost/asio/dispatch.hpp>
-#include <boost/asio/post.hpp>
-#include <boost/asio/ssl/stream.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <boost/asio/strand.hpp>
-#include <boost/asio/write.hpp>
-#include <boost/beast/core.hpp>
-#include <boost/beast/http.hpp>
-#include <boost/beast/ssl.hpp>
 
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 
-#include "admin/admin_server.h"
 #include "apiserver/certs.h"
 #include "common/base64.h"
-#include "runtime/listener.h"
+#include "common/listen_address.h"
+#include "k8s/values.h"
 
 namespace kuscia_host::apiserver {
 
-namespace beast = boost::beast;
-namespace http = beast::http;
 namespace net = boost::asio;
 using tcp = net::ip::tcp;
 using nlohmann::json;
 
 namespace {
 
-bool isWatch(const ApiRequest& req) {
-  auto it = req.query.find("watch");
-  return it != req.query.end() && (it->second == "true" || it->second == "1");
-}
-
 constexpr std::size_t kHeaderLimit = std::size_t{64} * 1024;
 constexpr std::size_t kBodyLimit = std::size_t{16} * 1024 * 1024;
 constexpr auto kIdleTimeout = std::chrono::minutes(5);
+constexpr auto kTooLargeRetry = std::chrono::milliseconds(50);
 
 bool acceptsJson(const std::string& accept) {
   return accept.empty() || accept.find("json") != std::string::npos ||
@@ -44,10 +30,36 @@ bool acceptsJson(const std::string& accept) {
 }
 
 ApiResponse statusResponse(int code, const std::string& reason, const std::string& message) {
-  ApiResponse r;
-  r.status = code;
-  r.body = statusBody({code, reason, message, json::object()}).dump();
-  return r;
+  return errorResponse({code, reason, message, json::object()});
+}
+
+ApiResponse successResponse(const std::string& message) {
+  return jsonResponse(200, k8s::successJson(message));
+}
+
+httpd::Response toHttp(ApiResponse r) {
+  httpd::Response out;
+  out.status = r.status;
+  out.contentType = std::move(r.contentType);
+  out.body = std::move(r.body);
+  out.headers = std::move(r.headers);
+  return out;
+}
+
+httpd::ServerOptions httpOptions() {
+  httpd::ServerOptions o;
+  o.name = "apiserver";
+  o.headerLimit = kHeaderLimit;
+  o.bodyLimit = kBodyLimit;
+  o.idleTimeout = std::chrono::duration_cast<std::chrono::seconds>(kIdleTimeout);
+  o.headers = {{"Cache-Control", "no-cache, private"}};
+  o.malformed = [](int status, const std::string& message) {
+    const char* reason = status == 413   ? "RequestEntityTooLarge"
+                         : status == 431 ? "RequestHeaderFieldsTooLarge"
+                                         : "BadRequest";
+    return toHttp(statusResponse(status, reason, "malformed request: " + message));
+  };
+  return o;
 }
 
 } // namespace
@@ -77,261 +89,6 @@ std::optional<Faults::Rule> Faults::take(const std::string& method, const std::s
   return std::nullopt;
 }
 
-template <class Stream>
-class ApiServer::Session : public ApiServer::Connection,
-                           public std::enable_shared_from_this<Session<Stream>> {
-public:
-  static constexpr bool kTls = !std::is_same_v<Stream, beast::tcp_stream>;
-
-  Session(Stream stream, ApiServer& server)
-      : stream_(std::move(stream)), server_(server), timer_(stream_.get_executor()),
-        bookmarkTimer_(stream_.get_executor()) {}
-
-  void run() {
-    if (!server_.track(this->shared_from_this())) return closeNow();
-    net::dispatch(stream_.get_executor(), [self = this->shared_from_this()] {
-      if constexpr (kTls) {
-        beast::get_lowest_layer(self->stream_).expires_after(std::chrono::seconds(30));
-        self->stream_.async_handshake(net::ssl::stream_base::server, [self](beast::error_code ec) {
-          if (ec) return self->closeNow();
-          // A client certificate, when sent, was verified against the client CA in the handshake.
-          SSL* ssl = self->stream_.native_handle();
-          if (X509* peer = SSL_get1_peer_certificate(ssl)) {
-            self->clientCert_ = SSL_get_verify_result(ssl) == X509_V_OK;
-            X509_free(peer);
-          }
-          self->read();
-        });
-      } else {
-        self->read();
-      }
-    });
-  }
-
-  void shutdown() override {
-    net::post(stream_.get_executor(), [self = this->shared_from_this()] { self->abort(); });
-  }
-
-private:
-  void read() {
-    parser_.emplace();
-    parser_->header_limit(kHeaderLimit);
-    parser_->body_limit(kBodyLimit);
-    beast::get_lowest_layer(stream_).expires_after(kIdleTimeout);
-    http::async_read(
-        stream_, buffer_, *parser_,
-        [self = this->shared_from_this()](beast::error_code ec, std::size_t) { self->onRead(ec); });
-  }
-
-  void onRead(beast::error_code ec) {
-    if (ec == http::error::end_of_stream || ec == beast::error::timeout ||
-        ec == net::error::operation_aborted || ec == net::error::connection_reset ||
-        ec == net::ssl::error::stream_truncated)
-      return closeNow();
-    if (ec) {
-      int status = ec == http::error::header_limit ? 431
-                   : ec == http::error::body_limit ? 413
-                                                   : 400;
-      return write(statusResponse(status, status == 400 ? "BadRequest" : "RequestEntityTooLarge",
-                                  "malformed request: " + ec.message()),
-                   11, false);
-    }
-    const auto& msg = parser_->get();
-    ApiRequest req;
-    req.method = std::string(msg.method_string());
-    std::string target(msg.target());
-    auto q = target.find('?');
-    req.path = target.substr(0, q);
-    if (q != std::string::npos) req.query = parseQuery(target.substr(q + 1));
-    req.contentType = std::string(msg[http::field::content_type]);
-    req.accept = std::string(msg[http::field::accept]);
-    req.body = msg.body();
-    version_ = msg.version();
-    keepAlive_ = msg.keep_alive();
-
-    if (!server_.authorized(std::string(msg[http::field::authorization]), clientCert_))
-      return write(statusResponse(401, "Unauthorized", "Unauthorized"), version_, keepAlive_);
-    if (auto r = server_.faultEndpoint(req)) return write(*r, version_, keepAlive_);
-    const bool faults = server_.options_.faultInjection; // off: no fault bookkeeping at all
-    if (auto rule =
-            faults ? server_.faults_.take(req.method, req.path, isWatch(req)) : std::nullopt) {
-      ApiResponse r =
-          statusResponse(rule->status, rule->status == 429 ? "TooManyRequests" : "InternalError",
-                         "injected fault: " + std::to_string(rule->status));
-      if (rule->retryAfterSeconds >= 0)
-        r.headers.emplace_back("Retry-After", std::to_string(rule->retryAfterSeconds));
-      return write(r, version_, keepAlive_);
-    }
-    if (!acceptsJson(req.accept))
-      return write(statusResponse(406, "NotAcceptable",
-                                  "only application/json is served; Accept: " + req.accept),
-                   version_, keepAlive_);
-    auto latency = faults ? server_.faults_.latency() : std::chrono::milliseconds(0);
-    if (latency.count() > 0) {
-      timer_.expires_after(latency);
-      timer_.async_wait([self = this->shared_from_this(),
-                         req = std::move(req)](beast::error_code) mutable { self->process(req); });
-      return;
-    }
-    process(req);
-  }
-
-  void process(const ApiRequest& req) {
-    std::weak_ptr<Session> weak = this->shared_from_this();
-    auto ex = stream_.get_executor();
-    auto wake = [weak, ex] {
-      net::post(ex, [weak] {
-        if (auto s = weak.lock()) s->pump();
-      });
-    };
-    ApiResponse r;
-    try {
-      r = server_.handler_.handle(req, wake);
-    } catch (const std::exception& e) {
-      r = statusResponse(500, "InternalError", std::string("internal error: ") + e.what());
-    }
-    if (r.watcher) return startWatch(std::move(r));
-    write(r, version_, keepAlive_);
-  }
-
-  void write(const ApiResponse& r, unsigned version, bool keepAlive) {
-    auto res = std::make_shared<http::response<http::string_body>>(
-        static_cast<http::status>(r.status), version);
-    res->set(http::field::content_type, r.contentType);
-    res->set(http::field::cache_control, "no-cache, private");
-    for (const auto& [k, v] : r.headers)
-      res->insert(k, v);
-    res->body() = r.body;
-    res->prepare_payload();
-    res->keep_alive(keepAlive);
-    beast::get_lowest_layer(stream_).expires_after(kIdleTimeout);
-    http::async_write(stream_, *res,
-                      [self = this->shared_from_this(), res](beast::error_code ec, std::size_t) {
-                        if (ec || !res->keep_alive()) return self->closeNow();
-                        self->read();
-                      });
-  }
-
-  // --- watch streaming ---
-  void startWatch(ApiResponse r) {
-    watcher_ = std::move(r.watcher);
-    auto res = std::make_shared<http::response<http::empty_body>>(http::status::ok, version_);
-    res->set(http::field::content_type, "application/json");
-    res->set(http::field::cache_control, "no-cache, private");
-    res->chunked(true);
-    res->keep_alive(false);
-    auto sr = std::make_shared<http::response_serializer<http::empty_body>>(*res);
-    beast::get_lowest_layer(stream_).expires_never();
-    writing_ = true;
-    http::async_write_header(
-        stream_, *sr,
-        [self = this->shared_from_this(), res, sr](beast::error_code ec, std::size_t) {
-          self->writing_ = false;
-          if (ec) return self->abort();
-          self->watchForDisconnect();
-          self->pump();
-        });
-    if (r.timeoutSeconds > 0) {
-      timer_.expires_after(std::chrono::seconds(r.timeoutSeconds));
-      timer_.async_wait([self = this->shared_from_this()](beast::error_code ec) {
-        if (!ec) self->finish();
-      });
-    }
-    if (r.bookmarks) scheduleBookmark();
-  }
-
-  void scheduleBookmark() {
-    bookmarkTimer_.expires_after(server_.options_.bookmarkInterval);
-    bookmarkTimer_.async_wait([self = this->shared_from_this()](beast::error_code ec) {
-      if (ec || self->done_) return;
-      self->server_.store_.bookmark(self->watcher_);
-      self->scheduleBookmark();
-    });
-  }
-
-  void watchForDisconnect() {
-    stream_.async_read_some(net::buffer(discard_),
-                            [self = this->shared_from_this()](beast::error_code ec, std::size_t) {
-                              if (ec) return self->abort();
-                              self->watchForDisconnect();
-                            });
-  }
-
-  void pump() {
-    if (done_ || writing_ || !watcher_) return;
-    std::vector<std::shared_ptr<const std::string>> lines;
-    bool open = watcher_->drain(lines);
-    if (!open) {
-      // Overflowed (too slow): end the stream as upstream does; dropped: cut the connection.
-      return watcher_->overflowed() ? finish() : abort();
-    }
-    if (lines.empty()) {
-      if (watcher_->ending()) finish();
-      return;
-    }
-    chunk_.clear();
-    for (const auto& l : lines)
-      chunk_ += *l;
-    writing_ = true;
-    net::async_write(stream_, http::make_chunk(net::buffer(chunk_)),
-                     [self = this->shared_from_this()](beast::error_code ec, std::size_t) {
-                       self->writing_ = false;
-                       if (ec) return self->abort();
-                       self->pump();
-                     });
-  }
-
-  // Ends the stream cleanly (last chunk) and closes.
-  void finish() {
-    if (done_) return;
-    if (writing_) {
-      // Retry after the write in flight completes.
-      net::post(stream_.get_executor(), [self = this->shared_from_this()] { self->finish(); });
-      return;
-    }
-    done_ = true;
-    stopWatch();
-    net::async_write(
-        stream_, http::make_chunk_last(),
-        [self = this->shared_from_this()](beast::error_code, std::size_t) { self->closeNow(); });
-  }
-
-  // Cuts the connection without ending the stream.
-  void abort() {
-    if (done_) return;
-    done_ = true;
-    stopWatch();
-    closeNow();
-  }
-
-  void stopWatch() {
-    timer_.cancel();
-    bookmarkTimer_.cancel();
-    if (watcher_) server_.store_.unwatch(watcher_);
-  }
-
-  void closeNow() {
-    beast::error_code ignored;
-    beast::get_lowest_layer(stream_).socket().shutdown(tcp::socket::shutdown_both, ignored);
-    beast::get_lowest_layer(stream_).close();
-  }
-
-  Stream stream_;
-  ApiServer& server_;
-  beast::flat_buffer buffer_;
-  std::optional<http::request_parser<http::string_body>> parser_;
-  net::steady_timer timer_;
-  net::steady_timer bookmarkTimer_;
-  unsigned version_ = 11;
-  bool keepAlive_ = true;
-  bool clientCert_ = false; // TLS: a client certificate verified against the client CA
-  std::shared_ptr<Watcher> watcher_;
-  std::string chunk_;
-  std::array<char, 512> discard_{};
-  bool writing_ = false;
-  bool done_ = false;
-};
-
 ApiServer::ApiServer(net::io_context& io, const Clock& clock,
                      std::shared_ptr<spdlog::logger> logger, ServerOptions options)
     : io_(io), clock_(clock), logger_(std::move(logger)), options_(std::move(options)),
@@ -342,118 +99,133 @@ ApiServer::~ApiServer() {
   stop();
 }
 
-Result<tcp::endpoint> ApiServer::start() {
-  // Started again after stop(): the same address, certificates and token (a restart).
-  std::string listen = options_.listen;
-  if (endpoint_.port() != 0)
-    listen = endpoint_.address().to_string() + ":" + std::to_string(endpoint_.port());
-  auto opened = openListener(io_, listen, "apiserver");
-  if (!opened) return makeError(opened.error());
-  auto acceptor = opened.value();
-  endpoint_ = acceptor->local_endpoint();
+Result<void> ApiServer::setUpTls(const std::string& address) {
+  auto certs = generateCertificates("kuscia-host-apiserver", {address, "localhost"});
+  if (!certs) return makeError("apiserver: " + certs.error());
+  caPem_ = certs->caCertPem;
+  auto ssl = std::make_shared<net::ssl::context>(net::ssl::context::tls_server);
+  ssl->set_options(net::ssl::context::default_workarounds | net::ssl::context::no_sslv2 |
+                   net::ssl::context::no_sslv3 | net::ssl::context::no_tlsv1 |
+                   net::ssl::context::no_tlsv1_1);
   boost::system::error_code ec;
-  if (options_.tls && !ssl_) {
-    auto certs = generateCertificates("kuscia-host-apiserver",
-                                      {endpoint_.address().to_string(), "localhost"});
-    if (!certs) return makeError("apiserver: " + certs.error());
-    caPem_ = certs->caCertPem;
-    ssl_ = std::make_unique<net::ssl::context>(net::ssl::context::tls_server);
-    ssl_->set_options(net::ssl::context::default_workarounds | net::ssl::context::no_sslv2 |
-                      net::ssl::context::no_sslv3 | net::ssl::context::no_tlsv1 |
-                      net::ssl::context::no_tlsv1_1);
-    ssl_->use_certificate_chain(net::buffer(certs->certPem), ec);
-    if (!ec) ssl_->use_private_key(net::buffer(certs->keyPem), net::ssl::context::pem, ec);
-    if (ec) return makeError("apiserver: TLS setup failed: " + ec.message());
-    if (!options_.clientCaPem.empty()) {
-      ssl_->add_certificate_authority(net::buffer(options_.clientCaPem), ec);
-      if (ec) return makeError("apiserver: the client CA is unusable: " + ec.message());
-      ssl_->set_verify_mode(net::ssl::verify_peer); // optional: tokens work without one
+  ssl->use_certificate_chain(net::buffer(certs->certPem), ec);
+  if (!ec) ssl->use_private_key(net::buffer(certs->keyPem), net::ssl::context::pem, ec);
+  if (ec) return makeError("apiserver: TLS setup failed: " + ec.message());
+  if (!options_.clientCaPem.empty()) {
+    ssl->add_certificate_authority(net::buffer(options_.clientCaPem), ec);
+    if (ec) return makeError("apiserver: the client CA is unusable: " + ec.message());
+    ssl->set_verify_mode(net::ssl::verify_peer); // optional: tokens work without one
+  }
+  // ALPN: offer http/1.1 only (clients asking for h2 fall back).
+  SSL_CTX_set_alpn_select_cb(
+      ssl->native_handle(),
+      [](SSL*, const unsigned char** out, unsigned char* outlen, const unsigned char* in,
+         unsigned int inlen, void*) -> int {
+        static const unsigned char kHttp11[] = {8, 'h', 't', 't', 'p', '/', '1', '.', '1'};
+        unsigned char* sel = nullptr;
+        if (SSL_select_next_proto(&sel, outlen, kHttp11, sizeof kHttp11, in, inlen) ==
+            OPENSSL_NPN_NEGOTIATED) {
+          *out = sel;
+          return SSL_TLSEXT_ERR_OK;
+        }
+        return SSL_TLSEXT_ERR_NOACK;
+      },
+      nullptr);
+  token_ = options_.token.empty() ? randomHex(40) : options_.token;
+  ssl_ = std::move(ssl);
+  return {};
+}
+
+Result<tcp::endpoint> ApiServer::start() {
+  handler_.bootstrap();
+  if (!http_) {
+    std::string listen = options_.listen;
+    if (options_.tls) {
+      // The certificate names the address clients use: the listen address's host.
+      std::string host;
+      unsigned short port = 0;
+      if (!parseListenAddress(listen, host, port))
+        return makeError("apiserver: bad listen address '" + listen + "' (expected host:port)");
+      if (auto r = setUpTls(host == "localhost" ? "127.0.0.1" : host); !r)
+        return makeError(r.error());
     }
-    // ALPN: offer http/1.1 only (clients asking for h2 fall back).
-    SSL_CTX_set_alpn_select_cb(
-        ssl_->native_handle(),
-        [](SSL*, const unsigned char** out, unsigned char* outlen, const unsigned char* in,
-           unsigned int inlen, void*) -> int {
-          static const unsigned char kHttp11[] = {8, 'h', 't', 't', 'p', '/', '1', '.', '1'};
-          unsigned char* sel = nullptr;
-          if (SSL_select_next_proto(&sel, outlen, kHttp11, sizeof kHttp11, in, inlen) ==
-              OPENSSL_NPN_NEGOTIATED) {
-            *out = sel;
-            return SSL_TLSEXT_ERR_OK;
-          }
-          return SSL_TLSEXT_ERR_NOACK;
+    http_ = std::make_unique<httpd::Server>(
+        io_, logger_, httpOptions(),
+        [this](ApiRequest req, const std::shared_ptr<httpd::Exchange>& ex) {
+          onRequest(std::move(req), ex);
         },
-        nullptr);
-    token_ = options_.token.empty() ? randomHex(40) : options_.token;
+        ssl_);
+    auto ep = http_->listen(listen);
+    if (!ep) return makeError(ep.error());
+    endpoint_ = *ep;
+    return endpoint_;
   }
-  acceptor_ = acceptor;
-  {
-    std::lock_guard lock(connectionsMu_);
-    accepting_ = true;
-  }
-  // The namespaces every cluster starts with.
-  const ResourceInfo* ns = registry_.find("", "v1", "namespaces");
-  for (const char* name : {"default", "kube-system"}) {
-    ApiRequest req;
-    req.method = "POST";
-    req.path = "/api/v1/namespaces";
-    req.body = json({{"metadata", {{"name", name}}}}).dump();
-    if (!store_.get(*ns, "", name).ok()) handler_.handle(req, {});
-  }
-  accept(acceptor);
+  // Started again after stop(): the same address, certificates and token (a restart).
+  auto ep = http_->listen(endpoint_.address().to_string() + ":" + std::to_string(endpoint_.port()));
+  if (!ep) return makeError(ep.error());
   return endpoint_;
 }
 
-// Takes the acceptor by value: stop() may reset the member while a completion is running.
-void ApiServer::accept(const std::shared_ptr<tcp::acceptor>& acceptor) {
-  acceptor->async_accept(net::make_strand(io_), [this, acceptor](beast::error_code ec,
-                                                                 tcp::socket s) {
-    if (ec == net::error::operation_aborted || !acceptor->is_open()) return;
-    if (!ec) {
-      s.set_option(tcp::no_delay(true), ec);
-      if (ssl_)
-        std::make_shared<Session<beast::ssl_stream<beast::tcp_stream>>>(
-            beast::ssl_stream<beast::tcp_stream>(beast::tcp_stream(std::move(s)), *ssl_), *this)
-            ->run();
-      else
-        std::make_shared<Session<beast::tcp_stream>>(beast::tcp_stream(std::move(s)), *this)->run();
-    } else {
-      logger_->warn("apiserver accept failed: {}", ec.message());
-    }
-    accept(acceptor);
-  });
-}
-
-bool ApiServer::track(const std::shared_ptr<Connection>& connection) {
-  std::lock_guard lock(connectionsMu_);
-  if (!accepting_) return false;
-  std::erase_if(connections_, [](const auto& c) { return c.expired(); });
-  connections_.push_back(connection);
-  return true;
-}
-
 void ApiServer::stop() {
-  if (!acceptor_) return;
-  auto acceptor = acceptor_;
-  acceptor_.reset();
-  net::post(acceptor->get_executor(), [acceptor] {
-    boost::system::error_code ignored;
-    acceptor->close(ignored);
-  });
-  std::vector<std::weak_ptr<Connection>> open;
-  {
-    std::lock_guard lock(connectionsMu_);
-    accepting_ = false;
-    open.swap(connections_);
-  }
-  for (const auto& c : open)
-    if (auto live = c.lock()) live->shutdown();
+  if (http_) http_->stop();
   store_.dropWatchers();
 }
 
-bool ApiServer::authorized(const std::string& header, bool clientCert) const {
+void ApiServer::onRequest(ApiRequest req, const std::shared_ptr<httpd::Exchange>& exchange) {
+  if (!authorized(req))
+    return exchange->respond(toHttp(statusResponse(401, "Unauthorized", "Unauthorized")));
+  if (auto r = faultEndpoint(req)) return exchange->respond(toHttp(std::move(*r)));
+  const bool faults = options_.faultInjection; // off: no fault bookkeeping at all
+  if (faults) {
+    bool watch = k8s::goBoolOr(req.param("watch"), false);
+    if (auto rule = faults_.take(req.method, req.path, watch)) {
+      ApiResponse r =
+          statusResponse(rule->status, rule->status == 429 ? "TooManyRequests" : "InternalError",
+                         "injected fault: " + std::to_string(rule->status));
+      if (rule->retryAfterSeconds >= 0)
+        r.headers.emplace_back("Retry-After", std::to_string(rule->retryAfterSeconds));
+      return exchange->respond(toHttp(std::move(r)));
+    }
+  }
+  if (!acceptsJson(req.accept))
+    return exchange->respond(toHttp(statusResponse(
+        406, "NotAcceptable", "only application/json is served; Accept: " + req.accept)));
+  auto deadline = std::chrono::steady_clock::now() + options_.api.tooLargeWait;
+  auto latency = faults ? faults_.latency() : std::chrono::milliseconds(0);
+  if (latency.count() > 0) {
+    auto timer = std::make_shared<net::steady_timer>(exchange->executor(), latency);
+    timer->async_wait(
+        [this, timer, req = std::move(req), exchange, deadline](const boost::system::error_code&) {
+          serve(req, exchange, deadline + faults_.latency());
+        });
+    return;
+  }
+  serve(req, exchange, deadline);
+}
+
+void ApiServer::serve(const ApiRequest& req, const std::shared_ptr<httpd::Exchange>& exchange,
+                      std::chrono::steady_clock::time_point deadline) {
+  ApiResponse r;
+  try {
+    r = handler_.handle(req);
+  } catch (const std::exception& e) {
+    r = statusResponse(500, "InternalError", std::string("internal error: ") + e.what());
+  }
+  if (r.waitsForRv != 0 && std::chrono::steady_clock::now() < deadline) {
+    // Upstream waits for its watch cache to catch up before answering "too large".
+    auto timer = std::make_shared<net::steady_timer>(exchange->executor(), kTooLargeRetry);
+    timer->async_wait([this, timer, req, exchange, deadline](const boost::system::error_code&) {
+      serve(req, exchange, deadline);
+    });
+    return;
+  }
+  if (r.watch) return exchange->stream(200, "application/json", std::move(r.watch));
+  exchange->respond(toHttp(std::move(r)));
+}
+
+bool ApiServer::authorized(const ApiRequest& req) const {
   if (!ssl_) return true; // plain HTTP on loopback: anonymous, like kubectl over http
-  return clientCert || header == "Bearer " + token_;
+  return req.clientCertVerified || req.authorization == "Bearer " + token_;
 }
 
 std::string ApiServer::url() const {
@@ -500,7 +272,7 @@ std::optional<ApiResponse> ApiServer::faultEndpoint(const ApiRequest& req) {
     if (what == "drop-watches") {
       std::size_t n = store_.watcherCount();
       store_.dropWatchers();
-      return statusResponse(200, "", "dropped " + std::to_string(n) + " watch(es)");
+      return successResponse("dropped " + std::to_string(n) + " watch(es)");
     }
     if (what == "inject") {
       std::size_t n = store_.watcherCount();
@@ -530,11 +302,11 @@ std::optional<ApiResponse> ApiServer::faultEndpoint(const ApiRequest& req) {
     }
     if (what == "latency") {
       faults_.setLatency(std::chrono::milliseconds(std::stoi(q("ms", "0"))));
-      return statusResponse(200, "", "latency set");
+      return successResponse("latency set");
     }
     if (what == "reset") {
       faults_.reset();
-      return statusResponse(200, "", "faults cleared");
+      return successResponse("faults cleared");
     }
   } catch (const std::exception& e) {
     return statusResponse(400, "BadRequest", std::string("bad fault parameters: ") + e.what());

@@ -20,6 +20,7 @@
 #include "apiserver/resources.h"
 #include "apiserver/store.h"
 #include "common/result.h"
+#include "httpd/server.h"
 #include "runtime/clock.h"
 
 namespace kuscia_host::apiserver {
@@ -30,7 +31,6 @@ struct ServerOptions {
   std::string token;           // with tls: the bearer token clients must send ("" = generate one)
   std::string clientCaPem;     // with tls: client certificates signed by this CA also authenticate
   bool faultInjection = false; // serve /debug/faults/* and apply faults() (tests only)
-  std::chrono::milliseconds bookmarkInterval{5000};
   std::size_t historyLimit = 10000;
   ApiOptions api;
 };
@@ -73,6 +73,8 @@ public:
   // server going down does. The store survives: start() again is a restart.
   void stop();
 
+  // Whether it accepts connections (between start() and stop()).
+  bool serving() const { return http_ && http_->listening(); }
   // "http://127.0.0.1:PORT" or "https://..."
   std::string url() const;
   // A kubeconfig (YAML) that kubectl, client libraries and kuscia-host can use.
@@ -86,19 +88,16 @@ public:
   const ResourceRegistry& registry() const { return registry_; }
 
 private:
-  // What stop() needs of a connection, whatever its stream type.
-  class Connection {
-  public:
-    virtual ~Connection() = default;
-    virtual void shutdown() = 0; // posts the close to the connection's own executor
-  };
-  template <class Stream> class Session;
-  // False once stopped: a connection accepted in the race with stop() is closed at once.
-  bool track(const std::shared_ptr<Connection>& connection);
-  void accept(const std::shared_ptr<boost::asio::ip::tcp::acceptor>& acceptor);
+  // Generates the CA and a server certificate for `address`, and the token.
+  Result<void> setUpTls(const std::string& address);
+  void onRequest(ApiRequest req, const std::shared_ptr<httpd::Exchange>& exchange);
+  // Answers through the API handler; a request waiting for a newer resourceVersion is handled
+  // again until the store reaches it or `deadline` (steady clock) passes.
+  void serve(const ApiRequest& req, const std::shared_ptr<httpd::Exchange>& exchange,
+             std::chrono::steady_clock::time_point deadline);
   // Handles /debug/faults/* when enabled; nullopt for any other path.
   std::optional<ApiResponse> faultEndpoint(const ApiRequest& req);
-  bool authorized(const std::string& authorizationHeader, bool verifiedClientCert) const;
+  bool authorized(const ApiRequest& req) const;
 
   boost::asio::io_context& io_;
   const Clock& clock_;
@@ -108,14 +107,11 @@ private:
   Store store_;
   ApiHandler handler_;
   Faults faults_;
-  std::shared_ptr<boost::asio::ip::tcp::acceptor> acceptor_;
+  std::shared_ptr<boost::asio::ssl::context> ssl_;
+  std::unique_ptr<httpd::Server> http_;
   boost::asio::ip::tcp::endpoint endpoint_;
-  std::unique_ptr<boost::asio::ssl::context> ssl_;
   std::string token_;
   std::string caPem_;
-  std::mutex connectionsMu_;
-  bool accepting_ = false;
-  std::vector<std::weak_ptr<Connection>> connections_;
 };
 
 } // namespace kuscia_host::apiserver

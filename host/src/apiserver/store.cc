@@ -40,33 +40,7 @@ StoredObject stored(json object) {
   return {std::make_shared<const json>(std::move(object)), std::move(text)};
 }
 
-ApiError expired(const std::string& message) {
-  return {410, "Expired", message, json::object()};
-}
-
 } // namespace
-
-json statusBody(const ApiError& e) {
-  json s = {{"kind", "Status"},    {"apiVersion", "v1"},   {"metadata", json::object()},
-            {"status", "Failure"}, {"message", e.message}, {"reason", e.reason},
-            {"code", e.code}};
-  if (!e.details.empty()) s["details"] = e.details;
-  return s;
-}
-
-ApiError notFound(const ResourceInfo& r, const std::string& name) {
-  return {404,
-          "NotFound",
-          r.qualifiedName() + " \"" + name + "\" not found",
-          {{"name", name}, {"group", r.group}, {"kind", r.plural}}};
-}
-
-ApiError conflict(const ResourceInfo& r, const std::string& name, const std::string& why) {
-  return {409,
-          "Conflict",
-          "Operation cannot be fulfilled on " + r.qualifiedName() + " \"" + name + "\": " + why,
-          {{"name", name}, {"group", r.group}, {"kind", r.plural}}};
-}
 
 bool WatchFilter::matches(const WatchEvent& e) const {
   if (e.resource != resource || !e.object) return false;
@@ -77,14 +51,20 @@ bool WatchFilter::matches(const WatchEvent& e) const {
   return fields.matches(*e.object);
 }
 
-Watcher::Watcher(WatchFilter filter, std::size_t capacity, std::function<void()> wake)
-    : filter_(std::move(filter)), capacity_(capacity), wake_(std::move(wake)) {}
+Watcher::Watcher(WatchFilter filter, std::size_t capacity)
+    : filter_(std::move(filter)), capacity_(capacity) {}
+
+void Watcher::setWake(std::function<void()> wake) {
+  std::lock_guard lock(mu_);
+  wake_ = std::move(wake);
+}
 
 void Watcher::push(const WatchEvent& e) {
   if (filter_.matches(e)) pushLine(e.line);
 }
 
 void Watcher::pushLine(std::shared_ptr<const std::string> line) {
+  std::function<void()> wake;
   {
     std::lock_guard lock(mu_);
     if (closed_ || overflowed_) return;
@@ -94,8 +74,9 @@ void Watcher::pushLine(std::shared_ptr<const std::string> line) {
     } else {
       queue_.push_back(std::move(line));
     }
+    wake = wake_;
   }
-  if (wake_) wake_();
+  if (wake) wake();
 }
 
 bool Watcher::drain(std::vector<std::shared_ptr<const std::string>>& out) {
@@ -109,12 +90,14 @@ bool Watcher::drain(std::vector<std::shared_ptr<const std::string>>& out) {
 }
 
 void Watcher::close() {
+  std::function<void()> wake;
   {
     std::lock_guard lock(mu_);
     closed_ = true;
     queue_.clear();
+    wake = wake_;
   }
-  if (wake_) wake_();
+  if (wake) wake();
 }
 
 bool Watcher::overflowed() const {
@@ -144,8 +127,9 @@ ApiResult<StoredObject> Store::get(const ResourceInfo& r, const std::string& ns,
 }
 
 ApiResult<ListResult> Store::list(const ResourceInfo& r, const std::string& ns,
-                                  const LabelSelector& labels, const FieldSelector& fields,
-                                  int64_t limit, const std::string& continueToken) const {
+                                  const k8s::LabelSelector& labels,
+                                  const k8s::FieldSelector& fields, int64_t limit,
+                                  const std::string& continueToken) const {
   std::lock_guard lock(mu_);
   ListResult out;
   out.rv = rv_;
@@ -157,8 +141,7 @@ ApiResult<ListResult> Store::list(const ResourceInfo& r, const std::string& ns,
       out.rv = token.at("rv").get<uint64_t>();
       start = token.at("start").get<std::string>();
     } catch (const std::exception&) {
-      return ApiError{400, "BadRequest", "continue key is not valid: " + continueToken,
-                      json::object()};
+      return badRequest("continue key is not valid: " + continueToken);
     }
     if (out.rv < compactedRv_)
       return expired("The provided continue parameter is too old to display a consistent list "
@@ -262,7 +245,7 @@ void Store::deleteNamespaceContents(const std::string& ns) {
 }
 
 ApiResult<std::shared_ptr<Watcher>> Store::watch(WatchFilter filter, const std::string& rvText,
-                                                 std::size_t capacity, std::function<void()> wake) {
+                                                 std::size_t capacity) {
   uint64_t from = 0;
   bool replay = rvText.empty() || rvText == "0";
   if (!replay) {
@@ -271,10 +254,10 @@ ApiResult<std::shared_ptr<Watcher>> Store::watch(WatchFilter filter, const std::
       from = std::stoull(rvText, &used);
       if (used != rvText.size()) throw std::invalid_argument(rvText);
     } catch (const std::exception&) {
-      return ApiError{400, "BadRequest", "invalid resource version: " + rvText, json::object()};
+      return badRequest("invalid resource version: " + rvText);
     }
   }
-  auto w = std::make_shared<Watcher>(std::move(filter), capacity, std::move(wake));
+  auto w = std::make_shared<Watcher>(std::move(filter), capacity);
   std::lock_guard lock(mu_);
   if (replay) {
     if (auto it = objects_.find(w->filter().resource); it != objects_.end()) {
@@ -288,13 +271,10 @@ ApiResult<std::shared_ptr<Watcher>> Store::watch(WatchFilter filter, const std::
       }
     }
   } else {
-    if (from < compactedRv_) {
-      ApiError e = expired("too old resource version: " + std::to_string(from) + " (" +
-                           std::to_string(compactedRv_ + 1) + ")");
-      w->pushLine(eventLine("ERROR", statusBody(e)));
-      w->endAfterDrain();
-      return w; // the session sends the ERROR event and ends the stream
-    }
+    if (from < compactedRv_)
+      return expired("too old resource version: " + std::to_string(from) + " (" +
+                     std::to_string(compactedRv_ + 1) + ")");
+    if (from > rv_) return tooLargeResourceVersion(from, rv_);
     for (const auto& e : history_)
       if (e.rv > from) w->push(e);
   }

@@ -15,26 +15,11 @@
 #include <string>
 #include <vector>
 
+#include "apiserver/errors.h"
 #include "apiserver/resources.h"
-#include "apiserver/selector.h"
+#include "k8s/selector.h"
 
 namespace kuscia_host::apiserver {
-
-// An error answered as a metav1.Status.
-struct ApiError {
-  int code = 500;
-  std::string reason;
-  std::string message;
-  nlohmann::json details; // {name, group, kind, causes}
-};
-
-template <class T> struct ApiResult {
-  ApiResult(T v) : value(std::move(v)) {}        // NOLINT(google-explicit-constructor)
-  ApiResult(ApiError e) : error(std::move(e)) {} // NOLINT(google-explicit-constructor)
-  bool ok() const { return !error.has_value(); }
-  std::optional<T> value;
-  std::optional<ApiError> error;
-};
 
 struct WatchEvent {
   uint64_t rv = 0;
@@ -47,8 +32,8 @@ struct WatchEvent {
 struct WatchFilter {
   const ResourceInfo* resource = nullptr;
   std::string namespaceName; // empty: all
-  LabelSelector labels;
-  FieldSelector fields;
+  k8s::LabelSelector labels;
+  k8s::FieldSelector fields;
   bool matches(const WatchEvent& e) const;
 };
 
@@ -57,7 +42,9 @@ struct WatchFilter {
 // watchers), so a slow client never blocks writers or other watchers.
 class Watcher {
 public:
-  Watcher(WatchFilter filter, std::size_t capacity, std::function<void()> wake);
+  Watcher(WatchFilter filter, std::size_t capacity);
+  // Called (on the pushing thread) whenever lines are queued or the watcher closes.
+  void setWake(std::function<void()> wake);
   void push(const WatchEvent& e);                         // filters; called under the store lock
   void pushLine(std::shared_ptr<const std::string> line); // unfiltered (bookmarks, errors)
   // Moves queued lines into `out`; false once overflowed or closed.
@@ -65,21 +52,17 @@ public:
   void close();
   bool closed() const;
   bool overflowed() const;
-  // Set when the stream must end once the queue is drained (e.g. after a 410 ERROR event).
-  void endAfterDrain() { endAfterDrain_ = true; }
-  bool ending() const { return endAfterDrain_; }
   void addCapacity(std::size_t n) { capacity_ += n; }
   const WatchFilter& filter() const { return filter_; }
 
 private:
   WatchFilter filter_;
   std::size_t capacity_;
-  std::function<void()> wake_;
   mutable std::mutex mu_;
+  std::function<void()> wake_;
   std::deque<std::shared_ptr<const std::string>> queue_;
   bool overflowed_ = false;
   bool closed_ = false;
-  bool endAfterDrain_ = false;
 };
 
 // An object as stored: the JSON and its serialization, made once per write and shared by every
@@ -105,7 +88,7 @@ public:
   ApiResult<StoredObject> get(const ResourceInfo& r, const std::string& ns,
                               const std::string& name) const;
   ApiResult<ListResult> list(const ResourceInfo& r, const std::string& ns,
-                             const LabelSelector& labels, const FieldSelector& fields,
+                             const k8s::LabelSelector& labels, const k8s::FieldSelector& fields,
                              int64_t limit, const std::string& continueToken) const;
 
   // Read-modify-write of one object under the lock. `mutate` receives the current object (or
@@ -120,9 +103,10 @@ public:
   void deleteNamespaceContents(const std::string& ns);
 
   // Registers a watcher starting after `rv` ("" or "0": replay current objects as ADDED first).
-  // 410 Expired when rv is older than the history.
+  // 410 Expired when rv is older than the history; 504 "too large" when it is newer than the
+  // store (the client saw a server that has since lost its state).
   ApiResult<std::shared_ptr<Watcher>> watch(WatchFilter filter, const std::string& rv,
-                                            std::size_t capacity, std::function<void()> wake);
+                                            std::size_t capacity);
   void unwatch(const std::shared_ptr<Watcher>& w);
   // Queues a BOOKMARK at the current resourceVersion (ordered after every event queued before).
   void bookmark(const std::shared_ptr<Watcher>& w);
@@ -148,10 +132,5 @@ private:
   std::deque<WatchEvent> history_;
   std::vector<std::shared_ptr<Watcher>> watchers_;
 };
-
-// A metav1.Status body for an error.
-nlohmann::json statusBody(const ApiError& e);
-ApiError notFound(const ResourceInfo& r, const std::string& name);
-ApiError conflict(const ResourceInfo& r, const std::string& name, const std::string& why);
 
 } // namespace kuscia_host::apiserver

@@ -1,0 +1,41 @@
+// The embedded API server's errors: each one a metav1.Status (k8s/status.h) with the reason,
+// code and message a real API server gives, built in one place.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "apiserver/resources.h"
+#include "apiserver/schema.h"
+#include "k8s/status.h"
+
+namespace kuscia_host::apiserver {
+
+using ApiError = k8s::Status;
+
+// A value or the Status to answer with.
+template <class T> struct ApiResult {
+  ApiResult(T v) : value(std::move(v)) {}        // NOLINT(google-explicit-constructor)
+  ApiResult(ApiError e) : error(std::move(e)) {} // NOLINT(google-explicit-constructor)
+  bool ok() const { return !error.has_value(); }
+  std::optional<T> value;
+  std::optional<ApiError> error;
+};
+
+ApiError badRequest(const std::string& message);
+ApiError notFound(const ResourceInfo& r, const std::string& name);
+// 404 for a path that names no resource.
+ApiError noSuchResource();
+ApiError methodNotAllowed(const std::string& message);
+ApiError alreadyExists(const ResourceInfo& r, const std::string& name);
+ApiError conflict(const ResourceInfo& r, const std::string& name, const std::string& why);
+ApiError invalid(const ResourceInfo& r, const std::string& name,
+                 const std::vector<FieldCause>& causes);
+ApiError expired(const std::string& message);
+// 504 for a resourceVersion newer than the server's (after a restart that lost state, or a
+// client that talks to another server): clients relist from "" (client-go does).
+ApiError tooLargeResourceVersion(uint64_t requested, uint64_t current);
+ApiError unsupportedMediaType(bool builtin);
+
+} // namespace kuscia_host::apiserver
