@@ -5,7 +5,7 @@
 #include <boost/asio/signal_set.hpp>
 #include <future>
 
-#include "app/version.h"
+#include "common/version.h"
 
 namespace kuscia_host {
 
@@ -28,11 +28,8 @@ Daemon::~Daemon() {
 
 Result<std::shared_ptr<PluginLibrary>> Daemon::library(const PluginEntry& entry) {
   if (auto it = libraries_.find(entry.path); it != libraries_.end()) return it->second;
-  auto lib = loader_.load(entry.path);
+  auto lib = loader_.load(entry.path, entry.name);
   if (!lib) return lib;
-  if (lib.value()->name() != entry.name)
-    return makeError("plugin " + entry.path + ": calls itself '" + lib.value()->name() +
-                     "' but the config enables '" + entry.name + "'");
   logger_->info("loaded plugin {} {} from {}", lib.value()->name(), lib.value()->version(),
                 entry.path);
   libraries_[entry.path] = lib.value();
@@ -53,7 +50,10 @@ Result<void> Daemon::startEmbeddedApiServer() {
                 config_.cluster.embeddedKubeconfigOut.empty()
                     ? std::string()
                     : ", kubeconfig " + config_.cluster.embeddedKubeconfigOut);
-  health_.add("apiserver:embedded", [] { return HealthStatus{true, true, "ok"}; });
+  health_.add("apiserver:embedded", [this] {
+    if (apiServer_->serving()) return HealthStatus{true, true, "ok"};
+    return HealthStatus{false, true, "not serving"};
+  });
   return {};
 }
 
@@ -86,6 +86,7 @@ Result<void> Daemon::connectCluster() {
                                          logs_.logger("kube"));
   if (!client) return makeError("cluster: " + client.error());
   kube_ = std::move(client.value());
+  kubeBridge_ = std::make_unique<KubeClientBridge>(*kube_);
   logger_->info("cluster: {} ({}), client rate limit {} qps, burst {}", access->server,
                 access->description, options.qps, options.burst);
   return {};
@@ -104,7 +105,7 @@ Result<void> Daemon::start() {
     shutdown();
     return r;
   }
-  HostServices services{runtime_, metrics_, hostMetrics_, logs_, clock_, kube_.get()};
+  HostServices services{runtime_, metrics_, hostMetrics_, logs_, clock_, kubeBridge_.get()};
   // Load and create every instance; a required failure aborts, an optional one disables.
   for (const auto& domain : config_.domains) {
     for (const auto& entry : domain.plugins) {

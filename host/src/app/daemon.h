@@ -12,7 +12,6 @@
 #include <vector>
 
 #include "admin/admin_server.h"
-#include "admin/health.h"
 #include "apiserver/server.h"
 #include "common/result.h"
 #include "config/config.h"
@@ -20,8 +19,10 @@
 #include "logging/logging.h"
 #include "metrics/registry.h"
 #include "plugin/instance.h"
+#include "plugin/kube_bridge.h"
 #include "plugin/loader.h"
 #include "runtime/clock.h"
+#include "runtime/health.h"
 #include "runtime/runtime.h"
 
 namespace kuscia_host {
@@ -56,6 +57,7 @@ public:
   const std::vector<std::unique_ptr<PluginInstance>>& instances() const { return instances_; }
 
 private:
+  // Loads (or finds) the library an entry names: the checks `check-config` runs too.
   Result<std::shared_ptr<PluginLibrary>> library(const PluginEntry& entry);
   Result<void> startEmbeddedApiServer();
   Result<void> connectCluster();
@@ -73,6 +75,7 @@ private:
   AdminServer admin_;
   std::unique_ptr<apiserver::ApiServer> apiServer_;
   std::unique_ptr<kube::KubeClient> kube_;
+  std::unique_ptr<KubeClientBridge> kubeBridge_;
   PluginLoader loader_;
   std::map<std::string, std::shared_ptr<PluginLibrary>> libraries_;
   std::vector<std::unique_ptr<PluginInstance>> instances_;

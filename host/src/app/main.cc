@@ -9,7 +9,7 @@
 
 #include "apiserver/server.h"
 #include "app/daemon.h"
-#include "app/version.h"
+#include "common/version.h"
 #include "config/config.h"
 #include "kube/cluster_access.h"
 #include "logging/logging.h"
@@ -197,7 +197,7 @@ int main(int argc, char** argv) {
   }
   if (*run) return runHost(configPath, pluginDirs, adminListen);
   if (*apiserverCmd) {
-    apiOptions.bookmarkInterval = std::chrono::milliseconds(bookmarkMs);
+    apiOptions.api.bookmarkInterval = std::chrono::milliseconds(bookmarkMs);
     if (!clientCaPath.empty()) {
       if (!apiOptions.tls) {
         std::cerr << "kuscia-host: --client-ca needs --tls\n";

@@ -1,33 +1,33 @@
-// PluginInstance: one (plugin, domain) pair. Owns the host side of the ABI for that instance:
-// the kh_host_ctx_t, its serial executor, its timers, its logger and its metrics. Every call
-// into the plugin goes through run(), which is serialised on the executor and accounted for
-// (callback count, errors, duration).
+// PluginInstance: one (plugin, domain) pair and its lifecycle (create, start, stop, destroy).
+// Every call into the plugin runs on the instance's serial executor through invoke(), which
+// accounts for it (callback count, errors, duration). The host side of the ABI is split by
+// concern: host_api.cc (the C table), plugin_metrics (metrics), timers (timers), plugin_kube
+// (subscriptions, cache, writes, through a KubeBridge).
 #pragma once
 
 #include <kuscia_host/abi.h>
 
 #include <array>
 #include <atomic>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <spdlog/logger.h>
 #include <string>
-#include <vector>
 
-#include "admin/health.h"
 #include "common/result.h"
-#include "kube/kube_client.h"
 #include "logging/logging.h"
 #include "metrics/registry.h"
+#include "plugin/kube_bridge.h"
 #include "plugin/loader.h"
+#include "plugin/plugin_kube.h"
+#include "plugin/plugin_metrics.h"
+#include "plugin/timers.h"
 #include "runtime/clock.h"
+#include "runtime/health.h"
 #include "runtime/runtime.h"
 
 namespace kuscia_host {
-
-struct HostApi;
 
 // The host's own metric families that instances update.
 struct HostMetrics {
@@ -47,7 +47,7 @@ struct HostServices {
   HostMetrics& hostMetrics;
   LogManager& logs;
   const Clock& clock;
-  kube::KubeClient* kube = nullptr; // null: no cluster configured
+  KubeBridge* kube = nullptr; // null: no cluster configured
 };
 
 struct InstanceOptions {
@@ -88,9 +88,11 @@ public:
   bool required() const { return options_.required; }
   InstanceState state() const;
   HealthStatus health() const;
-  std::size_t activeTimers() const;
+  std::size_t activeTimers() const { return timers_.active(); }
+  // Kube requests sent and not yet completed.
+  std::size_t pendingKubeRequests() const { return kube_.pending(); }
 
-  // --- host side of the ABI (called by the trampolines in host_api.cc) ---
+  // --- the host side of the ABI (host_api.cc) ---
   static PluginInstance* fromCtx(kh_host_ctx_t* ctx) {
     return reinterpret_cast<PluginInstance*>(ctx);
   }
@@ -101,34 +103,16 @@ public:
   int64_t monotonicNanos() const { return services_.clock.monotonicNanos(); }
   const char* domainCStr() const { return options_.domain.c_str(); }
   const char* modeCStr() const { return options_.mode.c_str(); }
-  kh_status_t registerMetric(const kh_metric_desc_t* desc, kh_metric_t** out, std::string& err);
-  kh_status_t startTimer(uint64_t delayMs, uint64_t periodMs, uint64_t tag, uint64_t* outId,
-                         std::string& err);
-  kh_status_t cancelTimer(uint64_t id);
   void setReady(bool ready, const char* reason);
-  void countPluginCallError(const char* what);
-  kh_status_t subscribe(const kh_subscription_t* sub, uint64_t* outId, std::string& err);
-  kh_status_t cacheGet(uint64_t subscription, const char* key, kh_object_visitor_t visitor,
-                       void* user);
-  kh_status_t cacheList(uint64_t subscription, const char* selector, kh_object_visitor_t visitor,
-                        void* user);
-  kh_status_t kubeRequest(const kh_kube_request_t* req, uint64_t* outId, std::string& err);
-  // Kube requests sent and not yet completed.
-  std::size_t pendingKubeRequests() const;
+  PluginMetrics& metrics() { return metrics_; }
+  InstanceTimers& timers() { return timers_; }
+  PluginKube& kube() { return kube_; }
 
 private:
-  friend struct HostApi;
-  struct Timer;
-  struct Metric;
-
-  // Runs a plugin callback on the executor with accounting. Must be called on the executor.
+  // Runs a plugin callback with accounting. Must be called on the executor.
   template <class Fn> kh_status_t invoke(Callback which, Fn&& fn);
-  void armTimer(const std::shared_ptr<Timer>& t);
-  bool ownsSubscription(uint64_t id) const;
-  void deliver(const kube::Subscription& sub, kube::ChangeType type, kube::RecordPtr record);
-  void completeRequest(uint64_t id, const kube::KubeWriteResult& result);
-  // Completes every pending kube request with http_code 0. On the executor.
-  void failPendingRequests();
+  // Runs fn on the executor and waits for it (or runs it here if the runtime is not running).
+  template <class Fn> void runOnExecutor(Fn&& fn);
 
   std::shared_ptr<PluginLibrary> library_;
   const kh_plugin_v1_t& plugin_;
@@ -146,23 +130,15 @@ private:
   bool ready_ = false;
   bool readySet_ = false;
   std::string readyReason_;
-  std::atomic<bool> stopping_{false};
-  uint64_t nextTimerId_ = 0;
-  std::map<uint64_t, std::shared_ptr<Timer>> timers_;
-  std::vector<std::unique_ptr<Metric>> metrics_;
-  bool creating_ = false;
-  std::vector<uint64_t> subscriptions_;
-  uint64_t nextRequestId_ = 0;
-  std::map<uint64_t, uint64_t> pendingRequests_; // request id -> user tag
 
   std::array<MetricSeries*, kCallbackCount> callbackSeries_{};
   std::array<MetricSeries*, kCallbackCount> errorSeries_{};
   std::array<MetricSeries*, kCallbackCount> durationSeries_{};
   std::vector<double> durationBounds_;
-};
 
-// The host services table handed to every plugin; the kube operations are NULL when no cluster
-// is configured.
-const kh_host_api_v1_t* hostApiTable(bool withKube);
+  PluginMetrics metrics_;
+  InstanceTimers timers_;
+  PluginKube kube_;
+};
 
 } // namespace kuscia_host

@@ -61,7 +61,8 @@ Result<void> PluginLoader::checkPermissions(const std::filesystem::path& path) c
   return {};
 }
 
-Result<std::shared_ptr<PluginLibrary>> PluginLoader::load(const std::string& path) const {
+Result<std::shared_ptr<PluginLibrary>> PluginLoader::load(const std::string& path,
+                                                          const std::string& expectedName) const {
   if (auto r = checkPermissions(path); !r) return makeError(r.error());
   boost::dll::shared_library lib;
   boost::dll::fs::error_code ec;
@@ -113,6 +114,9 @@ Result<std::shared_ptr<PluginLibrary>> PluginLoader::load(const std::string& pat
     return makeError("plugin " + path + ": descriptor has no name");
   if (d->on_create == nullptr || d->on_start == nullptr || d->on_destroy == nullptr)
     return makeError("plugin " + path + ": descriptor lacks on_create, on_start or on_destroy");
+  if (!expectedName.empty() && expectedName != d->name)
+    return makeError("plugin " + path + ": calls itself '" + std::string(d->name) +
+                     "' but the config enables '" + expectedName + "'");
   return std::make_shared<PluginLibrary>(std::move(lib), d, path);
 }
 

@@ -45,8 +45,11 @@ public:
   explicit PluginLoader(LoaderOptions options);
 
   // Loads the library at `path` (absolute). On failure the message names the file and the
-  // reason, and for version mismatches both versions and what to do.
-  Result<std::shared_ptr<PluginLibrary>> load(const std::string& path) const;
+  // reason, and for version mismatches both versions and what to do. With `expectedName`, a
+  // library whose descriptor carries another name is refused. `run` and `check-config` both
+  // load through here, so they accept and refuse the same files.
+  Result<std::shared_ptr<PluginLibrary>> load(const std::string& path,
+                                              const std::string& expectedName = "") const;
 
   // Refuses relative paths, files that are not regular, and any file or directory on the path
   // (up to /) that is writable by group or others (sticky root-owned directories such as /tmp

@@ -1,0 +1,69 @@
+#include "plugin/kube_bridge.h"
+
+#include <vector>
+
+#include "k8s/selector.h"
+
+namespace kuscia_host {
+
+namespace {
+
+KubeObject view(const kube::Subscription& sub, const kube::Record& r) {
+  KubeObject o{std::string(r.key()), std::string(r.uid()), std::string(r.resourceVersion()),
+               sub.fieldsJson(r), std::string()};
+  if (sub.spec().wantRaw) o.rawJson = std::string(r.raw());
+  return o;
+}
+
+} // namespace
+
+Result<uint64_t> KubeClientBridge::subscribe(kube::SubscriptionSpec spec, EventSink sink) {
+  return client_.subscribe(std::move(spec),
+                           [sink = std::move(sink)](const kube::Subscription& s, kube::ChangeType t,
+                                                    const kube::RecordPtr& r) {
+                             sink(s.id(), t, r ? view(s, *r) : KubeObject{});
+                           });
+}
+
+KubeBridge::Lookup KubeClientBridge::get(uint64_t subscription, std::string_view key,
+                                         const Visitor& visit) {
+  auto [informer, sub] = client_.find(subscription);
+  if (!informer) return Lookup::kNotFound;
+  kube::RecordPtr r = informer->get(key);
+  if (!r || !sub->matches(*r)) return Lookup::kNotFound;
+  visit(view(*sub, *r));
+  return Lookup::kOk;
+}
+
+KubeBridge::Lookup KubeClientBridge::list(uint64_t subscription, const std::string& labelSelector,
+                                          const Visitor& visit) {
+  auto [informer, sub] = client_.find(subscription);
+  if (!informer) return Lookup::kOk; // not started yet: nothing cached
+  auto sel = k8s::LabelSelector::parse(labelSelector);
+  if (!sel) return Lookup::kBadSelector;
+  // Snapshot first: the visitor may call back into the host.
+  std::vector<kube::RecordPtr> matching;
+  bool labelsMissing = false;
+  informer->forEach([&](const kube::RecordPtr& r) {
+    if (!sub->matches(*r)) return;
+    if (!sel->empty()) {
+      if (!r->hasLabels()) {
+        labelsMissing = true;
+        return;
+      }
+      if (!sel->matches([&r](std::string_view k) { return r->label(k); })) return;
+    }
+    matching.push_back(r);
+  });
+  if (labelsMissing) return Lookup::kNoLabels;
+  for (const auto& r : matching)
+    if (visit(view(*sub, *r))) break;
+  return Lookup::kOk;
+}
+
+Result<void> KubeClientBridge::write(const kube::KubeWrite& write,
+                                     std::function<void(kube::KubeWriteResult)> done) {
+  return client_.write(write, std::move(done));
+}
+
+} // namespace kuscia_host

@@ -1,0 +1,68 @@
+// What plugin instances need from the cluster, as one interface: declare a subscription, read
+// the cache through it, send a write. KubeClientBridge implements it over the shared informers;
+// tests substitute their own to drive an instance's Kubernetes side without a server.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+
+#include "common/result.h"
+#include "kube/informer.h"
+#include "kube/kube_client.h"
+
+namespace kuscia_host {
+
+// One object as a subscription sees it: identity and the declared fields as a JSON array.
+struct KubeObject {
+  std::string key; // "<namespace>/<name>"
+  std::string uid;
+  std::string resourceVersion;
+  std::string fieldsJson;
+  std::string rawJson; // only for subscriptions that want the raw object
+};
+
+class KubeBridge {
+public:
+  // Runs on an informer thread: it must only hand the change over. `object` is empty for
+  // kSynced.
+  using EventSink = std::function<void(uint64_t subscription, kube::ChangeType, KubeObject object)>;
+  // Returns true to stop the iteration.
+  using Visitor = std::function<bool(const KubeObject&)>;
+  enum class Lookup {
+    kOk,
+    kNotFound,    // no such subscription, or no such object in it
+    kBadSelector, // the label selector does not parse
+    kNoLabels,    // a label selector on a subscription that does not cache labels
+  };
+
+  virtual ~KubeBridge() = default;
+  // Before the informers start only; validates the spec.
+  virtual Result<uint64_t> subscribe(kube::SubscriptionSpec spec, EventSink sink) = 0;
+  virtual Lookup get(uint64_t subscription, std::string_view key, const Visitor& visit) = 0;
+  // Visits the cached objects of the subscription that match `labelSelector` ("" = all). The
+  // visitor may call back into the host: the matching objects are collected first.
+  virtual Lookup list(uint64_t subscription, const std::string& labelSelector,
+                      const Visitor& visit) = 0;
+  // Sends a write; `done` runs once, on an io thread. Errors: the request is invalid.
+  virtual Result<void> write(const kube::KubeWrite& write,
+                             std::function<void(kube::KubeWriteResult)> done) = 0;
+};
+
+class KubeClientBridge final : public KubeBridge {
+public:
+  explicit KubeClientBridge(kube::KubeClient& client) : client_(client) {}
+
+  Result<uint64_t> subscribe(kube::SubscriptionSpec spec, EventSink sink) override;
+  Lookup get(uint64_t subscription, std::string_view key, const Visitor& visit) override;
+  Lookup list(uint64_t subscription, const std::string& labelSelector,
+              const Visitor& visit) override;
+  Result<void> write(const kube::KubeWrite& write,
+                     std::function<void(kube::KubeWriteResult)> done) override;
+
+private:
+  kube::KubeClient& client_;
+};
+
+} // namespace kuscia_host

@@ -1,0 +1,70 @@
+// The Kubernetes side of the ABI for one plugin instance: subscribe (from on_create only),
+// cache_get and cache_list through a subscription, and kube_request with its completion.
+// Events and completions are handed to the instance's executor; requests still pending when the
+// instance stops complete with http_code 0. The cluster is reached through a KubeBridge.
+#pragma once
+
+#include <kuscia_host/abi.h>
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "plugin/kube_bridge.h"
+
+namespace kuscia_host {
+
+class PluginKube {
+public:
+  struct Callbacks {
+    // Runs `fn` on the instance's executor.
+    std::function<void(std::function<void()> fn)> post;
+    // On the executor: hand these to the plugin (on_event, on_kube_result).
+    std::function<void(const kh_event_t&)> event;
+    std::function<void(const kh_kube_result_t&)> result;
+    // Counts an invalid call from the plugin.
+    std::function<void(const char* call)> callError;
+  };
+
+  // `bridge` may be null: no cluster is configured.
+  PluginKube(KubeBridge* bridge, std::string domain, Callbacks callbacks);
+
+  bool available() const { return bridge_ != nullptr; }
+  // subscribe is accepted only between these two (on_create).
+  void setCreating(bool creating) { creating_ = creating; }
+
+  kh_status_t subscribe(const kh_subscription_t* sub, uint64_t* outId, std::string& err);
+  kh_status_t cacheGet(uint64_t subscription, const char* key, kh_object_visitor_t visitor,
+                       void* user);
+  kh_status_t cacheList(uint64_t subscription, const char* selector, kh_object_visitor_t visitor,
+                        void* user);
+  kh_status_t request(const kh_kube_request_t* req, uint64_t* outId, std::string& err);
+
+  // No more events and no new requests; any thread.
+  void stop() { stopping_ = true; }
+  // Completes every pending request with http_code 0. On the executor, after stop().
+  void failPending();
+  // Requests sent and not yet completed.
+  std::size_t pending() const;
+
+private:
+  bool owns(uint64_t subscription) const;
+  void deliver(uint64_t subscription, kube::ChangeType type, const KubeObject& object);
+  void complete(uint64_t id, const kube::KubeWriteResult& result);
+
+  KubeBridge* bridge_;
+  std::string domain_;
+  Callbacks cb_;
+  std::atomic<bool> creating_{false};
+  std::atomic<bool> stopping_{false};
+  mutable std::mutex mu_;
+  std::vector<uint64_t> subscriptions_;
+  uint64_t nextRequestId_ = 0;
+  std::map<uint64_t, uint64_t> pending_; // request id -> user tag
+};
+
+} // namespace kuscia_host

@@ -1,0 +1,102 @@
+#include "plugin/plugin_metrics.h"
+
+namespace kuscia_host {
+
+namespace {
+
+const char* opName(PluginMetrics::Op op) {
+  switch (op) {
+  case PluginMetrics::Op::kAdd: return "metric_add";
+  case PluginMetrics::Op::kSet: return "metric_set";
+  case PluginMetrics::Op::kObserve: return "metric_observe";
+  }
+  return "metric_update";
+}
+
+// Which kinds each operation applies to: add to counters and gauges, set to gauges, observe to
+// histograms.
+bool appliesTo(PluginMetrics::Op op, MetricKind kind) {
+  switch (op) {
+  case PluginMetrics::Op::kAdd: return kind != MetricKind::kHistogram;
+  case PluginMetrics::Op::kSet: return kind == MetricKind::kGauge;
+  case PluginMetrics::Op::kObserve: return kind == MetricKind::kHistogram;
+  }
+  return false;
+}
+
+} // namespace
+
+PluginMetrics::PluginMetrics(MetricsRegistry& registry, MetricFamily& callErrors,
+                             std::string plugin, std::string domain)
+    : registry_(registry), callErrors_(callErrors), plugin_(std::move(plugin)),
+      domain_(std::move(domain)) {}
+
+void PluginMetrics::countCallError(const char* call) {
+  callErrors_.series({plugin_, call})->add(1);
+}
+
+kh_status_t PluginMetrics::registerMetric(const kh_metric_desc_t* d, kh_metric_t** out,
+                                          std::string& err) {
+  if (d == nullptr || out == nullptr || d->struct_size < sizeof(kh_metric_desc_t) ||
+      d->name == nullptr) {
+    err = "metric_register: descriptor is NULL, too small or has no name";
+    return KH_ERR_INVALID_ARGUMENT;
+  }
+  MetricKind kind;
+  switch (d->kind) {
+  case KH_METRIC_COUNTER: kind = MetricKind::kCounter; break;
+  case KH_METRIC_GAUGE: kind = MetricKind::kGauge; break;
+  case KH_METRIC_HISTOGRAM: kind = MetricKind::kHistogram; break;
+  default:
+    err = "metric " + std::string(d->name) + ": unknown kind " + std::to_string(d->kind);
+    return KH_ERR_INVALID_ARGUMENT;
+  }
+  std::vector<std::string> labels = {"plugin", "domain"};
+  for (size_t i = 0; i < d->label_count; ++i) {
+    std::string l = d->label_names[i] != nullptr ? d->label_names[i] : "";
+    if (l == "plugin" || l == "domain") {
+      err =
+          "metric " + std::string(d->name) + ": the host adds the labels plugin and domain itself";
+      return KH_ERR_INVALID_ARGUMENT;
+    }
+    labels.push_back(l);
+  }
+  std::vector<double> buckets;
+  if (d->buckets != nullptr) buckets.assign(d->buckets, d->buckets + d->bucket_count);
+  auto family = registry_.family(kind, d->name, d->help != nullptr ? d->help : "", labels, buckets);
+  if (!family) {
+    err = family.error();
+    return KH_ERR_INVALID_ARGUMENT;
+  }
+  // An unlabelled series exists from registration, as Prometheus client libraries export it.
+  if (d->label_count == 0) family.value()->series({plugin_, domain_});
+  std::lock_guard lock(mu_);
+  handles_.push_back(std::make_unique<Handle>(Handle{this, family.value(), d->label_count}));
+  *out = reinterpret_cast<kh_metric_t*>(handles_.back().get());
+  return KH_OK;
+}
+
+void PluginMetrics::update(kh_metric_t* m, Op op, const char* const* values, size_t n, double v) {
+  auto* h = reinterpret_cast<Handle*>(m);
+  if (h == nullptr) return;
+  MetricKind kind = h->family->kind();
+  if (!appliesTo(op, kind) || n != h->pluginLabels || (values == nullptr && n > 0) ||
+      (op == Op::kAdd && kind == MetricKind::kCounter && !(v >= 0))) {
+    h->owner->countCallError(opName(op));
+    return;
+  }
+  std::vector<std::string> labels;
+  labels.reserve(n + 2);
+  labels.emplace_back(h->owner->plugin_);
+  labels.emplace_back(h->owner->domain_);
+  for (size_t i = 0; i < n; ++i)
+    labels.emplace_back(values[i] != nullptr ? values[i] : "");
+  MetricSeries* s = h->family->series(labels);
+  switch (op) {
+  case Op::kAdd: s->add(v); break;
+  case Op::kSet: s->set(v); break;
+  case Op::kObserve: s->observe(h->family->buckets(), v); break;
+  }
+}
+
+} // namespace kuscia_host

@@ -1,0 +1,48 @@
+// The metrics side of the ABI for one plugin instance: metric_register creates (or finds) a
+// family with the host's `plugin` and `domain` labels in front of the plugin's own; metric_add,
+// metric_set and metric_observe update a series. Invalid calls are ignored and counted in
+// kuscia_host_plugin_host_call_errors_total.
+#pragma once
+
+#include <kuscia_host/abi.h>
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "metrics/registry.h"
+
+namespace kuscia_host {
+
+class PluginMetrics {
+public:
+  enum class Op { kAdd, kSet, kObserve };
+
+  // `callErrors`: the family counting invalid calls, labelled (plugin, call).
+  PluginMetrics(MetricsRegistry& registry, MetricFamily& callErrors, std::string plugin,
+                std::string domain);
+
+  // metric_register; *out lives as long as this object.
+  kh_status_t registerMetric(const kh_metric_desc_t* desc, kh_metric_t** out, std::string& err);
+  // metric_add / metric_set / metric_observe on a handle registerMetric returned.
+  static void update(kh_metric_t* metric, Op op, const char* const* values, size_t count, double v);
+  // Counts an invalid call from the plugin ("cache_list", "metric_add", ...).
+  void countCallError(const char* call);
+
+private:
+  struct Handle {
+    PluginMetrics* owner;
+    MetricFamily* family;
+    std::size_t pluginLabels;
+  };
+
+  MetricsRegistry& registry_;
+  MetricFamily& callErrors_;
+  std::string plugin_;
+  std::string domain_;
+  std::mutex mu_;
+  std::vector<std::unique_ptr<Handle>> handles_;
+};
+
+} // namespace kuscia_host
