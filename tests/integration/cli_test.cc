@@ -96,6 +96,51 @@ TEST(CliTest, CheckConfigReportsUnknownKeyAndUnknownPluginWithLocation) {
   EXPECT_EQ(r.code, 2);
 }
 
+// check-config loads every plugin through the loader `run` uses: a file `run` refuses (here group
+// writable) fails check-config too, naming the config line and the reason; an optional one is a
+// warning, since run would only disable its instance.
+TEST(CliTest, CheckConfigRefusesWhatRunRefuses) {
+  namespace fs = std::filesystem;
+  test::TempDir dir;
+  fs::create_directory(dir.file("plugins"));
+  std::string plugin = dir.file("plugins/probe.so");
+  fs::copy_file(KH_TEST_PLUGIN_DIR "/probe.so", plugin);
+  fs::permissions(plugin, fs::perms::owner_all | fs::perms::group_read | fs::perms::others_read);
+  fs::permissions(dir.file("plugins"), fs::perms::owner_all | fs::perms::group_read |
+                                           fs::perms::group_exec | fs::perms::others_read |
+                                           fs::perms::others_exec);
+  fs::permissions(dir.path(), fs::perms::group_write | fs::perms::others_write,
+                  fs::perm_options::remove);
+  auto config = dir.file("host.yaml");
+  auto write = [&](const std::string& required) {
+    test::writeFile(config, "pluginDirs: [" + dir.file("plugins") +
+                                "]\ndomains:\n  - id: alice\n    plugins:\n      - name: probe\n" +
+                                "        required: " + required + "\n");
+  };
+  write("true");
+  auto ok = runCommand(hostCmd({"check-config", "--config", config}));
+  ASSERT_EQ(ok.code, 0) << ok.err;
+
+  fs::permissions(plugin, fs::perms::group_write, fs::perm_options::add);
+  auto r = runCommand(hostCmd({"check-config", "--config", config}));
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find(config + ":5:15: domains[0].plugins[0].name: plugin " + plugin +
+                       ": refused: file " + plugin + " is writable by group or others"),
+            std::string::npos)
+      << r.err;
+  auto run = runCommand(hostCmd({"run", "--config", config, "--admin-listen", "127.0.0.1:0"}));
+  EXPECT_EQ(run.code, 1);
+  EXPECT_NE(run.err.find("is writable by group or others"), std::string::npos) << run.err;
+
+  write("false");
+  r = runCommand(hostCmd({"check-config", "--config", config}));
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("warning: " + config + ":5:15: domains[0].plugins[0].name: plugin " +
+                       plugin + ": refused"),
+            std::string::npos)
+      << r.err;
+}
+
 TEST(CliTest, RunServesAdminEndpointsAndExitsZeroOnSigterm) {
   test::TempDir dir;
   test::Child host(hostCmd({"run", "--config", KH_SOURCE_DIR "/config/samples/centralized.yaml",

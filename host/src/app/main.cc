@@ -9,6 +9,7 @@
 
 #include "apiserver/server.h"
 #include "app/daemon.h"
+#include "app/plugin_checks.h"
 #include "common/version.h"
 #include "config/config.h"
 #include "kube/cluster_access.h"
@@ -188,6 +189,17 @@ int main(int argc, char** argv) {
   if (*check) {
     auto config = loadOrReport(configPath, pluginDirs);
     if (!config) return kExitUsage;
+    // The plugins, through the loader `run` uses: what run refuses, check-config refuses.
+    auto plugins = checkPlugins(*config);
+    for (const auto& w : plugins.warnings)
+      std::cerr << "warning: " << w.str() << "\n";
+    for (const auto& e : plugins.errors)
+      std::cerr << e.str() << "\n";
+    if (!plugins.errors.empty()) {
+      std::cerr << "kuscia-host: " << plugins.errors.size() << " error(s) in " << configPath
+                << "\n";
+      return kExitUsage;
+    }
     std::size_t n = 0;
     for (const auto& d : config->domains)
       n += d.plugins.size();

@@ -362,6 +362,8 @@ void extract(const YAML::Node& root, Validator& v, const ConfigLoadOptions& opti
         PluginEntry pe;
         pe.name = p["name"].Scalar();
         pe.line = p["name"].Mark().line + 1;
+        pe.column = p["name"].Mark().column + 1;
+        pe.keyPath = ppath;
         if (auto [pos, inserted] = pluginLines.emplace(pe.name, pe.line); !inserted)
           v.error(p["name"], ppath + ".name",
                   "plugin '" + pe.name + "' is enabled twice for domain '" + dc.id +

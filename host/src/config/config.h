@@ -14,7 +14,9 @@ struct PluginEntry {
   bool required = true;
   std::string logLevel;          // empty: the host's level
   std::string configJson = "{}"; // the `config` subtree as JSON
-  int line = 0;
+  std::string keyPath;           // domains[i].plugins[j], for messages
+  int line = 0;                  // of the name
+  int column = 0;
 };
 
 struct DomainConfig {
