@@ -15,12 +15,18 @@ std::string probePath() {
   return KH_TEST_PLUGIN_DIR "/probe.so";
 }
 
-// The value of one sample line ("name{labels}") in the registry's text output; 0 when absent.
-double sample(const MetricsRegistry& m, const std::string& series) {
+// The value of one sample line ("name{labels}") in the registry's text output; nullopt when the
+// series is absent, so a check of a value fails if the series vanishes.
+std::optional<double> sample(const MetricsRegistry& m, const std::string& series) {
   std::string text = m.render();
   auto pos = text.find("\n" + series + " ");
-  if (pos == std::string::npos) return 0;
+  if (pos == std::string::npos) return std::nullopt;
   return std::stod(text.substr(pos + series.size() + 2));
+}
+
+// For thresholds: an absent series is below any.
+double sampleOr(const MetricsRegistry& m, const std::string& series) {
+  return sample(m, series).value_or(-1);
 }
 
 std::string probeSeries(const std::string& name, const std::string& domain = "alice") {
@@ -76,8 +82,9 @@ TEST_F(InstanceTest, TimersFireAndPluginMetricsCarryPluginAndDomain) {
   auto d = make(configWith({{"alice", probe({{"timers", 1}, {"periodMs", 1}})}}));
   ASSERT_TRUE(d->start().ok());
   EXPECT_TRUE(test::eventually(
-      [&] { return sample(d->metrics(), probeSeries("probe_timer_fired_total")) >= 5; }));
-  EXPECT_GE(sample(d->metrics(), hostSeries("kuscia_host_plugin_callbacks_total", "on_timer")), 5);
+      [&] { return sampleOr(d->metrics(), probeSeries("probe_timer_fired_total")) >= 5; }));
+  EXPECT_GE(sampleOr(d->metrics(), hostSeries("kuscia_host_plugin_callbacks_total", "on_timer")),
+            5);
   EXPECT_EQ(sample(d->metrics(), hostSeries("kuscia_host_plugin_callbacks_total", "on_start")), 1);
   d->shutdown();
 }
@@ -91,8 +98,8 @@ TEST_F(InstanceTest, TwoCallbacksOfOneInstanceNeverOverlap) {
   ASSERT_TRUE(d->start().ok());
   EXPECT_TRUE(test::eventually(
       [&] {
-        return sample(d->metrics(), probeSeries("probe_timer_fired_total")) >= 2000 &&
-               sample(d->metrics(), probeSeries("probe_timer_fired_total", "bob")) >= 2000;
+        return sampleOr(d->metrics(), probeSeries("probe_timer_fired_total")) >= 2000 &&
+               sampleOr(d->metrics(), probeSeries("probe_timer_fired_total", "bob")) >= 2000;
       },
       30));
   d->shutdown();
@@ -100,17 +107,29 @@ TEST_F(InstanceTest, TwoCallbacksOfOneInstanceNeverOverlap) {
   EXPECT_EQ(sample(d->metrics(), probeSeries("probe_overlaps_total", "bob")), 0);
 }
 
+// Prometheus client libraries export an unlabelled counter at 0 from registration; so does the
+// host, for the plugin's series (plugin and domain are the host's labels).
+TEST_F(InstanceTest, UnlabelledPluginCounterIsExportedAtZeroBeforeItsFirstIncrement) {
+  auto d = make(configWith({{"alice", probe({{"timers", 0}})}}));
+  ASSERT_TRUE(d->start().ok());
+  EXPECT_EQ(sample(d->metrics(), probeSeries("probe_timer_fired_total")), 0);
+  EXPECT_EQ(sample(d->metrics(), probeSeries("probe_overlaps_total")), 0);
+  EXPECT_EQ(sample(d->metrics(), "kuscia_host_kube_rate_limiter_wait_seconds_total"),
+            std::nullopt); // no cluster: the kube families are not registered at all
+  d->shutdown();
+}
+
 TEST_F(InstanceTest, CallbackThatThrowsIsCountedAndTheHostKeepsRunning) {
   auto d = make(
       configWith({{"alice", probe({{"timers", 1}, {"periodMs", 1}, {"throwOnTimer", true}})}}));
   ASSERT_TRUE(d->start().ok());
   EXPECT_TRUE(test::eventually([&] {
-    return sample(d->metrics(),
-                  hostSeries("kuscia_host_plugin_callback_errors_total", "on_timer")) >= 10;
+    return sampleOr(d->metrics(),
+                    hostSeries("kuscia_host_plugin_callback_errors_total", "on_timer")) >= 10;
   }));
-  double fired = sample(d->metrics(), probeSeries("probe_timer_fired_total"));
+  double fired = sampleOr(d->metrics(), probeSeries("probe_timer_fired_total"));
   EXPECT_TRUE(test::eventually(
-      [&] { return sample(d->metrics(), probeSeries("probe_timer_fired_total")) > fired + 5; }));
+      [&] { return sampleOr(d->metrics(), probeSeries("probe_timer_fired_total")) > fired + 5; }));
   EXPECT_EQ(d->instances()[0]->state(), InstanceState::kRunning);
   d->shutdown();
   EXPECT_NE(logText().find("onTimer failed: probe timer failure requested"), std::string::npos);

@@ -21,6 +21,17 @@ TEST(MetricsTest, CounterAndGaugeRenderInTextFormat) {
   EXPECT_NE(text.find("# TYPE kh_ready gauge\nkh_ready 1\n"), std::string::npos) << text;
 }
 
+TEST(MetricsTest, UnlabelledFamiliesAreExportedAtZeroFromRegistration) {
+  MetricsRegistry r;
+  ASSERT_TRUE(r.family(MetricKind::kCounter, "kh_drops_total", "Drops", {}).ok());
+  ASSERT_TRUE(r.family(MetricKind::kHistogram, "kh_wait_seconds", "Waits", {}, {1}).ok());
+  ASSERT_TRUE(r.family(MetricKind::kCounter, "kh_by_type_total", "By type", {"type"}).ok());
+  std::string text = r.render();
+  EXPECT_NE(text.find("\nkh_drops_total 0\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("\nkh_wait_seconds_count 0\n"), std::string::npos) << text;
+  EXPECT_EQ(text.find("kh_by_type_total{"), std::string::npos) << text; // labelled: on first use
+}
+
 TEST(MetricsTest, HistogramBucketsAreCumulative) {
   MetricsRegistry r;
   auto h = r.family(MetricKind::kHistogram, "kh_latency_seconds", "Latency", {"verb"}, {0.1, 1});

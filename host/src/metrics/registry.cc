@@ -188,6 +188,9 @@ Result<MetricFamily*> MetricsRegistry::family(MetricKind kind, const std::string
   }
   auto f = std::make_unique<MetricFamily>(kind, name, help, labelNames, bounds);
   auto* raw = f.get();
+  // A family without labels has exactly one series: it exists, at 0, from registration (as in
+  // Prometheus client libraries), so dashboards and alerts see it before the first update.
+  if (labelNames.empty()) raw->series({});
   families_.emplace(name, std::move(f));
   return raw;
 }

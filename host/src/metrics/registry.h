@@ -63,7 +63,8 @@ private:
 class MetricsRegistry {
 public:
   // Finds or creates a family. An existing family with another kind, help or label set is an
-  // error; so are invalid names and unsorted buckets.
+  // error; so are invalid names and unsorted buckets. A family without labels gets its one
+  // series at creation; labelled series appear on first use.
   Result<MetricFamily*> family(MetricKind kind, const std::string& name, const std::string& help,
                                const std::vector<std::string>& labelNames,
                                const std::vector<double>& buckets = {});
