@@ -389,6 +389,61 @@ TEST_F(InformerTest, ConvergesAfterServerRestart) {
   expectConverged(rec, sub);
 }
 
+// An in-memory API server that restarts has lost every object, and its resourceVersions start
+// again from 1. It answers a watch from the informer's (now too large) resourceVersion with a
+// 504 "too large resource version" after a short wait; the informer relists: objects created
+// right after the restart are delivered, objects that vanished are DELETED.
+TEST_F(InformerTest, ConvergesAfterServerRestartThatLostItsState) {
+  createPods(5);
+  for (int i = 0; i < 20; ++i)
+    setPhase("p0", i % 2 == 0 ? "Running" : "Pending"); // the resourceVersion climbs past 25
+  Recorder rec;
+  uint64_t sub = syncedSubscription(rec);
+  const std::string id = client_->informers()[0]->id();
+  waitForWatch();
+  server_->stop();
+  apiserver::ServerOptions o;
+  o.listen = "127.0.0.1:" + std::to_string(port_);
+  o.api.tooLargeWait = std::chrono::milliseconds(300);
+  server_ = std::make_unique<apiserver::ApiServer>(runtime_->io(), clock_,
+                                                   logs_.logger("apiserver"), o);
+  ASSERT_TRUE(server_->start().ok());
+  ASSERT_EQ(call("POST", "/api/v1/namespaces", {{"metadata", {{"name", "alice"}}}}).status, 201);
+  createPod("alice", "fresh0", "x");
+  createPod("alice", "fresh1", "y");
+  expectConverged(rec, sub);
+  EXPECT_EQ(rec.state().size(), 2u);
+  for (int i = 0; i < 5; ++i)
+    EXPECT_EQ(rec.count(ChangeType::kDeleted, "alice/" + podName(i)), 1u) << podName(i);
+  EXPECT_EQ(rec.count(ChangeType::kAdded, "alice/fresh0"), 1u);
+  EXPECT_GE(metric(client_->metrics().relists, {id}), 1);
+  EXPECT_EQ(rec.count(ChangeType::kSynced), 1u);
+  // And it follows the new server afterwards.
+  createPod("alice", "fresh2", "z");
+  expectConverged(rec, sub);
+}
+
+// A BOOKMARK (or event) whose resourceVersion is older than the last one means the server's
+// history is not the one the cache came from: relist.
+TEST_F(InformerTest, ResourceVersionGoingBackwardsMakesTheInformerRelist) {
+  createPods(3);
+  for (int i = 0; i < 5; ++i)
+    setPhase("p0", i % 2 == 0 ? "Running" : "Pending");
+  Recorder rec;
+  uint64_t sub = syncedSubscription(rec);
+  const std::string id = client_->informers()[0]->id();
+  waitForWatch();
+  ASSERT_EQ(test::httpRequest(port_, "POST", "/debug/faults/inject",
+                              R"({"type":"BOOKMARK","object":{"kind":"Pod","apiVersion":"v1",)"
+                              R"("metadata":{"resourceVersion":"2"}}})"
+                              "\n")
+                .status,
+            200);
+  ASSERT_TRUE(eventually([&] { return metric(client_->metrics().relists, {id}) >= 1; }));
+  setPhase("p1", "Running");
+  expectConverged(rec, sub);
+}
+
 TEST_F(InformerTest, WritesWithPreconditionsRetriesAndStatusMessages) {
   createPod("alice", "p0", "a");
   makeClient();

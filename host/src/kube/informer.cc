@@ -2,6 +2,7 @@
 
 #include <boost/asio/post.hpp>
 
+#include <charconv>
 #include <chrono>
 
 #include "k8s/paths.h"
@@ -39,6 +40,18 @@ std::string urlEncode(const std::string& s) {
 std::string describe(const HttpResponse& r) {
   auto message = k8s::statusMessage(r.body);
   return "HTTP " + std::to_string(r.status) + (message ? ": " + *message : std::string());
+}
+
+// Whether resourceVersion `next` is older than `last`. Clients must treat resourceVersions as
+// opaque, but every API server makes them from one increasing counter: when both are numbers, a
+// smaller one means the server lost its state (an in-memory server restarted, etcd restored).
+bool wentBackwards(std::string_view next, std::string_view last) {
+  uint64_t n = 0;
+  uint64_t l = 0;
+  auto pn = std::from_chars(next.data(), next.data() + next.size(), n);
+  auto pl = std::from_chars(last.data(), last.data() + last.size(), l);
+  return pn.ec == std::errc() && pn.ptr == next.data() + next.size() && pl.ec == std::errc() &&
+         pl.ptr == last.data() + last.size() && n < l;
 }
 
 bool tooLargeResourceVersion(const HttpResponse& r) {
@@ -335,6 +348,7 @@ void Informer::watch() {
   watchEvents_ = 0;
   watchExpired_ = false;
   watchBroken_ = false;
+  watchRegressed_ = false;
   auto self = shared_from_this();
   auto s = api_->watch(
       HttpRequest{"GET", target, "", "", milliseconds((seconds + 60) * 1000)},
@@ -350,7 +364,7 @@ void Informer::watch() {
 }
 
 void Informer::onWatchData(uint64_t gen, std::string_view bytes) {
-  if (stopped_ || gen != gen_ || watchExpired_ || watchBroken_) return;
+  if (stopped_ || gen != gen_ || watchExpired_ || watchBroken_ || watchRegressed_) return;
   splitter_.feed(bytes);
   std::string_view frame;
   while (true) {
@@ -371,6 +385,13 @@ void Informer::onWatchData(uint64_t gen, std::string_view bytes) {
     }
     ++watchEvents_;
     eventSeries_[static_cast<std::size_t>(*type)]->add(1);
+    if (*type != EventType::kError && *type != EventType::kUnknown &&
+        wentBackwards(scratch_.resourceVersion, lastRv_)) {
+      noteError("resourceVersion went backwards (" + scratch_.resourceVersion + " after " +
+                lastRv_ + "): the server lost its state; relisting");
+      watchRegressed_ = true;
+      break;
+    }
     switch (*type) {
     case EventType::kAdded:
     case EventType::kModified:
@@ -430,6 +451,7 @@ void Informer::onWatchDone(uint64_t gen, Result<HttpResponse> r) {
     lastRvExpired_ = true;
     return list(rv, true);
   }
+  if (watchRegressed_) return list("", true); // the cache is from another history
   if (watchBroken_) return after(nextBackoff(), [self] { self->watch(); });
   if (r && tooLargeResourceVersion(*r)) {
     noteError("watch: resourceVersion too large; relisting");

@@ -155,6 +155,7 @@ private:
   uint64_t watchEvents_ = 0;
   bool watchExpired_ = false;
   bool watchBroken_ = false;
+  bool watchRegressed_ = false; // a resourceVersion older than the last one arrived
   bool firstWatch_ = true;
   bool firstList_ = true;
   std::mutex streamMu_;
