@@ -405,8 +405,8 @@ TEST_F(InformerTest, ConvergesAfterServerRestartThatLostItsState) {
   apiserver::ServerOptions o;
   o.listen = "127.0.0.1:" + std::to_string(port_);
   o.api.tooLargeWait = std::chrono::milliseconds(300);
-  server_ = std::make_unique<apiserver::ApiServer>(runtime_->io(), clock_,
-                                                   logs_.logger("apiserver"), o);
+  server_ =
+      std::make_unique<apiserver::ApiServer>(runtime_->io(), clock_, logs_.logger("apiserver"), o);
   ASSERT_TRUE(server_->start().ok());
   ASSERT_EQ(call("POST", "/api/v1/namespaces", {{"metadata", {{"name", "alice"}}}}).status, 201);
   createPod("alice", "fresh0", "x");
@@ -526,15 +526,21 @@ TEST_F(InformerTest, WritesWithPreconditionsRetriesAndStatusMessages) {
   EXPECT_NE(refused.error().find("not a valid path segment"), std::string::npos);
 }
 
+// One token every 4 s (burst 1): the initial LIST takes the first, so a write queued after the
+// sync waits about 4 s. Meanwhile the watch delivers changes and a dropped watch is opened again
+// at once, twice: watches never wait for the limiter (a watch that took tokens would wait for
+// this one, or starve the write).
 TEST_F(InformerTest, RateLimitAppliesToWritesNotWatches) {
-  createPod("alice", "p0", "a");
+  createPods(2);
   KubeClientOptions o = fastOptions();
-  o.qps = 50;
+  o.qps = 0.25;
   o.burst = 1;
   makeClient(o);
   Recorder rec;
-  subscribe(rec);
+  uint64_t sub = subscribe(rec);
   startAndSync(rec);
+  waitForWatch();
+  const std::string id = client_->informers()[0]->id();
   std::atomic<int> done{0};
   KubeWrite patch;
   patch.version = "v1";
@@ -542,17 +548,23 @@ TEST_F(InformerTest, RateLimitAppliesToWritesNotWatches) {
   patch.namespaceName = "alice";
   patch.name = "p0";
   patch.subresource = "status";
-  for (int i = 0; i < 10; ++i) {
-    patch.body = R"({"status":{"message":")" + std::to_string(i) + "\"}}";
-    ASSERT_TRUE(client_->write(patch, [&](KubeWriteResult r) {
-      EXPECT_EQ(r.httpCode, 200);
-      ++done;
-    }));
+  patch.body = R"({"status":{"message":"limited"}})";
+  ASSERT_TRUE(client_->write(patch, [&](KubeWriteResult r) {
+    EXPECT_EQ(r.httpCode, 200);
+    ++done;
+  }));
+  for (const char* phase : {"Running", "Succeeded"}) {
+    fault("drop-watches");
+    setPhase("p1", phase);
+    std::string want = std::string(R"([")") + phase + R"(","a"])";
+    EXPECT_TRUE(eventually([&] { return rec.state()["alice/p1"] == want; }, 1.5))
+        << "the watch waited for the rate limiter";
+    EXPECT_EQ(done, 0) << "the write did not wait for its token";
   }
-  ASSERT_TRUE(eventually([&] { return done == 10; }));
-  // Ten writes queued at once with burst 1 at 50/s: the k-th could only go out (k-1) x 20 ms
-  // after the first, so the waits add up to about 0.9 s (less whatever queueing itself took).
-  EXPECT_GT(metric(client_->metrics().rateLimiterWait, {}), 0.4);
+  EXPECT_GE(metric(client_->metrics().watchRestarts, {id}), 2);
+  ASSERT_TRUE(eventually([&] { return done == 1; }, 10));
+  EXPECT_GT(metric(client_->metrics().rateLimiterWait, {}), 2);
+  expectConverged(rec, sub);
 }
 
 // The host side of the ABI in a running daemon: a write still pending when the instance stops is

@@ -207,6 +207,23 @@ TEST_F(InstanceTest, PluginThatIsNotReadyFailsReadyz) {
       << res.body;
 }
 
+// The embedded API server's readiness check follows the server: it fails once it stops serving.
+TEST_F(InstanceTest, EmbeddedApiServerReadinessFollowsTheServer) {
+  HostConfig c = configWith({{"alice", probe({})}});
+  c.cluster.source = ClusterConfig::Source::kEmbedded;
+  auto d = make(std::move(c));
+  ASSERT_TRUE(d->start().ok());
+  auto verbose = [&] {
+    HttpRequest r;
+    r.query["verbose"] = "";
+    return readyzResponse(d->health(), r).body;
+  };
+  EXPECT_NE(verbose().find("[+]apiserver:embedded ok"), std::string::npos) << verbose();
+  d->embeddedApiServer()->stop();
+  EXPECT_NE(verbose().find("[-]apiserver:embedded not serving"), std::string::npos) << verbose();
+  EXPECT_EQ(readyzResponse(d->health(), HttpRequest{}).status, 503);
+}
+
 TEST_F(InstanceTest, ShutdownStopsAllThenDestroysAllThenUnloads) {
   test::TempDir dir;
   auto traceFile = dir.file("trace");

@@ -84,6 +84,16 @@ TEST(FakeHostTest, SubscriptionsEventsAndWrites) {
   EXPECT_EQ(req.body, R"({"status":{}})");
   EXPECT_EQ(host.complete(req.id, 200), KH_OK);
   EXPECT_TRUE(host.ready());
+  // What the plugin saw, through the wrapper.
+  auto* w = kuscia_host::sdk::pluginObject<Watcher>(host.instance());
+  ASSERT_NE(w, nullptr);
+  EXPECT_EQ(w->domain_, "bob");
+  EXPECT_EQ(w->subscription_, host.subscriptions()[0].id);
+  EXPECT_EQ(w->lateStatus_, KH_ERR_FAILED_PRECONDITION); // subscribe outside on_create
+  EXPECT_EQ(w->lastFields_, R"(["t1",null])");
+  EXPECT_EQ(w->lastCode_, 200);
+  EXPECT_EQ(w->lastTag_, 42u);
+  EXPECT_EQ(host.complete(req.id, 200), KH_ERR_NOT_FOUND); // completed once only
 }
 
 TEST(FakeHostTest, ExceptionsBecomeErrorStatusesAndLogs) {

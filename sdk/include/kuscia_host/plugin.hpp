@@ -411,6 +411,12 @@ template <class T> struct Adapter {
 
 } // namespace detail
 
+// The plugin object behind an instance handle, for tests that drive a plugin through the ABI
+// (testing::FakeHost::instance()) and want to look inside it; nullptr if it is not a T.
+template <class T> T* pluginObject(kh_instance_t* instance) {
+  return dynamic_cast<T*>(reinterpret_cast<Plugin*>(instance));
+}
+
 // The descriptor KH_PLUGIN would export for T; lets unit tests drive a plugin class through the
 // ABI (e.g. with testing::FakeHost) without loading a library.
 template <class T>

@@ -205,6 +205,9 @@ public:
   const std::string& error() const { return error_; }
   int callbackErrors() const { return callbackErrors_; }
   kh_host_ctx_t* ctx() { return reinterpret_cast<kh_host_ctx_t*>(this); }
+  // The plugin's instance handle (nullptr before create and after destroy); C++ plugins get their
+  // object with sdk::pluginObject<T>(host.instance()).
+  kh_instance_t* instance() const { return instance_; }
   const kh_host_api_v1_t* api() const { return &api_; }
 
 private:
