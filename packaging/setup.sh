@@ -3,14 +3,14 @@
 #
 #   packaging/setup.sh run     build, then run the host on config/samples/centralized.yaml (Ctrl-C stops it)
 #   packaging/setup.sh test    build with warnings as errors, run every test, clang-tidy, then the tests again
-#                              under ASan+UBSan
+#                              under ASan+UBSan and under TSan
 #   packaging/setup.sh bench   build optimised (build-release/) and run the benchmarks at full size
 #   packaging/setup.sh build   only install dependencies and build (build/)
 #   packaging/setup.sh deps    only install missing Debian packages
 #   packaging/setup.sh format  reformat the sources with clang-format
 #
 # Environment: BUILD_DIR (default build), JOBS (default: number of cores), KH_SKIP_SANITIZE=1
-# skips the sanitizer pass of `test` (CI never sets it).
+# skips the sanitizer passes of `test` (CI never sets it).
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -79,7 +79,8 @@ lint() {
   # clang-tidy is clang: drop the GCC-only flags from the compilation database it reads.
   db=$(mktemp -d)
   sed -e 's/ -fno-gnu-unique//g' -e 's/ -Wshadow=local//g' "$dir/compile_commands.json" >"$db/compile_commands.json"
-  out=$(cd "$root" && git ls-files 'host/*.cc' 'plugins/*.cc' |
+  # tests/sdk_consumer is built out of tree (it has no compile command here).
+  out=$(cd "$root" && git ls-files 'host/*.cc' 'plugins/*.cc' 'tests/*.cc' ':!tests/sdk_consumer/*' |
     xargs -P "$jobs" -n 1 clang-tidy -p "$db" --quiet 2>/dev/null || true)
   rm -rf "$db"
   if grep -E -A3 '(warning|error):' <<<"$out"; then
@@ -125,9 +126,16 @@ case "$cmd" in
     run_tests "$build_dir"
     lint "$build_dir"
     if [ "${KH_SKIP_SANITIZE:-0}" != 1 ]; then
-      configure_and_build "$build_dir-asan" -DKH_WERROR=ON -DKH_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug
+      # Sanitizer builds: -O1 with line tables only (-g1) keeps them fast to build and run, and
+      # still gives file:line in every report.
+      configure_and_build "$build_dir-asan" -DKH_WERROR=ON -DKH_SANITIZE=address \
+        -DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS_DEBUG=-O1 -g1" "-DCMAKE_C_FLAGS_DEBUG=-O1 -g1"
       ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
         run_tests "$build_dir-asan"
+      # ThreadSanitizer over the same suite; the benchmarks' smoke runs in the two builds above.
+      configure_and_build "$build_dir-tsan" -DKH_WERROR=ON -DKH_SANITIZE=thread -DKH_BUILD_BENCH=OFF \
+        -DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS_DEBUG=-O1 -g1" "-DCMAKE_C_FLAGS_DEBUG=-O1 -g1"
+      TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 run_tests "$build_dir-tsan"
     fi
     say "all tests passed"
     ;;

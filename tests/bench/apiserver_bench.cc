@@ -156,7 +156,7 @@ double patchRound(unsigned short port, std::size_t updates, std::size_t pods, in
 
 } // namespace
 
-int main(int argc, char** argv) {
+int run(int argc, char** argv) {
   Args a;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string k = argv[i];
@@ -265,4 +265,13 @@ int main(int argc, char** argv) {
   server.stop();
   runtime.stop();
   return 0;
+}
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "apiserver_bench: %s\n", e.what());
+  }
+  return 1;
 }

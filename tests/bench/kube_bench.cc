@@ -124,14 +124,15 @@ struct Counting {
 // as a plugin subscription's does.
 struct IngestRig {
   explicit IngestRig(const char* name) {
-    inf = std::make_shared<Informer>(io, nullptr, metrics, logs.logger(name), "", "v1", "pods",
-                                     "alice", ReflectorOptions{});
+    inf = std::make_shared<Informer>(io, nullptr, metrics, clock, logs.logger(name), "", "v1",
+                                     "pods", "alice", ReflectorOptions{});
     SubscriptionSpec spec{"", "v1", "pods", "alice", "", kFields, false};
-    auto r = inf->subscribe(1, spec, [this](const Subscription& s, ChangeType, RecordPtr rec) {
-      if (!rec) return;
-      sink.bytes += s.fieldsJson(*rec).size();
-      ++sink.events;
-    });
+    auto r =
+        inf->subscribe(1, spec, [this](const Subscription& s, ChangeType, const RecordPtr& rec) {
+          if (!rec) return;
+          sink.bytes += s.fieldsJson(*rec).size();
+          ++sink.events;
+        });
     if (!r) throw std::runtime_error(r.error());
     inf->prepare();
   }
@@ -139,6 +140,7 @@ struct IngestRig {
   LogManager logs{LogFormat::kText, spdlog::level::warn, log};
   MetricsRegistry registry;
   KubeMetrics metrics{registry};
+  SystemClock clock;
   boost::asio::io_context io;
   Counting sink;
   std::shared_ptr<Informer> inf;
@@ -162,7 +164,7 @@ double goBaseline(const std::string& binary, const std::string& file, std::size_
 
 void b1(std::size_t events, const std::string& goBinary) {
   std::printf("\nB1 watch ingest: %zu pod MODIFIED events\n", events);
-  json pod = basePod(8 * 1024);
+  json pod = basePod(std::size_t{8} * 1024);
   const std::size_t distinct = 1000;
   std::string stream;
   for (std::size_t i = 0; i < distinct; ++i)
@@ -171,7 +173,7 @@ void b1(std::size_t events, const std::string& goBinary) {
   std::printf("  event size %.1f KB, %zu distinct events replayed, 200 pods\n",
               static_cast<double>(stream.size()) / distinct / 1024, distinct);
   const std::size_t rounds = std::max<std::size_t>(1, events / distinct);
-  const std::size_t chunk = 16 * 1024; // arbitrary chunk boundaries, as from a socket
+  const std::size_t chunk = std::size_t{16} * 1024; // arbitrary chunk boundaries, as from a socket
 
   IngestRig rig("b1");
   auto& inf = rig.inf;
@@ -187,6 +189,7 @@ void b1(std::size_t events, const std::string& goBinary) {
   // Baseline: the same frames, each parsed into an nlohmann DOM and the same fields extracted.
   std::vector<double> dom;
   std::vector<json::json_pointer> ptrs;
+  ptrs.reserve(kFields.size());
   for (const auto& f : kFields)
     ptrs.emplace_back(f);
   std::size_t extracted = 0;
@@ -241,7 +244,7 @@ void b1(std::size_t events, const std::string& goBinary) {
 // --- B2 ------------------------------------------------------------------------------------
 
 void b2(const std::vector<std::size_t>& sizes) {
-  json pod = basePod(8 * 1024);
+  json pod = basePod(std::size_t{8} * 1024);
   for (std::size_t n : sizes) {
     std::printf("\nB2 memory per tracked pod: %zu pods, 8 fields each\n", n);
     IngestRig rig("b2");
@@ -254,8 +257,9 @@ void b2(const std::vector<std::size_t>& sizes) {
       std::string batch;
       for (std::size_t j = i; j < std::min(n, i + 100); ++j)
         batch += json{{"type", "ADDED"}, {"object", podNumber(pod, j, 10 + j)}}.dump() + "\n";
-      for (std::size_t off = 0; off < batch.size(); off += 64 * 1024) // as from a socket
-        inf->ingest(std::string_view(batch).substr(off, 64 * 1024));
+      for (std::size_t off = 0; off < batch.size();
+           off += std::size_t{64} * 1024) // as from a socket
+        inf->ingest(std::string_view(batch).substr(off, std::size_t{64} * 1024));
     }
     std::size_t held = heapInUse() - before;
     n += 1; // the warm-up pod is cached too
@@ -273,8 +277,9 @@ void b2(const std::vector<std::size_t>& sizes) {
     std::printf("  RSS grew %.1f MB while ingesting\n",
                 static_cast<double>(rssAfter - rssBefore) / 1024);
     std::printf("  baseline nlohmann DOM per pod: %zu bytes\n", domPerPod);
+    const std::size_t perPod = held / n;
     std::printf("  B2: %zu bytes/pod (target <= 512), %.0fx smaller than the DOM baseline\n",
-                held / n, static_cast<double>(domPerPod) / static_cast<double>(held / n));
+                perPod, static_cast<double>(domPerPod) / static_cast<double>(perPod));
   }
 }
 
@@ -293,6 +298,7 @@ public:
     if (pid_ == 0) {
       std::freopen(out.c_str(), "w", stdout);
       std::vector<char*> argv;
+      argv.reserve(args.size());
       for (auto& a : args)
         argv.push_back(a.data());
       argv.push_back(nullptr);
@@ -370,6 +376,7 @@ std::string runSelf(const std::vector<std::string>& args) {
     std::vector<std::string> all = {self};
     all.insert(all.end(), args.begin(), args.end());
     std::vector<char*> argv;
+    argv.reserve(all.size());
     for (auto& a : all)
       argv.push_back(a.data());
     argv.push_back(nullptr);
@@ -412,10 +419,11 @@ int b5Child(const std::string& url, const std::string& mode) {
       std::promise<void> synced;
       SubscriptionSpec spec{"", "v1", "pods", "alice", "", kFields, false};
       std::atomic<std::size_t> added{0};
-      auto id = (*client)->subscribe(spec, [&](const Subscription&, ChangeType t, RecordPtr) {
-        if (t == ChangeType::kAdded) ++added;
-        if (t == ChangeType::kSynced) synced.set_value();
-      });
+      auto id =
+          (*client)->subscribe(spec, [&](const Subscription&, ChangeType t, const RecordPtr&) {
+            if (t == ChangeType::kAdded) ++added;
+            if (t == ChangeType::kSynced) synced.set_value();
+          });
       (*client)->start(health);
       synced.get_future().wait();
       objects = (*client)->informers()[0]->size();
@@ -468,7 +476,7 @@ void b5(const std::string& host, std::size_t pods) {
   IoThread rt;
   auto t = BeastHttpClient::create(rt.io, accessFor(server.url()));
   call(**t, "POST", "/api/v1/namespaces", R"({"metadata":{"name":"alice"}})", "application/json");
-  json pod = basePod(4 * 1024);
+  json pod = basePod(std::size_t{4} * 1024);
   pod["metadata"].erase("resourceVersion");
   pod["metadata"].erase("uid");
   pod.erase("status");
@@ -516,9 +524,10 @@ public:
     }
     inner_->send(std::move(r), std::move(done));
   }
-  std::shared_ptr<Stream> stream(HttpRequest r, std::function<void(std::string_view)> d,
+  std::shared_ptr<Stream> stream(HttpRequest r, Strand strand,
+                                 std::function<void(std::string_view)> d,
                                  std::function<void(Result<HttpResponse>)> done) override {
-    return inner_->stream(std::move(r), std::move(d), std::move(done));
+    return inner_->stream(std::move(r), std::move(strand), std::move(d), std::move(done));
   }
   // The most requests sent in any window of `w`.
   std::size_t maxInWindow(std::chrono::milliseconds w) {
@@ -555,7 +564,7 @@ bool b6(const std::string& host, std::size_t writes) {
   auto beast = BeastHttpClient::create(io, accessFor(server.url()));
   call(**beast, "POST", "/api/v1/namespaces", R"({"metadata":{"name":"alice"}})",
        "application/json");
-  json pod = basePod(2 * 1024);
+  json pod = basePod(std::size_t{2} * 1024);
   pod["metadata"].erase("resourceVersion");
   pod["metadata"].erase("uid");
   pod.erase("status");
@@ -584,7 +593,7 @@ bool b6(const std::string& host, std::size_t writes) {
       std::function<void(std::size_t)> next = [&](std::size_t i) {
         if (i == n) return all.set_value();
         w.body = R"({"status":{"message":"write )" + std::to_string(i) + "\"}}";
-        (void)client->write(w, [&, i](KubeWriteResult r) {
+        (void)client->write(w, [&, i](const KubeWriteResult& r) {
           if (r.httpCode == 200) ++ok;
           next(i + 1);
         });
@@ -596,7 +605,7 @@ bool b6(const std::string& host, std::size_t writes) {
       std::atomic<std::size_t> done{0};
       for (std::size_t i = 0; i < n; ++i) {
         w.body = R"({"status":{"message":"burst )" + std::to_string(i) + "\"}}";
-        (void)client->write(w, [&](KubeWriteResult r) {
+        (void)client->write(w, [&](const KubeWriteResult& r) {
           if (r.httpCode == 200) ++ok;
           if (++done == n) all.set_value();
         });

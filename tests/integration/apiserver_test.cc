@@ -436,6 +436,7 @@ TEST_F(ApiServerTest, WatchReplaysThenFollowsWithOneEventPerLine) {
   call("PATCH", std::string(kPods) + "/b", {{"metadata", {{"labels", {{"x", "1"}}}}}}, kMerge);
   call("DELETE", std::string(kPods) + "/b");
   std::vector<std::string> types;
+  types.reserve(3);
   for (int i = 0; i < 3; ++i)
     types.push_back(json::parse(w.next().value())["type"]);
   EXPECT_EQ(types, (std::vector<std::string>{"ADDED", "MODIFIED", "DELETED"}));

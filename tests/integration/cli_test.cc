@@ -1,6 +1,6 @@
 // The kuscia-host binary, run as a user would: exit codes, messages, and the daemon's endpoints.
+#include <csignal>
 #include <gtest/gtest.h>
-#include <signal.h>
 
 #include <filesystem>
 
@@ -143,8 +143,9 @@ TEST(CliTest, CheckConfigRefusesWhatRunRefuses) {
 
 TEST(CliTest, RunServesAdminEndpointsAndExitsZeroOnSigterm) {
   test::TempDir dir;
-  test::Child host(hostCmd({"run", "--config", KH_SOURCE_DIR "/config/samples/centralized.yaml",
-                            "--plugin-dir", KH_PLUGIN_DIR, "--admin-listen", "127.0.0.1:0"}),
+  const std::string config = std::string(KH_SOURCE_DIR) + "/config/samples/centralized.yaml";
+  test::Child host(hostCmd({"run", "--config", config, "--plugin-dir", KH_PLUGIN_DIR,
+                            "--admin-listen", "127.0.0.1:0"}),
                    dir.path().string());
   auto addr = host.waitForStderr("admin server listening on 127.0.0.1:", 30);
   ASSERT_TRUE(addr.has_value()) << host.err();
@@ -160,6 +161,7 @@ TEST(CliTest, RunServesAdminEndpointsAndExitsZeroOnSigterm) {
   EXPECT_EQ(metrics.status, 200);
   for (const char* m : {"kuscia_host_build_info{version=", "kuscia_host_plugins_loaded 1",
                         "kuscia_host_plugin_instances{state=\"running\"} 2",
+                        // NOLINTNEXTLINE(bugprone-suspicious-missing-comma): one long sample line
                         "kuscia_host_plugin_callbacks_total{plugin=\"hello\",domain=\"alice\","
                         "callback=\"on_start\"} 1",
                         "# TYPE kuscia_host_plugin_callback_duration_seconds histogram",
@@ -230,8 +232,9 @@ TEST(CliTest, RunRefusesAbi2PluginWithBothVersionsAndExits1) {
 
 TEST(CliTest, RunWithJsonLogsEmitsOneJsonObjectPerLine) {
   test::TempDir dir;
-  test::Child host(hostCmd({"run", "--config", KH_SOURCE_DIR "/config/samples/p2p-alice.yaml",
-                            "--plugin-dir", KH_PLUGIN_DIR, "--admin-listen", "127.0.0.1:0"}),
+  const std::string config = std::string(KH_SOURCE_DIR) + "/config/samples/p2p-alice.yaml";
+  test::Child host(hostCmd({"run", "--config", config, "--plugin-dir", KH_PLUGIN_DIR,
+                            "--admin-listen", "127.0.0.1:0"}),
                    dir.path().string());
   ASSERT_TRUE(host.waitForStderr("running: 1 plugin instance(s)", 30)) << host.err();
   host.signal(SIGINT);

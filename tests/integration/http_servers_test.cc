@@ -44,7 +44,7 @@ public:
   }
   unsigned short port() const override { return port_; }
   std::string okPath() const override { return "/livez"; }
-  Limits limits() const override { return {8 * 1024, 64 * 1024}; }
+  Limits limits() const override { return {std::size_t{8} * 1024, std::size_t{64} * 1024}; }
 
 private:
   std::ostringstream out_;
@@ -68,7 +68,7 @@ public:
   }
   unsigned short port() const override { return port_; }
   std::string okPath() const override { return "/version"; }
-  Limits limits() const override { return {64 * 1024, 16 * 1024 * 1024}; }
+  Limits limits() const override { return {std::size_t{64} * 1024, std::size_t{16} * 1024 * 1024}; }
 
 private:
   std::ostringstream out_;

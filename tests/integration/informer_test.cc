@@ -45,7 +45,7 @@ struct Seen {
 class Recorder {
 public:
   Subscription::Sink sink() {
-    return [this](const Subscription& s, ChangeType t, RecordPtr r) {
+    return [this](const Subscription& s, ChangeType t, const RecordPtr& r) {
       std::lock_guard lock(mu_);
       Seen e{t, r ? std::string(r->key()) : "", r ? std::string(r->resourceVersion()) : "",
              r ? s.fieldsJson(*r) : ""};
@@ -208,7 +208,9 @@ protected:
     return out;
   }
   std::map<std::string, std::string> cached(uint64_t sub) {
-    auto [informer, s] = client_->find(sub);
+    auto found = client_->find(sub);
+    const auto& informer = found.first;
+    const auto& s = found.second;
     std::map<std::string, std::string> out;
     if (!informer) return out;
     informer->forEach([&](const RecordPtr& r) {
@@ -448,7 +450,7 @@ TEST_F(InformerTest, WritesWithPreconditionsRetriesAndStatusMessages) {
   createPod("alice", "p0", "a");
   makeClient();
   auto rv = call("GET", std::string(kPods) + "/p0").body["metadata"]["resourceVersion"];
-  auto write = [&](KubeWrite w) {
+  auto write = [&](const KubeWrite& w) {
     std::promise<KubeWriteResult> p;
     auto sent = client_->write(w, [&p](KubeWriteResult r) { p.set_value(std::move(r)); });
     EXPECT_TRUE(sent.ok()) << sent.error();
@@ -510,18 +512,18 @@ TEST_F(InformerTest, WritesWithPreconditionsRetriesAndStatusMessages) {
   // Bad requests are refused before anything is sent.
   KubeWrite bad = patch;
   bad.body = "{not json";
-  EXPECT_FALSE(client_->write(bad, [](KubeWriteResult) {}).ok());
+  EXPECT_FALSE(client_->write(bad, [](const KubeWriteResult&) {}).ok());
   bad = patch;
   bad.body = "[]"; // a JSON patch's body for a merge patch
-  EXPECT_FALSE(client_->write(bad, [](KubeWriteResult) {}).ok());
+  EXPECT_FALSE(client_->write(bad, [](const KubeWriteResult&) {}).ok());
   bad.body = R"({"metadata":7})";
   bad.resourceVersion = "1"; // no object to carry the precondition
-  EXPECT_FALSE(client_->write(bad, [](KubeWriteResult) {}).ok());
+  EXPECT_FALSE(client_->write(bad, [](const KubeWriteResult&) {}).ok());
   bad = patch;
   bad.name = "a/b";
-  EXPECT_FALSE(client_->write(bad, [](KubeWriteResult) {}).ok());
+  EXPECT_FALSE(client_->write(bad, [](const KubeWriteResult&) {}).ok());
   bad.name = "p0 HTTP/1.1\r\nX-Injected: 1\r\n"; // no header injection through a name
-  auto refused = client_->write(bad, [](KubeWriteResult) {});
+  auto refused = client_->write(bad, [](const KubeWriteResult&) {});
   ASSERT_FALSE(refused.ok());
   EXPECT_NE(refused.error().find("not a valid path segment"), std::string::npos);
 }
@@ -549,7 +551,7 @@ TEST_F(InformerTest, RateLimitAppliesToWritesNotWatches) {
   patch.name = "p0";
   patch.subresource = "status";
   patch.body = R"({"status":{"message":"limited"}})";
-  ASSERT_TRUE(client_->write(patch, [&](KubeWriteResult r) {
+  ASSERT_TRUE(client_->write(patch, [&](const KubeWriteResult& r) {
     EXPECT_EQ(r.httpCode, 200);
     ++done;
   }));

@@ -30,15 +30,15 @@ double sampleOr(const MetricsRegistry& m, const std::string& series) {
 }
 
 std::string probeSeries(const std::string& name, const std::string& domain = "alice") {
-  return name + "{plugin=\"probe\",domain=\"" + domain + "\"}";
+  return name + R"({plugin="probe",domain=")" + domain + R"("})";
 }
 
 std::string hostSeries(const std::string& name, const std::string& callback,
                        const std::string& domain = "alice") {
-  return name + "{plugin=\"probe\",domain=\"" + domain + "\",callback=\"" + callback + "\"}";
+  return name + R"({plugin="probe",domain=")" + domain + R"(",callback=")" + callback + R"("})";
 }
 
-PluginEntry probe(nlohmann::json config, bool required = true) {
+PluginEntry probe(const nlohmann::json& config, bool required = true) {
   PluginEntry e;
   e.name = "probe";
   e.path = probePath();
@@ -47,11 +47,14 @@ PluginEntry probe(nlohmann::json config, bool required = true) {
   return e;
 }
 
-HostConfig configWith(std::vector<std::pair<std::string, PluginEntry>> entries, int threads = 2) {
+HostConfig configWith(const std::vector<std::pair<std::string, PluginEntry>>& entries,
+                      int threads = 2) {
   HostConfig c;
   c.adminListen = "127.0.0.1:0";
   c.workerThreads = threads;
-  for (auto& [domain, entry] : entries) {
+  for (const auto& named : entries) {
+    const std::string& domain = named.first;
+    const PluginEntry& entry = named.second;
     auto it =
         std::find_if(c.domains.begin(), c.domains.end(), [&](auto& d) { return d.id == domain; });
     if (it == c.domains.end()) {

@@ -117,12 +117,12 @@ public:
   void onEvent(const kuscia_host::sdk::Event& e) override {
     Guard g(*this);
     static const char* kTypes[] = {"?", "ADDED", "MODIFIED", "DELETED", "SYNCED"};
-    std::string line =
-        std::string("{\"type\":\"") + kTypes[e.type < 5 ? e.type : 0] + "\",\"key\":\"" +
-        std::string(e.key) + "\",\"rv\":\"" + std::string(e.resourceVersion) + "\",\"uid\":\"" +
-        std::string(e.uid) +
-        "\",\"fields\":" + (e.fieldsJson.empty() ? "null" : std::string(e.fieldsJson)) +
-        ",\"raw\":" + (e.rawJson.empty() ? "null" : std::string(e.rawJson)) + "}";
+    std::string line = std::string(R"({"type":")") + kTypes[e.type < 5 ? e.type : 0] +
+                       R"(","key":")" + std::string(e.key) + R"(","rv":")" +
+                       std::string(e.resourceVersion) + R"(","uid":")" + std::string(e.uid) +
+                       R"(","fields":)" +
+                       (e.fieldsJson.empty() ? "null" : std::string(e.fieldsJson)) +
+                       ",\"raw\":" + (e.rawJson.empty() ? "null" : std::string(e.rawJson)) + "}";
     trace(eventFile_, line);
     if (e.type != KH_EVENT_SYNCED) return;
     // The cache as cache_list and cache_get see it, right after the initial list.
@@ -152,7 +152,7 @@ public:
   void onKubeResult(const kuscia_host::sdk::KubeResult& r) override {
     Guard g(*this);
     trace(eventFile_, "{\"result\":" + std::to_string(r.httpCode) +
-                          ",\"tag\":" + std::to_string(r.userTag) + ",\"message\":\"" +
+                          ",\"tag\":" + std::to_string(r.userTag) + R"(,"message":")" +
                           std::string(r.message) + "\"}");
   }
   void onTimer(uint64_t, uint64_t) override {

@@ -1,7 +1,7 @@
 #include "test_support.h"
 
+#include <csignal>
 #include <fcntl.h>
-#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -117,6 +117,7 @@ Child::Child(const std::vector<std::string>& argv, const std::string& outDir) {
     ::dup2(out, 1);
     ::dup2(err, 2);
     std::vector<char*> args;
+    args.reserve(argv.size());
     for (const auto& a : argv)
       args.push_back(const_cast<char*>(a.c_str()));
     args.push_back(nullptr);

@@ -12,7 +12,7 @@
 namespace kuscia_host::kube {
 namespace {
 
-EnvLookup envOf(std::map<std::string, std::string> vars) {
+EnvLookup envOf(const std::map<std::string, std::string>& vars) {
   return [vars](const std::string& k) -> std::optional<std::string> {
     auto it = vars.find(k);
     return it == vars.end() ? std::nullopt : std::optional<std::string>(it->second);

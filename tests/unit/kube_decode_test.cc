@@ -95,7 +95,7 @@ TEST(FrameSplitterTest, GarbageBetweenEventsIsAnError) {
 
 TEST(FrameSplitterTest, OversizedFrameIsAnError) {
   FrameSplitter s(1024);
-  s.feed("{\"a\":\"" + std::string(2048, 'x'));
+  s.feed(R"({"a":")" + std::string(2048, 'x'));
   std::string_view f;
   EXPECT_EQ(s.next(f), FrameSplitter::Status::kError);
 }
@@ -176,7 +176,7 @@ TEST(ProjectionTest, ErrorsNameTheProblem) {
     ASSERT_FALSE(r) << ev;
     EXPECT_NE(r.error().find(want), std::string::npos) << r.error();
   };
-  check("{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"a\"", "ended early");
+  check(R"({"type":"ADDED","object":{"metadata":{"name":"a")", "ended early");
   check(R"({"type":"ADDED","object":{"metadata":{"resourceVersion":"1"}}})", "metadata.name");
   check(R"({"type":"ADDED","object":{"metadata":{"name":"a"}}})", "resourceVersion");
   check(R"({"type":"ADDED","object":{"metadata":{"name":5,"resourceVersion":"1"}}})",

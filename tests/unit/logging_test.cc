@@ -29,7 +29,7 @@ TEST(LoggingTest, JsonLinesStayValidWithQuotesNewlinesAndBadUtf8) {
   EXPECT_EQ(j["level"], "info");
   EXPECT_EQ(j["logger"], "hello/alice");
   EXPECT_EQ(j["time"].get<std::string>().back(), 'Z');
-  EXPECT_NO_THROW(nlohmann::json::parse(ls[1]));
+  EXPECT_TRUE(nlohmann::json::accept(ls[1])) << ls[1];
 }
 
 TEST(LoggingTest, TextFormatAndPerLoggerLevels) {

@@ -37,7 +37,7 @@ TEST(RateLimiterTest, TryTakeOnlyTakesAvailableTokens) {
   // However late the sender runs, tokens taken at send time never exceed burst + qps * window.
   std::vector<int64_t> sent;
   for (int i = 0; i < 500; ++i) {
-    clock.advanceNanos((i % 7) * 13000000); // irregular, sometimes late, sometimes early
+    clock.advanceNanos(int64_t{i % 7} * 13000000); // irregular, sometimes late, sometimes early
     while (limiter.tryTake().count() != 0)
       clock.advanceNanos(1000000);
     sent.push_back(clock.monotonicNanos());

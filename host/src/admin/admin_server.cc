@@ -50,7 +50,7 @@ HttpResponse metricsResponse(const MetricsRegistry& metrics) {
 
 AdminServer::AdminServer(boost::asio::io_context& io, std::shared_ptr<spdlog::logger> logger)
     : server_(io, std::move(logger), adminOptions(),
-              [this](httpd::Request req, const std::shared_ptr<httpd::Exchange>& ex) {
+              [this](const httpd::Request& req, const std::shared_ptr<httpd::Exchange>& ex) {
                 ex->respond(dispatch(req));
               }) {}
 

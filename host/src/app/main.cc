@@ -104,7 +104,9 @@ int runApiServer(apiserver::ServerOptions options, const std::string& kubeconfig
 
 } // namespace
 
-int main(int argc, char** argv) {
+namespace {
+
+int runMain(int argc, char** argv) {
   CLI::App app{
       "kuscia-host: task-startup observability for Kuscia deployments.\n"
       "Loads plugins (.so) through a stable C ABI and serves /livez, /readyz and /metrics."};
@@ -228,4 +230,17 @@ int main(int argc, char** argv) {
     return runApiServer(apiOptions, kubeconfigOut);
   }
   return kExitUsage;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return runMain(argc, argv);
+  } catch (const std::exception& e) {
+    std::cerr << "kuscia-host: " << e.what() << "\n";
+  } catch (...) {
+    std::cerr << "kuscia-host: unknown error\n";
+  }
+  return kExitFailure;
 }

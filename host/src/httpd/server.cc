@@ -354,7 +354,10 @@ Server::Server(net::io_context& io, std::shared_ptr<spdlog::logger> logger, Serv
       handler_(std::move(handler)), tls_(std::move(tls)) {}
 
 Server::~Server() {
-  stop();
+  try {
+    stop();
+  } catch (...) { // NOLINT(bugprone-empty-catch): a destructor must not throw; nothing to add
+  }
 }
 
 Result<tcp::endpoint> Server::listen(const std::string& address) {

@@ -129,9 +129,11 @@ void ApiClient::send(const std::shared_ptr<ApiCall>& c, int n,
 }
 
 std::shared_ptr<HttpTransport::Stream>
-ApiClient::watch(HttpRequest request, std::function<void(std::string_view)> onData,
+ApiClient::watch(HttpRequest request, HttpTransport::Strand strand,
+                 std::function<void(std::string_view)> onData,
                  std::function<void(Result<HttpResponse>)> done) {
-  return transport_->stream(std::move(request), std::move(onData), std::move(done));
+  return transport_->stream(std::move(request), std::move(strand), std::move(onData),
+                            std::move(done));
 }
 
 } // namespace kuscia_host::kube

@@ -52,8 +52,9 @@ public:
   // `done` runs once on an io thread with the final response (any status) or the last
   // transport error.
   void call(ApiCall call, std::function<void(Result<HttpResponse>)> done);
-  // A watch: neither rate limited nor retried (the reflector decides).
-  std::shared_ptr<HttpTransport::Stream> watch(HttpRequest request,
+  // A watch: neither rate limited nor retried (the reflector decides). onData and done run on
+  // `strand`.
+  std::shared_ptr<HttpTransport::Stream> watch(HttpRequest request, HttpTransport::Strand strand,
                                                std::function<void(std::string_view)> onData,
                                                std::function<void(Result<HttpResponse>)> done);
   // Stops retrying; calls still waiting fail with "shutting down".

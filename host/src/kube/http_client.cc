@@ -343,10 +343,11 @@ struct BeastHttpClient::StreamState final : HttpTransport::Stream {
 };
 
 std::shared_ptr<HttpTransport::Stream>
-BeastHttpClient::stream(HttpRequest request, std::function<void(std::string_view)> onData,
+BeastHttpClient::stream(HttpRequest request, Strand strand,
+                        std::function<void(std::string_view)> onData,
                         std::function<void(Result<HttpResponse>)> done) {
   auto self = shared_from_this();
-  auto state = std::make_shared<StreamState>(net::make_strand(io_));
+  auto state = std::make_shared<StreamState>(std::move(strand));
   std::string where = request.method + " " + access_.server + request.target;
   net::co_spawn(
       state->strand,

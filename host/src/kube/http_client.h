@@ -6,6 +6,7 @@
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ssl/context.hpp>
+#include <boost/asio/strand.hpp>
 
 #include <chrono>
 #include <functional>
@@ -46,15 +47,17 @@ public:
 
   // A long-running request whose 200 body is handed over as it arrives (watches). onData runs
   // with the body's bytes in order, chunk boundaries arbitrary; `done` runs once at the end:
-  // the response (its body only when the status is not 200) or the transport error. A request
-  // stream has its own connection; `timeout` bounds each read. cancel() ends it early (done
-  // then reports an error).
+  // the response (its body only when the status is not 200) or the transport error. Both run on
+  // `strand`, the caller's, so the caller's state needs no other guard. A request stream has its
+  // own connection; `timeout` bounds each read. cancel() ends it early (done then reports an
+  // error).
   class Stream {
   public:
     virtual ~Stream() = default;
     virtual void cancel() = 0;
   };
-  virtual std::shared_ptr<Stream> stream(HttpRequest request,
+  using Strand = boost::asio::strand<boost::asio::io_context::executor_type>;
+  virtual std::shared_ptr<Stream> stream(HttpRequest request, Strand strand,
                                          std::function<void(std::string_view)> onData,
                                          std::function<void(Result<HttpResponse>)> done) = 0;
 };
@@ -68,7 +71,8 @@ public:
   ~BeastHttpClient() override;
 
   void send(HttpRequest request, std::function<void(Result<HttpResponse>)> done) override;
-  std::shared_ptr<Stream> stream(HttpRequest request, std::function<void(std::string_view)> onData,
+  std::shared_ptr<Stream> stream(HttpRequest request, Strand strand,
+                                 std::function<void(std::string_view)> onData,
                                  std::function<void(Result<HttpResponse>)> done) override;
 
   const ClusterAccess& access() const { return access_; }

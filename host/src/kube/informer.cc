@@ -15,12 +15,6 @@ using std::chrono::milliseconds;
 
 namespace {
 
-int64_t nowMs() {
-  return std::chrono::duration_cast<milliseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
 std::string urlEncode(const std::string& s) {
   static const char* kHex = "0123456789ABCDEF";
   std::string out;
@@ -106,9 +100,10 @@ void Subscription::change(const RecordPtr& before, const RecordPtr& after) const
 // --- Informer ----------------------------------------------------------------------------
 
 Informer::Informer(net::io_context& io, std::shared_ptr<ApiClient> api, KubeMetrics& metrics,
-                   std::shared_ptr<spdlog::logger> logger, std::string group, std::string version,
-                   std::string resource, std::string namespaceName, ReflectorOptions options)
-    : strand_(net::make_strand(io)), api_(std::move(api)), metrics_(metrics),
+                   const Clock& clock, std::shared_ptr<spdlog::logger> logger, std::string group,
+                   std::string version, std::string resource, std::string namespaceName,
+                   ReflectorOptions options)
+    : strand_(net::make_strand(io)), api_(std::move(api)), metrics_(metrics), clock_(clock),
       logger_(std::move(logger)), group_(std::move(group)), version_(std::move(version)),
       resource_(std::move(resource)), namespace_(std::move(namespaceName)),
       id_(resource_ + (group_.empty() ? "" : "." + group_) +
@@ -145,6 +140,10 @@ Result<std::shared_ptr<Subscription>> Informer::subscribe(uint64_t id, Subscript
   sub->slots_ = std::move(slots);
   subs_.push_back(sub);
   return sub;
+}
+
+int64_t Informer::nowMs() const {
+  return clock_.monotonicNanos() / 1000000;
 }
 
 std::string Informer::basePath() const {
@@ -350,14 +349,12 @@ void Informer::watch() {
   watchBroken_ = false;
   watchRegressed_ = false;
   auto self = shared_from_this();
+  // The stream runs on this informer's strand: its data and its end are serialised with every
+  // other step of the reflector.
   auto s = api_->watch(
-      HttpRequest{"GET", target, "", "", milliseconds((seconds + 60) * 1000)},
+      HttpRequest{"GET", target, "", "", milliseconds((seconds + 60) * 1000)}, strand_,
       [self, gen](std::string_view bytes) { self->onWatchData(gen, bytes); },
-      [self, gen](Result<HttpResponse> r) {
-        net::post(self->strand_, [self, gen, r = std::move(r)]() mutable {
-          self->onWatchDone(gen, std::move(r));
-        });
-      });
+      [self, gen](Result<HttpResponse> r) { self->onWatchDone(gen, std::move(r)); });
   std::lock_guard lock(streamMu_);
   stream_ = std::move(s);
   if (stopped_ && stream_) stream_->cancel();

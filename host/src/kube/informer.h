@@ -23,6 +23,7 @@
 #include "kube/frame_splitter.h"
 #include "kube/object_cache.h"
 #include "kube/projection.h"
+#include "runtime/clock.h"
 
 namespace kuscia_host::kube {
 
@@ -81,9 +82,11 @@ struct ReflectorOptions {
 
 class Informer : public std::enable_shared_from_this<Informer> {
 public:
+  // `clock` (monotonic) times backoff resets and short watches.
   Informer(boost::asio::io_context& io, std::shared_ptr<ApiClient> api, KubeMetrics& metrics,
-           std::shared_ptr<spdlog::logger> logger, std::string group, std::string version,
-           std::string resource, std::string namespaceName, ReflectorOptions options);
+           const Clock& clock, std::shared_ptr<spdlog::logger> logger, std::string group,
+           std::string version, std::string resource, std::string namespaceName,
+           ReflectorOptions options);
   ~Informer();
 
   // Before start() only. Fails on a bad selector or JSON pointer.
@@ -124,11 +127,13 @@ private:
   void noteError(const std::string& what);
   void decodeError(const std::string& what);
   std::string basePath() const;
+  int64_t nowMs() const;
   void updateGauges();
 
   boost::asio::strand<boost::asio::io_context::executor_type> strand_;
   std::shared_ptr<ApiClient> api_;
   KubeMetrics& metrics_;
+  const Clock& clock_;
   std::shared_ptr<spdlog::logger> logger_;
   std::string group_, version_, resource_, namespace_;
   std::string id_;
@@ -143,7 +148,8 @@ private:
   mutable std::shared_mutex cacheMu_;
   ObjectCache cache_;
 
-  // Reflector state; touched by one callback at a time (list, watch and timers never overlap).
+  // Reflector state: touched only on strand_ (lists, the watch stream, timers), except through
+  // ingest() in benchmarks, which run without a server.
   std::atomic<bool> stopped_{false};
   std::atomic<bool> synced_{false};
   std::atomic<uint64_t> gen_{0};

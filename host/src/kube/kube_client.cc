@@ -24,7 +24,7 @@ Result<std::unique_ptr<KubeClient>> KubeClient::create(boost::asio::io_context& 
 KubeClient::KubeClient(boost::asio::io_context& io, std::shared_ptr<HttpTransport> transport,
                        KubeClientOptions options, const Clock& clock, MetricsRegistry& metrics,
                        std::shared_ptr<spdlog::logger> logger)
-    : io_(io), options_(options), logger_(std::move(logger)), metrics_(metrics),
+    : io_(io), clock_(clock), options_(options), logger_(std::move(logger)), metrics_(metrics),
       api_(std::make_shared<ApiClient>(io, std::move(transport), options.qps, options.burst, clock,
                                        metrics_, logger_)) {}
 
@@ -66,8 +66,8 @@ void KubeClient::start(HealthRegistry& health) {
     if (!inf) {
       const auto& ns = namespaces[gvr(p.spec)];
       std::string scope = ns.size() == 1 ? *ns.begin() : std::string();
-      inf = std::make_shared<Informer>(io_, api_, metrics_, logger_, p.spec.group, p.spec.version,
-                                       p.spec.resource, scope, options_.reflector);
+      inf = std::make_shared<Informer>(io_, api_, metrics_, clock_, logger_, p.spec.group,
+                                       p.spec.version, p.spec.resource, scope, options_.reflector);
       informers_.push_back(inf);
     }
     auto sub = inf->subscribe(p.id, p.spec, std::move(p.sink));

@@ -83,6 +83,7 @@ private:
     Subscription::Sink sink;
   };
   boost::asio::io_context& io_;
+  const Clock& clock_;
   KubeClientOptions options_;
   std::shared_ptr<spdlog::logger> logger_;
   KubeMetrics metrics_;

@@ -93,9 +93,12 @@ PluginInstance::PluginInstance(std::shared_ptr<PluginLibrary> library, InstanceO
 }
 
 PluginInstance::~PluginInstance() {
-  if (instance_ != nullptr) {
+  if (instance_ == nullptr) return;
+  try {
     stop();
     destroy();
+  } catch (const std::exception& e) {
+    logger_->error("stopping {} at destruction failed: {}", id_, e.what());
   }
 }
 

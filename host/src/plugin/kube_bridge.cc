@@ -37,7 +37,9 @@ KubeBridge::Lookup KubeClientBridge::get(uint64_t subscription, std::string_view
 
 KubeBridge::Lookup KubeClientBridge::list(uint64_t subscription, const std::string& labelSelector,
                                           const Visitor& visit) {
-  auto [informer, sub] = client_.find(subscription);
+  auto found = client_.find(subscription);
+  const auto& informer = found.first;
+  const auto& sub = found.second;
   if (!informer) return Lookup::kOk; // not started yet: nothing cached
   auto sel = k8s::LabelSelector::parse(labelSelector);
   if (!sel) return Lookup::kBadSelector;

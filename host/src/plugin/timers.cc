@@ -21,7 +21,10 @@ InstanceTimers::InstanceTimers(SerialExecutor executor, Fire fire)
     : executor_(std::move(executor)), fire_(std::move(fire)) {}
 
 InstanceTimers::~InstanceTimers() {
-  stopAll();
+  try {
+    stopAll();
+  } catch (...) { // NOLINT(bugprone-empty-catch): only a failing mutex could throw here
+  }
 }
 
 void InstanceTimers::arm(const std::shared_ptr<Timer>& t) {
