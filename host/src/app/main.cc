@@ -1,4 +1,4 @@
-// kuscia-host command line: run, check-config, version.
+// kuscia-host command line: run, check-config, apiserver, version.
 #include <CLI/CLI.hpp>
 #include <fstream>
 #include <future>

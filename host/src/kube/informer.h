@@ -1,4 +1,5 @@
-// Informer: one reflector (list, then watch; kube-api.md A1-A13) for one resource in one
+// Informer: one reflector (list, then watch, as client-go's tools/cache/reflector.go does; the
+// README's "Cluster access and informers" lists the rules it follows) for one resource in one
 // namespace (or all), its compact cache, and the subscriptions it feeds. Every plugin
 // subscription to the same resource shares it; the cache keeps the union of their fields.
 #pragma once
