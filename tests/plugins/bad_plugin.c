@@ -64,6 +64,8 @@ static const kh_plugin_v1_t descriptor = {
     0,
     0,
     0,
+    0,
+    0,
 };
 
 #if defined(KH_VARIANT_ABI2)

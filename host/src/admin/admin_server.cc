@@ -51,36 +51,57 @@ HttpResponse metricsResponse(const MetricsRegistry& metrics) {
 AdminServer::AdminServer(boost::asio::io_context& io, std::shared_ptr<spdlog::logger> logger)
     : server_(io, std::move(logger), adminOptions(),
               [this](const httpd::Request& req, const std::shared_ptr<httpd::Exchange>& ex) {
-                ex->respond(dispatch(req));
+                dispatch(req, [ex](HttpResponse r) { ex->respond(std::move(r)); });
               }) {}
 
 AdminServer::~AdminServer() {
   stop();
 }
 
+namespace {
+
+AsyncHttpHandler async(HttpHandler handler) {
+  return [handler = std::move(handler)](const HttpRequest& req,
+                                        const std::function<void(HttpResponse)>& reply) {
+    reply(handler(req));
+  };
+}
+
+} // namespace
+
 void AdminServer::route(const std::string& path, HttpHandler handler) {
-  exact_[path] = std::move(handler);
+  exact_[path] = async(std::move(handler));
 }
 
 void AdminServer::routePrefix(const std::string& prefix, HttpHandler handler) {
+  prefixes_.emplace_back(prefix, async(std::move(handler)));
+}
+
+void AdminServer::routePrefix(const std::string& prefix, AsyncHttpHandler handler) {
   prefixes_.emplace_back(prefix, std::move(handler));
 }
 
-HttpResponse AdminServer::dispatch(const HttpRequest& req) const {
-  const HttpHandler* handler = nullptr;
+void AdminServer::dispatch(const HttpRequest& req, std::function<void(HttpResponse)> reply) const {
+  const AsyncHttpHandler* handler = nullptr;
   if (auto it = exact_.find(req.path); it != exact_.end()) {
     handler = &it->second;
   } else {
     for (const auto& [prefix, h] : prefixes_)
       if (req.path.rfind(prefix, 0) == 0) handler = &h;
   }
-  if (handler == nullptr) return textResponse(404, "not found: " + req.path + "\n");
+  if (handler == nullptr) return reply(textResponse(404, "not found: " + req.path + "\n"));
   if (req.method != "GET" && req.method != "HEAD") {
     auto r = textResponse(405, "method " + req.method + " not allowed\n");
     r.headers.emplace_back("Allow", "GET, HEAD");
-    return r;
+    return reply(std::move(r));
   }
-  return (*handler)(req);
+  (*handler)(req, std::move(reply));
+}
+
+HttpResponse AdminServer::dispatch(const HttpRequest& req) const {
+  HttpResponse out;
+  dispatch(req, [&out](HttpResponse r) { out = std::move(r); });
+  return out;
 }
 
 Result<boost::asio::ip::tcp::endpoint> AdminServer::listen(const std::string& address) {

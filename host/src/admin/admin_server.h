@@ -22,6 +22,9 @@ namespace kuscia_host {
 using HttpRequest = httpd::Request;
 using HttpResponse = httpd::Response;
 using HttpHandler = std::function<HttpResponse(const HttpRequest&)>;
+// A handler that answers later, from any thread, by calling `reply` once.
+using AsyncHttpHandler =
+    std::function<void(const HttpRequest&, std::function<void(HttpResponse)> reply)>;
 
 // The standard endpoints.
 HttpResponse livezResponse();
@@ -38,17 +41,21 @@ public:
   // Routes; register before listen(). An exact path wins over a prefix.
   void route(const std::string& path, HttpHandler handler);
   void routePrefix(const std::string& prefix, HttpHandler handler);
+  void routePrefix(const std::string& prefix, AsyncHttpHandler handler);
 
   // Binds and starts accepting on "host:port" (port 0: any free port); returns the bound endpoint.
   Result<boost::asio::ip::tcp::endpoint> listen(const std::string& address);
   void stop();
 
-  // Dispatches one request to its route (GET/HEAD only); used by the server and tests.
+  // Dispatches one request to its route (GET/HEAD only); `reply` runs once. Used by the server
+  // and tests.
+  void dispatch(const HttpRequest& req, std::function<void(HttpResponse)> reply) const;
+  // The same, for synchronous routes only (tests).
   HttpResponse dispatch(const HttpRequest& req) const;
 
 private:
-  std::map<std::string, HttpHandler> exact_;
-  std::vector<std::pair<std::string, HttpHandler>> prefixes_;
+  std::map<std::string, AsyncHttpHandler> exact_;
+  std::vector<std::pair<std::string, AsyncHttpHandler>> prefixes_;
   httpd::Server server_;
 };
 

@@ -1,7 +1,7 @@
 #include "apiserver/api.h"
 
+#include <kuscia_host/kube_text.hpp>
 #include <random>
-#include <regex>
 #include <variant>
 #include <yaml-cpp/yaml.h>
 
@@ -79,9 +79,7 @@ std::string randomSuffix() {
 }
 
 bool validName(const std::string& n) {
-  static const std::regex re(
-      R"(^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$)");
-  return !n.empty() && n.size() <= 253 && std::regex_match(n, re);
+  return sdk::isDnsSubdomain(n);
 }
 
 // Everything but metadata and status: what "spec changed" means for generation.

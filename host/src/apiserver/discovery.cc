@@ -1,7 +1,6 @@
 // Discovery (/version, /api, /apis, per group-version resource lists) and a minimal /openapi/v3:
 // enough for kubectl (get, describe, apply with validation) and the official Python client.
 #include <algorithm>
-#include <regex>
 
 #include "apiserver/api.h"
 #include "k8s/paths.h"
@@ -16,9 +15,12 @@ const char* const kMergePatch = "application/merge-patch+json";
 const char* const kJsonPatch = "application/json-patch+json";
 
 json versionInfo(const ApiOptions& options) {
+  // "v1.30.0-kuscia-host" -> "30"
   std::string minor = "30";
-  std::smatch m;
-  if (std::regex_search(options.gitVersion, m, std::regex(R"(v1\.(\d+))"))) minor = m[1];
+  if (options.gitVersion.rfind("v1.", 0) == 0) {
+    std::size_t end = options.gitVersion.find_first_not_of("0123456789", 3);
+    if (end != 3) minor = options.gitVersion.substr(3, end - 3);
+  }
   return {{"major", "1"},          {"minor", minor},          {"gitVersion", options.gitVersion},
           {"gitCommit", ""},       {"gitTreeState", "clean"}, {"buildDate", "2026-01-01T00:00:00Z"},
           {"goVersion", "go1.22"}, {"compiler", "gc"},        {"platform", "linux/amd64"}};

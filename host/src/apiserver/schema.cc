@@ -1,6 +1,6 @@
 #include "apiserver/schema.h"
 
-#include <regex>
+#include <kuscia_host/kube_text.hpp>
 #include <yaml-cpp/yaml.h>
 
 #include "common/yaml_json.h"
@@ -139,9 +139,7 @@ void validate(const SchemaNode& s, const json& v, const std::string& path,
 } // namespace
 
 bool isRfc3339(const std::string& s) {
-  static const std::regex re(
-      R"(^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$)");
-  return std::regex_match(s, re);
+  return sdk::parseTime(s).has_value();
 }
 
 Result<CrdDefinition> parseCrd(const std::string& manifest) {

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <future>
 
 #include "common/version.h"
@@ -105,7 +106,8 @@ Result<void> Daemon::start() {
     shutdown();
     return r;
   }
-  HostServices services{runtime_, metrics_, hostMetrics_, logs_, clock_, kubeBridge_.get()};
+  HostServices services{runtime_, metrics_,          hostMetrics_, logs_,
+                        clock_,   kubeBridge_.get(), &routes_};
   // Load and create every instance; a required failure aborts, an optional one disables.
   for (const auto& domain : config_.domains) {
     for (const auto& entry : domain.plugins) {
@@ -143,6 +145,7 @@ Result<void> Daemon::start() {
     }
   }
 
+  mountPluginRoutes();
   runtime_.start();
   std::string listen = options_.adminListen.empty() ? config_.adminListen : options_.adminListen;
   auto ep = admin_.listen(listen);
@@ -173,6 +176,32 @@ Result<void> Daemon::start() {
   logger_->info("kuscia-host {} running: {} plugin instance(s) in {} domain(s), mode {}", kVersion,
                 instances_.size(), config_.domains.size(), config_.mode);
   return {};
+}
+
+void Daemon::mountPluginRoutes() {
+  for (const auto& prefix : routes_.prefixes()) {
+    admin_.routePrefix(prefix, [this, prefix](const HttpRequest& req,
+                                              std::function<void(HttpResponse)> reply) {
+      auto q = req.target.find('?');
+      RouteRequest r{req.method, req.path, q == std::string::npos ? "" : req.target.substr(q + 1)};
+      routes_.serve(
+          prefix, r,
+          [reply = std::move(reply)](RouteAnswer a) {
+            HttpResponse res;
+            res.status = a.status;
+            res.contentType = std::move(a.contentType);
+            res.body = std::move(a.body);
+            reply(std::move(res));
+          },
+          [this](std::chrono::milliseconds delay, std::function<void()> fn) {
+            auto t = std::make_shared<boost::asio::steady_timer>(runtime_.io(), delay);
+            t->async_wait([t, fn = std::move(fn)](const boost::system::error_code& ec) {
+              if (!ec) fn();
+            });
+          });
+    });
+    logger_->info("admin route {} served by plugins", prefix);
+  }
 }
 
 void Daemon::updateInstanceGauges() {

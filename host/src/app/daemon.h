@@ -62,6 +62,8 @@ private:
   Result<void> startEmbeddedApiServer();
   Result<void> connectCluster();
   void updateInstanceGauges();
+  // Mounts every prefix plugin instances registered on the admin server.
+  void mountPluginRoutes();
 
   HostConfig config_;
   DaemonOptions options_;
@@ -73,6 +75,7 @@ private:
   HealthRegistry health_;
   Runtime runtime_;
   AdminServer admin_;
+  PluginRoutes routes_;
   std::unique_ptr<apiserver::ApiServer> apiServer_;
   std::unique_ptr<kube::KubeClient> kube_;
   std::unique_ptr<KubeClientBridge> kubeBridge_;

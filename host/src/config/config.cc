@@ -371,6 +371,11 @@ void extract(const YAML::Node& root, Validator& v, const ConfigLoadOptions& opti
         if (auto n = p["required"]) pe.required = n.Scalar() == "true";
         if (auto n = p["logLevel"]) pe.logLevel = n.Scalar();
         if (auto n = p["config"]) {
+          pe.configMark = {n.Mark().line + 1, n.Mark().column + 1};
+          if (n.IsMap())
+            for (const auto& kv : n)
+              pe.configKeyMarks[kv.first.Scalar()] = {kv.first.Mark().line + 1,
+                                                      kv.first.Mark().column + 1};
           auto j2 = yamlToJson(n);
           if (!j2.is_null() && !j2.is_object())
             v.error(n, ppath + ".config", "expected a mapping of plugin settings");

@@ -2,8 +2,10 @@
 // loader that reports every problem with the file, line, column and key path.
 #pragma once
 
+#include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace kuscia_host {
@@ -17,6 +19,9 @@ struct PluginEntry {
   std::string keyPath;           // domains[i].plugins[j], for messages
   int line = 0;                  // of the name
   int column = 0;
+  // Where `config` and each of its keys are (line, column), for messages about plugin settings.
+  std::pair<int, int> configMark{0, 0};
+  std::map<std::string, std::pair<int, int>> configKeyMarks;
 };
 
 struct DomainConfig {

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "plugin/instance.h"
+#include "plugin/routes.h"
 
 namespace kuscia_host {
 
@@ -92,6 +93,19 @@ kh_status_t kubeRequest(kh_host_ctx_t* c, const kh_kube_request_t* req, uint64_t
                    [&](std::string& e) { return self(c)->kube().request(req, outId, e); });
 }
 
+kh_status_t routeRegister(kh_host_ctx_t* c, const char* prefix, char* err, size_t len) {
+  return withError(err, len, [&](std::string& e) { return self(c)->registerRoute(prefix, e); });
+}
+void httpRespond(kh_http_response_t* h, int32_t status, const char* contentType, const char* body,
+                 size_t len) {
+  if (h == nullptr) return;
+  RouteResponse* r = RouteResponse::from(h);
+  r->answered = true;
+  r->status = status;
+  r->contentType = contentType != nullptr ? contentType : "application/json";
+  r->body.assign(body != nullptr ? body : "", body != nullptr ? len : 0);
+}
+
 kh_host_api_v1_t makeTable(bool withKube) {
   kh_host_api_v1_t t{};
   t.struct_size = sizeof t;
@@ -110,6 +124,8 @@ kh_host_api_v1_t makeTable(bool withKube) {
   t.timer_start = &timerStart;
   t.timer_cancel = &timerCancel;
   t.set_ready = &setReady;
+  t.route_register = &routeRegister;
+  t.http_respond = &httpRespond;
   if (withKube) {
     t.subscribe = &subscribe;
     t.cache_get = &cacheGet;

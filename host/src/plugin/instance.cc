@@ -12,7 +12,7 @@ namespace kuscia_host {
 namespace {
 
 constexpr std::array<const char*, PluginInstance::kCallbackCount> kCallbackNames = {
-    "on_start", "on_stop", "on_event", "on_timer", "on_kube_result"};
+    "on_start", "on_stop", "on_event", "on_timer", "on_kube_result", "on_http_request"};
 
 spdlog::level::level_enum toSpdlog(kh_log_level_t level) {
   switch (level) {
@@ -157,6 +157,7 @@ template <class Fn> void PluginInstance::runOnExecutor(Fn&& fn) {
 Result<void> PluginInstance::create() {
   char err[1024] = {0};
   kh_instance_t* inst = nullptr;
+  creating_ = true;
   kube_.setCreating(true);
   try {
     inst =
@@ -166,6 +167,7 @@ Result<void> PluginInstance::create() {
     std::snprintf(err, sizeof err, "on_create threw across the plugin ABI");
   }
   kube_.setCreating(false);
+  creating_ = false;
   std::lock_guard lock(mu_);
   if (inst == nullptr) {
     state_ = InstanceState::kFailed;
@@ -248,6 +250,49 @@ void PluginInstance::log(kh_log_level_t level, const char* msg, std::size_t len)
 
 bool PluginInstance::logEnabled(kh_log_level_t level) const {
   return logger_->should_log(toSpdlog(level));
+}
+
+kh_status_t PluginInstance::registerRoute(const char* prefix, std::string& err) {
+  if (!creating_) {
+    err = "route_register is only allowed in on_create";
+    return KH_ERR_FAILED_PRECONDITION;
+  }
+  if (services_.routes == nullptr) {
+    err = "route_register: this host serves no admin routes";
+    return KH_ERR_UNAVAILABLE;
+  }
+  if (prefix == nullptr) {
+    err = "route_register: path_prefix is NULL";
+    return KH_ERR_INVALID_ARGUMENT;
+  }
+  if (auto r = services_.routes->add(prefix, this); !r) {
+    err = "route_register: " + r.error();
+    return KH_ERR_INVALID_ARGUMENT;
+  }
+  return KH_OK;
+}
+
+void PluginInstance::serveRoute(const RouteRequest& request,
+                                std::function<void(RouteAnswer answer)> done) {
+  auto onRequest = library_->onHttpRequest();
+  if (state() != InstanceState::kRunning || onRequest == nullptr)
+    return done({503, "application/json", R"({"message":"the plugin instance is not running"})"});
+  boost::asio::post(executor_, [this, request, done = std::move(done), onRequest] {
+    kh_http_request_t req{};
+    req.struct_size = sizeof req;
+    req.method = request.method.c_str();
+    req.path = request.path.c_str();
+    req.query = request.query.c_str();
+    RouteResponse res;
+    if (instance_ != nullptr && state() == InstanceState::kRunning)
+      invoke(kOnHttpRequest, [&] { return onRequest(instance_, &req, res.handle()); });
+    if (!res.answered) {
+      res.status = 500;
+      res.contentType = "application/json";
+      res.body = R"({"message":"the plugin did not answer"})";
+    }
+    done({res.status, std::move(res.contentType), std::move(res.body)});
+  });
 }
 
 void PluginInstance::setReady(bool ready, const char* reason) {

@@ -22,6 +22,7 @@
 #include "plugin/loader.h"
 #include "plugin/plugin_kube.h"
 #include "plugin/plugin_metrics.h"
+#include "plugin/routes.h"
 #include "plugin/timers.h"
 #include "runtime/clock.h"
 #include "runtime/health.h"
@@ -47,7 +48,8 @@ struct HostServices {
   HostMetrics& hostMetrics;
   LogManager& logs;
   const Clock& clock;
-  KubeBridge* kube = nullptr; // null: no cluster configured
+  KubeBridge* kube = nullptr;     // null: no cluster configured
+  PluginRoutes* routes = nullptr; // null: route_register fails (no admin server)
 };
 
 struct InstanceOptions {
@@ -61,13 +63,21 @@ struct InstanceOptions {
 enum class InstanceState { kNew, kCreated, kRunning, kStopped, kDestroyed, kFailed, kDisabled };
 const char* toString(InstanceState s);
 
-class PluginInstance {
+class PluginInstance final : public RouteServer {
 public:
-  enum Callback { kOnStart, kOnStop, kOnEvent, kOnTimer, kOnKubeResult, kCallbackCount };
+  enum Callback {
+    kOnStart,
+    kOnStop,
+    kOnEvent,
+    kOnTimer,
+    kOnKubeResult,
+    kOnHttpRequest,
+    kCallbackCount
+  };
 
   PluginInstance(std::shared_ptr<PluginLibrary> library, InstanceOptions options,
                  HostServices services);
-  ~PluginInstance();
+  ~PluginInstance() override;
   PluginInstance(const PluginInstance&) = delete;
   PluginInstance& operator=(const PluginInstance&) = delete;
 
@@ -107,6 +117,14 @@ public:
   PluginMetrics& metrics() { return metrics_; }
   InstanceTimers& timers() { return timers_; }
   PluginKube& kube() { return kube_; }
+  // route_register: only from on_create.
+  kh_status_t registerRoute(const char* prefix, std::string& err);
+
+  // --- RouteServer ---
+  std::string routeOwner() const override { return id_; }
+  std::string routePlugin() const override { return pluginName_; }
+  void serveRoute(const RouteRequest& request,
+                  std::function<void(RouteAnswer answer)> done) override;
 
 private:
   // Runs a plugin callback with accounting. Must be called on the executor.
@@ -123,6 +141,7 @@ private:
   std::shared_ptr<spdlog::logger> logger_;
   SerialExecutor executor_;
   kh_instance_t* instance_ = nullptr;
+  std::atomic<bool> creating_{false};
 
   mutable std::mutex mu_;
   InstanceState state_ = InstanceState::kNew;

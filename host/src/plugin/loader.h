@@ -28,6 +28,15 @@ public:
   std::string version() const {
     return descriptor_->version != nullptr ? descriptor_->version : "";
   }
+  // ABI 1.1 callbacks, NULL when the plugin was built before them or does not implement them.
+  decltype(kh_plugin_v1_t::on_http_request) onHttpRequest() const {
+    return KH_HAS_FIELD(descriptor_, kh_plugin_v1_t, on_http_request) ? descriptor_->on_http_request
+                                                                      : nullptr;
+  }
+  decltype(kh_plugin_v1_t::validate_config) validateConfig() const {
+    return KH_HAS_FIELD(descriptor_, kh_plugin_v1_t, validate_config) ? descriptor_->validate_config
+                                                                      : nullptr;
+  }
 
 private:
   boost::dll::shared_library lib_;

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "k8s/selector.h"
+
 namespace kuscia_host {
 
 namespace {
@@ -36,7 +38,7 @@ kh_status_t PluginKube::subscribe(const kh_subscription_t* sub, uint64_t* outId,
     err = "subscribe is only allowed in on_create";
     return KH_ERR_FAILED_PRECONDITION;
   }
-  if (sub == nullptr || outId == nullptr || sub->struct_size < sizeof(kh_subscription_t) ||
+  if (sub == nullptr || outId == nullptr || !KH_HAS_FIELD(sub, kh_subscription_t, want_raw) ||
       sub->version == nullptr || sub->resource == nullptr ||
       (sub->field_count > 0 && sub->fields == nullptr)) {
     err = "subscribe: the subscription is NULL, too small, or lacks version, resource or fields";
@@ -69,6 +71,8 @@ kh_status_t PluginKube::subscribe(const kh_subscription_t* sub, uint64_t* outId,
     spec.fields.emplace_back(sub->fields[i]);
   }
   spec.wantRaw = sub->want_raw != 0;
+  bool labels = !spec.labelSelector.empty() || std::find(spec.fields.begin(), spec.fields.end(),
+                                                         "/metadata/labels") != spec.fields.end();
   auto id = bridge_->subscribe(std::move(spec), [this](uint64_t s, kube::ChangeType t,
                                                        const KubeObject& o) { deliver(s, t, o); });
   if (!id) {
@@ -76,7 +80,7 @@ kh_status_t PluginKube::subscribe(const kh_subscription_t* sub, uint64_t* outId,
     return KH_ERR_INVALID_ARGUMENT;
   }
   std::lock_guard lock(mu_);
-  subscriptions_.push_back(*id);
+  subscriptions_[*id] = labels;
   *outId = *id;
   return KH_OK;
 }
@@ -104,7 +108,7 @@ void PluginKube::deliver(uint64_t subscription, kube::ChangeType type, const Kub
 
 bool PluginKube::owns(uint64_t id) const {
   std::lock_guard lock(mu_);
-  return std::find(subscriptions_.begin(), subscriptions_.end(), id) != subscriptions_.end();
+  return subscriptions_.count(id) > 0;
 }
 
 kh_status_t PluginKube::cacheGet(uint64_t subscription, const char* key,
@@ -127,7 +131,23 @@ kh_status_t PluginKube::cacheList(uint64_t subscription, const char* selector,
     cb_.callError("cache_list");
     return KH_ERR_INVALID_ARGUMENT;
   }
-  if (!owns(subscription)) return KH_ERR_NOT_FOUND;
+  bool labels = false;
+  {
+    std::lock_guard lock(mu_);
+    auto it = subscriptions_.find(subscription);
+    if (it == subscriptions_.end()) return KH_ERR_NOT_FOUND;
+    labels = it->second;
+  }
+  // The selector is judged before anything is cached, as it will be after.
+  auto sel = k8s::LabelSelector::parse(str(selector));
+  if (!sel) {
+    cb_.callError("cache_list");
+    return KH_ERR_INVALID_ARGUMENT;
+  }
+  if (!sel->empty() && !labels) {
+    cb_.callError("cache_list");
+    return KH_ERR_FAILED_PRECONDITION;
+  }
   switch (bridge_->list(subscription, str(selector),
                         [&](const KubeObject& o) { return visitObject(o, visitor, user); })) {
   case KubeBridge::Lookup::kOk: return KH_OK;
@@ -151,7 +171,7 @@ kh_status_t PluginKube::request(const kh_kube_request_t* req, uint64_t* outId, s
     err = "kube_request: the instance is stopping";
     return KH_ERR_FAILED_PRECONDITION;
   }
-  if (req == nullptr || outId == nullptr || req->struct_size < sizeof(kh_kube_request_t)) {
+  if (req == nullptr || outId == nullptr || !KH_HAS_FIELD(req, kh_kube_request_t, user_tag)) {
     err = "kube_request: the request is NULL or too small";
     return KH_ERR_INVALID_ARGUMENT;
   }

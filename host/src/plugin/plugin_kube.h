@@ -62,7 +62,7 @@ private:
   std::atomic<bool> creating_{false};
   std::atomic<bool> stopping_{false};
   mutable std::mutex mu_;
-  std::vector<uint64_t> subscriptions_;
+  std::map<uint64_t, bool> subscriptions_; // id -> caches labels (selector or /metadata/labels)
   uint64_t nextRequestId_ = 0;
   std::map<uint64_t, uint64_t> pending_; // request id -> user tag
 };

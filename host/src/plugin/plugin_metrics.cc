@@ -37,7 +37,8 @@ void PluginMetrics::countCallError(const char* call) {
 
 kh_status_t PluginMetrics::registerMetric(const kh_metric_desc_t* d, kh_metric_t** out,
                                           std::string& err) {
-  if (d == nullptr || out == nullptr || d->struct_size < sizeof(kh_metric_desc_t) ||
+  // Fields by offset: a plugin of any 1.x minor hands over the struct as it knew it.
+  if (d == nullptr || out == nullptr || !KH_HAS_FIELD(d, kh_metric_desc_t, bucket_count) ||
       d->name == nullptr) {
     err = "metric_register: descriptor is NULL, too small or has no name";
     return KH_ERR_INVALID_ARGUMENT;

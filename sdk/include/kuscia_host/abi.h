@@ -4,15 +4,31 @@
  * This header is the whole binary contract between kuscia-host and a plugin (.so). It is C99,
  * uses only standard integer types and opaque handles, and never lets an exception or a C++ type
  * cross the boundary. A plugin built against ABI 1.m loads into every host that speaks ABI 1.n
- * with n >= m.
+ * with n >= m; a host refuses a plugin that needs a newer minor, naming both versions.
  *
- * Evolution rules:
- *  - Every struct starts with `struct_size` and only grows at the end. A reader checks
- *    struct_size before touching a field added in a later minor version.
- *  - A NULL function pointer in the host table means "not available in this host"; plugins must
- *    test before calling (the C++ wrapper does this and reports KH_ERR_UNAVAILABLE).
+ * Versions:
+ *   1.0  the first contract: lifecycle, logging, clocks, metrics, timers, readiness, Kubernetes
+ *        subscriptions, cache and writes.
+ *   1.1  plugin-served admin routes (route_register, http_respond, on_http_request) and config
+ *        validation without an instance (validate_config), so that `check-config` reports bad
+ *        plugin settings as `run` would.
+ *
+ * Rules for every later minor version (what 1.1 followed):
+ *  - Every struct starts with `struct_size` and only grows at the end; no field is removed,
+ *    reordered or retyped, and no constant changes meaning. New constants and new structs may be
+ *    added.
+ *  - A reader tests a field's presence by offset before touching it: KH_HAS_FIELD(ptr, type,
+ *    field). Never compare struct_size with sizeof(the struct as this side knows it): a 1.0
+ *    plugin hands over 1.0-sized structs forever, and a newer plugin bigger ones.
+ *  - A function pointer that is absent (by struct_size) or NULL means "not available": the host
+ *    tests a plugin's callbacks, and plugins test the host's functions, before calling (the C++
+ *    wrapper does this and reports KH_ERR_UNAVAILABLE).
+ *  - The descriptor's abi_minor is the minor the plugin was built against; a host with an older
+ *    minor refuses it. A host never requires a plugin to implement anything added later.
  *  - Breaking changes bump the major version, which is part of the entry symbol's name, so an
  *    old host never even finds a new plugin's entry point by accident.
+ *  - tests/abi/v1_0 keeps a frozen copy of the 1.0 header; the suite builds a plugin against it
+ *    and runs it in the current host. Freeze each released minor the same way.
  *
  * Naming: `kh_*_t` types; `on_*` callbacks the plugin implements (in kh_plugin_v1_t); host
  * functions reached through kh_host_api_v1_t.
@@ -22,7 +38,7 @@
  *    executor). Callbacks of different instances may run concurrently on different threads.
  *  - Callbacks must not block: no sleeping, no synchronous network I/O.
  *  - Every host function is thread-safe and may be called from any thread, unless its comment
- *    restricts it (subscribe may only be called from on_create).
+ *    restricts it (subscribe and route_register may only be called from on_create).
  *
  * Strings: unless a length is given, strings are NUL-terminated UTF-8. Pointers passed to a
  * callback are owned by the host and valid only until the callback returns: copy what you keep.
@@ -42,7 +58,12 @@ extern "C" {
 #endif
 
 #define KH_ABI_VERSION_MAJOR 1
-#define KH_ABI_VERSION_MINOR 0
+#define KH_ABI_VERSION_MINOR 1
+
+/* Whether the struct at `ptr` (of `type`, from the other side of the ABI) carries `field`: its
+ * struct_size reaches past the field's end. Test it before reading a field added after 1.0. */
+#define KH_HAS_FIELD(ptr, type, field)                                                             \
+  ((ptr)->struct_size >= offsetof(type, field) + sizeof(((type*)0)->field))
 
 /* The one symbol a plugin exports. The major version is part of the name. */
 #define KH_PLUGIN_ENTRY_SYMBOL "kh_plugin_entry_v1"
@@ -206,6 +227,21 @@ typedef struct kh_kube_result {
 } kh_kube_result_t;
 
 /* ---------------------------------------------------------------------------------------------
+ * Admin routes (since 1.1): read-only GET routes a plugin serves on the host's admin server.
+ * ------------------------------------------------------------------------------------------- */
+
+/* One request to a route the instance registered. Host-owned, valid during on_http_request. */
+typedef struct kh_http_request {
+  uint32_t struct_size;
+  const char* method; /* "GET" or "HEAD" (the admin server answers 405 to anything else) */
+  const char* path;   /* the path as received, without the query, e.g. "/api/v1/timelines/t1" */
+  const char* query;  /* the raw query string without '?', "" when there is none */
+} kh_http_request_t;
+
+/* Where the answer goes: host-owned, valid during on_http_request only. */
+typedef struct kh_http_response kh_http_response_t;
+
+/* ---------------------------------------------------------------------------------------------
  * The host services table. The host fills it; it lives as long as the instance (from on_create
  * to the return of on_destroy). Any function may be NULL: test before calling.
  * ------------------------------------------------------------------------------------------- */
@@ -274,6 +310,23 @@ typedef struct kh_host_api_v1 {
    * runs on the instance's executor exactly once per accepted request. Any thread. */
   kh_status_t (*kube_request)(kh_host_ctx_t* ctx, const kh_kube_request_t* req,
                               uint64_t* out_request_id, char* err, size_t err_len);
+
+  /* --- since 1.1 (test with KH_HAS_FIELD(api, kh_host_api_v1_t, <field>)) --- */
+
+  /* Serves GET requests whose path starts with path_prefix (absolute, e.g. "/api/v1/timelines/")
+   * on the admin server, through on_http_request. Only from on_create. Several instances of one
+   * plugin may register the same prefix (centralized mode): the host asks each, on its own
+   * executor, and merges their 2xx JSON-object answers as RFC 7386 merge patches in domain
+   * order; it answers 404 when every instance did. Prefixes of different plugins must not
+   * overlap (KH_ERR_INVALID_ARGUMENT). Answers are limited to 8 MiB, and an instance that does
+   * not answer within 5 s gets the request answered 503. */
+  kh_status_t (*route_register)(kh_host_ctx_t* ctx, const char* path_prefix, char* err,
+                                size_t err_len);
+  /* Sets the answer to the request being served: status, content type (NULL: application/json)
+   * and body (copied). The last call wins; without one the answer is 500. Only during
+   * on_http_request, on its thread. */
+  void (*http_respond)(kh_http_response_t* response, int32_t status, const char* content_type,
+                       const char* body, size_t body_len);
 } kh_host_api_v1_t;
 
 /* ---------------------------------------------------------------------------------------------
@@ -311,6 +364,19 @@ typedef struct kh_plugin_v1 {
   kh_status_t (*on_timer)(kh_instance_t* instance, uint64_t timer_id, uint64_t user_tag);
   /* A kube request completed. On the instance's executor. May be NULL if it makes no requests. */
   kh_status_t (*on_kube_result)(kh_instance_t* instance, const kh_kube_result_t* result);
+
+  /* --- since 1.1 (the host tests KH_HAS_FIELD(desc, kh_plugin_v1_t, <field>)) --- */
+
+  /* A request to a route the instance registered. Answer with host->http_respond before
+   * returning. On the instance's executor. May be NULL if the plugin registers no route. */
+  kh_status_t (*on_http_request)(kh_instance_t* instance, const kh_http_request_t* request,
+                                 kh_http_response_t* response);
+  /* Validates an instance's config (as on_create receives it) without creating an instance, for
+   * `kuscia-host check-config`. On failure writes the message, and into `key` the config key it
+   * concerns ("" when none), and returns non-OK; the message must be the one on_create would
+   * give. Any host thread, possibly with no instance alive; must not use the host. May be NULL. */
+  kh_status_t (*validate_config)(const char* config_json, size_t config_len, char* key,
+                                 size_t key_len, char* err, size_t err_len);
 } kh_plugin_v1_t;
 
 /* The entry point. Returns a pointer to a static descriptor; must not fail or allocate state

@@ -7,6 +7,7 @@
 #ifndef KUSCIA_HOST_CONFIG_READER_HPP
 #define KUSCIA_HOST_CONFIG_READER_HPP
 
+#include <kuscia_host/plugin.hpp>
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
@@ -17,9 +18,12 @@
 
 namespace kuscia_host::sdk {
 
-class ConfigError : public std::runtime_error {
+// A bad config; key() names the key it concerns ("" for the config as a whole).
+class ConfigError : public ConfigKeyError {
 public:
-  using std::runtime_error::runtime_error;
+  explicit ConfigError(const std::string& message) : ConfigKeyError("", message) {}
+  ConfigError(std::string key, const std::string& message)
+      : ConfigKeyError(std::move(key), message) {}
 };
 
 // One row of a plugin's configuration table; also the source of its documentation.
@@ -42,7 +46,8 @@ public:
     if (!doc_.is_object()) throw ConfigError("config must be a mapping of keys to values");
     for (const auto& item : doc_.items()) {
       if (find(item.key()) == nullptr)
-        throw ConfigError("unknown config key '" + item.key() + "' (known keys: " + known() + ")");
+        throw ConfigError(item.key(),
+                          "unknown config key '" + item.key() + "' (known keys: " + known() + ")");
     }
   }
 
@@ -51,32 +56,32 @@ public:
     const auto* v = get(key);
     if (v == nullptr) return fallback;
     if (!v->is_number_integer())
-      throw ConfigError("config key '" + key + "': expected an integer, got " + v->dump());
+      throw ConfigError(key, "config key '" + key + "': expected an integer, got " + v->dump());
     int64_t n = v->get<int64_t>();
     if (n < min || n > max)
-      throw ConfigError("config key '" + key + "': " + std::to_string(n) + " is outside [" +
-                        std::to_string(min) + ", " + std::to_string(max) + "]");
+      throw ConfigError(key, "config key '" + key + "': " + std::to_string(n) + " is outside [" +
+                                 std::to_string(min) + ", " + std::to_string(max) + "]");
     return n;
   }
   double number(const std::string& key, double fallback) const {
     const auto* v = get(key);
     if (v == nullptr) return fallback;
     if (!v->is_number())
-      throw ConfigError("config key '" + key + "': expected a number, got " + v->dump());
+      throw ConfigError(key, "config key '" + key + "': expected a number, got " + v->dump());
     return v->get<double>();
   }
   bool boolean(const std::string& key, bool fallback) const {
     const auto* v = get(key);
     if (v == nullptr) return fallback;
     if (!v->is_boolean())
-      throw ConfigError("config key '" + key + "': expected true or false, got " + v->dump());
+      throw ConfigError(key, "config key '" + key + "': expected true or false, got " + v->dump());
     return v->get<bool>();
   }
   std::string string(const std::string& key, const std::string& fallback) const {
     const auto* v = get(key);
     if (v == nullptr) return fallback;
     if (!v->is_string())
-      throw ConfigError("config key '" + key + "': expected a string, got " + v->dump());
+      throw ConfigError(key, "config key '" + key + "': expected a string, got " + v->dump());
     return v->get<std::string>();
   }
   // A string that must be one of `allowed`.
@@ -88,7 +93,7 @@ public:
     std::string list;
     for (const auto& a : allowed)
       list += (list.empty() ? "" : ", ") + a;
-    throw ConfigError("config key '" + key + "': '" + s + "' is not one of: " + list);
+    throw ConfigError(key, "config key '" + key + "': '" + s + "' is not one of: " + list);
   }
 
   const std::vector<ConfigKey>& table() const { return table_; }

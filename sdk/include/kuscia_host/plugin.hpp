@@ -4,11 +4,16 @@
 // constructor, overrides the on* hooks it needs and registers itself once with
 // KH_PLUGIN(ClassName, "name", "version", "description"). The wrapper turns every C++
 // exception into an error status at the ABI boundary: nothing thrown ever reaches the host.
+//
+// A class with `static void validateConfig(std::string_view configJson)` (throwing
+// sdk::ConfigError, as its constructor would) gets ABI 1.1's validate_config, so that
+// `kuscia-host check-config` reports its bad settings with file, line and key.
 #ifndef KUSCIA_HOST_PLUGIN_HPP
 #define KUSCIA_HOST_PLUGIN_HPP
 
 #include <kuscia_host/abi.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <exception>
@@ -31,6 +36,18 @@ public:
 
 private:
   kh_status_t status_;
+};
+
+// An error about one key of a plugin's config (sdk::ConfigError from config_reader.hpp is one):
+// check-config points at that key's line.
+class ConfigKeyError : public std::runtime_error {
+public:
+  ConfigKeyError(std::string key, const std::string& message)
+      : std::runtime_error(message), key_(std::move(key)) {}
+  const std::string& key() const noexcept { return key_; }
+
+private:
+  std::string key_;
 };
 
 enum class LogLevel : kh_log_level_t {
@@ -75,6 +92,29 @@ struct Subscription {
   std::string labelSelector;
   std::vector<std::string> fields;
   bool wantRaw = false;
+};
+
+// C++ view of a cached object (cacheGet, cacheList); the string_views are valid only during the
+// visitor's call.
+struct Object {
+  std::string_view key;
+  std::string_view uid;
+  std::string_view resourceVersion;
+  std::string_view fieldsJson;
+};
+
+// A request to one of the instance's admin routes (ABI 1.1); valid only during onHttpRequest.
+struct HttpRequest {
+  std::string_view method;
+  std::string_view path;
+  std::string_view query;
+};
+
+// The answer onHttpRequest fills in.
+struct HttpResponse {
+  int32_t status = 404;
+  std::string contentType = "application/json";
+  std::string body;
 };
 
 // C++ view of an event; the string_views are valid only during onEvent.
@@ -223,28 +263,69 @@ public:
     return id;
   }
 
-  // Calls fn(const kh_object_t&) for the cached object; false when absent.
+  // Calls fn(const Object&) for the cached object; false when absent. An exception thrown by fn
+  // stops the call and is rethrown here, once the host has returned.
   template <class Fn>
   bool cacheGet(uint64_t subscriptionId, const std::string& key, Fn&& fn) const {
     if (api_->cache_get == nullptr) return false;
-    return api_->cache_get(ctx_, subscriptionId, key.c_str(), &visit<Fn>, &fn) == KH_OK;
+    Visit<Fn> v{fn, nullptr};
+    kh_status_t s = api_->cache_get(ctx_, subscriptionId, key.c_str(), &Visit<Fn>::call, &v);
+    if (v.error) std::rethrow_exception(v.error);
+    return s == KH_OK;
   }
-  // Calls fn(const kh_object_t&) for every cached object matching the selector.
+  // Calls fn(const Object&) for every cached object matching the label selector ("" = all);
+  // fn may return true to stop early. Returns the host's status: KH_ERR_FAILED_PRECONDITION for a
+  // selector on a subscription that caches no labels, KH_ERR_INVALID_ARGUMENT for a bad one,
+  // KH_ERR_UNAVAILABLE without a cluster. An exception thrown by fn is rethrown here.
   template <class Fn>
-  void cacheList(uint64_t subscriptionId, const std::string& selector, Fn&& fn) const {
-    if (api_->cache_list != nullptr)
-      api_->cache_list(ctx_, subscriptionId, selector.c_str(), &visit<Fn>, &fn);
+  kh_status_t cacheList(uint64_t subscriptionId, const std::string& selector, Fn&& fn) const {
+    if (api_->cache_list == nullptr) return KH_ERR_UNAVAILABLE;
+    Visit<Fn> v{fn, nullptr};
+    kh_status_t s = api_->cache_list(ctx_, subscriptionId, selector.c_str(), &Visit<Fn>::call, &v);
+    if (v.error) std::rethrow_exception(v.error);
+    return s;
+  }
+
+  // ABI 1.1: serves GET requests under `pathPrefix` through Plugin::onHttpRequest. Only from the
+  // constructor (on_create). Throws HostError; KH_ERR_UNAVAILABLE from a 1.0 host.
+  void registerRoute(const std::string& pathPrefix) const {
+    if (!KH_HAS_FIELD(api_, kh_host_api_v1_t, route_register) || api_->route_register == nullptr)
+      throw HostError(KH_ERR_UNAVAILABLE, "admin routes are not available in this host (ABI " +
+                                              std::to_string(api_->abi_major) + "." +
+                                              std::to_string(api_->abi_minor) + " < 1.1)");
+    char err[512] = {0};
+    check(api_->route_register(ctx_, pathPrefix.c_str(), err, sizeof err), err);
   }
 
 private:
-  template <class Fn> static int32_t visit(void* user, const kh_object_t* object) {
-    try {
-      (*static_cast<std::remove_reference_t<Fn>*>(user))(*object);
-      return 0;
-    } catch (...) {
-      return 1; // stop iterating; never unwind through the host
+  // Adapts fn (taking const Object&, or const kh_object_t& as in SDK 1.0) to the C visitor, and
+  // carries an exception out of it.
+  template <class Fn> struct Visit {
+    Fn& fn;
+    std::exception_ptr error;
+    static int32_t call(void* user, const kh_object_t* o) {
+      auto* self = static_cast<Visit*>(user);
+      try {
+        if constexpr (std::is_invocable_v<Fn&, const kh_object_t&>) {
+          using R = std::invoke_result_t<Fn&, const kh_object_t&>;
+          if constexpr (std::is_convertible_v<R, bool>) return self->fn(*o) ? 1 : 0;
+          self->fn(*o);
+        } else {
+          Object obj{o->key != nullptr ? o->key : "", o->uid != nullptr ? o->uid : "",
+                     o->resource_version != nullptr ? o->resource_version : "",
+                     std::string_view(o->fields_json != nullptr ? o->fields_json : "",
+                                      o->fields_json != nullptr ? o->fields_json_len : 0)};
+          using R = std::invoke_result_t<Fn&, const Object&>;
+          if constexpr (std::is_convertible_v<R, bool>) return self->fn(obj) ? 1 : 0;
+          self->fn(obj);
+        }
+        return 0;
+      } catch (...) {
+        self->error = std::current_exception(); // rethrown by the caller, after the host returns
+        return 1;
+      }
     }
-  }
+  };
 
   static void check(kh_status_t status, const char* err) {
     if (status != KH_OK) throw HostError(status, err[0] != 0 ? err : "host call failed");
@@ -291,6 +372,11 @@ public:
   virtual void onEvent(const Event& /*event*/) {}
   virtual void onTimer(uint64_t /*timerId*/, uint64_t /*userTag*/) {}
   virtual void onKubeResult(const KubeResult& /*result*/) {}
+  // ABI 1.1: a request to a route registered with Host::registerRoute. Fill in `response`.
+  virtual void onHttpRequest(const HttpRequest& /*request*/, HttpResponse& response) {
+    response.status = 404;
+    response.body = R"({"message":"not found"})";
+  }
 
   const Host& host() const { return host_; }
 
@@ -323,6 +409,12 @@ template <class Fn> kh_status_t guard(kh_instance_t* instance, const char* hook,
     return failHook(p, hook, "unknown exception");
   }
 }
+
+// Whether T declares `static void validateConfig(std::string_view)`.
+template <class T, class = void> struct HasValidateConfig : std::false_type {};
+template <class T>
+struct HasValidateConfig<T, std::void_t<decltype(T::validateConfig(std::string_view()))>>
+    : std::true_type {};
 
 template <class T> struct Adapter {
   static kh_instance_t* create(const kh_host_api_v1_t* api, kh_host_ctx_t* ctx, const char* domain,
@@ -376,6 +468,49 @@ template <class T> struct Adapter {
   static kh_status_t timer(kh_instance_t* instance, uint64_t id, uint64_t tag) {
     return guard(instance, "onTimer", [id, tag](Plugin* p) { p->onTimer(id, tag); });
   }
+  static kh_status_t httpRequest(kh_instance_t* instance, const kh_http_request_t* q,
+                                 kh_http_response_t* out) {
+    auto* p = reinterpret_cast<Plugin*>(instance);
+    HttpResponse res;
+    kh_status_t s = guard(instance, "onHttpRequest", [q, &res](Plugin* pl) {
+      HttpRequest req{q->method != nullptr ? q->method : "", q->path != nullptr ? q->path : "",
+                      q->query != nullptr ? q->query : ""};
+      pl->onHttpRequest(req, res);
+    });
+    if (s != KH_OK) {
+      res.status = 500;
+      res.contentType = "application/json";
+      res.body = R"({"message":"the plugin failed to answer"})";
+    }
+    const kh_host_api_v1_t* api = p->host().api();
+    if (KH_HAS_FIELD(api, kh_host_api_v1_t, http_respond) && api->http_respond != nullptr)
+      api->http_respond(out, res.status, res.contentType.c_str(), res.body.data(), res.body.size());
+    return s;
+  }
+  static kh_status_t validateConfig(const char* config, size_t len, char* key, size_t keyLen,
+                                    char* err, size_t errLen) {
+    if constexpr (HasValidateConfig<T>::value) {
+      try {
+        T::validateConfig(std::string_view(config != nullptr ? config : "", len));
+        return KH_OK;
+      } catch (const std::exception& e) {
+        copyError(err, errLen, e.what());
+        copyError(key, keyLen, keyOf(e).c_str());
+      } catch (...) {
+        copyError(err, errLen, "unknown exception in validateConfig");
+        copyError(key, keyLen, "");
+      }
+      return KH_ERR_INVALID_ARGUMENT;
+    } else {
+      (void)config, (void)len, (void)key, (void)keyLen, (void)err, (void)errLen;
+      return KH_OK;
+    }
+  }
+  static std::string keyOf(const std::exception& e) {
+    const auto* k = dynamic_cast<const ConfigKeyError*>(&e);
+    return k != nullptr ? k->key() : std::string();
+  }
+
   static kh_status_t kubeResult(kh_instance_t* instance, const kh_kube_result_t* r) {
     return guard(instance, "onKubeResult", [r](Plugin* p) {
       KubeResult kr;
@@ -404,6 +539,8 @@ template <class T> struct Adapter {
         &event,
         &timer,
         &kubeResult,
+        &httpRequest,
+        HasValidateConfig<T>::value ? &validateConfig : nullptr,
     };
     return &d;
   }

@@ -3,7 +3,14 @@
 // FakeHost fills a real kh_host_api_v1_t and drives a plugin through its real descriptor, so a
 // test exercises exactly the code path the daemon uses, without the daemon: a manual clock,
 // timers fired by advance(), captured logs and metrics, recorded subscriptions and kube requests
-// that the test completes, and a cache the test fills.
+// that the test completes, a cache the test fills, and admin routes the test calls.
+//
+// It follows the real host's rules, so that a plugin tested here behaves the same in production
+// (tests/integration/conformance_test.cc runs one suite against both): the same validation of
+// subscriptions, writes and metric calls, with the same status codes; subscribe and
+// route_register only from on_create; label selectors honoured by cache_list (and refused on a
+// subscription that caches no labels); requests still pending at stop completed with http_code 0
+// before on_destroy; nothing accepted after stop.
 //
 // Single-threaded: call everything from the test thread.
 #ifndef KUSCIA_HOST_TESTING_FAKE_HOST_HPP
@@ -15,11 +22,248 @@
 #include <cstdint>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 namespace kuscia_host::testing {
+
+namespace detail {
+
+// The fake host's answer buffer behind the opaque kh_http_response_t.
+struct FakeResponse {
+  int32_t status = 500;
+  std::string contentType = "application/json";
+  std::string body;
+  bool answered = false;
+};
+
+// JSON well-formedness, enough to refuse what the real host refuses: returns the kind of the
+// single value in `s` ('o' object, 'a' array, 's' string, 'n' number, 'l' literal), 0 if invalid.
+class JsonCheck {
+public:
+  static char kind(std::string_view s) {
+    JsonCheck c{s};
+    c.ws();
+    char k = c.peek();
+    if (!c.value(0)) return 0;
+    c.ws();
+    if (c.i_ != s.size()) return 0;
+    return k == '{' ? 'o' : k == '[' ? 'a' : k == '"' ? 's' : (k == '-' || isDigit(k)) ? 'n' : 'l';
+  }
+
+private:
+  explicit JsonCheck(std::string_view s) : s_(s) {}
+  static bool isDigit(char c) { return c >= '0' && c <= '9'; }
+  char peek() const { return i_ < s_.size() ? s_[i_] : '\0'; }
+  void ws() {
+    while (i_ < s_.size() && (s_[i_] == ' ' || s_[i_] == '\t' || s_[i_] == '\n' || s_[i_] == '\r'))
+      ++i_;
+  }
+  bool lit(std::string_view w) {
+    if (s_.substr(i_, w.size()) != w) return false;
+    i_ += w.size();
+    return true;
+  }
+  bool str() {
+    if (peek() != '"') return false;
+    for (++i_; i_ < s_.size(); ++i_) {
+      char c = s_[i_];
+      if (c == '"') return ++i_, true;
+      if (static_cast<unsigned char>(c) < 0x20) return false;
+      if (c == '\\') {
+        if (++i_ >= s_.size()) return false;
+        if (s_[i_] == 'u') {
+          for (int k = 0; k < 4; ++k)
+            if (++i_ >= s_.size() || std::strchr("0123456789abcdefABCDEF", s_[i_]) == nullptr)
+              return false;
+        } else if (std::strchr("\"\\/bfnrt", s_[i_]) == nullptr) {
+          return false;
+        }
+      }
+    }
+    return false;
+  }
+  bool num() {
+    std::size_t start = i_;
+    if (peek() == '-') ++i_;
+    if (peek() == '0') {
+      ++i_;
+    } else if (isDigit(peek())) {
+      while (isDigit(peek()))
+        ++i_;
+    } else {
+      return false;
+    }
+    if (peek() == '.') {
+      ++i_;
+      if (!isDigit(peek())) return false;
+      while (isDigit(peek()))
+        ++i_;
+    }
+    if (peek() == 'e' || peek() == 'E') {
+      ++i_;
+      if (peek() == '+' || peek() == '-') ++i_;
+      if (!isDigit(peek())) return false;
+      while (isDigit(peek()))
+        ++i_;
+    }
+    return i_ > start;
+  }
+  bool value(int depth) {
+    if (depth > 256) return false;
+    ws();
+    switch (peek()) {
+    case '{': {
+      ++i_;
+      ws();
+      if (peek() == '}') return ++i_, true;
+      for (;;) {
+        ws();
+        if (!str()) return false;
+        ws();
+        if (peek() != ':') return false;
+        ++i_;
+        if (!value(depth + 1)) return false;
+        ws();
+        if (peek() == ',') {
+          ++i_;
+          continue;
+        }
+        if (peek() == '}') return ++i_, true;
+        return false;
+      }
+    }
+    case '[': {
+      ++i_;
+      ws();
+      if (peek() == ']') return ++i_, true;
+      for (;;) {
+        if (!value(depth + 1)) return false;
+        ws();
+        if (peek() == ',') {
+          ++i_;
+          continue;
+        }
+        if (peek() == ']') return ++i_, true;
+        return false;
+      }
+    }
+    case '"': return str();
+    case 't': return lit("true");
+    case 'f': return lit("false");
+    case 'n': return lit("null");
+    default: return num();
+    }
+  }
+
+  std::string_view s_;
+  std::size_t i_ = 0;
+};
+
+// Kubernetes label selectors, as the host parses them: =, ==, !=, in, notin, key, !key.
+class Selector {
+public:
+  static std::optional<Selector> parse(std::string_view text) {
+    Selector sel;
+    for (auto& t : split(std::string(text))) {
+      if (t.empty()) return std::nullopt;
+      Term term;
+      std::size_t p;
+      if (t[0] == '!') {
+        term.key = trim(t.substr(1));
+        term.op = kNotExists;
+      } else if ((p = t.find(" notin ")) != std::string::npos ||
+                 (p = t.find(" in ")) != std::string::npos) {
+        bool notin = t.compare(p, 7, " notin ") == 0;
+        term.key = trim(t.substr(0, p));
+        term.op = notin ? kNotIn : kIn;
+        std::string rest = trim(t.substr(p + (notin ? 7 : 4)));
+        if (rest.size() < 2 || rest.front() != '(' || rest.back() != ')') return std::nullopt;
+        for (auto& v : split(rest.substr(1, rest.size() - 2)))
+          term.values.push_back(trim(v));
+      } else if ((p = t.find("!=")) != std::string::npos) {
+        term.key = trim(t.substr(0, p));
+        term.op = kNotEq;
+        term.values = {trim(t.substr(p + 2))};
+      } else if ((p = t.find('=')) != std::string::npos) {
+        term.key = trim(t.substr(0, p));
+        term.op = kEq;
+        std::string v = t.substr(p + 1);
+        if (!v.empty() && v[0] == '=') v = v.substr(1);
+        term.values = {trim(v)};
+      } else {
+        term.key = t;
+        term.op = kExists;
+      }
+      if (term.key.empty() || term.key.size() > 316) return std::nullopt;
+      for (char c : term.key)
+        if (!(std::isalnum(static_cast<unsigned char>(c)) || std::strchr("-_./", c) != nullptr))
+          return std::nullopt;
+      sel.terms_.push_back(std::move(term));
+    }
+    return sel;
+  }
+  bool empty() const { return terms_.empty(); }
+  bool matches(const std::map<std::string, std::string>& labels) const {
+    for (const auto& t : terms_) {
+      auto it = labels.find(t.key);
+      bool has = it != labels.end();
+      bool in = has && std::find(t.values.begin(), t.values.end(), it->second) != t.values.end();
+      switch (t.op) {
+      case kExists:
+        if (!has) return false;
+        break;
+      case kNotExists:
+        if (has) return false;
+        break;
+      case kEq:
+      case kIn:
+        if (!in) return false;
+        break;
+      case kNotEq:
+      case kNotIn:
+        if (in) return false;
+        break;
+      }
+    }
+    return true;
+  }
+
+private:
+  enum Op { kEq, kNotEq, kIn, kNotIn, kExists, kNotExists };
+  struct Term {
+    std::string key;
+    Op op;
+    std::vector<std::string> values;
+  };
+  static std::string trim(const std::string& s) {
+    auto b = s.find_first_not_of(" \t");
+    if (b == std::string::npos) return "";
+    return s.substr(b, s.find_last_not_of(" \t") - b + 1);
+  }
+  static std::vector<std::string> split(const std::string& s) {
+    std::vector<std::string> out;
+    int depth = 0;
+    std::string cur;
+    for (char c : s) {
+      if (c == '(') ++depth;
+      if (c == ')') --depth;
+      if (c == ',' && depth == 0) {
+        out.push_back(trim(cur));
+        cur.clear();
+      } else {
+        cur += c;
+      }
+    }
+    if (!trim(cur).empty() || !out.empty()) out.push_back(trim(cur));
+    return out;
+  }
+  std::vector<Term> terms_;
+};
+
+} // namespace detail
 
 class FakeHost {
 public:
@@ -46,6 +290,12 @@ public:
   };
   struct CachedObject {
     std::string key, uid, resourceVersion, fieldsJson;
+    std::map<std::string, std::string> labels; // seen by label selectors in cacheList
+  };
+  struct HttpAnswer {
+    int32_t status;
+    std::string contentType;
+    std::string body;
   };
 
   explicit FakeHost(std::string domain = "alice", std::string mode = "centralized",
@@ -73,6 +323,8 @@ public:
       api_.cache_list = &cacheListFn;
       api_.kube_request = &kubeRequestFn;
     }
+    api_.route_register = &routeRegisterFn;
+    api_.http_respond = &httpRespondFn;
   }
   ~FakeHost() { destroy(); }
   FakeHost(const FakeHost&) = delete;
@@ -94,20 +346,44 @@ public:
     char err[1024] = {0};
     kh_status_t s = plugin_->on_start(instance_, err, sizeof err);
     error_ = err;
-    if (s == KH_OK && !readySet_) ready_ = true;
+    if (s == KH_OK) {
+      running_ = true;
+      if (!readySet_) ready_ = true;
+    }
     return s == KH_OK;
   }
+  // As the host stops an instance: timers cancelled and nothing new accepted, on_stop, then every
+  // request still pending completes with http_code 0.
   void stop() {
-    if (instance_ != nullptr && !stopped_ && plugin_->on_stop != nullptr)
-      plugin_->on_stop(instance_);
+    if (stopped_) return;
     stopped_ = true;
+    running_ = false;
     timers_.clear();
+    if (instance_ == nullptr) return;
+    if (plugin_->on_stop != nullptr) plugin_->on_stop(instance_);
+    for (auto& r : requests_)
+      if (!r.completed) complete(r.id, 0, "", "the instance stopped before the request completed");
   }
   void destroy() {
     if (instance_ == nullptr) return;
     stop();
     plugin_->on_destroy(instance_);
     instance_ = nullptr;
+  }
+
+  // The plugin's validate_config (ABI 1.1), as check-config calls it: nullopt when the config is
+  // accepted (or the plugin has no validate_config), else {key, message}.
+  static std::optional<std::pair<std::string, std::string>>
+  validateConfig(const kh_plugin_v1_t* plugin, std::string_view configJson) {
+    if (!KH_HAS_FIELD(plugin, kh_plugin_v1_t, validate_config) ||
+        plugin->validate_config == nullptr)
+      return std::nullopt;
+    char key[256] = {0};
+    char err[1024] = {0};
+    if (plugin->validate_config(configJson.data(), configJson.size(), key, sizeof key, err,
+                                sizeof err) == KH_OK)
+      return std::nullopt;
+    return std::make_pair(std::string(key), std::string(err));
   }
 
   // Clock and timers. advance() moves both clocks and fires due timers in time order.
@@ -165,11 +441,20 @@ public:
 
   // Kube requests: recorded, completed by the test.
   std::vector<RequestRecord>& requests() { return requests_; }
+  const std::vector<RequestRecord>& requests() const { return requests_; }
+  // The requests not completed yet.
+  std::vector<RequestRecord*> pendingRequests() {
+    std::vector<RequestRecord*> out;
+    for (auto& r : requests_)
+      if (!r.completed) out.push_back(&r);
+    return out;
+  }
   kh_status_t complete(uint64_t requestId, int32_t httpCode, const std::string& body = "{}",
                        const std::string& message = "") {
     for (auto& r : requests_) {
       if (r.id != requestId || r.completed) continue;
       r.completed = true;
+      if (plugin_->on_kube_result == nullptr) return KH_OK;
       kh_kube_result_t res{};
       res.struct_size = sizeof res;
       res.request_id = requestId;
@@ -181,6 +466,27 @@ public:
       return record(plugin_->on_kube_result(instance_, &res));
     }
     return KH_ERR_NOT_FOUND;
+  }
+
+  // Admin routes (ABI 1.1).
+  const std::vector<std::string>& routes() const { return routes_; }
+  // A GET as the admin server would route it: 404 when no registered prefix matches.
+  HttpAnswer httpGet(const std::string& path, const std::string& query = "") {
+    bool routed = std::any_of(routes_.begin(), routes_.end(),
+                              [&](const std::string& p) { return path.rfind(p, 0) == 0; });
+    if (!routed || !KH_HAS_FIELD(plugin_, kh_plugin_v1_t, on_http_request) ||
+        plugin_->on_http_request == nullptr)
+      return {404, "text/plain; charset=utf-8", "not found: " + path + "\n"};
+    if (!running_) return {503, "application/json", R"({"message":"not running"})"};
+    kh_http_request_t req{};
+    req.struct_size = sizeof req;
+    req.method = "GET";
+    req.path = path.c_str();
+    req.query = query.c_str();
+    detail::FakeResponse res;
+    record(plugin_->on_http_request(instance_, &req, reinterpret_cast<kh_http_response_t*>(&res)));
+    if (!res.answered) return {500, "application/json", R"({"message":"no answer"})"};
+    return {res.status, res.contentType, res.body};
   }
 
   // Observations.
@@ -200,15 +506,27 @@ public:
     }
     return -1;
   }
+  // The sum of a histogram series' observations, -1 when the series does not exist.
+  double metricSum(const std::string& name, const std::string& labels = "") const {
+    for (const auto& m : metrics_) {
+      if (m.name != name) continue;
+      auto it = m.sums.find(labels);
+      return it == m.sums.end() ? -1 : it->second;
+    }
+    return -1;
+  }
+  // Metric calls the host ignored as invalid (wrong label count, negative counter increment,
+  // an operation the kind does not take).
+  int invalidMetricCalls() const { return invalidMetricCalls_; }
   bool ready() const { return ready_; }
   const std::string& readyReason() const { return readyReason_; }
   const std::string& error() const { return error_; }
   int callbackErrors() const { return callbackErrors_; }
   kh_host_ctx_t* ctx() { return reinterpret_cast<kh_host_ctx_t*>(this); }
+  const kh_host_api_v1_t* api() const { return &api_; }
   // The plugin's instance handle (nullptr before create and after destroy); C++ plugins get their
   // object with sdk::pluginObject<T>(host.instance()).
   kh_instance_t* instance() const { return instance_; }
-  const kh_host_api_v1_t* api() const { return &api_; }
 
 private:
   struct Timer {
@@ -217,10 +535,12 @@ private:
     uint64_t tag;
   };
   struct MetricRecord {
+    FakeHost* owner;
     kh_metric_kind_t kind;
     std::string name;
     size_t labelCount;
     std::map<std::string, double> values;
+    std::map<std::string, double> sums;
   };
 
   kh_status_t record(kh_status_t s) {
@@ -228,16 +548,42 @@ private:
     return s;
   }
   static FakeHost* self(kh_host_ctx_t* c) { return reinterpret_cast<FakeHost*>(c); }
-  static void fail(char* err, size_t len, const char* msg) {
+  static kh_status_t fail(char* err, size_t len, const std::string& msg, kh_status_t status) {
     if (err != nullptr && len > 0) {
-      std::strncpy(err, msg, len - 1);
+      std::strncpy(err, msg.c_str(), len - 1);
       err[len - 1] = '\0';
     }
+    return status;
   }
   static std::string str(const char* s) { return s != nullptr ? s : ""; }
+  // The first of `parts` that cannot be a path segment, as the host checks.
+  static const std::string* badSegment(std::initializer_list<const std::string*> parts) {
+    for (const std::string* part : parts)
+      for (unsigned char ch : *part)
+        if (ch < 0x20 || ch == 0x7f || ch == '/' || ch == '?' || ch == '#' || ch == '%' ||
+            ch == ' ')
+          return part;
+    return nullptr;
+  }
+  static bool validPointer(const std::string& p) {
+    if (p.empty() || p[0] != '/') return false;
+    for (size_t i = 0; i < p.size(); ++i)
+      if (p[i] == '~' && (i + 1 >= p.size() || (p[i + 1] != '0' && p[i + 1] != '1'))) return false;
+    return true;
+  }
+  bool cachesLabels(uint64_t sub) const {
+    for (const auto& s : subs_)
+      if (s.id == sub)
+        return !s.labelSelector.empty() ||
+               std::find(s.fields.begin(), s.fields.end(), "/metadata/labels") != s.fields.end();
+    return false;
+  }
+  bool owns(uint64_t sub) const {
+    return std::any_of(subs_.begin(), subs_.end(), [&](const auto& s) { return s.id == sub; });
+  }
 
   static void logFn(kh_host_ctx_t* c, kh_log_level_t level, const char* msg, size_t len) {
-    self(c)->logs_.push_back({level, std::string(msg, len)});
+    if (msg != nullptr) self(c)->logs_.push_back({level, std::string(msg, len)});
   }
   static int32_t logEnabledFn(kh_host_ctx_t*, kh_log_level_t) { return 1; }
   static int64_t wallFn(kh_host_ctx_t* c) { return self(c)->wallNs_; }
@@ -248,25 +594,37 @@ private:
   static kh_status_t metricRegisterFn(kh_host_ctx_t* c, const kh_metric_desc_t* d,
                                       kh_metric_t** out, char* err, size_t len) {
     auto* h = self(c);
-    if (d == nullptr || d->name == nullptr || d->name[0] == '\0') {
-      fail(err, len, "metric name is empty");
-      return KH_ERR_INVALID_ARGUMENT;
+    if (d == nullptr || out == nullptr || !KH_HAS_FIELD(d, kh_metric_desc_t, bucket_count) ||
+        d->name == nullptr)
+      return fail(err, len, "metric_register: descriptor is NULL, too small or has no name",
+                  KH_ERR_INVALID_ARGUMENT);
+    if (d->kind < KH_METRIC_COUNTER || d->kind > KH_METRIC_HISTOGRAM)
+      return fail(err, len,
+                  "metric " + std::string(d->name) + ": unknown kind " + std::to_string(d->kind),
+                  KH_ERR_INVALID_ARGUMENT);
+    for (size_t i = 0; i < d->label_count; ++i) {
+      std::string l = str(d->label_names[i]);
+      if (l == "plugin" || l == "domain")
+        return fail(err, len,
+                    "metric " + std::string(d->name) +
+                        ": the host adds the labels plugin and domain itself",
+                    KH_ERR_INVALID_ARGUMENT);
     }
     for (auto& m : h->metrics_) {
       if (m.name != d->name) continue;
-      if (m.kind != d->kind || m.labelCount != d->label_count) {
-        fail(err, len, "metric registered twice with a different shape");
-        return KH_ERR_INVALID_ARGUMENT;
-      }
+      if (m.kind != d->kind || m.labelCount != d->label_count)
+        return fail(err, len,
+                    "metric " + std::string(d->name) +
+                        " is already registered with a different type, help, labels or buckets",
+                    KH_ERR_INVALID_ARGUMENT);
       *out = reinterpret_cast<kh_metric_t*>(&m);
       return KH_OK;
     }
     h->metrics_.reserve(64); // records are handed out by address
-    if (h->metrics_.size() == 64) {
-      fail(err, len, "fake host holds at most 64 metric families");
-      return KH_ERR_INTERNAL;
-    }
-    h->metrics_.push_back({d->kind, d->name, d->label_count, {}});
+    if (h->metrics_.size() == 64)
+      return fail(err, len, "fake host holds at most 64 metric families", KH_ERR_INTERNAL);
+    h->metrics_.push_back({h, d->kind, d->name, d->label_count, {}, {}});
+    if (d->label_count == 0) h->metrics_.back().values[""] = 0; // exported from registration
     *out = reinterpret_cast<kh_metric_t*>(&h->metrics_.back());
     return KH_OK;
   }
@@ -274,26 +632,46 @@ private:
     std::string key;
     for (size_t i = 0; i < n; ++i) {
       if (i > 0) key += ',';
-      key += values[i];
+      key += str(values[i]);
     }
     return key;
   }
+  // The record to update, or nullptr (and the call counted) when the host would ignore it.
+  static MetricRecord* valid(kh_metric_t* m, const char* const* values, size_t n, bool ok) {
+    auto* r = reinterpret_cast<MetricRecord*>(m);
+    if (r == nullptr) return nullptr;
+    if (!ok || n != r->labelCount || (values == nullptr && n > 0)) {
+      ++r->owner->invalidMetricCalls_;
+      return nullptr;
+    }
+    return r;
+  }
   static void metricAddFn(kh_metric_t* m, const char* const* values, size_t n, double v) {
     auto* r = reinterpret_cast<MetricRecord*>(m);
-    if (n == r->labelCount) r->values[joinLabels(values, n)] += v;
+    bool ok = r != nullptr && r->kind != KH_METRIC_HISTOGRAM &&
+              !(r->kind == KH_METRIC_COUNTER && !(v >= 0));
+    if (auto* rec = valid(m, values, n, ok)) rec->values[joinLabels(values, n)] += v;
   }
   static void metricSetFn(kh_metric_t* m, const char* const* values, size_t n, double v) {
     auto* r = reinterpret_cast<MetricRecord*>(m);
-    if (n == r->labelCount) r->values[joinLabels(values, n)] = v;
+    if (auto* rec = valid(m, values, n, r != nullptr && r->kind == KH_METRIC_GAUGE))
+      rec->values[joinLabels(values, n)] = v;
   }
-  static void metricObserveFn(kh_metric_t* m, const char* const* values, size_t n, double) {
+  static void metricObserveFn(kh_metric_t* m, const char* const* values, size_t n, double v) {
     auto* r = reinterpret_cast<MetricRecord*>(m);
-    if (n == r->labelCount) r->values[joinLabels(values, n)] += 1;
+    if (auto* rec = valid(m, values, n, r != nullptr && r->kind == KH_METRIC_HISTOGRAM)) {
+      rec->values[joinLabels(values, n)] += 1;
+      rec->sums[joinLabels(values, n)] += v;
+    }
   }
 
   static kh_status_t timerStartFn(kh_host_ctx_t* c, uint64_t delayMs, uint64_t periodMs,
-                                  uint64_t tag, uint64_t* outId, char*, size_t) {
+                                  uint64_t tag, uint64_t* outId, char* err, size_t len) {
     auto* h = self(c);
+    if (outId == nullptr)
+      return fail(err, len, "timer_start: out_id is NULL", KH_ERR_INVALID_ARGUMENT);
+    if (h->stopped_)
+      return fail(err, len, "timer_start: the instance is stopping", KH_ERR_FAILED_PRECONDITION);
     uint64_t id = ++h->nextId_;
     h->timers_[id] = Timer{h->monoNs_ + static_cast<int64_t>(delayMs) * 1000000, periodMs, tag};
     *outId = id;
@@ -312,21 +690,62 @@ private:
   static kh_status_t subscribeFn(kh_host_ctx_t* c, const kh_subscription_t* s, uint64_t* outId,
                                  char* err, size_t len) {
     auto* h = self(c);
-    if (!h->creating_) {
-      fail(err, len, "subscribe is only allowed in on_create");
-      return KH_ERR_FAILED_PRECONDITION;
+    if (!h->creating_)
+      return fail(err, len, "subscribe is only allowed in on_create", KH_ERR_FAILED_PRECONDITION);
+    if (s == nullptr || outId == nullptr || !KH_HAS_FIELD(s, kh_subscription_t, want_raw) ||
+        s->version == nullptr || s->resource == nullptr ||
+        (s->field_count > 0 && s->fields == nullptr))
+      return fail(err, len,
+                  "subscribe: the subscription is NULL, too small, or lacks version, resource or "
+                  "fields",
+                  KH_ERR_INVALID_ARGUMENT);
+    SubscriptionRecord r{0,
+                         str(s->group),
+                         str(s->version),
+                         str(s->resource),
+                         s->scope,
+                         "",
+                         str(s->label_selector),
+                         {},
+                         s->want_raw != 0};
+    switch (s->scope) {
+    case KH_SCOPE_DOMAIN: r.namespaceName = h->domain_; break;
+    case KH_SCOPE_NAMESPACE:
+      if (s->namespace_name == nullptr || s->namespace_name[0] == '\0')
+        return fail(err, len, "subscribe: KH_SCOPE_NAMESPACE needs namespace_name",
+                    KH_ERR_INVALID_ARGUMENT);
+      r.namespaceName = s->namespace_name;
+      break;
+    case KH_SCOPE_ALL: break;
+    default:
+      return fail(err, len, "subscribe: unknown scope " + std::to_string(s->scope),
+                  KH_ERR_INVALID_ARGUMENT);
     }
-    SubscriptionRecord r{
-        ++h->nextId_,    str(s->group),          str(s->version),        str(s->resource),
-        s->scope,        str(s->namespace_name), str(s->label_selector), {},
-        s->want_raw != 0};
-    for (size_t i = 0; i < s->field_count; ++i)
-      r.fields.push_back(str(s->fields[i]));
+    for (size_t i = 0; i < s->field_count; ++i) {
+      if (s->fields[i] == nullptr)
+        return fail(err, len, "subscribe: fields[" + std::to_string(i) + "] is NULL",
+                    KH_ERR_INVALID_ARGUMENT);
+      r.fields.push_back(s->fields[i]);
+    }
+    if (r.version.empty() || r.resource.empty())
+      return fail(err, len, "subscribe: subscription needs a version and a resource",
+                  KH_ERR_INVALID_ARGUMENT);
+    if (badSegment({&r.group, &r.version, &r.resource, &r.namespaceName}) != nullptr)
+      return fail(err, len, "subscribe: not a valid group, version, resource or namespace name",
+                  KH_ERR_INVALID_ARGUMENT);
+    if (!detail::Selector::parse(r.labelSelector))
+      return fail(err, len, "subscribe: label selector '" + r.labelSelector + "' is invalid",
+                  KH_ERR_INVALID_ARGUMENT);
+    for (const auto& f : r.fields)
+      if (!validPointer(f))
+        return fail(err, len, "subscribe: JSON pointer '" + f + "' is invalid",
+                    KH_ERR_INVALID_ARGUMENT);
+    r.id = ++h->nextId_;
     h->subs_.push_back(r);
     *outId = r.id;
     return KH_OK;
   }
-  static kh_status_t visitOne(const CachedObject& o, kh_object_visitor_t visitor, void* user) {
+  static int32_t visitOne(const CachedObject& o, kh_object_visitor_t visitor, void* user) {
     kh_object_t obj{};
     obj.struct_size = sizeof obj;
     obj.key = o.key.c_str();
@@ -338,27 +757,46 @@ private:
   }
   static kh_status_t cacheGetFn(kh_host_ctx_t* c, uint64_t sub, const char* key,
                                 kh_object_visitor_t visitor, void* user) {
-    auto& objects = self(c)->cache_[sub];
+    auto* h = self(c);
+    if (key == nullptr || visitor == nullptr) return KH_ERR_INVALID_ARGUMENT;
+    if (!h->owns(sub)) return KH_ERR_NOT_FOUND;
+    auto& objects = h->cache_[sub];
     auto it = objects.find(str(key));
     if (it == objects.end()) return KH_ERR_NOT_FOUND;
     visitOne(it->second, visitor, user);
     return KH_OK;
   }
-  // The fake ignores label selectors: tests put only the objects a selector would match.
-  static kh_status_t cacheListFn(kh_host_ctx_t* c, uint64_t sub, const char*,
+  static kh_status_t cacheListFn(kh_host_ctx_t* c, uint64_t sub, const char* selector,
                                  kh_object_visitor_t visitor, void* user) {
-    for (const auto& [key, o] : self(c)->cache_[sub])
+    auto* h = self(c);
+    if (visitor == nullptr) return KH_ERR_INVALID_ARGUMENT;
+    if (!h->owns(sub)) return KH_ERR_NOT_FOUND;
+    auto sel = detail::Selector::parse(str(selector));
+    if (!sel) return KH_ERR_INVALID_ARGUMENT;
+    if (!sel->empty() && !h->cachesLabels(sub)) return KH_ERR_FAILED_PRECONDITION;
+    std::vector<CachedObject> matching; // the visitor may call back into the host
+    for (const auto& [key, o] : h->cache_[sub])
+      if (sel->matches(o.labels)) matching.push_back(o);
+    for (const auto& o : matching)
       if (visitOne(o, visitor, user) != 0) break;
     return KH_OK;
   }
   static kh_status_t kubeRequestFn(kh_host_ctx_t* c, const kh_kube_request_t* q, uint64_t* outId,
                                    char* err, size_t len) {
     auto* h = self(c);
-    if (q->verb < KH_KUBE_PATCH || q->verb > KH_KUBE_DELETE) {
-      fail(err, len, "unknown verb");
-      return KH_ERR_INVALID_ARGUMENT;
-    }
-    RequestRecord r{++h->nextId_,
+    if (h->stopped_)
+      return fail(err, len, "kube_request: the instance is stopping", KH_ERR_FAILED_PRECONDITION);
+    if (q == nullptr || outId == nullptr || !KH_HAS_FIELD(q, kh_kube_request_t, user_tag))
+      return fail(err, len, "kube_request: the request is NULL or too small",
+                  KH_ERR_INVALID_ARGUMENT);
+    if (q->verb < KH_KUBE_PATCH || q->verb > KH_KUBE_DELETE)
+      return fail(err, len, "kube_request: unknown verb " + std::to_string(q->verb),
+                  KH_ERR_INVALID_ARGUMENT);
+    if (q->verb == KH_KUBE_PATCH && q->patch_type != KH_PATCH_MERGE &&
+        q->patch_type != KH_PATCH_JSON)
+      return fail(err, len, "kube_request: unknown patch type " + std::to_string(q->patch_type),
+                  KH_ERR_INVALID_ARGUMENT);
+    RequestRecord r{0,
                     q->verb,
                     str(q->group),
                     str(q->version),
@@ -370,18 +808,75 @@ private:
                     q->body != nullptr ? std::string(q->body, q->body_len) : std::string(),
                     str(q->resource_version),
                     q->user_tag};
+    if (auto problem = invalidWrite(r))
+      return fail(err, len, "kube_request: " + *problem, KH_ERR_INVALID_ARGUMENT);
+    r.id = ++h->nextId_;
     h->requests_.push_back(r);
     *outId = r.id;
     return KH_OK;
+  }
+  // What the host refuses before sending a write.
+  static std::optional<std::string> invalidWrite(const RequestRecord& r) {
+    if (r.version.empty() || r.resource.empty())
+      return std::string("kube request needs a version and a resource");
+    if (badSegment({&r.group, &r.version, &r.resource, &r.namespaceName, &r.name, &r.subresource}))
+      return std::string("not a valid path segment");
+    char kind = detail::JsonCheck::kind(r.body);
+    switch (r.verb) {
+    case KH_KUBE_CREATE:
+      if (kind == 0) return std::string("create: the body is not valid JSON");
+      return std::nullopt;
+    case KH_KUBE_PATCH:
+      if (r.name.empty()) return std::string("patch: the object's name is missing");
+      if (kind == 0) return std::string("patch: the body is not valid JSON");
+      if (r.patchType == KH_PATCH_MERGE && kind != 'o')
+        return std::string("merge patch: the body must be a JSON object");
+      if (r.patchType == KH_PATCH_JSON && kind != 'a')
+        return std::string("JSON patch: the body must be a JSON array");
+      return std::nullopt;
+    default:
+      if (r.name.empty()) return std::string("delete: the object's name is missing");
+      if (!r.body.empty() && kind != 'o')
+        return std::string("delete: the body must be DeleteOptions (an object)");
+      return std::nullopt;
+    }
+  }
+  static kh_status_t routeRegisterFn(kh_host_ctx_t* c, const char* prefix, char* err, size_t len) {
+    auto* h = self(c);
+    if (!h->creating_)
+      return fail(err, len, "route_register is only allowed in on_create",
+                  KH_ERR_FAILED_PRECONDITION);
+    if (prefix == nullptr || prefix[0] != '/')
+      return fail(err, len, "route_register: route prefix must be an absolute path",
+                  KH_ERR_INVALID_ARGUMENT);
+    for (const char* reserved : {"/livez", "/readyz", "/metrics"}) {
+      std::string p(prefix);
+      std::string r(reserved);
+      if (p.rfind(r, 0) == 0 || r.rfind(p, 0) == 0)
+        return fail(err, len, "route_register: route prefix overlaps the host's " + r,
+                    KH_ERR_INVALID_ARGUMENT);
+    }
+    h->routes_.emplace_back(prefix);
+    return KH_OK;
+  }
+  static void httpRespondFn(kh_http_response_t* h, int32_t status, const char* contentType,
+                            const char* body, size_t len) {
+    if (h == nullptr) return;
+    auto* r = reinterpret_cast<detail::FakeResponse*>(h);
+    r->answered = true;
+    r->status = status;
+    r->contentType = contentType != nullptr ? contentType : "application/json";
+    r->body.assign(body != nullptr ? body : "", body != nullptr ? len : 0);
   }
 
   std::string domain_, mode_;
   kh_host_api_v1_t api_{};
   const kh_plugin_v1_t* plugin_ = nullptr;
   kh_instance_t* instance_ = nullptr;
-  bool creating_ = false, stopped_ = false, ready_ = false, readySet_ = false;
+  bool creating_ = false, running_ = false, stopped_ = false, ready_ = false, readySet_ = false;
   std::string error_, readyReason_;
   int callbackErrors_ = 0;
+  int invalidMetricCalls_ = 0;
   int64_t wallNs_ = 1700000000LL * 1000000000LL; // 2023-11-14T22:13:20Z
   int64_t monoNs_ = 0;
   uint64_t nextId_ = 0;
@@ -390,6 +885,7 @@ private:
   std::vector<MetricRecord> metrics_;
   std::vector<SubscriptionRecord> subs_;
   std::vector<RequestRecord> requests_;
+  std::vector<std::string> routes_;
   std::map<uint64_t, std::map<std::string, CachedObject>> cache_;
 };
 

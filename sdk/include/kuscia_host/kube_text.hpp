@@ -1,0 +1,162 @@
+// Kubernetes text formats a plugin meets in objects (header-only, C++17, no dependencies):
+// metav1.Time (RFC 3339: read with or without a fraction and with any offset, written in UTC)
+// and object names (DNS labels and subdomains). The host validates with the same code.
+#ifndef KUSCIA_HOST_KUBE_TEXT_HPP
+#define KUSCIA_HOST_KUBE_TEXT_HPP
+
+#include <cstdint>
+#include <cstdio>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace kuscia_host::sdk {
+
+namespace detail {
+
+// Days since 1970-01-01 of a civil date, and back (Howard Hinnant's algorithms).
+inline int64_t daysFromCivil(int64_t y, unsigned m, unsigned d) {
+  y -= m <= 2;
+  const int64_t era = (y >= 0 ? y : y - 399) / 400;
+  const auto yoe = static_cast<unsigned>(y - era * 400);
+  const unsigned doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+  const unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+  return era * 146097 + static_cast<int64_t>(doe) - 719468;
+}
+
+inline void civilFromDays(int64_t z, int64_t& y, unsigned& m, unsigned& d) {
+  z += 719468;
+  const int64_t era = (z >= 0 ? z : z - 146096) / 146097;
+  const auto doe = static_cast<unsigned>(z - era * 146097);
+  const unsigned yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+  y = static_cast<int64_t>(yoe) + era * 400;
+  const unsigned doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+  const unsigned mp = (5 * doy + 2) / 153;
+  d = doy - (153 * mp + 2) / 5 + 1;
+  m = mp < 10 ? mp + 3 : mp - 9;
+  y += m <= 2;
+}
+
+// Reads exactly `n` digits at s[i]; false if any is not a digit.
+inline bool digits(std::string_view s, std::size_t i, std::size_t n, int64_t& out) {
+  if (i + n > s.size()) return false;
+  out = 0;
+  for (std::size_t k = 0; k < n; ++k) {
+    char c = s[i + k];
+    if (c < '0' || c > '9') return false;
+    out = out * 10 + (c - '0');
+  }
+  return true;
+}
+
+} // namespace detail
+
+// Nanoseconds since the Unix epoch, or nullopt when `s` is not RFC 3339 (Go's time.RFC3339
+// layout: date, 'T', time, an optional fraction of up to 9 digits, 'Z' or +hh:mm/-hh:mm; a
+// second of 60 and out-of-range fields are refused, as Go refuses them).
+inline std::optional<int64_t> parseTime(std::string_view s) {
+  int64_t year, month, day, hour, minute, second;
+  if (s.size() < 20 || !detail::digits(s, 0, 4, year) || s[4] != '-' ||
+      !detail::digits(s, 5, 2, month) || s[7] != '-' || !detail::digits(s, 8, 2, day) ||
+      (s[10] != 'T' && s[10] != 't') || !detail::digits(s, 11, 2, hour) || s[13] != ':' ||
+      !detail::digits(s, 14, 2, minute) || s[16] != ':' || !detail::digits(s, 17, 2, second))
+    return std::nullopt;
+  static const unsigned kDays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  bool leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
+  if (month < 1 || month > 12 || day < 1 || day > (month == 2 && leap ? 29 : kDays[month - 1]) ||
+      hour > 23 || minute > 59 || second > 59)
+    return std::nullopt;
+  std::size_t i = 19;
+  int64_t fraction = 0;
+  if (i < s.size() && s[i] == '.') {
+    std::size_t start = ++i;
+    while (i < s.size() && s[i] >= '0' && s[i] <= '9')
+      ++i;
+    std::size_t n = i - start;
+    if (n == 0 || n > 9) return std::nullopt;
+    detail::digits(s, start, n, fraction);
+    for (std::size_t k = n; k < 9; ++k)
+      fraction *= 10;
+  }
+  int64_t offset = 0;
+  if (i < s.size() && (s[i] == 'Z' || s[i] == 'z')) {
+    ++i;
+  } else if (i < s.size() && (s[i] == '+' || s[i] == '-')) {
+    int64_t oh, om;
+    if (!detail::digits(s, i + 1, 2, oh) || i + 3 >= s.size() || s[i + 3] != ':' ||
+        !detail::digits(s, i + 4, 2, om) || oh > 23 || om > 59)
+      return std::nullopt;
+    offset = (oh * 3600 + om * 60) * (s[i] == '+' ? 1 : -1);
+    i += 6;
+  } else {
+    return std::nullopt;
+  }
+  if (i != s.size()) return std::nullopt;
+  int64_t days =
+      detail::daysFromCivil(year, static_cast<unsigned>(month), static_cast<unsigned>(day));
+  return (days * 86400 + hour * 3600 + minute * 60 + second - offset) * 1000000000 + fraction;
+}
+
+enum class TimePrecision {
+  kSeconds, // 2024-05-20T08:00:10Z, what metav1.Time writes
+  kMillis,  // 2024-05-20T08:00:10.250Z
+  kAsGiven, // the fraction kept when not zero, without trailing zeros
+};
+
+// RFC 3339 in UTC at the given precision.
+inline std::string formatTime(int64_t ns, TimePrecision precision = TimePrecision::kSeconds) {
+  int64_t secs = ns >= 0 ? ns / 1000000000 : -((-ns + 999999999) / 1000000000);
+  int64_t frac = ns - secs * 1000000000;
+  int64_t days = secs >= 0 ? secs / 86400 : -((-secs + 86399) / 86400);
+  int64_t rem = secs - days * 86400;
+  int64_t y;
+  unsigned m, d;
+  detail::civilFromDays(days, y, m, d);
+  char buf[48];
+  int n = std::snprintf(buf, sizeof buf, "%04lld-%02u-%02uT%02lld:%02lld:%02lld",
+                        static_cast<long long>(y), m, d, static_cast<long long>(rem / 3600),
+                        static_cast<long long>(rem / 60 % 60), static_cast<long long>(rem % 60));
+  std::string out(buf, static_cast<std::size_t>(n));
+  if (precision == TimePrecision::kMillis) {
+    std::snprintf(buf, sizeof buf, ".%03lld", static_cast<long long>(frac / 1000000));
+    out += buf;
+  } else if (precision == TimePrecision::kAsGiven && frac != 0) {
+    std::snprintf(buf, sizeof buf, ".%09lld", static_cast<long long>(frac));
+    std::string f(buf);
+    while (f.back() == '0')
+      f.pop_back();
+    out += f;
+  }
+  return out + "Z";
+}
+
+// parseTime then formatTime(kAsGiven): the canonical form of a time read from an object.
+inline std::optional<std::string> normalizeTime(std::string_view text) {
+  auto t = parseTime(text);
+  if (!t) return std::nullopt;
+  return formatTime(*t, TimePrecision::kAsGiven);
+}
+
+// A DNS label (namespace names): lowercase alphanumerics and '-', 1..63, alphanumeric at both
+// ends.
+inline bool isDnsLabel(std::string_view s) {
+  if (s.empty() || s.size() > 63 || s.front() == '-' || s.back() == '-') return false;
+  return s.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789-") == std::string_view::npos;
+}
+
+// A DNS subdomain (most object names): DNS labels joined by '.', at most 253 characters.
+inline bool isDnsSubdomain(std::string_view s) {
+  if (s.empty() || s.size() > 253) return false;
+  std::size_t start = 0;
+  while (true) {
+    std::size_t dot = s.find('.', start);
+    if (!isDnsLabel(s.substr(start, dot == std::string_view::npos ? dot : dot - start)))
+      return false;
+    if (dot == std::string_view::npos) return true;
+    start = dot + 1;
+  }
+}
+
+} // namespace kuscia_host::sdk
+
+#endif // KUSCIA_HOST_KUBE_TEXT_HPP

@@ -1,0 +1,229 @@
+// One suite of SDK behaviour, run against the SDK's fake host and the real host: the conformance
+// plugin exercises the host side of the ABI and reports what it saw; the reports must be equal
+// (and say what the ABI documents), so a plugin tested on the fake host behaves the same in
+// production. Also: a plugin built against the frozen ABI 1.0 header loads and runs in this
+// host, and check-config reports a plugin's bad setting at its line, as run refuses it.
+#include <kuscia_host/testing/fake_host.hpp>
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "apiserver/server.h"
+#include "app/daemon.h"
+#include "conformance.h"
+#include "test_support.h"
+
+namespace kuscia_host {
+namespace {
+
+using nlohmann::json;
+
+json readJson(const std::string& path) {
+  return json::parse(test::readFile(path));
+}
+
+// The report of the conformance plugin in the fake host.
+json fakeHostReport(const std::string& file) {
+  testing::FakeHost host("alice");
+  EXPECT_TRUE(host.create(sdk::pluginDescriptor<tests::Conformance>("conformance"),
+                          json{{"reportFile", file}}.dump()))
+      << host.error();
+  EXPECT_TRUE(host.start()) << host.error();
+  for (const auto& s : host.subscriptions()) {
+    if (s.fields != std::vector<std::string>{"/metadata/labels"}) continue;
+    host.putObject(s.id, {"alice/p-a", "u-a", "5", R"([{"app":"a"}])", {{"app", "a"}}});
+    host.putObject(s.id, {"alice/p-b", "u-b", "6", R"([{"app":"b"}])", {{"app", "b"}}});
+  }
+  for (const auto& s : host.subscriptions())
+    host.deliver(s.id, KH_EVENT_SYNCED, "", "", "", "");
+  EXPECT_TRUE(host.ready());
+  EXPECT_EQ(host.httpGet("/api/v1/conformance/x").status, 200);
+  host.destroy();
+  return readJson(file);
+}
+
+// The report of conformance.so in the daemon, against an API server holding the same pods.
+json realHostReport(const std::string& file, const test::TempDir& dir) {
+  std::ostringstream logOut;
+  LogManager logs(LogFormat::kText, spdlog::level::warn, logOut);
+  SystemClock clock;
+  Runtime runtime(2);
+  apiserver::ServerOptions so;
+  so.faultInjection = true;
+  apiserver::ApiServer server(runtime.io(), clock, logs.logger("apiserver"), so);
+  auto ep = server.start();
+  EXPECT_TRUE(ep.ok());
+  runtime.start();
+  auto call = [&](const std::string& method, const std::string& target, const json& body) {
+    return test::httpRequest(ep->port(), method, target, body.dump(), "application/json").status;
+  };
+  EXPECT_EQ(call("POST", "/api/v1/namespaces", {{"metadata", {{"name", "alice"}}}}), 201);
+  for (const char* app : {"a", "b"})
+    EXPECT_EQ(call("POST", "/api/v1/namespaces/alice/pods",
+                   {{"metadata", {{"name", std::string("p-") + app}, {"labels", {{"app", app}}}}},
+                    {"spec", {{"containers", {{{"name", "c"}, {"image", "busybox"}}}}}}}),
+              201);
+  // The pending write keeps failing with 503 (retried with backoff) until the instance stops.
+  server.faults().respond(
+      {"/api/v1/namespaces/alice/pods/conformance-pending", 503, 1000, -1, "PATCH", false});
+  std::string kubeconfig = dir.file("kubeconfig");
+  EXPECT_TRUE(server.writeKubeconfig(kubeconfig).ok());
+
+  HostConfig c;
+  c.adminListen = "127.0.0.1:0";
+  c.cluster.source = ClusterConfig::Source::kKubeconfig;
+  c.cluster.kubeconfig = kubeconfig;
+  PluginEntry e;
+  e.name = "conformance";
+  e.path = KH_TEST_PLUGIN_DIR "/conformance.so";
+  e.configJson = json{{"reportFile", file}}.dump();
+  c.domains.push_back({"alice", {e}});
+  Daemon d(c, DaemonOptions{}, logs, clock);
+  auto started = d.start();
+  EXPECT_TRUE(started.ok()) << started.error();
+  EXPECT_TRUE(test::eventually([&] { return d.instances()[0]->health().ok; }, 20))
+      << d.instances()[0]->health().detail;
+  auto route = test::httpGet(d.adminEndpoint()->port(), "/api/v1/conformance/x");
+  EXPECT_EQ(route.status, 200) << route.body;
+  EXPECT_EQ(json::parse(route.body, nullptr, false)["path"], "/api/v1/conformance/x");
+  d.shutdown();
+  server.stop();
+  runtime.stop();
+  return readJson(file);
+}
+
+TEST(ConformanceTest, TheFakeHostAndTheRealHostAnswerAPluginAlike) {
+  test::TempDir dir;
+  json fake = fakeHostReport(dir.file("fake.json"));
+  json real = realHostReport(dir.file("real.json"), dir);
+  EXPECT_EQ(fake, real) << "fake host:\n" << fake.dump(2) << "\nreal host:\n" << real.dump(2);
+  // And both say what abi.h documents.
+  json expected = {{"abi", "1.1"},
+                   {"sub.plain", "ok"},
+                   {"sub.labels", "ok"},
+                   {"sub.no_version", KH_ERR_INVALID_ARGUMENT},
+                   {"sub.bad_scope", KH_ERR_INVALID_ARGUMENT},
+                   {"sub.namespace_missing", KH_ERR_INVALID_ARGUMENT},
+                   {"sub.bad_selector", KH_ERR_INVALID_ARGUMENT},
+                   {"sub.bad_pointer", KH_ERR_INVALID_ARGUMENT},
+                   {"sub.bad_resource", KH_ERR_INVALID_ARGUMENT},
+                   {"route.ok", "ok"},
+                   {"route.relative", KH_ERR_INVALID_ARGUMENT},
+                   {"route.reserved", KH_ERR_INVALID_ARGUMENT},
+                   {"metric.plugin_label", KH_ERR_INVALID_ARGUMENT},
+                   {"metric.reshaped", KH_ERR_INVALID_ARGUMENT},
+                   {"sub.late", KH_ERR_FAILED_PRECONDITION},
+                   {"route.late", KH_ERR_FAILED_PRECONDITION},
+                   {"req.bad_verb", KH_ERR_INVALID_ARGUMENT},
+                   {"req.bad_patch_type", KH_ERR_INVALID_ARGUMENT},
+                   {"req.no_name", KH_ERR_INVALID_ARGUMENT},
+                   {"req.bad_json", KH_ERR_INVALID_ARGUMENT},
+                   {"req.merge_not_object", KH_ERR_INVALID_ARGUMENT},
+                   {"req.json_patch_not_array", KH_ERR_INVALID_ARGUMENT},
+                   {"req.bad_segment", KH_ERR_INVALID_ARGUMENT},
+                   {"req.no_version", KH_ERR_INVALID_ARGUMENT},
+                   {"req.create_bad_json", KH_ERR_INVALID_ARGUMENT},
+                   {"timer.cancel_unknown", "not found"},
+                   {"cache.get_unknown_key", "absent"},
+                   {"cache.get_foreign_subscription", "absent"},
+                   {"cache.list_selector_without_labels", KH_ERR_FAILED_PRECONDITION},
+                   {"cache.list_bad_selector", KH_ERR_INVALID_ARGUMENT},
+                   {"cache.list_all", KH_OK},
+                   {"cache.list_selector", KH_OK},
+                   {"cache.list_selector_key", "alice/p-a"},
+                   {"cache.list_counts", "2/1"},
+                   {"cache.get", "found"},
+                   {"cache.get_fields", json::array({{{"app", "a"}}})},
+                   {"req.pending", "ok"},
+                   {"req.after_stop", KH_ERR_FAILED_PRECONDITION},
+                   {"timer.after_stop", KH_ERR_FAILED_PRECONDITION},
+                   {"req.pending_result", 0},
+                   {"destroyed_after_results", true}};
+  EXPECT_EQ(real, expected) << real.dump(2);
+}
+
+// A plugin compiled against the frozen 1.0 header runs in this 1.1 host; the host reads none of
+// the 1.1 fields its smaller descriptor lacks (non-NULL garbage sits where they would be).
+TEST(AbiCompatibilityTest, APluginBuiltAgainstAbi10LoadsAndRunsInThisHost) {
+  PluginLoader loader(LoaderOptions{::geteuid()});
+  auto lib = loader.load(KH_TEST_PLUGIN_DIR "/abi10.so", "abi10");
+  ASSERT_TRUE(lib.ok()) << lib.error();
+  EXPECT_EQ(lib.value()->descriptor().abi_minor, 0);
+  EXPECT_EQ(lib.value()->onHttpRequest(), nullptr);
+  EXPECT_EQ(lib.value()->validateConfig(), nullptr);
+  std::ostringstream logOut;
+  LogManager logs(LogFormat::kText, spdlog::level::warn, logOut);
+  SystemClock clock;
+  HostConfig c;
+  c.adminListen = "127.0.0.1:0";
+  PluginEntry e;
+  e.name = "abi10";
+  e.path = KH_TEST_PLUGIN_DIR "/abi10.so";
+  c.domains.push_back({"alice", {e}});
+  Daemon d(c, DaemonOptions{}, logs, clock);
+  ASSERT_TRUE(d.start().ok());
+  EXPECT_TRUE(test::eventually([&] {
+    return d.metrics().render().find("abi10_ticks_total{plugin=\"abi10\",domain=\"alice\"} 3") !=
+           std::string::npos;
+  }));
+  d.shutdown();
+  // And check-config, which calls validate_config where a plugin has one, leaves it alone.
+  test::TempDir dir;
+  std::string config = dir.file("abi10.yaml");
+  test::writeFile(config, "pluginDirs: [" KH_TEST_PLUGIN_DIR "]\ndomains:\n  - id: alice\n"
+                          "    plugins:\n      - name: abi10\n        config: {x: 1}\n");
+  auto r = test::runCommand({KH_BINARY, "check-config", "--config", config});
+  EXPECT_EQ(r.code, 0) << r.err;
+}
+
+// A plugin needing a newer minor than the host's is refused, naming both versions.
+TEST(AbiCompatibilityTest, APluginNeedingANewerMinorIsRefusedNamingBothVersions) {
+  PluginLoader loader(LoaderOptions{::geteuid()});
+  auto lib = loader.load(KH_TEST_PLUGIN_DIR "/bad_newer_minor.so");
+  ASSERT_FALSE(lib.ok());
+  EXPECT_NE(lib.error().find("needs ABI 1.2, newer than this host's ABI 1.1"), std::string::npos)
+      << lib.error();
+}
+
+// check-config asks each (1.1) plugin to validate its config and reports a bad key at its line,
+// as `run` refuses it.
+TEST(CheckConfigTest, APluginsBadSettingIsReportedAtItsLineAsRunRefusesIt) {
+  test::TempDir dir;
+  std::string config = dir.file("host.yaml");
+  test::writeFile(config, "pluginDirs: [" KH_PLUGIN_DIR "]\n"
+                          "domains:\n"
+                          "  - id: alice\n"
+                          "    plugins:\n"
+                          "      - name: task-timeline\n"
+                          "        config:\n"
+                          "          taskNamespace: cross-domain\n"
+                          "          coalesceMillis: 999999\n");
+  auto r = test::runCommand({KH_BINARY, "check-config", "--config", config});
+  EXPECT_EQ(r.code, 2);
+  const std::string message = "config key 'coalesceMillis': 999999 is outside [0, 60000]";
+  EXPECT_NE(r.err.find(config +
+                       ":8:11: domains[0].plugins[0].config.coalesceMillis: plugin "
+                       "task-timeline: " +
+                       message),
+            std::string::npos)
+      << r.err;
+  auto run =
+      test::runCommand({KH_BINARY, "run", "--config", config, "--admin-listen", "127.0.0.1:0"});
+  EXPECT_EQ(run.code, 1);
+  EXPECT_NE(run.err.find(message), std::string::npos) << run.err;
+  // A misspelt key is reported at the key.
+  test::writeFile(config, "pluginDirs: [" KH_PLUGIN_DIR "]\ndomains:\n  - id: alice\n"
+                          "    plugins:\n      - name: task-timeline\n"
+                          "        config: {coalesceMilis: 5}\n");
+  r = test::runCommand({KH_BINARY, "check-config", "--config", config});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("domains[0].plugins[0].config.coalesceMilis: plugin task-timeline: "
+                       "unknown config key 'coalesceMilis'"),
+            std::string::npos)
+      << r.err;
+}
+
+} // namespace
+} // namespace kuscia_host
