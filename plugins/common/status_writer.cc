@@ -1,0 +1,118 @@
+#include "status_writer.h"
+
+#include <algorithm>
+
+#include "kuscia.h"
+
+namespace kuscia_host::plugins {
+
+using nlohmann::json;
+
+StatusWriter::StatusWriter(sdk::Host host, Options options, Diff diff, Written written)
+    : host_(host), options_(std::move(options)), diff_(std::move(diff)),
+      written_(std::move(written)),
+      writes_(host.counter(options_.metricPrefix + "_status_writes_total",
+                           "KusciaTask status merge patches, by result (ok; retried: no answer, "
+                           "409, 429 or 5xx; gone: 404; failed: refused by the server)",
+                           {"result"})),
+      bytes_(host.counter(options_.metricPrefix + "_status_patch_bytes_total",
+                          "Bytes of KusciaTask status merge patches sent")) {}
+
+void StatusWriter::changed(const std::string& task) {
+  TaskState& st = tasks_[task];
+  st.dirty = true;
+  if (st.request != 0 || st.timer != 0) return; // flushed when those complete
+  schedule(task, st, options_.coalesceMillis);
+}
+
+void StatusWriter::schedule(const std::string& task, TaskState& st, int64_t delayMillis) {
+  if (delayMillis <= 0) return flush(task);
+  try {
+    st.timer = host_.startTimer(static_cast<uint64_t>(delayMillis));
+  } catch (const sdk::HostError&) {
+    return; // the instance is stopping: nothing more is written
+  }
+  timers_[st.timer] = task;
+}
+
+void StatusWriter::flush(const std::string& task) {
+  TaskState& st = tasks_[task];
+  st.timer = 0;
+  if (st.request != 0) return;
+  st.dirty = false;
+  json status = diff_(task);
+  if (status.is_null() || status.empty()) return;
+  sdk::KubeRequest r;
+  r.verb = KH_KUBE_PATCH;
+  r.group = kKusciaGroup;
+  r.version = kKusciaVersion;
+  r.resource = kKusciaTasks;
+  r.namespaceName = options_.taskNamespace;
+  r.name = task;
+  r.subresource = "status";
+  r.patchType = KH_PATCH_MERGE;
+  r.body = json{{"status", std::move(status)}}.dump();
+  try {
+    st.request = host_.kubeRequest(r);
+  } catch (const sdk::HostError& e) {
+    st.dirty = true; // not sent (the instance is stopping, or no cluster): nothing is lost
+    host_.debug("status patch of task " + task + " not sent: " + e.what());
+    return;
+  }
+  bytes_.add(static_cast<double>(r.body.size()));
+  requests_[st.request] = task;
+}
+
+bool StatusWriter::onTimer(uint64_t timerId) {
+  auto it = timers_.find(timerId);
+  if (it == timers_.end()) return false;
+  std::string task = std::move(it->second);
+  timers_.erase(it);
+  flush(task);
+  return true;
+}
+
+bool StatusWriter::onKubeResult(const sdk::KubeResult& result) {
+  auto it = requests_.find(result.requestId);
+  if (it == requests_.end()) return false;
+  std::string task = std::move(it->second);
+  requests_.erase(it);
+  TaskState& st = tasks_[task];
+  st.request = 0;
+  const int code = result.httpCode;
+  if (code >= 200 && code < 300) {
+    writes_.add(1, {"ok"});
+    st.backoffMillis = 0;
+    auto object = json::parse(result.body, nullptr, false);
+    if (object.is_object()) written_(task, object);
+    if (st.dirty) schedule(task, st, options_.coalesceMillis);
+    return true;
+  }
+  if (code == 404) { // the task is gone: its next appearance calls changed() again
+    writes_.add(1, {"gone"});
+    st.dirty = false;
+    st.backoffMillis = 0;
+    return true;
+  }
+  if (code == 400 || code == 403 || code == 415 || code == 422) {
+    // Refused as it is: retrying the same patch cannot help; the next change tries again.
+    writes_.add(1, {"failed"});
+    host_.error("status patch of task " + task + " refused (" + std::to_string(code) +
+                "): " + std::string(result.message));
+    st.backoffMillis = 0;
+    return true;
+  }
+  writes_.add(1, {"retried"});
+  st.backoffMillis =
+      std::min(options_.retryMaxMillis,
+               st.backoffMillis == 0 ? options_.retryInitialMillis : st.backoffMillis * 2);
+  host_.debug("status patch of task " + task + " failed (" +
+              (code == 0 ? std::string("no answer") : std::to_string(code)) + ": " +
+              std::string(result.message) + "); retrying in " + std::to_string(st.backoffMillis) +
+              " ms");
+  st.dirty = true;
+  if (st.timer == 0) schedule(task, st, st.backoffMillis);
+  return true;
+}
+
+} // namespace kuscia_host::plugins

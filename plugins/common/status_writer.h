@@ -1,0 +1,70 @@
+// Writes one plugin instance's part of KusciaTask statuses, with the discipline upstream lacks:
+// JSON merge patches on kusciatasks/<task>/status that carry only what differs (never a
+// full-object PUT, never a write when nothing differs), at most one write in flight per task,
+// changes to one task coalesced within a window, and failures (no answer, 409, 429, 5xx)
+// retried with exponential backoff until they succeed: nothing is dropped while the task exists.
+// A 404 (the task is gone) ends the retries; the next change of the task starts again.
+//
+// The plugin says what differs through the Diff callback, evaluated when the write is made (not
+// when the change happened), so a write always carries the latest desired state.
+#pragma once
+
+#include <kuscia_host/plugin.hpp>
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace kuscia_host::plugins {
+
+class StatusWriter {
+public:
+  struct Options {
+    std::string taskNamespace = "cross-domain";
+    int64_t coalesceMillis = 50;
+    int64_t retryInitialMillis = 200;
+    int64_t retryMaxMillis = 30000;
+    // Names the metric families "<metricPrefix>_status_writes_total" and
+    // "<metricPrefix>_status_patch_bytes_total".
+    std::string metricPrefix;
+  };
+  // The "status" object of the merge patch that brings `task` to the desired state, or null
+  // when it already holds it.
+  using Diff = std::function<nlohmann::json(const std::string& task)>;
+  // After a successful write: the object the server answered with (the task as it now is).
+  using Written = std::function<void(const std::string& task, const nlohmann::json& object)>;
+
+  StatusWriter(sdk::Host host, Options options, Diff diff, Written written);
+
+  // The desired state of `task` may have changed: write within the coalescing window.
+  void changed(const std::string& task);
+  // Route the instance's timer and kube callbacks here first; true when they were the writer's.
+  bool onTimer(uint64_t timerId);
+  bool onKubeResult(const sdk::KubeResult& result);
+
+  std::size_t inFlight() const { return requests_.size(); }
+
+private:
+  struct TaskState {
+    bool dirty = false;
+    uint64_t timer = 0;
+    uint64_t request = 0;
+    int64_t backoffMillis = 0;
+  };
+  void schedule(const std::string& task, TaskState& st, int64_t delayMillis);
+  void flush(const std::string& task);
+
+  sdk::Host host_;
+  Options options_;
+  Diff diff_;
+  Written written_;
+  sdk::Metric writes_;
+  sdk::Metric bytes_;
+  std::map<std::string, TaskState> tasks_;
+  std::map<uint64_t, std::string> timers_;   // timer id -> task
+  std::map<uint64_t, std::string> requests_; // request id -> task
+};
+
+} // namespace kuscia_host::plugins

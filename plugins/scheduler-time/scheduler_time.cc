@@ -1,0 +1,154 @@
+#include "scheduler_time.h"
+
+#include "kuscia.h"
+#include "kuscia_time.h"
+
+namespace kuscia_host::plugins::scheduler {
+
+using nlohmann::json;
+
+namespace {
+
+enum PodField { kTask, kCreate, kConditions, kPhase, kFieldCount };
+
+std::optional<int64_t> entryTime(const json* entry, const char* field) {
+  if (entry == nullptr || !entry->is_object() || !entry->contains(field) ||
+      !(*entry)[field].is_string())
+    return std::nullopt;
+  return parseTime((*entry)[field].get<std::string>());
+}
+
+} // namespace
+
+SchedulerTime::SchedulerTime(sdk::Host host, std::string_view /*domain*/,
+                             std::string_view configJson)
+    : Plugin(host), config_(parseSchedulerConfig(configJson)),
+      malformed_(host.counter("kuscia_scheduler_time_malformed_inputs_total",
+                              "Times that did not parse (scheduleTime left unset)", {"input"})),
+      writer_(
+          host,
+          StatusWriter::Options{config_.taskNamespace, config_.coalesceMillis, 200,
+                                config_.retryMaxMillis, "kuscia_scheduler_time"},
+          [this](const std::string& task) { return diff(task); },
+          [this](const std::string& task, const json& object) {
+            if (object.contains("status") && object["status"].is_object())
+              tasks_[task] = object["status"].value("podStatuses", json::object());
+          }) {
+  sdk::Subscription pods;
+  pods.version = "v1";
+  pods.resource = "pods";
+  pods.scope = KH_SCOPE_DOMAIN;
+  pods.fields = {kTaskIdPointer, "/metadata/creationTimestamp", "/status/conditions",
+                 "/status/phase"};
+  podSub_ = host.subscribe(pods);
+  taskSub_ = host.subscribe(taskSubscription(config_.taskNamespace));
+}
+
+void SchedulerTime::onEvent(const sdk::Event& e) {
+  if (e.type == KH_EVENT_SYNCED) return;
+  std::string key(e.key);
+  if (e.subscriptionId == taskSub_) {
+    std::string task(nameOf(key));
+    if (e.type == KH_EVENT_DELETED) {
+      tasks_.erase(task);
+      return;
+    }
+    json f = parseFields(e.fieldsJson, 2);
+    tasks_[task] = f[0].is_object() ? f[0] : json::object();
+    touch(task);
+    return;
+  }
+  if (e.subscriptionId != podSub_) return;
+  if (e.type == KH_EVENT_DELETED) {
+    if (auto it = pods_.find(key); it != pods_.end()) {
+      taskPods_[it->second.task].erase(key);
+      pods_.erase(it);
+    }
+    return;
+  }
+  json f = parseFields(e.fieldsJson, kFieldCount);
+  Pod& p = pods_[key];
+  if (p.uid != e.uid) {
+    if (!p.task.empty()) taskPods_[p.task].erase(key);
+    p = Pod{std::string(e.uid), "", std::string(namespaceOf(key)), std::string(nameOf(key))};
+  }
+  std::string task = fieldString(f, kTask);
+  if (task != p.task && !p.task.empty()) taskPods_[p.task].erase(key);
+  p.task = task;
+  if (task.empty()) {
+    pods_.erase(key);
+    return;
+  }
+  taskPods_[task].insert(key);
+  p.phase = fieldString(f, kPhase);
+  p.create = parseTime(fieldString(f, kCreate));
+  const json* sched = findCondition(f[kConditions], "PodScheduled");
+  if (sched != nullptr && sched->value("status", "") == "True" && !p.scheduled) {
+    std::string text = sched->value("lastTransitionTime", "");
+    if (auto t = parseTime(text)) {
+      p.scheduled = t;
+      p.scheduledText = formatTime(*t, TimePrecision::kAsGiven);
+    } else {
+      malformed_.add(1, {"PodScheduled lastTransitionTime"});
+      if (!p.loggedMalformed) {
+        p.loggedMalformed = true;
+        host().warn(key + ": malformed PodScheduled lastTransitionTime '" + text +
+                    "': scheduleTime stays unset");
+      }
+    }
+  }
+  touch(task);
+}
+
+json SchedulerTime::patch(const Pod& p, const json* entry) const {
+  json out = json::object();
+  bool present = entry != nullptr && entry->is_object();
+  auto entryCreate = entryTime(entry, "createTime");
+  bool same = present && (!entryCreate || !p.create || *entryCreate == *p.create);
+  if (p.scheduled) {
+    if (!present) {
+      out["namespace"] = p.namespaceName;
+      out["podName"] = p.name;
+      out["podPhase"] = p.phase.empty() ? "Pending" : p.phase;
+    }
+    auto have = entryTime(entry, "scheduleTime");
+    if (!have || *have != *p.scheduled) out["scheduleTime"] = p.scheduledText;
+  } else if (present && !same && entry->contains("scheduleTime") &&
+             !(*entry)["scheduleTime"].is_null()) {
+    out["scheduleTime"] = nullptr; // an earlier incarnation's
+  }
+  return out.empty() ? json() : out;
+}
+
+void SchedulerTime::touch(const std::string& task) {
+  auto t = tasks_.find(task);
+  if (t == tasks_.end()) return;
+  for (const auto& key : taskPods_[task]) {
+    auto e = t->second.find(key);
+    if (!patch(pods_.at(key), e == t->second.end() ? nullptr : &*e).is_null())
+      return writer_.changed(task);
+  }
+}
+
+json SchedulerTime::diff(const std::string& task) {
+  auto t = tasks_.find(task);
+  if (t == tasks_.end()) return nullptr;
+  json pods = json::object();
+  for (const auto& key : taskPods_[task]) {
+    auto e = t->second.find(key);
+    json p = patch(pods_.at(key), e == t->second.end() ? nullptr : &*e);
+    if (!p.is_null()) pods[key] = std::move(p);
+  }
+  if (pods.empty()) return nullptr;
+  return {{"podStatuses", std::move(pods)}};
+}
+
+void SchedulerTime::onTimer(uint64_t timerId, uint64_t /*userTag*/) {
+  writer_.onTimer(timerId);
+}
+
+void SchedulerTime::onKubeResult(const sdk::KubeResult& result) {
+  writer_.onKubeResult(result);
+}
+
+} // namespace kuscia_host::plugins::scheduler

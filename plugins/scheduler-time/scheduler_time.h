@@ -1,0 +1,55 @@
+// scheduler-time (optional): fills podStatuses["<ns>/<pod>"].scheduleTime of every KusciaTask
+// with the lastTransitionTime of the pod's PodScheduled=True condition, for the pods of this
+// instance's domain, with task-timeline's write discipline (merge patches of what differs,
+// coalesced, retried). Without it scheduleTime stays absent; enabled later, it fills the field
+// for pods already running. An entry of an earlier incarnation of the pod (another createTime)
+// loses its scheduleTime until the new one is scheduled.
+#pragma once
+
+#include <kuscia_host/plugin.hpp>
+
+#include <cstdint>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+
+#include "scheduler_config.h"
+#include "status_writer.h"
+
+namespace kuscia_host::plugins::scheduler {
+
+class SchedulerTime final : public sdk::Plugin {
+public:
+  SchedulerTime(sdk::Host host, std::string_view domain, std::string_view configJson);
+  static void validateConfig(std::string_view configJson) { parseSchedulerConfig(configJson); }
+
+  void onEvent(const sdk::Event& event) override;
+  void onTimer(uint64_t timerId, uint64_t userTag) override;
+  void onKubeResult(const sdk::KubeResult& result) override;
+
+  nlohmann::json diff(const std::string& task);
+
+private:
+  struct Pod {
+    std::string uid, task, namespaceName, name, phase;
+    std::optional<int64_t> create;
+    std::optional<int64_t> scheduled;
+    std::string scheduledText;
+    bool loggedMalformed = false;
+  };
+  nlohmann::json patch(const Pod& p, const nlohmann::json* entry) const;
+  void touch(const std::string& task);
+
+  SchedulerConfig config_;
+  uint64_t podSub_ = 0, taskSub_ = 0;
+  std::map<std::string, Pod> pods_;
+  std::map<std::string, std::set<std::string>> taskPods_;
+  std::map<std::string, nlohmann::json> tasks_; // task -> podStatuses
+  sdk::Metric malformed_;
+  StatusWriter writer_;
+};
+
+} // namespace kuscia_host::plugins::scheduler

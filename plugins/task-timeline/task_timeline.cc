@@ -1,0 +1,477 @@
+#include "task_timeline.h"
+
+#include <algorithm>
+
+#include "kuscia.h"
+#include "kuscia_time.h"
+
+namespace kuscia_host::plugins::timeline {
+
+using nlohmann::json;
+
+namespace {
+
+// The projected fields of each subscription, in declaration order.
+enum PodField {
+  kPodTask,
+  kPodCreate,
+  kPodStart,
+  kPodPhase,
+  kPodConditions,
+  kPodContainers,
+  kPodReason,
+  kPodMessage,
+  kPodFieldCount
+};
+enum ServiceField { kSvcTask, kSvcCreate, kSvcReadyTime, kSvcFieldCount };
+enum TaskField { kTaskPods, kTaskServices, kTaskPhase, kTaskCreate, kTaskFieldCount };
+
+const std::vector<double>& durationBuckets() {
+  static const std::vector<double> b = {0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600};
+  return b;
+}
+
+sdk::Subscription domainSubscription(const char* resource, std::vector<std::string> fields) {
+  sdk::Subscription s;
+  s.version = "v1";
+  s.resource = resource;
+  s.scope = KH_SCOPE_DOMAIN;
+  s.fields = std::move(fields);
+  return s;
+}
+
+// The instant of a time string in a status entry, if it parses.
+std::optional<int64_t> entryTime(const json* entry, const char* field) {
+  if (entry == nullptr || !entry->is_object()) return std::nullopt;
+  auto it = entry->find(field);
+  if (it == entry->end() || !it->is_string()) return std::nullopt;
+  return parseTime(it->get<std::string>());
+}
+
+bool hasField(const json* entry, const char* field) {
+  return entry != nullptr && entry->is_object() && entry->contains(field) &&
+         !(*entry)[field].is_null();
+}
+
+// Whether the status entry describes this incarnation of the object: its createTime is the
+// object's (an entry without one is taken as this incarnation's).
+bool sameIncarnation(const json* entry, const std::optional<Time>& create) {
+  if (entry == nullptr || !entry->is_object()) return false;
+  auto t = entryTime(entry, "createTime");
+  return !t || !create || *t == create->nanos;
+}
+
+// Sets patch[field] when the entry does not already hold `want` (compared as instants).
+void setTime(json& patch, const json* entry, const char* field, const std::optional<Time>& want,
+             bool clearStale) {
+  if (want) {
+    auto have = entryTime(entry, field);
+    if (!have || *have != want->nanos) patch[field] = want->text;
+  } else if (clearStale && hasField(entry, field)) {
+    patch[field] = nullptr; // a time of an earlier incarnation
+  }
+}
+
+} // namespace
+
+TaskTimeline::TaskTimeline(sdk::Host host, std::string_view domain, std::string_view configJson)
+    : Plugin(host), config_(parseTimelineConfig(configJson)), domain_(domain),
+      createToSchedule_(host.histogram("kuscia_timeline_pod_create_to_schedule_seconds",
+                                       "Pod creation to PodScheduled=True", {}, durationBuckets())),
+      createToStart_(host.histogram("kuscia_timeline_pod_create_to_start_seconds",
+                                    "Pod creation to status.startTime (the agent accepted it)", {},
+                                    durationBuckets())),
+      startToReady_(host.histogram("kuscia_timeline_pod_start_to_ready_seconds",
+                                   "Pod status.startTime to its first Ready=True", {},
+                                   durationBuckets())),
+      createToReady_(host.histogram("kuscia_timeline_pod_create_to_ready_seconds",
+                                    "Pod creation to its first Ready=True", {}, durationBuckets())),
+      serviceCreateToReady_(host.histogram(
+          "kuscia_timeline_service_create_to_ready_seconds",
+          "Service creation to its ready-time annotation (programmed in the gateway)", {},
+          durationBuckets())),
+      negative_(host.counter("kuscia_timeline_negative_durations_total",
+                             "Durations that came out negative (clocks disagree), by duration",
+                             {"duration"})),
+      malformed_(host.counter("kuscia_timeline_malformed_inputs_total",
+                              "Times and annotations that did not parse (field left unset)",
+                              {"input"})),
+      stuck_(host.gauge("kuscia_timeline_stuck_entries",
+                        "Entries waiting in a phase longer than stuckAfterSeconds", {"phase"})),
+      writer_(
+          host,
+          StatusWriter::Options{config_.taskNamespace, config_.coalesceMillis, 200,
+                                config_.retryMaxMillis, "kuscia_timeline"},
+          [this](const std::string& task) { return diff(task); },
+          [this](const std::string& task, const json& object) { written(task, object); }) {
+  podSub_ = host.subscribe(domainSubscription(
+      "pods",
+      {kTaskIdPointer, "/metadata/creationTimestamp", "/status/startTime", "/status/phase",
+       "/status/conditions", "/status/containerStatuses", "/status/reason", "/status/message"}));
+  serviceSub_ = host.subscribe(domainSubscription(
+      "services", {kTaskIdPointer, "/metadata/creationTimestamp", kReadyTimePointer}));
+  endpointsSub_ = host.subscribe(domainSubscription("endpoints", {"/subsets"}));
+  sdk::Subscription tasks = taskSubscription(config_.taskNamespace);
+  tasks.fields.emplace_back("/status/phase");
+  tasks.fields.emplace_back("/metadata/creationTimestamp");
+  taskSub_ = host.subscribe(tasks);
+  host.registerRoute("/api/v1/timelines");
+}
+
+void TaskTimeline::onStart() {
+  for (const char* phase : {"scheduling", "starting", "ready"})
+    stuck_.set(0, {phase});
+  stuckTimer_ = host().startTimer(5000, 5000);
+}
+
+void TaskTimeline::onEvent(const sdk::Event& e) {
+  if (e.type == KH_EVENT_SYNCED) return;
+  if (e.subscriptionId == podSub_) return onPod(e);
+  if (e.subscriptionId == serviceSub_) return onService(e);
+  if (e.subscriptionId == endpointsSub_) return onEndpoints(e);
+  if (e.subscriptionId == taskSub_) return onTask(e);
+}
+
+void TaskTimeline::onTimer(uint64_t timerId, uint64_t /*userTag*/) {
+  if (writer_.onTimer(timerId)) return;
+  if (timerId == stuckTimer_) refreshStuck();
+}
+
+void TaskTimeline::onKubeResult(const sdk::KubeResult& result) {
+  writer_.onKubeResult(result);
+}
+
+std::optional<Time> TaskTimeline::readTime(const json& value, const std::string& what,
+                                           const std::string& key, bool& logged) {
+  if (value.is_null()) return std::nullopt;
+  auto t = value.is_string() ? parseTime(value.get<std::string>()) : std::nullopt;
+  if (t) return Time{*t, formatTime(*t, TimePrecision::kAsGiven)};
+  malformed_.add(1, {what.c_str()});
+  if (!logged) {
+    logged = true;
+    host().warn(key + ": malformed " + what + " " + value.dump() +
+                ": the field stays unset (further ones of this object are only counted)");
+  }
+  return std::nullopt;
+}
+
+void TaskTimeline::onPod(const sdk::Event& e) {
+  std::string key(e.key);
+  if (e.type == KH_EVENT_DELETED) {
+    // Recorded times stay in the status; only the memory of the pod goes.
+    auto it = pods_.find(key);
+    if (it != pods_.end()) {
+      taskPods_[it->second.task].erase(key);
+      pods_.erase(it);
+    }
+    return;
+  }
+  json f = parseFields(e.fieldsJson, kPodFieldCount);
+  std::string task = fieldString(f, kPodTask);
+  Pod& p = pods_[key];
+  if (p.uid != e.uid) { // a new pod, or a new incarnation under the same name
+    if (!p.task.empty()) taskPods_[p.task].erase(key);
+    p = Pod{};
+    p.uid = std::string(e.uid);
+    p.namespaceName = std::string(namespaceOf(key));
+    p.name = std::string(nameOf(key));
+  }
+  if (task != p.task) {
+    if (!p.task.empty()) taskPods_[p.task].erase(key);
+    p.task = task;
+  }
+  if (task.empty()) { // not a task's pod
+    pods_.erase(key);
+    return;
+  }
+  taskPods_[task].insert(key);
+  p.phase = fieldString(f, kPodPhase);
+  if (auto t = readTime(f[kPodCreate], "creationTimestamp", key, p.loggedMalformed)) p.create = t;
+  if (auto t = readTime(f[kPodStart], "startTime", key, p.loggedMalformed)) p.start = t;
+  const json& conditions = f[kPodConditions];
+  if (const json* ready = findCondition(conditions, "Ready");
+      ready != nullptr && ready->value("status", "") == "True" && !p.ready) {
+    p.ready = readTime(ready->value("lastTransitionTime", json()), "Ready lastTransitionTime", key,
+                       p.loggedMalformed);
+  }
+  if (const json* sched = findCondition(conditions, "PodScheduled");
+      sched != nullptr && sched->value("status", "") == "True" && !p.scheduled) {
+    p.scheduled = readTime(sched->value("lastTransitionTime", json()),
+                           "PodScheduled lastTransitionTime", key, p.loggedMalformed);
+  }
+  if (p.ready) {
+    p.waiting.reset();
+  } else {
+    p.waiting = podWaiting(p, conditions, f[kPodContainers], fieldString(f, kPodReason),
+                           fieldString(f, kPodMessage));
+  }
+  observe(p);
+  touch(task);
+}
+
+Waiting TaskTimeline::podWaiting(const Pod& p, const json& conditions, const json& containers,
+                                 const std::string& reason, const std::string& message) const {
+  Waiting w;
+  const json* sched = findCondition(conditions, "PodScheduled");
+  bool scheduled =
+      p.scheduled.has_value() || (sched != nullptr && sched->value("status", "") == "True");
+  if (p.start) {
+    w.phase = "ready";
+    w.sinceNanos = p.start->nanos;
+  } else if (scheduled) {
+    w.phase = "starting";
+    w.sinceNanos = p.scheduled ? p.scheduled->nanos : (p.create ? p.create->nanos : 0);
+  } else {
+    w.phase = "scheduling";
+    w.sinceNanos = p.create ? p.create->nanos : 0;
+  }
+  if (p.phase == "Failed") {
+    w.reason = reason.empty() ? "Failed" : reason;
+    w.message = message;
+    return w;
+  }
+  // A container's waiting reason says most (ImagePullBackOff, CrashLoopBackOff, ...).
+  if (containers.is_array()) {
+    for (const auto& c : containers) {
+      const json* waiting = c.is_object() && c.contains("state") && c["state"].is_object() &&
+                                    c["state"].contains("waiting")
+                                ? &c["state"]["waiting"]
+                                : nullptr;
+      if (waiting != nullptr && waiting->is_object()) {
+        w.reason = waiting->value("reason", "");
+        w.message = waiting->value("message", "");
+        if (!w.reason.empty()) return w;
+      }
+    }
+  }
+  if (sched != nullptr && sched->value("status", "") == "False") {
+    w.reason = sched->value("reason", "Unschedulable");
+    w.message = sched->value("message", "");
+    return w;
+  }
+  if (const json* ready = findCondition(conditions, "Ready");
+      ready != nullptr && ready->value("status", "") == "False") {
+    w.reason = ready->value("reason", "NotReady");
+    w.message = ready->value("message", "");
+  }
+  return w;
+}
+
+void TaskTimeline::observeDuration(const sdk::Metric& m, const char* name, const Time& from,
+                                   const Time& to) {
+  double seconds = secondsBetween(from.nanos, to.nanos);
+  if (seconds < 0) negative_.add(1, {name});
+  m.observe(seconds);
+}
+
+void TaskTimeline::observe(Pod& p) {
+  if (!p.create) return;
+  if (p.scheduled && !p.observedSchedule) {
+    p.observedSchedule = true;
+    observeDuration(createToSchedule_, "pod_create_to_schedule", *p.create, *p.scheduled);
+  }
+  if (p.start && !p.observedStart) {
+    p.observedStart = true;
+    observeDuration(createToStart_, "pod_create_to_start", *p.create, *p.start);
+  }
+  if (p.ready && !p.observedReady) {
+    p.observedReady = true;
+    observeDuration(createToReady_, "pod_create_to_ready", *p.create, *p.ready);
+    if (p.start) observeDuration(startToReady_, "pod_start_to_ready", *p.start, *p.ready);
+  }
+}
+
+void TaskTimeline::observe(Service& s) {
+  if (s.create && s.ready && !s.observed) {
+    s.observed = true;
+    observeDuration(serviceCreateToReady_, "service_create_to_ready", *s.create, *s.ready);
+  }
+}
+
+void TaskTimeline::onService(const sdk::Event& e) {
+  std::string key(e.key);
+  if (e.type == KH_EVENT_DELETED) {
+    auto it = services_.find(key);
+    if (it != services_.end()) {
+      taskServices_[it->second.task].erase(key);
+      services_.erase(it);
+    }
+    return;
+  }
+  json f = parseFields(e.fieldsJson, kSvcFieldCount);
+  std::string task = fieldString(f, kSvcTask);
+  Service& s = services_[key];
+  if (s.uid != e.uid) {
+    if (!s.task.empty()) taskServices_[s.task].erase(key);
+    s = Service{};
+    s.uid = std::string(e.uid);
+    s.namespaceName = std::string(namespaceOf(key));
+    s.name = std::string(nameOf(key));
+  }
+  if (task != s.task) {
+    if (!s.task.empty()) taskServices_[s.task].erase(key);
+    s.task = task;
+  }
+  if (task.empty()) {
+    services_.erase(key);
+    return;
+  }
+  taskServices_[task].insert(key);
+  if (auto t = readTime(f[kSvcCreate], "creationTimestamp", key, s.loggedMalformed)) s.create = t;
+  if (auto t = readTime(f[kSvcReadyTime], "ready-time annotation", key, s.loggedMalformed))
+    s.ready = t;
+  observe(s);
+  touch(task);
+}
+
+void TaskTimeline::onEndpoints(const sdk::Event& e) {
+  std::string key(e.key);
+  if (e.type == KH_EVENT_DELETED) {
+    endpoints_.erase(key);
+    return;
+  }
+  json subsets = parseFields(e.fieldsJson, 1)[0];
+  bool any = false;
+  if (subsets.is_array())
+    for (const auto& s : subsets)
+      if (s.is_object() && s.contains("addresses") && s["addresses"].is_array() &&
+          !s["addresses"].empty())
+        any = true;
+  endpoints_[key] = any;
+}
+
+void TaskTimeline::onTask(const sdk::Event& e) {
+  std::string name(nameOf(e.key));
+  if (e.type == KH_EVENT_DELETED) {
+    tasks_.erase(name);
+    return;
+  }
+  json f = parseFields(e.fieldsJson, kTaskFieldCount);
+  Task& t = tasks_[name];
+  t.exists = true;
+  t.podStatuses = f[kTaskPods].is_object() ? f[kTaskPods] : json::object();
+  t.serviceStatuses = f[kTaskServices].is_object() ? f[kTaskServices] : json::object();
+  t.phase = fieldString(f, kTaskPhase);
+  t.createTime = fieldString(f, kTaskCreate);
+  // What this host knows may be missing (a pod seen first, or fields another writer removed).
+  touch(name);
+}
+
+void TaskTimeline::touch(const std::string& task) {
+  auto it = tasks_.find(task);
+  if (it == tasks_.end() || !it->second.exists) return; // applied when the task appears
+  const Task& t = it->second;
+  bool differs = false;
+  for (const auto& key : taskPods_[task]) {
+    auto e = t.podStatuses.find(key);
+    if (!podPatch(pods_.at(key), e == t.podStatuses.end() ? nullptr : &*e).is_null()) {
+      differs = true;
+      break;
+    }
+  }
+  for (const auto& key : taskServices_[task]) {
+    if (differs) break;
+    auto e = t.serviceStatuses.find(key);
+    if (!servicePatch(services_.at(key), e == t.serviceStatuses.end() ? nullptr : &*e).is_null())
+      differs = true;
+  }
+  if (differs) writer_.changed(task);
+}
+
+json TaskTimeline::podPatch(Pod& p, const json* entry) const {
+  json patch = json::object();
+  bool present = entry != nullptr && entry->is_object();
+  bool same = sameIncarnation(entry, p.create);
+  if (!present) {
+    patch["namespace"] = p.namespaceName;
+    patch["podName"] = p.name;
+    patch["podPhase"] = p.phase.empty() ? "Pending" : p.phase;
+  }
+  setTime(patch, entry, "createTime", p.create, false);
+  setTime(patch, entry, "startTime", p.start, present && !same);
+  // The first readyTime of this incarnation: the status may know an earlier one than this host
+  // (it restarted after a flap); that one is kept.
+  if (same) {
+    if (auto have = entryTime(entry, "readyTime"); have && (!p.ready || *have < p.ready->nanos))
+      p.ready = Time{*have, formatTime(*have, TimePrecision::kAsGiven)};
+  }
+  setTime(patch, entry, "readyTime", p.ready, present && !same);
+  return patch.empty() ? json() : patch;
+}
+
+json TaskTimeline::servicePatch(const Service& s, const json* entry) const {
+  json patch = json::object();
+  bool present = entry != nullptr && entry->is_object();
+  bool same = sameIncarnation(entry, s.create);
+  if (!present) {
+    patch["namespace"] = s.namespaceName;
+    patch["serviceName"] = s.name;
+  }
+  setTime(patch, entry, "createTime", s.create, false);
+  setTime(patch, entry, "readyTime", s.ready, present && !same);
+  return patch.empty() ? json() : patch;
+}
+
+json TaskTimeline::diff(const std::string& task) {
+  auto it = tasks_.find(task);
+  if (it == tasks_.end() || !it->second.exists) return nullptr;
+  const Task& t = it->second;
+  json pods = json::object();
+  for (const auto& key : taskPods_[task]) {
+    auto e = t.podStatuses.find(key);
+    json patch = podPatch(pods_.at(key), e == t.podStatuses.end() ? nullptr : &*e);
+    if (!patch.is_null()) pods[key] = std::move(patch);
+  }
+  json services = json::object();
+  for (const auto& key : taskServices_[task]) {
+    auto e = t.serviceStatuses.find(key);
+    json patch = servicePatch(services_.at(key), e == t.serviceStatuses.end() ? nullptr : &*e);
+    if (!patch.is_null()) services[key] = std::move(patch);
+  }
+  json status = json::object();
+  if (!pods.empty()) status["podStatuses"] = std::move(pods);
+  if (!services.empty()) status["serviceStatuses"] = std::move(services);
+  return status.empty() ? json() : status;
+}
+
+void TaskTimeline::written(const std::string& task, const json& object) {
+  auto it = tasks_.find(task);
+  if (it == tasks_.end() || !object.contains("status") || !object["status"].is_object()) return;
+  const json& status = object["status"];
+  // The server's answer is the task as it now is: later diffs start from it, so the write is
+  // not repeated while the watch event is on its way.
+  it->second.podStatuses = status.value("podStatuses", json::object());
+  it->second.serviceStatuses = status.value("serviceStatuses", json::object());
+}
+
+void TaskTimeline::refreshStuck() {
+  int64_t now = host().wallTimeNanos();
+  int64_t limit = config_.stuckAfterSeconds * 1000000000;
+  std::map<std::string, int> counts = {{"scheduling", 0}, {"starting", 0}, {"ready", 0}};
+  for (const auto& [key, p] : pods_)
+    if (p.waiting && p.waiting->sinceNanos > 0 && now - p.waiting->sinceNanos > limit)
+      ++counts[p.waiting->phase];
+  for (const auto& [key, s] : services_)
+    if (auto w = serviceWaiting(s); w && w->sinceNanos > 0 && now - w->sinceNanos > limit)
+      ++counts[w->phase];
+  for (const auto& [phase, n] : counts)
+    stuck_.set(n, {phase.c_str()});
+}
+
+std::optional<Waiting> TaskTimeline::serviceWaiting(const Service& s) const {
+  if (s.ready) return std::nullopt;
+  Waiting w;
+  w.phase = "ready";
+  w.sinceNanos = s.create ? s.create->nanos : 0;
+  auto ep = endpoints_.find(s.namespaceName + "/" + s.name);
+  if (ep == endpoints_.end() || !ep->second) {
+    w.reason = "NoEndpoints";
+    w.message = "the service's Endpoints have no address yet";
+  } else {
+    w.reason = "NotProgrammed";
+    w.message = "the gateway has not written kuscia.secretflow/ready-time yet";
+  }
+  return w;
+}
+
+} // namespace kuscia_host::plugins::timeline

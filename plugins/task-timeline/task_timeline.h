@@ -1,0 +1,133 @@
+// task-timeline: fills every KusciaTask's status, for the pods and services of this instance's
+// domain, with when each was created, started and ready (podStatuses["<ns>/<pod>"] createTime,
+// startTime, readyTime; serviceStatuses["<ns>/<svc>"] createTime, readyTime), and serves each
+// task's timeline on the admin server (/api/v1/timelines/<task>).
+//
+// Level-triggered: the desired entries are computed from the objects and compared with the
+// task's status as last seen; a write carries only what differs. So a pod seen before its task
+// is applied when the task appears, fields another writer removed are written again, and a
+// restarted host converges to the same status.
+//
+// Timing semantics (ARCHITECTURE.md, "Timing semantics"):
+//  - createTime = metadata.creationTimestamp; startTime = status.startTime;
+//  - readyTime = lastTransitionTime of Ready=True the first time it is seen for the pod's UID;
+//    a later NotReady never moves it, and a readyTime the status already holds for the same
+//    incarnation (same createTime) is kept unless this host saw an earlier one;
+//  - a pod recreated under the same name (its createTime differs from the entry's) is a new
+//    incarnation: its times replace the old ones, which are cleared when not yet known;
+//  - service readyTime = the kuscia.secretflow/ready-time annotation (RFC 3339, any offset,
+//    normalised to UTC);
+//  - a recorded time is never cleared because the object was deleted or an event lacks it; a
+//    malformed time leaves the field unset, is logged once per object and counted.
+#pragma once
+
+#include <kuscia_host/plugin.hpp>
+
+#include <cstdint>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+
+#include "status_writer.h"
+#include "timeline_config.h"
+
+namespace kuscia_host::plugins::timeline {
+
+// Why an entry has not reached its next time yet, and since when.
+struct Waiting {
+  std::string phase; // "scheduling", "starting" or "ready"
+  std::string reason;
+  std::string message;
+  int64_t sinceNanos = 0;
+};
+
+// One time as read from an object: the instant and its canonical (UTC) text.
+struct Time {
+  int64_t nanos = 0;
+  std::string text;
+};
+
+class TaskTimeline final : public sdk::Plugin {
+public:
+  TaskTimeline(sdk::Host host, std::string_view domain, std::string_view configJson);
+  static void validateConfig(std::string_view configJson) { parseTimelineConfig(configJson); }
+
+  void onStart() override;
+  void onEvent(const sdk::Event& event) override;
+  void onTimer(uint64_t timerId, uint64_t userTag) override;
+  void onKubeResult(const sdk::KubeResult& result) override;
+  void onHttpRequest(const sdk::HttpRequest& request, sdk::HttpResponse& response) override;
+
+  // The timeline document of one task (what /api/v1/timelines/<task> answers); nullopt when the
+  // task is unknown. The list of tasks when `task` is empty.
+  std::optional<nlohmann::json> timeline(const std::string& task) const;
+  nlohmann::json taskList() const;
+  // The merge patch's "status" that brings `task` to the desired state; null when none.
+  nlohmann::json diff(const std::string& task);
+  const TimelineConfig& config() const { return config_; }
+
+private:
+  struct Pod {
+    std::string uid, task, namespaceName, name, phase;
+    std::optional<Time> create, start, ready, scheduled;
+    std::optional<Waiting> waiting;
+    bool observedStart = false, observedReady = false, observedSchedule = false;
+    bool loggedMalformed = false;
+  };
+  struct Service {
+    std::string uid, task, namespaceName, name;
+    std::optional<Time> create, ready;
+    bool observed = false;
+    bool loggedMalformed = false;
+  };
+  struct Task {
+    bool exists = false;
+    nlohmann::json podStatuses = nlohmann::json::object();
+    nlohmann::json serviceStatuses = nlohmann::json::object();
+    std::string phase;
+    std::string createTime;
+  };
+
+  void onPod(const sdk::Event& e);
+  void onService(const sdk::Event& e);
+  void onEndpoints(const sdk::Event& e);
+  void onTask(const sdk::Event& e);
+  // Reads a time field; a present but malformed value is counted and logged once per object.
+  std::optional<Time> readTime(const nlohmann::json& value, const std::string& what,
+                               const std::string& key, bool& logged);
+  void observe(Pod& p);
+  void observe(Service& s);
+  void observeDuration(const sdk::Metric& m, const char* name, const Time& from, const Time& to);
+  Waiting podWaiting(const Pod& p, const nlohmann::json& conditions,
+                     const nlohmann::json& containers, const std::string& reason,
+                     const std::string& message) const;
+  std::optional<Waiting> serviceWaiting(const Service& s) const;
+  // The merge-patch entry for one pod or service against the status entry (null when equal).
+  nlohmann::json podPatch(Pod& p, const nlohmann::json* entry) const;
+  nlohmann::json servicePatch(const Service& s, const nlohmann::json* entry) const;
+  // Marks the task for a write when the object's entry differs from the status.
+  void touch(const std::string& task);
+  void written(const std::string& task, const nlohmann::json& object);
+  void refreshStuck();
+  nlohmann::json entryTimeline(const std::string& key, const nlohmann::json& entry, bool pod) const;
+
+  TimelineConfig config_;
+  std::string domain_;
+  uint64_t podSub_ = 0, serviceSub_ = 0, endpointsSub_ = 0, taskSub_ = 0;
+  uint64_t stuckTimer_ = 0;
+  std::map<std::string, Pod> pods_;         // "<ns>/<name>"
+  std::map<std::string, Service> services_; // "<ns>/<name>"
+  std::map<std::string, bool> endpoints_;   // "<ns>/<name>" -> has an address
+  std::map<std::string, Task> tasks_;
+  std::map<std::string, std::set<std::string>> taskPods_, taskServices_;
+
+  sdk::Metric createToSchedule_, createToStart_, startToReady_, createToReady_;
+  sdk::Metric serviceCreateToReady_;
+  sdk::Metric negative_, malformed_, stuck_;
+  StatusWriter writer_;
+};
+
+} // namespace kuscia_host::plugins::timeline

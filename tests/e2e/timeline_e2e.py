@@ -1,0 +1,411 @@
+#!/usr/bin/python3
+"""Acceptance for the timeline plugins, end to end with real processes and kubectl.
+
+Centralized: one `kuscia-host apiserver`, one host serving domains alice and bob with
+task-timeline and gateway-ready-time; kubectl plays Kuscia (the task, each party's pod and
+services, the agent's status updates, the endpoints). Every entry of the task's status must hold
+exactly the objects' own times, with createTime <= startTime <= readyTime; scheduleTime is absent
+until scheduler-time is enabled; a readiness flap leaves readyTime alone; a malformed ready-time
+annotation is counted and the host keeps running; a full-status PUT that drops the times is
+repaired; a `kill -9` of the host mid-startup converges to the same status; the timeline route
+shows a pod held Unschedulable with its reason.
+
+P2P (--p2p): two API servers (alice's and bob's clusters), the task created in both, one host
+per party in p2p mode: each fills its own party's entries in its own cluster.
+
+usage: timeline_e2e.py <kuscia-host> <plugin-dir> [--p2p]
+"""
+import copy
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+
+host_bin, plugin_dir = sys.argv[1], sys.argv[2]
+p2p = "--p2p" in sys.argv[3:]
+work = tempfile.mkdtemp()
+TASK = "secretflow-task-psi"
+PARTIES = ("alice", "bob")
+procs = []
+# The first Ready=True of a pod whose readiness later flapped: what readyTime must keep.
+first_ready = {}
+
+
+def check(cond, what):
+    if not cond:
+        raise SystemExit("FAIL: " + what)
+    print("ok -", what, flush=True)
+
+
+def eventually(pred, seconds=30):
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        if pred():
+            return True
+        time.sleep(0.1)
+    return pred()
+
+
+class Cluster:
+    """A `kuscia-host apiserver` process and kubectl against it."""
+
+    def __init__(self, name):
+        self.name = name
+        self.kubeconfig = os.path.join(work, name + ".kubeconfig")
+        self.proc = subprocess.Popen([host_bin, "apiserver", "--listen", "127.0.0.1:0",
+                                      "--kubeconfig-out", self.kubeconfig],
+                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        procs.append(self.proc)
+        line = self.proc.stdout.readline()
+        check("listening on" in line, "%s: apiserver started" % name)
+
+    def kubectl(self, *args, stdin=None, ok=True):
+        r = subprocess.run(["kubectl", "--kubeconfig", self.kubeconfig,
+                            "--cache-dir", os.path.join(work, self.name + "-cache"), *args],
+                           input=stdin, capture_output=True, text=True, timeout=60)
+        if ok and r.returncode != 0:
+            raise SystemExit("FAIL: kubectl %s: %s" % (" ".join(args), r.stderr))
+        return r.stdout
+
+    def get(self, kind, name, ns):
+        return json.loads(self.kubectl("get", kind, name, "-n", ns, "-o", "json"))
+
+    def apply(self, obj):
+        self.kubectl("apply", "-f", "-", stdin=json.dumps(obj))
+
+    def status_patch(self, kind, name, ns, patch, kind_type="merge"):
+        self.kubectl("patch", kind, name, "-n", ns, "--subresource=status", "--type=" + kind_type,
+                     "-p", json.dumps(patch))
+
+    def task(self):
+        return self.get("kusciatask", TASK, "cross-domain")
+
+
+class Host:
+    """A `kuscia-host run` process for some domains."""
+
+    def __init__(self, name, cluster, domains, plugins, mode):
+        self.name, self.cluster, self.domains, self.plugins, self.mode = name, cluster, domains, plugins, mode
+        self.log = os.path.join(work, name + ".log")
+        self.proc = None
+
+    def start(self):
+        config = os.path.join(work, self.name + ".yaml")
+        lines = ["mode: %s" % self.mode, "cluster:", "  kubeconfig: %s" % self.cluster.kubeconfig,
+                 "domains:"]
+        for d in self.domains:
+            lines.append("  - id: %s" % d)
+            lines.append("    plugins:")
+            for p in self.plugins:
+                lines.append("      - name: %s" % p)
+                if p != "gateway-ready-time":
+                    lines.append("        config: {coalesceMillis: 20}")
+        with open(config, "w") as f:
+            f.write("\n".join(lines) + "\n")
+        self.proc = subprocess.Popen([host_bin, "run", "--config", config, "--plugin-dir", plugin_dir,
+                                      "--admin-listen", "127.0.0.1:0"],
+                                     stdout=subprocess.DEVNULL, stderr=open(self.log, "a"))
+        procs.append(self.proc)
+        check(eventually(lambda: self.port() is not None, 20), "%s started" % self.name)
+
+    def port(self):
+        m = re.findall(r"admin server listening on 127\.0\.0\.1:(\d+)", open(self.log).read())
+        return int(m[-1]) if m and self.proc.poll() is None else None
+
+    def admin(self, path):
+        try:
+            with urllib.request.urlopen("http://127.0.0.1:%d%s" % (self.port(), path)) as r:
+                return r.status, r.read().decode()
+        except urllib.error.HTTPError as e:
+            return e.code, e.read().decode()
+
+    def metric(self, pattern):
+        _, text = self.admin("/metrics")
+        m = re.search(r"^%s (\S+)$" % pattern, text, re.M)
+        return float(m.group(1)) if m else None
+
+    def kill9(self):
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait(timeout=10)
+
+    def stop(self):
+        self.proc.send_signal(signal.SIGTERM)
+        check(self.proc.wait(timeout=20) == 0, "%s exits 0 on SIGTERM" % self.name)
+
+
+def fixture(name):
+    here = os.path.dirname(os.path.abspath(__file__))
+    with open(os.path.join(here, "..", "fixtures", name)) as f:
+        return json.load(f)
+
+
+def clean(obj):
+    obj = copy.deepcopy(obj)
+    for k in ("uid", "resourceVersion", "creationTimestamp", "generation", "ownerReferences"):
+        obj["metadata"].pop(k, None)
+    obj.pop("status", None)
+    return obj
+
+
+def task_object():
+    t = clean(fixture("kusciatask.json"))
+    return t
+
+
+def pod_object(party, i):
+    p = clean(fixture("pod.json"))
+    p["metadata"]["namespace"] = party
+    p["metadata"]["name"] = "%s-%d" % (TASK, i)
+    return p
+
+
+def service_objects(party):
+    svcs = []
+    for port in ("spu", "fed", "global"):
+        s = clean(fixture("service.json"))
+        s["metadata"]["namespace"] = party
+        s["metadata"]["name"] = "%s-0-%s" % (TASK, port)
+        s["metadata"]["annotations"].pop("kuscia.secretflow/ready-time", None)
+        s["metadata"]["labels"]["kuscia.secretflow/port-name"] = port
+        svcs.append(s)
+    return svcs
+
+
+def now():
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def start_pod(cluster, party, name):
+    """The agent accepts the pod: scheduled, started."""
+    t = now()
+    cluster.status_patch("pod", name, party, {"status": {
+        "phase": "Running", "startTime": t,
+        "conditions": [{"type": "PodScheduled", "status": "True", "lastTransitionTime": t}]}},
+        kind_type="strategic")
+
+
+def ready_pod(cluster, party, name, ready=True, reason=None):
+    cond = {"type": "Ready", "status": "True" if ready else "False", "lastTransitionTime": now()}
+    if reason:
+        cond["reason"] = reason
+    cluster.status_patch("pod", name, party, {"status": {"conditions": [cond]}}, kind_type="strategic")
+
+
+def add_endpoints(cluster, party, svc):
+    cluster.apply({"apiVersion": "v1", "kind": "Endpoints",
+                   "metadata": {"name": svc, "namespace": party},
+                   "subsets": [{"addresses": [{"ip": "10.0.0.1"}], "ports": [{"port": 8080}]}]})
+
+
+def condition(pod, type_):
+    for c in pod.get("status", {}).get("conditions", []):
+        if c["type"] == type_:
+            return c
+    return None
+
+
+def expected_entries(cluster, party):
+    """What the status must hold for the party: the objects' own times."""
+    pods, svcs = {}, {}
+    for p in json.loads(cluster.kubectl("get", "pods", "-n", party, "-o", "json"))["items"]:
+        e = {"namespace": party, "podName": p["metadata"]["name"],
+             "createTime": p["metadata"]["creationTimestamp"]}
+        if "startTime" in p.get("status", {}):
+            e["startTime"] = p["status"]["startTime"]
+        key = "%s/%s" % (party, p["metadata"]["name"])
+        ready = condition(p, "Ready")
+        if key in first_ready:
+            e["readyTime"] = first_ready[key]
+        elif ready and ready["status"] == "True":
+            e["readyTime"] = ready["lastTransitionTime"]
+        pods[key] = e
+    for s in json.loads(cluster.kubectl("get", "services", "-n", party, "-o", "json"))["items"]:
+        e = {"namespace": party, "serviceName": s["metadata"]["name"],
+             "createTime": s["metadata"]["creationTimestamp"]}
+        rt = s["metadata"].get("annotations", {}).get("kuscia.secretflow/ready-time")
+        if rt:
+            e["readyTime"] = rt
+        svcs["%s/%s" % (party, s["metadata"]["name"])] = e
+    return pods, svcs
+
+
+def status_matches(cluster, party, pods=None, svcs=None):
+    want_pods, want_svcs = expected_entries(cluster, party)
+    if pods is not None:
+        want_pods = {k: v for k, v in want_pods.items() if k in pods}
+    status = cluster.task().get("status", {})
+    have_pods, have_svcs = status.get("podStatuses", {}), status.get("serviceStatuses", {})
+    for key, want in list(want_pods.items()) + list(want_svcs.items()):
+        have = have_pods.get(key) if key in want_pods else have_svcs.get(key)
+        if have is None:
+            return "%s missing" % key
+        for field, value in want.items():
+            if have.get(field) != value:
+                return "%s.%s is %r, the object says %r" % (key, field, have.get(field), value)
+        extra = {"createTime", "startTime", "readyTime"} & set(have) - set(want)
+        if extra:
+            return "%s has %s the object has not" % (key, extra)
+    return None
+
+
+def ordered(entry):
+    t = [entry.get(f) for f in ("createTime", "startTime", "readyTime") if entry.get(f)]
+    return t == sorted(t)
+
+
+def startup(cluster, party, i=0):
+    cluster.apply(pod_object(party, i))
+    for s in service_objects(party):
+        cluster.apply(s)
+
+
+def finish_startup(cluster, party, i=0):
+    name = "%s-%d" % (TASK, i)
+    start_pod(cluster, party, name)
+    time.sleep(1.1)  # one-second API timestamps: let each phase take a visible second
+    ready_pod(cluster, party, name)
+    for s in service_objects(party):
+        add_endpoints(cluster, party, s["metadata"]["name"])
+
+
+def centralized():
+    c = Cluster("cluster")
+    for ns in ("alice", "bob", "cross-domain"):
+        c.kubectl("create", "namespace", ns)
+    h = Host("host", c, PARTIES, ["task-timeline", "gateway-ready-time"], "centralized")
+    h.start()
+    # A pod before its task: applied when the task appears.
+    startup(c, "alice")
+    time.sleep(0.5)
+    c.apply(task_object())
+    startup(c, "bob")
+    time.sleep(1.1)
+    # kill -9 mid-startup: what happens meanwhile is picked up after the restart.
+    h.kill9()
+    finish_startup(c, "alice")
+    h.start()
+    finish_startup(c, "bob")
+    for party in PARTIES:
+        check(eventually(lambda: status_matches(c, party) is None, 30),
+              "every %s entry holds the objects' own times: %s" % (party, status_matches(c, party)))
+    status = c.task()["status"]
+    for key, e in list(status["podStatuses"].items()) + list(status["serviceStatuses"].items()):
+        check(ordered(e) and "readyTime" in e, "%s complete and ordered: %s" % (key, e))
+    check(all("scheduleTime" not in e for e in status["podStatuses"].values()),
+          "scheduleTime absent without scheduler-time")
+    check(h.metric('kuscia_timeline_status_writes_total\\{plugin="task-timeline",domain="alice",result="ok"\\}') >= 1,
+          "/metrics counts the status writes")
+
+    # A readiness flap never moves readyTime.
+    pod = "alice/%s-0" % TASK
+    before = c.task()["status"]["podStatuses"][pod]["readyTime"]
+    first_ready[pod] = before
+    time.sleep(1.1)
+    ready_pod(c, "alice", "%s-0" % TASK, ready=False, reason="ContainersNotReady")
+    time.sleep(1.1)
+    ready_pod(c, "alice", "%s-0" % TASK, ready=True)
+    time.sleep(1)
+    check(c.task()["status"]["podStatuses"][pod]["readyTime"] == before, "a flap leaves readyTime")
+
+    # A malformed ready-time annotation: counted, the field left unset, the host keeps running.
+    bad = service_objects("alice")[0]
+    bad["metadata"]["name"] = "%s-0-bad" % TASK
+    bad["metadata"]["annotations"]["kuscia.secretflow/ready-time"] = "not a time"
+    c.apply(bad)
+    key = "alice/%s" % bad["metadata"]["name"]
+    check(eventually(lambda: key in c.task()["status"].get("serviceStatuses", {})),
+          "the service with a malformed annotation gets its entry")
+    check("readyTime" not in c.task()["status"]["serviceStatuses"][key], "its readyTime stays unset")
+    check(eventually(lambda: (h.metric('kuscia_timeline_malformed_inputs_total\\{plugin="task-timeline",'
+                                       'domain="alice",input="ready-time annotation"\\}') or 0) >= 1),
+          "the malformed annotation is counted")
+    check(h.proc.poll() is None and h.admin("/livez")[0] == 200, "the host keeps running")
+    c.kubectl("delete", "service", bad["metadata"]["name"], "-n", "alice")
+
+    # A full-status PUT (as upstream's controller does) drops the times: they are written again.
+    t = c.task()
+    t["status"] = {"phase": "Running", "podStatuses": {
+        k: {f: v[f] for f in ("namespace", "podName", "podPhase")} for k, v in t["status"]["podStatuses"].items()}}
+    c.kubectl("replace", "--subresource=status", "-f", "-", stdin=json.dumps(t))
+    check(eventually(lambda: all(status_matches(c, p) is None for p in PARTIES)),
+          "a full-status PUT that dropped the times is repaired: %s" %
+          [status_matches(c, p) for p in PARTIES])
+
+    # The timeline route: a pod held Unschedulable shows why.
+    c.apply(pod_object("bob", 1))
+    c.status_patch("pod", "%s-1" % TASK, "bob", {"status": {"conditions": [{
+        "type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+        "message": "0/1 nodes are available: insufficient cpu", "lastTransitionTime": now()}]}},
+        kind_type="strategic")
+
+    def waiting():
+        code, body = h.admin("/api/v1/timelines/" + TASK)
+        if code != 200:
+            return None
+        return json.loads(body)["entries"].get("bob/%s-1" % TASK, {}).get("waiting")
+    check(eventually(lambda: (waiting() or {}).get("reason") == "Unschedulable"),
+          "the timeline shows the pod held Unschedulable: %s" % waiting())
+    code, body = h.admin("/api/v1/timelines/" + TASK)
+    doc = json.loads(body)
+    check(doc["entries"]["alice/%s-0" % TASK]["times"]["readyTime"] == before,
+          "one timeline for the whole task (both domains' entries)")
+    check(h.admin("/api/v1/timelines/no-such-task")[0] == 404, "404 for an unknown task")
+
+    # scheduler-time, enabled later, fills scheduleTime for the pods already running.
+    h.stop()
+    h2 = Host("host-sched", c, PARTIES, ["task-timeline", "gateway-ready-time", "scheduler-time"], "centralized")
+    h2.start()
+
+    def scheduled():
+        st = c.task()["status"]["podStatuses"]
+        for party in PARTIES:
+            p = c.get("pod", "%s-0" % TASK, party)
+            if st.get("%s/%s-0" % (party, TASK), {}).get("scheduleTime") != condition(p, "PodScheduled")["lastTransitionTime"]:
+                return False
+        return True
+    check(eventually(scheduled), "scheduleTime appears once scheduler-time is enabled")
+    h2.stop()
+
+
+def p2p_mode():
+    clusters = {party: Cluster(party) for party in PARTIES}
+    hosts = {}
+    for party, c in clusters.items():
+        for ns in (party, "cross-domain"):
+            c.kubectl("create", "namespace", ns)
+        c.apply(task_object())  # the task exists in every party's cluster
+        hosts[party] = Host("host-" + party, c, [party], ["task-timeline", "gateway-ready-time"], "p2p")
+        hosts[party].start()
+    for party, c in clusters.items():
+        startup(c, party)
+    for party, c in clusters.items():
+        finish_startup(c, party)
+    for party, c in clusters.items():
+        check(eventually(lambda: status_matches(c, party) is None),
+              "%s's cluster: its party's entries hold the objects' own times: %s" % (party, status_matches(c, party)))
+        other = [p for p in PARTIES if p != party][0]
+        st = c.task()["status"]
+        check(not any(k.startswith(other + "/") for k in st.get("podStatuses", {})),
+              "%s's host writes only its own party's entries" % party)
+    for h in hosts.values():
+        h.stop()
+
+
+try:
+    p2p_mode() if p2p else centralized()
+    print("timeline e2e passed (%s)" % ("p2p" if p2p else "centralized"))
+except SystemExit:
+    for log in sorted(os.listdir(work)):
+        if log.endswith(".log"):
+            print("--- %s ---\n%s" % (log, open(os.path.join(work, log)).read()[-4000:]), file=sys.stderr)
+    raise
+finally:
+    for p in procs:
+        if p.poll() is None:
+            p.kill()

@@ -1,0 +1,42 @@
+// The plugins' RFC 3339 parser and formatter (plugins/common).
+#include "kuscia_time.h"
+
+#include <gtest/gtest.h>
+
+namespace kuscia_host::plugins {
+namespace {
+
+TEST(KusciaTimeTest, ParsesRfc3339WithOffsetsAndFractions) {
+  EXPECT_EQ(parseTime("1970-01-01T00:00:00Z"), 0);
+  EXPECT_EQ(parseTime("2024-05-20T08:00:10Z"), int64_t{1716192010} * 1000000000);
+  EXPECT_EQ(parseTime("2024-05-20T16:00:10+08:00"), parseTime("2024-05-20T08:00:10Z"));
+  EXPECT_EQ(parseTime("2024-05-20T03:30:10-04:30"), parseTime("2024-05-20T08:00:10Z"));
+  EXPECT_EQ(*parseTime("2024-05-20T08:00:10.25Z") - *parseTime("2024-05-20T08:00:10Z"), 250000000);
+  EXPECT_EQ(*parseTime("2024-05-20T08:00:10.123456789Z") % 1000000000, 123456789);
+  EXPECT_EQ(parseTime("2024-02-29T00:00:00z"), parseTime("2024-02-29T00:00:00Z"));
+  EXPECT_EQ(parseTime("1969-12-31T23:59:59Z"), -1000000000);
+}
+
+TEST(KusciaTimeTest, RefusesWhatIsNotRfc3339) {
+  for (const char* bad :
+       {"", "2024-05-20", "2024-05-20 08:00:10Z", "2024-05-20T08:00:10", "2024-13-01T00:00:00Z",
+        "2023-02-29T00:00:00Z", "2024-05-20T24:00:00Z", "2024-05-20T08:60:00Z",
+        "2024-05-20T08:00:60Z", "2024-05-20T08:00:10.Z", "2024-05-20T08:00:10.1234567891Z",
+        "2024-05-20T08:00:10+8:00", "2024-05-20T08:00:10+08:00x", "yesterday",
+        "2024-05-20T08:00:1Z", "+2024-05-20T08:00:10Z"})
+    EXPECT_FALSE(parseTime(bad)) << bad;
+}
+
+TEST(KusciaTimeTest, FormatsUtcAtTheAskedPrecision) {
+  int64_t t = *parseTime("2024-05-20T16:00:10.250+08:00");
+  EXPECT_EQ(formatTime(t), "2024-05-20T08:00:10Z");
+  EXPECT_EQ(formatTime(t, TimePrecision::kMillis), "2024-05-20T08:00:10.250Z");
+  EXPECT_EQ(formatTime(t, TimePrecision::kAsGiven), "2024-05-20T08:00:10.25Z");
+  EXPECT_EQ(formatTime(-1000000000), "1969-12-31T23:59:59Z");
+  EXPECT_EQ(normalizeTime("2024-05-20T16:00:10+08:00"), "2024-05-20T08:00:10Z");
+  for (const char* s : {"2000-02-29T12:34:56Z", "2099-12-31T23:59:59.999Z", "1999-01-01T00:00:00Z"})
+    EXPECT_EQ(normalizeTime(s), s);
+}
+
+} // namespace
+} // namespace kuscia_host::plugins

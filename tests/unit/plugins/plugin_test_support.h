@@ -1,0 +1,69 @@
+// Shared by the bundled plugins' unit tests: Kuscia objects from tests/fixtures, and delivery of
+// whole objects through the fake host exactly as the host would (key, uid and resourceVersion
+// from the metadata; the declared JSON pointers projected into the fields array).
+#pragma once
+
+#include <kuscia_host/testing/fake_host.hpp>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+
+namespace kuscia_host::plugins::test {
+
+using nlohmann::json;
+
+inline json fixture(const std::string& name) {
+  std::ifstream in(std::string(KH_FIXTURE_DIR) + "/" + name);
+  if (!in) throw std::runtime_error("no fixture " + name);
+  std::stringstream s;
+  s << in.rdbuf();
+  return json::parse(s.str());
+}
+
+// The subscription the plugin declared for `resource` (its first one).
+inline const testing::FakeHost::SubscriptionRecord& subscription(const testing::FakeHost& host,
+                                                                 const std::string& resource) {
+  for (const auto& s : host.subscriptions())
+    if (s.resource == resource) return s;
+  throw std::runtime_error("the plugin has no subscription to " + resource);
+}
+
+inline std::string key(const json& obj) {
+  const auto& m = obj["metadata"];
+  return m.value("namespace", "") + "/" + m.value("name", "");
+}
+
+// The fields array the host would deliver for `obj` through `sub`.
+inline std::string project(const testing::FakeHost::SubscriptionRecord& sub, const json& obj) {
+  json fields = json::array();
+  for (const auto& f : sub.fields) {
+    json::json_pointer p(f);
+    fields.push_back(obj.contains(p) ? obj.at(p) : json());
+  }
+  return fields.dump();
+}
+
+// Delivers `obj` to the plugin as an event of the subscription to `resource`, and keeps the
+// fake host's cache in step.
+inline kh_status_t deliver(testing::FakeHost& host, const std::string& resource,
+                           kh_event_type_t type, const json& obj) {
+  const auto& sub = subscription(host, resource);
+  std::string k = key(obj);
+  std::string fields = project(sub, obj);
+  const auto& m = obj["metadata"];
+  if (type == KH_EVENT_DELETED)
+    host.removeObject(sub.id, k);
+  else
+    host.putObject(sub.id, {k, m.value("uid", ""), m.value("resourceVersion", ""), fields, {}});
+  return host.deliver(sub.id, type, k, m.value("uid", ""), m.value("resourceVersion", ""), fields);
+}
+
+inline void synced(testing::FakeHost& host) {
+  for (const auto& s : host.subscriptions())
+    host.deliver(s.id, KH_EVENT_SYNCED, "", "", "", "");
+}
+
+} // namespace kuscia_host::plugins::test

@@ -1,0 +1,74 @@
+// scheduler-time through the fake host: scheduleTime from PodScheduled=True, the same write
+// discipline as task-timeline, and nothing when a pod is not scheduled.
+#include "scheduler_time.h"
+
+#include <gtest/gtest.h>
+
+#include "plugin_test_support.h"
+
+namespace kuscia_host::plugins::scheduler {
+namespace {
+
+using nlohmann::json;
+using test::deliver;
+using test::fixture;
+
+const kh_plugin_v1_t* descriptor() {
+  return sdk::pluginDescriptor<SchedulerTime>("scheduler-time");
+}
+const char* kPodKey = "alice/secretflow-task-psi-0";
+
+TEST(SchedulerConfigTest, DefaultsAndRejections) {
+  auto c = parseSchedulerConfig("{}");
+  EXPECT_EQ(c.taskNamespace, "cross-domain");
+  EXPECT_EQ(c.coalesceMillis, 50);
+  testing::FakeHost host;
+  EXPECT_FALSE(host.create(descriptor(), R"({"coalesce": 1})"));
+  EXPECT_NE(host.error().find("unknown config key 'coalesce'"), std::string::npos);
+  auto bad = testing::FakeHost::validateConfig(descriptor(), R"({"retryMaxMillis": 5})");
+  ASSERT_TRUE(bad);
+  EXPECT_EQ(bad->first, "retryMaxMillis");
+}
+
+TEST(SchedulerTimeTest, FillsScheduleTimeOnlyOnceThePodIsScheduled) {
+  testing::FakeHost host("alice");
+  ASSERT_TRUE(host.create(descriptor(), R"({"coalesceMillis": 0})")) << host.error();
+  ASSERT_TRUE(host.start());
+  json task = fixture("kusciatask.json");
+  task["status"]["podStatuses"].erase("bob/secretflow-task-psi-0");
+  task["status"]["podStatuses"][kPodKey].erase("scheduleTime");
+  json pod = fixture("pod.json");
+  json pending = pod;
+  pending["status"] = {{"phase", "Pending"}};
+  deliver(host, "kusciatasks", KH_EVENT_ADDED, task);
+  deliver(host, "pods", KH_EVENT_ADDED, pending);
+  EXPECT_TRUE(host.requests().empty()); // not scheduled: nothing to write
+  deliver(host, "pods", KH_EVENT_MODIFIED, pod);
+  ASSERT_EQ(host.requests().size(), 1u);
+  EXPECT_EQ(json::parse(host.requests()[0].body),
+            json::parse(R"({"status":{"podStatuses":{"alice/secretflow-task-psi-0":
+                            {"scheduleTime":"2024-05-20T08:00:01Z"}}}})"));
+  task.merge_patch(json::parse(host.requests()[0].body));
+  host.complete(host.requests()[0].id, 200, task.dump());
+  deliver(host, "pods", KH_EVENT_MODIFIED, pod);
+  deliver(host, "kusciatasks", KH_EVENT_MODIFIED, task);
+  EXPECT_EQ(host.requests().size(), 1u); // already there
+}
+
+TEST(SchedulerTimeTest, EnabledLaterItFillsPodsAlreadyRunningAndCreatesMissingEntries) {
+  testing::FakeHost host("alice");
+  ASSERT_TRUE(host.create(descriptor(), "{}")) << host.error();
+  ASSERT_TRUE(host.start());
+  json task = fixture("kusciatask.json");
+  task["status"].erase("podStatuses");
+  deliver(host, "pods", KH_EVENT_ADDED, fixture("pod.json"));
+  deliver(host, "kusciatasks", KH_EVENT_ADDED, task);
+  host.advanceMillis(50);
+  ASSERT_EQ(host.requests().size(), 1u);
+  EXPECT_EQ(json::parse(host.requests()[0].body)["status"]["podStatuses"][kPodKey],
+            json::parse(R"({"namespace":"alice","podName":"secretflow-task-psi-0",
+                            "podPhase":"Running","scheduleTime":"2024-05-20T08:00:01Z"})"));
+}
+
+} // namespace
+} // namespace kuscia_host::plugins::scheduler

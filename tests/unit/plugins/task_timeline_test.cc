@@ -1,0 +1,380 @@
+// task-timeline through the SDK's fake host, on the stored Kuscia objects: what it writes, when,
+// and what it never does (full PUTs, writes of what is already there, clearing recorded times).
+#include "task_timeline.h"
+
+#include <gtest/gtest.h>
+
+#include "kuscia_time.h"
+#include "plugin_test_support.h"
+
+namespace kuscia_host::plugins::timeline {
+namespace {
+
+using nlohmann::json;
+using test::deliver;
+using test::fixture;
+
+const kh_plugin_v1_t* descriptor() {
+  return sdk::pluginDescriptor<TaskTimeline>("task-timeline");
+}
+
+const char* kPodKey = "alice/secretflow-task-psi-0";
+const char* kSvcKey = "alice/secretflow-task-psi-0-spu";
+const char* kTask = "secretflow-task-psi";
+
+class TimelineTest : public ::testing::Test {
+protected:
+  void SetUp() override {
+    task_ = fixture("kusciatask.json");
+    task_["status"].erase("podStatuses");
+    task_["status"].erase("serviceStatuses");
+    pod_ = fixture("pod.json");
+    svc_ = fixture("service.json");
+  }
+  void start(const std::string& config = R"({"coalesceMillis": 0})") {
+    ASSERT_TRUE(host_.create(descriptor(), config)) << host_.error();
+    ASSERT_TRUE(host_.start()) << host_.error();
+  }
+  TaskTimeline& plugin() { return *sdk::pluginObject<TaskTimeline>(host_.instance()); }
+
+  // Answers every pending status write as the API server would: the merge patch applied to the
+  // task, 200 with the task, then the task's MODIFIED event.
+  void acceptWrites() {
+    while (!host_.pendingRequests().empty()) {
+      auto* r = host_.pendingRequests().front();
+      json patch = json::parse(r->body);
+      task_.merge_patch(patch);
+      bumpVersion(task_);
+      ASSERT_EQ(host_.complete(r->id, 200, task_.dump()), KH_OK);
+      ASSERT_EQ(deliver(host_, "kusciatasks", KH_EVENT_MODIFIED, task_), KH_OK);
+    }
+  }
+  static void bumpVersion(json& obj) {
+    auto& rv = obj["metadata"]["resourceVersion"];
+    rv = std::to_string(std::stoll(rv.get<std::string>()) + 1);
+  }
+  json podEntry() const { return task_["status"]["podStatuses"].value(kPodKey, json()); }
+  json svcEntry() const { return task_["status"]["serviceStatuses"].value(kSvcKey, json()); }
+  std::size_t writes() const { return host_.requests().size(); }
+  // Sets the pod's Ready condition.
+  void setReady(json& pod, bool ready, const std::string& at) {
+    for (auto& c : pod["status"]["conditions"])
+      if (c["type"] == "Ready") {
+        c["status"] = ready ? "True" : "False";
+        c["lastTransitionTime"] = at;
+      }
+    bumpVersion(pod);
+  }
+  // The pod as just created: Pending, not scheduled.
+  json freshPod(const std::string& uid, const std::string& created) const {
+    json p = pod_;
+    p["metadata"]["uid"] = uid;
+    p["metadata"]["creationTimestamp"] = created;
+    p["status"] = {{"phase", "Pending"}};
+    return p;
+  }
+
+  testing::FakeHost host_{"alice"};
+  json task_, pod_, svc_;
+};
+
+TEST(TimelineConfigTest, DefaultsWithNoConfigAtAll) {
+  auto c = parseTimelineConfig("");
+  EXPECT_EQ(c.taskNamespace, "cross-domain");
+  EXPECT_EQ(c.coalesceMillis, 50);
+  EXPECT_EQ(c.stuckAfterSeconds, 300);
+  testing::FakeHost host;
+  ASSERT_TRUE(host.create(descriptor(), "{}")) << host.error();
+}
+
+TEST(TimelineConfigTest, RejectsBadConfigNamingTheKey) {
+  EXPECT_THROW(parseTimelineConfig(R"({"coalesceMilis": 5})"), sdk::ConfigError);
+  testing::FakeHost host;
+  EXPECT_FALSE(host.create(descriptor(), R"({"coalesceMillis": -1})"));
+  EXPECT_EQ(host.error(), "config key 'coalesceMillis': -1 is outside [0, 60000]");
+  auto bad =
+      testing::FakeHost::validateConfig(descriptor(), R"({"taskNamespace": "Cross_Domain"})");
+  ASSERT_TRUE(bad);
+  EXPECT_EQ(bad->first, "taskNamespace");
+  EXPECT_NE(bad->second.find("not a namespace name"), std::string::npos) << bad->second;
+  auto unknown = testing::FakeHost::validateConfig(descriptor(), R"({"stuckAfter": 5})");
+  ASSERT_TRUE(unknown);
+  EXPECT_EQ(unknown->first, "stuckAfter");
+  EXPECT_FALSE(testing::FakeHost::validateConfig(descriptor(), R"({"stuckAfterSeconds": 60})"));
+}
+
+TEST_F(TimelineTest, SubscribesOnlyToWhatItNeeds) {
+  start();
+  const auto& pods = test::subscription(host_, "pods");
+  EXPECT_EQ(pods.scope, KH_SCOPE_DOMAIN);
+  EXPECT_FALSE(pods.wantRaw);
+  const auto& tasks = test::subscription(host_, "kusciatasks");
+  EXPECT_EQ(tasks.scope, KH_SCOPE_NAMESPACE);
+  EXPECT_EQ(tasks.namespaceName, "cross-domain");
+  EXPECT_NE(std::find(tasks.fields.begin(), tasks.fields.end(), "/status/podStatuses"),
+            tasks.fields.end());
+  EXPECT_EQ(host_.routes(), std::vector<std::string>{"/api/v1/timelines"});
+}
+
+TEST_F(TimelineTest, FillsPodAndServiceTimesWithMergePatchesOnTheStatus) {
+  start();
+  ASSERT_EQ(deliver(host_, "kusciatasks", KH_EVENT_ADDED, task_), KH_OK);
+  ASSERT_EQ(deliver(host_, "pods", KH_EVENT_ADDED, pod_), KH_OK);
+  ASSERT_EQ(deliver(host_, "services", KH_EVENT_ADDED, svc_), KH_OK);
+  ASSERT_EQ(writes(), 1u); // one in flight per task; the service waits for it
+  const auto& r = host_.requests()[0];
+  EXPECT_EQ(r.verb, KH_KUBE_PATCH);
+  EXPECT_EQ(r.patchType, KH_PATCH_MERGE);
+  EXPECT_EQ(r.resource, "kusciatasks");
+  EXPECT_EQ(r.namespaceName, "cross-domain");
+  EXPECT_EQ(r.name, kTask);
+  EXPECT_EQ(r.subresource, "status");
+  EXPECT_EQ(r.resourceVersion, ""); // maps merge: no precondition needed
+  EXPECT_EQ(json::parse(r.body),
+            json::parse(R"({"status":{"podStatuses":{"alice/secretflow-task-psi-0":{
+              "namespace":"alice","podName":"secretflow-task-psi-0","podPhase":"Running",
+              "createTime":"2024-05-20T08:00:00Z","startTime":"2024-05-20T08:00:02Z",
+              "readyTime":"2024-05-20T08:00:09Z"}}}})"));
+  acceptWrites();
+  EXPECT_EQ(writes(), 2u);
+  EXPECT_EQ(svcEntry(),
+            json::parse(R"({"namespace":"alice","serviceName":"secretflow-task-psi-0-spu",
+              "createTime":"2024-05-20T08:00:00Z","readyTime":"2024-05-20T08:00:10Z"})"));
+  EXPECT_EQ(podEntry()["readyTime"], "2024-05-20T08:00:09Z");
+  EXPECT_EQ(host_.metric("kuscia_timeline_pod_create_to_ready_seconds"), 1);
+  EXPECT_EQ(host_.metricSum("kuscia_timeline_pod_create_to_ready_seconds"), 9);
+  EXPECT_EQ(host_.metricSum("kuscia_timeline_pod_start_to_ready_seconds"), 7);
+  EXPECT_EQ(host_.metricSum("kuscia_timeline_service_create_to_ready_seconds"), 10);
+  EXPECT_EQ(host_.metric("kuscia_timeline_status_writes_total", "ok"), 2);
+}
+
+TEST_F(TimelineTest, NoWriteWhenTheStatusAlreadyHoldsTheValues) {
+  start();
+  deliver(host_, "kusciatasks", KH_EVENT_ADDED, task_);
+  deliver(host_, "pods", KH_EVENT_ADDED, pod_);
+  deliver(host_, "services", KH_EVENT_ADDED, svc_);
+  acceptWrites();
+  std::size_t before = writes();
+  bumpVersion(pod_);
+  pod_["metadata"]["labels"]["unrelated"] = "change";
+  deliver(host_, "pods", KH_EVENT_MODIFIED, pod_);
+  deliver(host_, "services", KH_EVENT_MODIFIED, svc_);
+  bumpVersion(task_);
+  deliver(host_, "kusciatasks", KH_EVENT_MODIFIED, task_);
+  // The same instant written differently is the same time.
+  task_["status"]["podStatuses"][kPodKey]["readyTime"] = "2024-05-20T16:00:09+08:00";
+  deliver(host_, "kusciatasks", KH_EVENT_MODIFIED, task_);
+  host_.advanceMillis(1000);
+  EXPECT_EQ(writes(), before);
+  // A host restarted on an already complete status writes nothing either.
+  testing::FakeHost again("alice");
+  ASSERT_TRUE(again.create(descriptor(), R"({"coalesceMillis": 0})"));
+  ASSERT_TRUE(again.start());
+  deliver(again, "pods", KH_EVENT_ADDED, pod_);
+  deliver(again, "services", KH_EVENT_ADDED, svc_);
+  deliver(again, "kusciatasks", KH_EVENT_ADDED, task_);
+  again.advanceMillis(1000);
+  EXPECT_TRUE(again.requests().empty());
+}
+
+TEST_F(TimelineTest, AReadinessFlapNeverMovesReadyTime) {
+  start();
+  deliver(host_, "kusciatasks", KH_EVENT_ADDED, task_);
+  deliver(host_, "pods", KH_EVENT_ADDED, pod_);
+  acceptWrites();
+  std::size_t before = writes();
+  setReady(pod_, false, "2024-05-20T08:01:00Z");
+  deliver(host_, "pods", KH_EVENT_MODIFIED, pod_);
+  setReady(pod_, true, "2024-05-20T08:02:00Z");
+  deliver(host_, "pods", KH_EVENT_MODIFIED, pod_);
+  EXPECT_EQ(writes(), before);
+  EXPECT_EQ(podEntry()["readyTime"], "2024-05-20T08:00:09Z");
+  EXPECT_EQ(host_.metric("kuscia_timeline_pod_create_to_ready_seconds"), 1); // once
+  // Nor after a restart that missed the first Ready: the status keeps the earlier time.
+  testing::FakeHost again("alice");
+  ASSERT_TRUE(again.create(descriptor(), R"({"coalesceMillis": 0})"));
+  ASSERT_TRUE(again.start());
+  deliver(again, "kusciatasks", KH_EVENT_ADDED, task_);
+  deliver(again, "pods", KH_EVENT_ADDED, pod_);
+  EXPECT_TRUE(again.requests().empty());
+}
+
+TEST_F(TimelineTest, ARecreatedPodIsANewIncarnationWhoseTimesReplaceTheOldOnes) {
+  start();
+  deliver(host_, "kusciatasks", KH_EVENT_ADDED, task_);
+  deliver(host_, "pods", KH_EVENT_ADDED, pod_);
+  acceptWrites();
+  deliver(host_, "pods", KH_EVENT_DELETED, pod_);
+  EXPECT_EQ(host_.pendingRequests().size(), 0u); // deletion clears nothing
+  EXPECT_EQ(podEntry()["readyTime"], "2024-05-20T08:00:09Z");
+  json again = freshPod("0f1e2d3c-new-uid", "2024-05-20T08:05:00Z");
+  deliver(host_, "pods", KH_EVENT_ADDED, again);
+  ASSERT_EQ(host_.pendingRequests().size(), 1u);
+  EXPECT_EQ(json::parse(host_.pendingRequests()[0]->body)["status"]["podStatuses"][kPodKey],
+            json::parse(R"({"createTime":"2024-05-20T08:05:00Z","startTime":null,
+                            "readyTime":null})"));
+  acceptWrites();
+  again["status"]["startTime"] = "2024-05-20T08:05:03Z";
+  deliver(host_, "pods", KH_EVENT_MODIFIED, again);
+  acceptWrites();
+  EXPECT_EQ(podEntry()["createTime"], "2024-05-20T08:05:00Z");
+  EXPECT_EQ(podEntry()["startTime"], "2024-05-20T08:05:03Z");
+  EXPECT_FALSE(podEntry().contains("readyTime"));
+}
+
+TEST_F(TimelineTest, AMalformedTimeOrAnnotationIsCountedLoggedOnceAndLeftUnset) {
+  start();
+  deliver(host_, "kusciatasks", KH_EVENT_ADDED, task_);
+  svc_["metadata"]["annotations"]["kuscia.secretflow/ready-time"] = "yesterday at noon";
+  EXPECT_EQ(deliver(host_, "services", KH_EVENT_ADDED, svc_), KH_OK);
+  bumpVersion(svc_);
+  EXPECT_EQ(deliver(host_, "services", KH_EVENT_MODIFIED, svc_), KH_OK);
+  pod_["status"]["startTime"] = "2024-13-40T99:00:00Z";
+  EXPECT_EQ(deliver(host_, "pods", KH_EVENT_ADDED, pod_), KH_OK);
+  acceptWrites();
+  EXPECT_EQ(host_.callbackErrors(), 0);
+  EXPECT_FALSE(svcEntry().contains("readyTime"));
+  EXPECT_EQ(svcEntry()["createTime"], "2024-05-20T08:00:00Z");
+  EXPECT_FALSE(podEntry().contains("startTime"));
+  EXPECT_EQ(podEntry()["readyTime"], "2024-05-20T08:00:09Z");
+  EXPECT_EQ(host_.metric("kuscia_timeline_malformed_inputs_total", "ready-time annotation"), 2);
+  EXPECT_EQ(host_.metric("kuscia_timeline_malformed_inputs_total", "startTime"), 1);
+  int logged = 0;
+  for (const auto& l : host_.logs())
+    logged += l.message.find(std::string(kSvcKey) + ": malformed") != std::string::npos;
+  EXPECT_EQ(logged, 1);
+  // Any offset and fractional seconds are fine, normalised to UTC.
+  svc_["metadata"]["annotations"]["kuscia.secretflow/ready-time"] = "2024-05-20T16:00:10.5+08:00";
+  deliver(host_, "services", KH_EVENT_MODIFIED, svc_);
+  acceptWrites();
+  EXPECT_EQ(svcEntry()["readyTime"], "2024-05-20T08:00:10.5Z");
+}
+
+TEST_F(TimelineTest, APodSeenBeforeItsTaskIsAppliedWhenTheTaskAppears) {
+  start();
+  deliver(host_, "pods", KH_EVENT_ADDED, pod_);
+  deliver(host_, "services", KH_EVENT_ADDED, svc_);
+  host_.advanceMillis(100);
+  EXPECT_EQ(writes(), 0u);
+  deliver(host_, "kusciatasks", KH_EVENT_ADDED, task_);
+  acceptWrites();
+  EXPECT_EQ(podEntry()["startTime"], "2024-05-20T08:00:02Z");
+  EXPECT_EQ(svcEntry()["readyTime"], "2024-05-20T08:00:10Z");
+}
+
+TEST_F(TimelineTest, FieldsAnotherWriterRemovedAreWrittenAgain) {
+  start();
+  deliver(host_, "kusciatasks", KH_EVENT_ADDED, task_);
+  deliver(host_, "pods", KH_EVENT_ADDED, pod_);
+  deliver(host_, "services", KH_EVENT_ADDED, svc_);
+  acceptWrites();
+  // Upstream's controller PUTs the whole status with only what it knows.
+  task_["status"]["podStatuses"] = {
+      {kPodKey,
+       {{"namespace", "alice"}, {"podName", "secretflow-task-psi-0"}, {"podPhase", "Running"}}}};
+  task_["status"].erase("serviceStatuses");
+  bumpVersion(task_);
+  deliver(host_, "kusciatasks", KH_EVENT_MODIFIED, task_);
+  ASSERT_EQ(host_.pendingRequests().size(), 1u);
+  acceptWrites();
+  EXPECT_EQ(podEntry()["createTime"], "2024-05-20T08:00:00Z");
+  EXPECT_EQ(podEntry()["readyTime"], "2024-05-20T08:00:09Z");
+  EXPECT_EQ(svcEntry()["readyTime"], "2024-05-20T08:00:10Z");
+}
+
+TEST_F(TimelineTest, ConflictsAndTransientFailuresAreRetriedWithBackoffNeverDropped) {
+  start();
+  deliver(host_, "kusciatasks", KH_EVENT_ADDED, task_);
+  deliver(host_, "pods", KH_EVENT_ADDED, pod_);
+  ASSERT_EQ(host_.pendingRequests().size(), 1u);
+  host_.complete(host_.pendingRequests()[0]->id, 409, "{}", "the object has been modified");
+  EXPECT_TRUE(host_.pendingRequests().empty());
+  host_.advanceMillis(199);
+  EXPECT_TRUE(host_.pendingRequests().empty()); // backoff, not a tight loop
+  host_.advanceMillis(1);
+  ASSERT_EQ(host_.pendingRequests().size(), 1u);
+  host_.complete(host_.pendingRequests()[0]->id, 0, "", "connection refused");
+  host_.advanceMillis(399);
+  EXPECT_TRUE(host_.pendingRequests().empty());
+  host_.advanceMillis(1);
+  ASSERT_EQ(host_.pendingRequests().size(), 1u);
+  host_.complete(host_.pendingRequests()[0]->id, 503, "{}", "unavailable");
+  host_.advanceMillis(800);
+  acceptWrites();
+  EXPECT_EQ(podEntry()["readyTime"], "2024-05-20T08:00:09Z");
+  EXPECT_EQ(host_.metric("kuscia_timeline_status_writes_total", "retried"), 3);
+  EXPECT_EQ(host_.metric("kuscia_timeline_status_writes_total", "ok"), 1);
+  // A task that is gone (404) is not retried; it comes back with the task.
+  json p2 = freshPod("uid-2", "2024-05-20T09:00:00Z");
+  p2["metadata"]["name"] = "secretflow-task-psi-1";
+  deliver(host_, "pods", KH_EVENT_ADDED, p2);
+  host_.complete(host_.pendingRequests()[0]->id, 404, "{}", "not found");
+  host_.advanceMillis(60000);
+  EXPECT_TRUE(host_.pendingRequests().empty());
+}
+
+TEST_F(TimelineTest, ChangesToOneTaskWithinTheWindowMakeOneWrite) {
+  start(R"({"coalesceMillis": 50})");
+  deliver(host_, "kusciatasks", KH_EVENT_ADDED, task_);
+  deliver(host_, "pods", KH_EVENT_ADDED, pod_);
+  deliver(host_, "services", KH_EVENT_ADDED, svc_);
+  host_.advanceMillis(49);
+  EXPECT_EQ(writes(), 0u);
+  host_.advanceMillis(1);
+  ASSERT_EQ(writes(), 1u);
+  json status = json::parse(host_.requests()[0].body)["status"];
+  EXPECT_TRUE(status["podStatuses"].contains(kPodKey));
+  EXPECT_TRUE(status["serviceStatuses"].contains(kSvcKey));
+}
+
+TEST_F(TimelineTest, TheTimelineRouteShowsEveryEntryAndWhyAPendingOneWaits) {
+  start();
+  deliver(host_, "kusciatasks", KH_EVENT_ADDED, task_);
+  json waiting = freshPod(pod_["metadata"]["uid"], "2024-05-20T08:00:00Z");
+  waiting["status"]["conditions"] = json::parse(R"([{"type":"PodScheduled","status":"False",
+      "reason":"Unschedulable","message":"0/1 nodes are available: insufficient cpu",
+      "lastTransitionTime":"2024-05-20T08:00:00Z"}])");
+  deliver(host_, "pods", KH_EVENT_ADDED, waiting);
+  deliver(host_, "services", KH_EVENT_ADDED, svc_);
+  acceptWrites();
+  host_.setWallTimeNanos(*parseTime("2024-05-20T08:10:00Z"));
+  auto r = host_.httpGet("/api/v1/timelines/secretflow-task-psi");
+  ASSERT_EQ(r.status, 200) << r.body;
+  json doc = json::parse(r.body);
+  EXPECT_EQ(doc["task"], kTask);
+  const json& pod = doc["entries"][kPodKey];
+  EXPECT_EQ(pod["kind"], "pod");
+  EXPECT_EQ(pod["times"]["createTime"], "2024-05-20T08:00:00Z");
+  EXPECT_EQ(pod["missing"], json::parse(R"(["startTime","readyTime"])"));
+  EXPECT_EQ(pod["waiting"]["phase"], "scheduling");
+  EXPECT_EQ(pod["waiting"]["reason"], "Unschedulable");
+  EXPECT_EQ(pod["waiting"]["message"], "0/1 nodes are available: insufficient cpu");
+  EXPECT_EQ(pod["waiting"]["seconds"], 600);
+  const json& svc = doc["entries"][kSvcKey];
+  EXPECT_EQ(svc["durations"]["createToReady"], 10);
+  EXPECT_TRUE(svc["missing"].empty());
+  EXPECT_FALSE(svc.contains("waiting"));
+  // The stuck gauge counts it once the wait is longer than stuckAfterSeconds (300).
+  host_.advanceMillis(5000);
+  EXPECT_EQ(host_.metric("kuscia_timeline_stuck_entries", "scheduling"), 1);
+  EXPECT_EQ(host_.metric("kuscia_timeline_stuck_entries", "ready"), 0);
+  EXPECT_EQ(host_.httpGet("/api/v1/timelines/no-such-task").status, 404);
+  auto list = json::parse(host_.httpGet("/api/v1/timelines").body);
+  EXPECT_TRUE(list["tasks"].contains(kTask));
+}
+
+TEST_F(TimelineTest, NegativeDurationsAreKeptAndFlagged) {
+  start();
+  deliver(host_, "kusciatasks", KH_EVENT_ADDED, task_);
+  pod_["status"]["startTime"] = "2024-05-20T07:59:58Z"; // the agent's clock is behind
+  deliver(host_, "pods", KH_EVENT_ADDED, pod_);
+  acceptWrites();
+  EXPECT_EQ(podEntry()["startTime"], "2024-05-20T07:59:58Z");
+  EXPECT_EQ(host_.metric("kuscia_timeline_negative_durations_total", "pod_create_to_start"), 1);
+  json doc = json::parse(host_.httpGet("/api/v1/timelines/secretflow-task-psi").body);
+  EXPECT_EQ(doc["entries"][kPodKey]["durations"]["createToStart"], -2);
+  EXPECT_EQ(doc["entries"][kPodKey]["negative"], json::array({"createToStart"}));
+}
+
+} // namespace
+} // namespace kuscia_host::plugins::timeline
