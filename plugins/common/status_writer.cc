@@ -51,7 +51,7 @@ void StatusWriter::flush(const std::string& task) {
   r.name = task;
   r.subresource = "status";
   r.patchType = KH_PATCH_MERGE;
-  r.body = json{{"status", std::move(status)}}.dump();
+  r.body = json{{"status", status}}.dump();
   try {
     st.request = host_.kubeRequest(r);
   } catch (const sdk::HostError& e) {
@@ -60,7 +60,7 @@ void StatusWriter::flush(const std::string& task) {
     return;
   }
   bytes_.add(static_cast<double>(r.body.size()));
-  requests_[st.request] = task;
+  requests_[st.request] = Sent{task, std::move(status)};
 }
 
 bool StatusWriter::onTimer(uint64_t timerId) {
@@ -75,16 +75,16 @@ bool StatusWriter::onTimer(uint64_t timerId) {
 bool StatusWriter::onKubeResult(const sdk::KubeResult& result) {
   auto it = requests_.find(result.requestId);
   if (it == requests_.end()) return false;
-  std::string task = std::move(it->second);
+  Sent sent = std::move(it->second);
   requests_.erase(it);
+  const std::string& task = sent.task;
   TaskState& st = tasks_[task];
   st.request = 0;
   const int code = result.httpCode;
   if (code >= 200 && code < 300) {
     writes_.add(1, {"ok"});
     st.backoffMillis = 0;
-    auto object = json::parse(result.body, nullptr, false);
-    if (object.is_object()) written_(task, object);
+    written_(task, sent.status);
     if (st.dirty) schedule(task, st, options_.coalesceMillis);
     return true;
   }

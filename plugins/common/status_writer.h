@@ -33,8 +33,10 @@ public:
   // The "status" object of the merge patch that brings `task` to the desired state, or null
   // when it already holds it.
   using Diff = std::function<nlohmann::json(const std::string& task)>;
-  // After a successful write: the object the server answered with (the task as it now is).
-  using Written = std::function<void(const std::string& task, const nlohmann::json& object)>;
+  // After a successful write: the "status" merge patch that was applied. The plugin applies it to
+  // its view of the task, so that the next diff does not repeat it while the watch event is on
+  // its way (cheaper than parsing the whole task the server answers with).
+  using Written = std::function<void(const std::string& task, const nlohmann::json& status)>;
 
   StatusWriter(sdk::Host host, Options options, Diff diff, Written written);
 
@@ -63,8 +65,12 @@ private:
   sdk::Metric writes_;
   sdk::Metric bytes_;
   std::map<std::string, TaskState> tasks_;
-  std::map<uint64_t, std::string> timers_;   // timer id -> task
-  std::map<uint64_t, std::string> requests_; // request id -> task
+  std::map<uint64_t, std::string> timers_; // timer id -> task
+  struct Sent {
+    std::string task;
+    nlohmann::json status; // the patch's "status"
+  };
+  std::map<uint64_t, Sent> requests_; // request id -> what was sent
 };
 
 } // namespace kuscia_host::plugins

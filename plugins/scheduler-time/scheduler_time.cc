@@ -30,9 +30,8 @@ SchedulerTime::SchedulerTime(sdk::Host host, std::string_view /*domain*/,
           StatusWriter::Options{config_.taskNamespace, config_.coalesceMillis, 200,
                                 config_.retryMaxMillis, "kuscia_scheduler_time"},
           [this](const std::string& task) { return diff(task); },
-          [this](const std::string& task, const json& object) {
-            if (object.contains("status") && object["status"].is_object())
-              tasks_[task] = object["status"].value("podStatuses", json::object());
+          [this](const std::string& task, const json& status) {
+            if (status.contains("podStatuses")) tasks_[task].merge_patch(status["podStatuses"]);
           }) {
   sdk::Subscription pods;
   pods.version = "v1";

@@ -434,14 +434,14 @@ json TaskTimeline::diff(const std::string& task) {
   return status.empty() ? json() : status;
 }
 
-void TaskTimeline::written(const std::string& task, const json& object) {
+void TaskTimeline::written(const std::string& task, const json& status) {
   auto it = tasks_.find(task);
-  if (it == tasks_.end() || !object.contains("status") || !object["status"].is_object()) return;
-  const json& status = object["status"];
-  // The server's answer is the task as it now is: later diffs start from it, so the write is
-  // not repeated while the watch event is on its way.
-  it->second.podStatuses = status.value("podStatuses", json::object());
-  it->second.serviceStatuses = status.value("serviceStatuses", json::object());
+  if (it == tasks_.end()) return;
+  // What was written is in the task now: later diffs start from it, so the write is not repeated
+  // while the watch event is on its way (which then brings the task as it is).
+  if (status.contains("podStatuses")) it->second.podStatuses.merge_patch(status["podStatuses"]);
+  if (status.contains("serviceStatuses"))
+    it->second.serviceStatuses.merge_patch(status["serviceStatuses"]);
 }
 
 void TaskTimeline::refreshStuck() {

@@ -185,6 +185,7 @@ void Store::emit(const ResourceInfo& r, const std::string& type, const StoredObj
   e.object = object.object;
   for (auto& w : watchers_)
     w->push(e);
+  if (observer_) observer_(e);
   history_.push_back(std::move(e));
   while (history_.size() > historyLimit_) {
     compactedRv_ = history_.front().rv;
@@ -318,6 +319,11 @@ void Store::injectLine(const std::string& bytes) {
   std::lock_guard lock(mu_);
   for (auto& w : watchers_)
     w->pushLine(line);
+}
+
+void Store::setObserver(Observer observer) {
+  std::lock_guard lock(mu_);
+  observer_ = std::move(observer);
 }
 
 std::size_t Store::watcherCount() const {

@@ -119,6 +119,11 @@ public:
   void injectLine(const std::string& bytes);
   std::size_t watcherCount() const;
 
+  // Benchmarks and tests: called with every change as it is stored (under the store's lock, on the
+  // writer's thread: keep it short). nullptr removes it.
+  using Observer = std::function<void(const WatchEvent&)>;
+  void setObserver(Observer observer);
+
 private:
   using Objects = std::map<std::string, StoredObject>; // "ns/name" -> object
   void emit(const ResourceInfo& r, const std::string& type, const StoredObject& object,
@@ -131,6 +136,7 @@ private:
   std::map<const ResourceInfo*, Objects> objects_;
   std::deque<WatchEvent> history_;
   std::vector<std::shared_ptr<Watcher>> watchers_;
+  Observer observer_;
 };
 
 } // namespace kuscia_host::apiserver
