@@ -268,7 +268,8 @@ private:
         stream_, *sr,
         [self = this->shared_from_this(), res, sr](beast::error_code ec, std::size_t) {
           self->writing_ = false;
-          if (ec) return self->abort();
+          // Stopped (or the client gone) while the header was written.
+          if (ec || !self->source_) return self->abort();
           self->watchForDisconnect();
           self->source_->started(self);
           self->pump();
