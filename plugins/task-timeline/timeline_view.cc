@@ -1,16 +1,13 @@
 // The timeline documents task-timeline serves on the admin server:
 //   GET /api/v1/timelines          {"tasks": {"<task>": {"phase", "createTime", "entries"}}}
-//   GET /api/v1/timelines/<task>   {"task", "namespace", "phase", "createTime", "entries": {
-//       "<ns>/<name>": {"kind": "pod"|"service", "namespace", "name", "times": {...},
-//                       "durations": {"createToStart": s, ...}, "missing": [...],
-//                       "negative": [...], "waiting": {"phase", "reason", "message", "since",
-//                       "seconds"}}}}
+//   GET /api/v1/timelines/<task>   the document of kuscia_host/timeline.hpp, with "waiting"
 // Entries come from the task's status (every party's, as written), completed by the pods and
 // services this instance knows that are not written yet; "waiting" only for this instance's
 // domain. Several instances (centralized mode) answer the same task: the host merges their
 // documents key by key (RFC 7386), which is why entries and tasks are objects, not arrays.
+#include <kuscia_host/timeline.hpp>
+
 #include <cmath>
-#include <vector>
 
 #include "kuscia.h"
 #include "kuscia_time.h"
@@ -20,63 +17,8 @@ namespace kuscia_host::plugins::timeline {
 
 using nlohmann::json;
 
-namespace {
-
-// The durations between phases, in seconds, each when both ends are known.
-struct Span {
-  const char* name;
-  const char* from;
-  const char* to;
-};
-constexpr Span kPodSpans[] = {{"createToSchedule", "createTime", "scheduleTime"},
-                              {"scheduleToStart", "scheduleTime", "startTime"},
-                              {"createToStart", "createTime", "startTime"},
-                              {"startToReady", "startTime", "readyTime"},
-                              {"createToReady", "createTime", "readyTime"}};
-constexpr Span kServiceSpans[] = {{"createToReady", "createTime", "readyTime"}};
-
-json timeOf(const json& entry, const char* field) {
-  if (!entry.is_object() || !entry.contains(field) || !entry[field].is_string()) return nullptr;
-  auto t = normalizeTime(entry[field].get<std::string>());
-  return t ? json(*t) : json(nullptr);
-}
-
-} // namespace
-
 json TaskTimeline::entryTimeline(const std::string& key, const json& entry, bool pod) const {
-  json out = {{"kind", pod ? "pod" : "service"},
-              {"namespace", std::string(namespaceOf(key))},
-              {"name", std::string(nameOf(key))}};
-  json times = json::object();
-  json missing = json::array();
-  static const std::vector<const char*> kPodTimes = {"createTime", "scheduleTime", "startTime",
-                                                     "readyTime"};
-  static const std::vector<const char*> kServiceTimes = {"createTime", "readyTime"};
-  for (const char* f : pod ? kPodTimes : kServiceTimes) {
-    json t = timeOf(entry, f);
-    if (t.is_null()) {
-      if (std::string_view(f) != "scheduleTime") missing.push_back(f); // only with the plugin
-    } else {
-      times[f] = std::move(t);
-    }
-  }
-  json durations = json::object();
-  json negative = json::array();
-  const Span* spans = pod ? kPodSpans : kServiceSpans;
-  std::size_t n = pod ? std::size(kPodSpans) : std::size(kServiceSpans);
-  for (std::size_t i = 0; i < n; ++i) {
-    if (!times.contains(spans[i].from) || !times.contains(spans[i].to)) continue;
-    auto from = parseTime(times[spans[i].from].get<std::string>());
-    auto to = parseTime(times[spans[i].to].get<std::string>());
-    double s = secondsBetween(*from, *to);
-    durations[spans[i].name] = s;
-    if (s < 0) negative.push_back(spans[i].name);
-  }
-  out["times"] = std::move(times);
-  out["durations"] = std::move(durations);
-  out["missing"] = std::move(missing);
-  out["negative"] = std::move(negative);
-  if (pod && entry.is_object() && entry.contains("podPhase")) out["podPhase"] = entry["podPhase"];
+  json out = sdk::timeline::entry(key, entry, pod);
   // Why it waits: known only to the instance of the entry's domain.
   std::optional<Waiting> w;
   if (pod) {

@@ -725,7 +725,7 @@ private:
       if (s->fields[i] == nullptr)
         return fail(err, len, "subscribe: fields[" + std::to_string(i) + "] is NULL",
                     KH_ERR_INVALID_ARGUMENT);
-      r.fields.push_back(s->fields[i]);
+      r.fields.emplace_back(s->fields[i]);
     }
     if (r.version.empty() || r.resource.empty())
       return fail(err, len, "subscribe: subscription needs a version and a resource",
