@@ -7,6 +7,7 @@
 
 #include "apiserver/certs.h"
 #include "apiserver/patch.h"
+#include "apiserver/table.h"
 #include "common/yaml_json.h"
 #include "k8s/paths.h"
 #include "k8s/values.h"
@@ -44,6 +45,13 @@ ApiResponse withWarnings(ApiResponse resp, const std::vector<std::string>& warni
   for (const auto& w : warnings)
     resp.headers.emplace_back("Warning", "299 - \"" + w + "\"");
   return resp;
+}
+
+// A Table, with the content type kubectl expects of one.
+ApiResponse tableResponse(const json& table) {
+  ApiResponse r = jsonResponse(200, table);
+  r.contentType = "application/json;as=Table;v=v1;g=meta.k8s.io";
+  return r;
 }
 
 ApiResponse storedResponse(int status, const StoredObject& o) {
@@ -211,9 +219,14 @@ std::optional<ApiResponse> ApiHandler::tooLarge(const ApiRequest& req) {
   return r;
 }
 
-ApiResponse ApiHandler::get(const ApiRequest& /*req*/, const Target& t) {
+ApiResponse ApiHandler::get(const ApiRequest& req, const Target& t) {
   auto r = store_.get(*t.resource, t.namespaceName, t.name);
-  return r.ok() ? storedResponse(200, *r.value) : errorResponse(*r.error);
+  if (!r.ok()) return errorResponse(*r.error);
+  if (wantsTable(req.accept) && t.subresource.empty())
+    return tableResponse(toTable(*t.resource, {*r.value->object},
+                                 (*r.value->object)["metadata"].value("resourceVersion", ""),
+                                 clock_.wallNanos()));
+  return storedResponse(200, *r.value);
 }
 
 ApiResponse ApiHandler::list(const ApiRequest& req, const Target& t) {
@@ -235,6 +248,15 @@ ApiResponse ApiHandler::list(const ApiRequest& req, const Target& t) {
     if (auto r = tooLarge(req)) return *r;
   auto r = store_.list(*t.resource, t.namespaceName, labels.value(), fields.value(), limit, cont);
   if (!r.ok()) return errorResponse(*r.error);
+  if (wantsTable(req.accept)) {
+    std::vector<json> objects;
+    objects.reserve(r.value->items.size());
+    for (const auto& item : r.value->items)
+      objects.push_back(json::parse(*item));
+    json table = toTable(*t.resource, objects, std::to_string(r.value->rv), clock_.wallNanos());
+    if (!r.value->continueToken.empty()) table["metadata"]["continue"] = r.value->continueToken;
+    return tableResponse(table);
+  }
   json meta = {{"resourceVersion", std::to_string(r.value->rv)}};
   if (!r.value->continueToken.empty()) {
     meta["continue"] = r.value->continueToken;
