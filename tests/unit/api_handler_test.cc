@@ -94,6 +94,25 @@ TEST_F(ApiHandlerTest, TablesCarryTheColumnsKubectlPrints) {
   EXPECT_EQ(names, (std::vector<std::string>{"Name", "Ready", "Status", "Restarts", "Age"}));
   EXPECT_EQ(t["rows"][0]["cells"],
             json::parse(R"(["a","0/1","Pending",0,"2m5s","<none>","<none>"])"));
+  // A Table watch: each event a one-row Table, the columns in the first only (kubectl -w).
+  auto w = call("GET", "/api/v1/namespaces/default/pods", nullptr,
+                {{"watch", "1"}, {"resourceVersion", "0"}},
+                "application/json;as=Table;v=v1;g=meta.k8s.io,application/json");
+  ASSERT_TRUE(w.watch);
+  EXPECT_EQ(w.contentType, "application/json;as=Table;v=v1;g=meta.k8s.io");
+  ASSERT_EQ(call("POST", "/api/v1/namespaces/default/pods", pod("b")).status, 201);
+  std::string chunk;
+  ASSERT_EQ(w.watch->next(chunk), httpd::ChunkSource::Next::kData);
+  std::vector<json> events;
+  for (std::size_t start = 0, nl; (nl = chunk.find('\n', start)) != std::string::npos;
+       start = nl + 1)
+    events.push_back(json::parse(chunk.substr(start, nl - start)));
+  ASSERT_EQ(events.size(), 2u) << chunk;
+  EXPECT_EQ(events[0]["object"]["kind"], "Table");
+  EXPECT_EQ(events[0]["object"]["columnDefinitions"].size(), 7u);
+  EXPECT_TRUE(events[1]["object"]["columnDefinitions"].empty());
+  EXPECT_EQ(events[1]["object"]["rows"][0]["cells"][0], "b");
+  w.watch->closed();
   EXPECT_EQ(humanDuration(59), "59s");
   EXPECT_EQ(humanDuration(600), "10m");
   EXPECT_EQ(humanDuration(3 * 86400 + 7200), "3d2h");

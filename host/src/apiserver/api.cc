@@ -47,10 +47,12 @@ ApiResponse withWarnings(ApiResponse resp, const std::vector<std::string>& warni
   return resp;
 }
 
+const char* const kTableContentType = "application/json;as=Table;v=v1;g=meta.k8s.io";
+
 // A Table, with the content type kubectl expects of one.
 ApiResponse tableResponse(const json& table) {
   ApiResponse r = jsonResponse(200, table);
-  r.contentType = "application/json;as=Table;v=v1;g=meta.k8s.io";
+  r.contentType = kTableContentType;
   return r;
 }
 
@@ -326,6 +328,13 @@ ApiResponse ApiHandler::watch(const ApiRequest& req, const Target& t) {
   std::optional<std::chrono::milliseconds> bookmarks;
   if (k8s::goBoolOr(req.param("allowWatchBookmarks"), false)) bookmarks = options_.bookmarkInterval;
   r.watch = std::make_shared<WatchStream>(store_, *w.value, timeoutSeconds, bookmarks);
+  if (wantsTable(req.accept)) {
+    r.contentType = kTableContentType;
+    r.watch->setTransform(
+        [resource = t.resource, clock = &clock_, first = true](const std::string& line) mutable {
+          return tableWatchLine(*resource, line, first, clock->wallNanos());
+        });
+  }
   return r;
 }
 

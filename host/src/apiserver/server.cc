@@ -219,7 +219,7 @@ void ApiServer::serve(const ApiRequest& req, const std::shared_ptr<httpd::Exchan
     });
     return;
   }
-  if (r.watch) return exchange->stream(200, "application/json", std::move(r.watch));
+  if (r.watch) return exchange->stream(200, r.contentType, std::move(r.watch));
   exchange->respond(toHttp(std::move(r)));
 }
 

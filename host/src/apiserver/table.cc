@@ -166,4 +166,18 @@ json toTable(const ResourceInfo& r, const std::vector<json>& objects, const std:
           {"rows", rows}};
 }
 
+std::string tableWatchLine(const ResourceInfo& r, const std::string& line, bool& first,
+                           int64_t nowNanos) {
+  json e = json::parse(line, nullptr, false);
+  if (e.is_discarded() || !e.contains("object") || !e["object"].is_object()) return line;
+  std::string type = e.value("type", "");
+  if (type != "ADDED" && type != "MODIFIED" && type != "DELETED") return line;
+  const json& obj = e["object"];
+  std::string rv = obj.contains("metadata") ? obj["metadata"].value("resourceVersion", "") : "";
+  json table = toTable(r, {obj}, rv, nowNanos);
+  if (!first) table["columnDefinitions"] = json::array();
+  first = false;
+  return json{{"type", type}, {"object", table}}.dump() + "\n";
+}
+
 } // namespace kuscia_host::apiserver

@@ -22,6 +22,12 @@ bool wantsTable(const std::string& accept);
 nlohmann::json toTable(const ResourceInfo& r, const std::vector<nlohmann::json>& objects,
                        const std::string& rv, int64_t nowNanos);
 
+// A watch event line of full objects rewritten as upstream sends it to a Table watch: the object
+// becomes a Table of one row, with the column definitions in the first event only (`first`, then
+// cleared). BOOKMARK and ERROR events pass unchanged.
+std::string tableWatchLine(const ResourceInfo& r, const std::string& line, bool& first,
+                           int64_t nowNanos);
+
 // "5s", "3m20s", "2d4h": how kubectl shows an age (k8s.io/apimachinery duration.HumanDuration).
 std::string humanDuration(int64_t seconds);
 

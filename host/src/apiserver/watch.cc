@@ -59,7 +59,7 @@ httpd::ChunkSource::Next WatchStream::next(std::string& out) {
   }
   if (lines.empty()) return timedOut_ ? Next::kFinish : Next::kIdle;
   for (const auto& l : lines)
-    out += *l;
+    out += transform_ ? transform_(*l) : *l;
   return Next::kData;
 }
 

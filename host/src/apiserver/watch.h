@@ -8,6 +8,7 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -31,6 +32,10 @@ public:
   Next next(std::string& out) override;
   void closed() override;
 
+  // Rewrites each event line before it is sent (Table watches); bookmarks and errors included.
+  using Transform = std::function<std::string(const std::string& line)>;
+  void setTransform(Transform t) { transform_ = std::move(t); }
+
   const std::shared_ptr<Watcher>& watcher() const { return watcher_; }
   int timeoutSeconds() const { return timeoutSeconds_; }
   bool bookmarks() const { return bookmarkInterval_.has_value(); }
@@ -44,6 +49,7 @@ private:
   int timeoutSeconds_ = 0;
   std::optional<std::chrono::milliseconds> bookmarkInterval_;
   std::string errorLine_; // set for an ERROR-only stream
+  Transform transform_;
   std::shared_ptr<httpd::StreamControl> control_;
   std::unique_ptr<boost::asio::steady_timer> timeout_;
   std::unique_ptr<boost::asio::steady_timer> bookmark_;
