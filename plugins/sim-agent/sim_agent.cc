@@ -1,0 +1,529 @@
+#include "sim_agent.h"
+
+#include <cmath>
+#include <functional>
+
+#include "kuscia.h"
+#include "kuscia_time.h"
+
+namespace kuscia_host::plugins::sim {
+
+using nlohmann::json;
+
+namespace {
+
+enum TaskField { kParties, kInitiator, kPhase, kTaskFieldCount };
+enum PodField { kPodTask, kPodPhase, kPodConditions, kPodStart, kPodIp, kPodFieldCount };
+
+// Merges `add` into a conditions array by type (what a strategic merge patch would do).
+json withConditions(json conditions, const json& add) {
+  if (!conditions.is_array()) conditions = json::array();
+  for (const auto& c : add) {
+    bool replaced = false;
+    for (auto& have : conditions)
+      if (have.value("type", "") == c.value("type", "")) {
+        have = c;
+        replaced = true;
+      }
+    if (!replaced) conditions.push_back(c);
+  }
+  return conditions;
+}
+
+json condition(const std::string& type, const std::string& at) {
+  return {
+      {"type", type}, {"status", "True"}, {"lastProbeTime", nullptr}, {"lastTransitionTime", at}};
+}
+
+} // namespace
+
+SimAgent::SimAgent(sdk::Host host, std::string_view domain, std::string_view configJson)
+    : Plugin(host), config_(parseSimConfig(configJson)), domain_(domain),
+      p2p_(host.deploymentMode() == "p2p"),
+      rng_(static_cast<uint64_t>(config_.seed) ^ std::hash<std::string_view>{}(domain)) {
+  sdk::Subscription tasks;
+  tasks.group = kKusciaGroup;
+  tasks.version = kKusciaVersion;
+  tasks.resource = kKusciaTasks;
+  tasks.scope = KH_SCOPE_NAMESPACE;
+  tasks.namespaceName = config_.taskNamespace;
+  tasks.fields = {"/spec/parties", "/spec/initiator", "/status/phase"};
+  taskSub_ = host.subscribe(tasks);
+  // Every party's pods: the initiator's instance decides the task's phase from all of them.
+  sdk::Subscription pods;
+  pods.version = "v1";
+  pods.resource = "pods";
+  pods.scope = KH_SCOPE_ALL;
+  pods.labelSelector = "kuscia.secretflow/controller=kusciatask";
+  pods.fields = {kTaskIdPointer, "/status/phase", "/status/conditions", "/status/startTime",
+                 "/status/podIP"};
+  podSub_ = host.subscribe(pods);
+  sdk::Subscription services;
+  services.version = "v1";
+  services.resource = "services";
+  services.scope = KH_SCOPE_DOMAIN;
+  services.fields = {kTaskIdPointer};
+  serviceSub_ = host.subscribe(services);
+}
+
+std::string SimAgent::now() const {
+  return formatTime(host().wallTimeNanos());
+}
+
+int64_t SimAgent::delay(int64_t millis) {
+  auto d = static_cast<double>(millis);
+  switch (config_.distribution) {
+  case SimConfig::Distribution::kFixed: break;
+  case SimConfig::Distribution::kUniform:
+    d = std::uniform_real_distribution<double>(d * (1 - config_.spread),
+                                               d * (1 + config_.spread))(rng_);
+    break;
+  case SimConfig::Distribution::kLognormal:
+    d *= std::exp(std::normal_distribution<double>(0, config_.spread)(rng_));
+    break;
+  }
+  return std::max<int64_t>(0, std::llround(d));
+}
+
+void SimAgent::send(const sdk::KubeRequest& r) {
+  try {
+    host().kubeRequest(r);
+  } catch (const sdk::HostError& e) {
+    host().debug("not sent (" + r.resource + "/" + r.name + "): " + e.what());
+  }
+}
+
+void SimAgent::onEvent(const sdk::Event& e) {
+  if (e.type == KH_EVENT_SYNCED) {
+    for (const auto& [task, t] : tasks_)
+      ensure(task);
+    return;
+  }
+  if (e.subscriptionId == taskSub_) return onTask(e);
+  if (e.subscriptionId == podSub_) return onPod(e);
+  if (e.subscriptionId == serviceSub_) {
+    if (e.type == KH_EVENT_DELETED)
+      services_.erase(std::string(e.key));
+    else
+      services_.insert(std::string(e.key));
+  }
+}
+
+void SimAgent::onTask(const sdk::Event& e) {
+  std::string name(nameOf(e.key));
+  if (e.type == KH_EVENT_DELETED) {
+    tasks_.erase(name);
+    return;
+  }
+  json f = parseFields(e.fieldsJson, kTaskFieldCount);
+  Task& t = tasks_[name];
+  t.uid = std::string(e.uid);
+  t.parties = f[kParties].is_array() ? f[kParties] : json::array();
+  t.initiator = fieldString(f, kInitiator);
+  t.phase = fieldString(f, kPhase);
+  t.mine = false;
+  for (const auto& p : t.parties)
+    t.mine = t.mine || (p.is_object() && p.value("domainID", "") == domain_);
+  ensure(name);
+  settlePhase(name);
+}
+
+std::string SimAgent::podName(const std::string& task, const json& party, int index) const {
+  std::string role = party.is_object() ? party.value("role", "") : "";
+  return task + (role.empty() ? "" : "-" + role) + "-" + std::to_string(index);
+}
+
+void SimAgent::ensure(const std::string& task) {
+  auto it = tasks_.find(task);
+  if (it == tasks_.end() || !it->second.mine) return;
+  const Task& t = it->second;
+  if (t.phase == "Succeeded" || t.phase == "Failed") return;
+  if (t.phase.empty() && (p2p_ || t.initiator == domain_)) {
+    sdk::KubeRequest r;
+    r.group = kKusciaGroup;
+    r.version = kKusciaVersion;
+    r.resource = kKusciaTasks;
+    r.namespaceName = config_.taskNamespace;
+    r.name = task;
+    r.subresource = "status";
+    r.body = json{{"status", {{"phase", "Pending"}, {"startTime", now()}}}}.dump();
+    send(r);
+  }
+  json party;
+  for (const auto& p : t.parties)
+    if (p.is_object() && p.value("domainID", "") == domain_) party = p;
+  for (int i = 0; i < config_.podsPerParty; ++i) {
+    std::string name = podName(task, party, i);
+    std::string key = domain_ + "/" + name;
+    auto pod = pods_.find(key);
+    if (pod == pods_.end()) {
+      if (creating_.insert(key).second) createPod(task, t, i);
+      continue;
+    }
+    if (!pod->second.uid.empty()) createServices(name, pod->second.uid, task);
+  }
+}
+
+void SimAgent::createPod(const std::string& task, const Task& t, int index) {
+  json party;
+  for (const auto& p : t.parties)
+    if (p.is_object() && p.value("domainID", "") == domain_) party = p;
+  std::string role = party.is_object() ? party.value("role", "") : "";
+  std::string name = podName(task, party, index);
+  std::string identity = t.uid + (role.empty() ? "" : "-" + role) + "-" + std::to_string(index);
+  json ports = json::array();
+  for (std::size_t i = 0; i < config_.ports.size(); ++i)
+    ports.push_back({{"name", config_.ports[i].name},
+                     {"containerPort", 20000 + static_cast<int>(i)},
+                     {"protocol", "TCP"}});
+  json pod = {
+      {"apiVersion", "v1"},
+      {"kind", "Pod"},
+      {"metadata",
+       {{"name", name},
+        {"namespace", domain_},
+        {"labels",
+         {{"kuscia.secretflow/controller", "kusciatask"},
+          {"kuscia.secretflow/task-uid", t.uid},
+          {"kuscia.secretflow/pod-identity", identity},
+          {"kuscia.secretflow/pod-role", role},
+          {"kuscia.secretflow/communication-role-server", "true"},
+          {"kuscia.secretflow/communication-role-client", "true"}}},
+        {"annotations",
+         {{"kuscia.secretflow/initiator", t.initiator},
+          {kTaskIdAnnotation, task},
+          {"kuscia.secretflow/task-resource-group", task},
+          {"kuscia.secretflow/task-resource", task + "-" + domain_}}}}},
+      {"spec",
+       {{"schedulerName", "kuscia-scheduler"},
+        {"nodeSelector", {{"kuscia.secretflow/namespace", domain_}}},
+        {"restartPolicy", "Never"},
+        {"containers",
+         {{{"name", "secretflow"},
+           {"image", party.is_object() ? party.value("appImageRef", "secretflow") : "secretflow"},
+           {"ports", ports}}}}}}};
+  sdk::KubeRequest r;
+  r.verb = KH_KUBE_CREATE;
+  r.version = "v1";
+  r.resource = "pods";
+  r.namespaceName = domain_;
+  r.body = pod.dump();
+  try {
+    creates_[host().kubeRequest(r)] = domain_ + "/" + name;
+  } catch (const sdk::HostError& e) {
+    creating_.erase(domain_ + "/" + name);
+    host().debug("pod " + name + " not created: " + e.what());
+  }
+}
+
+void SimAgent::createServices(const std::string& pod, const std::string& podUid,
+                              const std::string& task) {
+  for (std::size_t i = 0; i < config_.ports.size(); ++i) {
+    const PortSpec& port = config_.ports[i];
+    std::string name = pod + "-" + port.name;
+    if (!name.empty() && std::isdigit(static_cast<unsigned char>(name[0]))) name = "svc-" + name;
+    if (name.size() > 63) { // as Kuscia: a stable hash of the long name
+      char hash[17];
+      std::snprintf(hash, sizeof hash, "%016llx",
+                    static_cast<unsigned long long>(std::hash<std::string>{}(name)));
+      name = name.substr(0, 46) + "-" + hash;
+    }
+    std::string key = domain_ + "/" + name;
+    if (services_.count(key) > 0 || !creating_.insert(key).second) continue;
+    json labels = {{"kuscia.secretflow/port-name", port.name},
+                   {"kuscia.secretflow/port-scope", port.scope},
+                   {"kuscia.secretflow/task-uid", tasks_[task].uid}};
+    if (port.scope != "Domain") labels["kuscia.secretflow/loadbalancer"] = "domainroute";
+    std::string access;
+    for (const auto& p : tasks_[task].parties)
+      if (p.is_object()) access += (access.empty() ? "" : ",") + p.value("domainID", "");
+    json svc = {{"apiVersion", "v1"},
+                {"kind", "Service"},
+                {"metadata",
+                 {{"name", name},
+                  {"namespace", domain_},
+                  {"labels", labels},
+                  {"annotations",
+                   {{"kuscia.secretflow/initiator", tasks_[task].initiator},
+                    {"kuscia.secretflow/protocol", "GRPC"},
+                    {"kuscia.secretflow/access-domain", access},
+                    {kTaskIdAnnotation, task}}},
+                  {"ownerReferences",
+                   {{{"apiVersion", "v1"},
+                     {"kind", "Pod"},
+                     {"name", pod},
+                     {"uid", podUid},
+                     {"controller", true},
+                     {"blockOwnerDeletion", true}}}}}},
+                {"spec",
+                 {{"clusterIP", "None"},
+                  {"publishNotReadyAddresses", true},
+                  {"selector", {{"kuscia.secretflow/pod-identity", ""}}},
+                  {"ports",
+                   {{{"name", port.name},
+                     {"port", 20000 + static_cast<int>(i)},
+                     {"protocol", "TCP"},
+                     {"targetPort", 20000 + static_cast<int>(i)}}}}}}};
+    sdk::KubeRequest r;
+    r.verb = KH_KUBE_CREATE;
+    r.version = "v1";
+    r.resource = "services";
+    r.namespaceName = domain_;
+    r.body = svc.dump();
+    try {
+      creates_[host().kubeRequest(r)] = key;
+    } catch (const sdk::HostError&) {
+      creating_.erase(key);
+    }
+  }
+}
+
+void SimAgent::onPod(const sdk::Event& e) {
+  std::string key(e.key);
+  if (e.type == KH_EVENT_DELETED) {
+    pods_.erase(key);
+    return;
+  }
+  json f = parseFields(e.fieldsJson, kPodFieldCount);
+  Pod& p = pods_[key];
+  bool known = !p.uid.empty();
+  p.uid = std::string(e.uid);
+  p.task = fieldString(f, kPodTask);
+  p.namespaceName = std::string(namespaceOf(key));
+  p.name = std::string(nameOf(key));
+  const json& conds = f[kPodConditions];
+  p.conditions = conds.is_array() ? conds.dump() : "[]";
+  auto isTrue = [&](const char* type) {
+    const json* c = findCondition(conds, type);
+    return c != nullptr && c->value("status", "") == "True";
+  };
+  if (fieldString(f, kPodPhase) == "Failed")
+    p.stage = Stage::kFailed;
+  else if (isTrue("Ready"))
+    p.stage = Stage::kReady;
+  else if (!fieldString(f, kPodStart).empty())
+    p.stage = Stage::kStarted;
+  else if (isTrue("PodScheduled"))
+    p.stage = Stage::kScheduled;
+  else
+    p.stage = Stage::kCreated;
+  if (p.namespaceName == domain_) {
+    creating_.erase(key);
+    if (!known && !p.task.empty()) createServices(p.name, p.uid, p.task);
+    advance(key);
+  }
+  if (!p.task.empty()) settlePhase(p.task);
+}
+
+void SimAgent::advance(const std::string& key) {
+  Pod& p = pods_[key];
+  if (p.stage == Stage::kFailed) return;
+  if (p.timer == 0 && p.stage != Stage::kReady) {
+    int64_t ms = p.stage == Stage::kCreated     ? config_.scheduleMillis
+                 : p.stage == Stage::kScheduled ? config_.startMillis
+                                                : config_.readyMillis;
+    try {
+      p.timer = host().startTimer(static_cast<uint64_t>(delay(ms)), 0, kStep);
+      timers_[p.timer] = key;
+    } catch (const sdk::HostError&) {
+    }
+  }
+  if (!p.endpoints && (p.stage == Stage::kStarted || p.stage == Stage::kReady)) {
+    p.endpoints = true;
+    try {
+      timers_[host().startTimer(static_cast<uint64_t>(delay(config_.endpointsMillis)), 0,
+                                kEndpoints)] = key;
+    } catch (const sdk::HostError&) {
+      p.endpoints = false;
+    }
+  }
+}
+
+void SimAgent::onTimer(uint64_t timerId, uint64_t userTag) {
+  auto it = timers_.find(timerId);
+  if (it == timers_.end()) return;
+  std::string target = std::move(it->second);
+  timers_.erase(it);
+  if (userTag == kFinish) {
+    auto t = tasks_.find(target);
+    if (t == tasks_.end()) return;
+    t->second.finishTimer = 0;
+    sdk::KubeRequest r;
+    r.group = kKusciaGroup;
+    r.version = kKusciaVersion;
+    r.resource = kKusciaTasks;
+    r.namespaceName = config_.taskNamespace;
+    r.name = target;
+    r.subresource = "status";
+    r.body =
+        json{{"status",
+              {{"phase", "Succeeded"}, {"completionTime", now()}, {"lastReconcileTime", now()}}}}
+            .dump();
+    send(r);
+    return;
+  }
+  auto pod = pods_.find(target);
+  if (pod == pods_.end()) return;
+  if (userTag == kEndpoints) return writeEndpoints(target);
+  pod->second.timer = 0;
+  step(target);
+}
+
+void SimAgent::step(const std::string& key) {
+  Pod& p = pods_[key];
+  std::string t = now();
+  sdk::KubeRequest r;
+  r.version = "v1";
+  r.resource = "pods";
+  r.namespaceName = p.namespaceName;
+  r.name = p.name;
+  r.subresource = "status";
+  json status;
+  switch (p.stage) {
+  case Stage::kCreated: {
+    // The scheduler binds the pod to the domain's node.
+    sdk::KubeRequest bind = r;
+    bind.subresource.clear();
+    bind.body = json{{"spec", {{"nodeName", domain_ + "-node-0"}}}}.dump();
+    send(bind);
+    status = {{"conditions", withConditions(json::parse(p.conditions),
+                                            json::array({condition("PodScheduled", t)}))}};
+    break;
+  }
+  case Stage::kScheduled:
+    if (std::uniform_real_distribution<double>(0, 1)(rng_) < config_.failureRate) {
+      status = {{"phase", "Failed"},
+                {"reason", config_.failureReason},
+                {"message", "simulated: the container failed to start"},
+                {"startTime", t},
+                {"containerStatuses",
+                 {{{"name", "secretflow"},
+                   {"ready", false},
+                   {"restartCount", 0},
+                   {"image", "secretflow"},
+                   {"state", {{"waiting", {{"reason", config_.failureReason}}}}}}}}};
+      break;
+    }
+    status = {{"phase", "Running"},
+              {"startTime", t},
+              {"hostIP", "172.18.0.2"},
+              {"podIP", "10.42.0." + std::to_string(1 + rng_() % 250)},
+              {"conditions", withConditions(json::parse(p.conditions),
+                                            json::array({condition("Initialized", t)}))},
+              {"containerStatuses",
+               {{{"name", "secretflow"},
+                 {"ready", false},
+                 {"started", true},
+                 {"restartCount", 0},
+                 {"image", "secretflow"},
+                 {"state", {{"running", {{"startedAt", t}}}}}}}}};
+    break;
+  case Stage::kStarted:
+    status = {{"conditions", withConditions(json::parse(p.conditions),
+                                            json::array({condition("Ready", t),
+                                                         condition("ContainersReady", t)}))},
+              {"containerStatuses",
+               {{{"name", "secretflow"},
+                 {"ready", true},
+                 {"started", true},
+                 {"restartCount", 0},
+                 {"image", "secretflow"},
+                 {"state", {{"running", {{"startedAt", t}}}}}}}}};
+    break;
+  case Stage::kReady:
+  case Stage::kFailed: return;
+  }
+  r.body = json{{"status", status}}.dump();
+  send(r);
+}
+
+void SimAgent::writeEndpoints(const std::string& key) {
+  const Pod& p = pods_[key];
+  for (std::size_t i = 0; i < config_.ports.size(); ++i) {
+    std::string name = p.name + "-" + config_.ports[i].name;
+    json ep = {{"apiVersion", "v1"},
+               {"kind", "Endpoints"},
+               {"metadata", {{"name", name}, {"namespace", p.namespaceName}}},
+               {"subsets",
+                {{{"addresses",
+                   {{{"ip", "10.42.0.1"},
+                     {"targetRef",
+                      {{"kind", "Pod"},
+                       {"namespace", p.namespaceName},
+                       {"name", p.name},
+                       {"uid", p.uid}}}}}},
+                  {"ports",
+                   {{{"name", config_.ports[i].name},
+                     {"port", 20000 + static_cast<int>(i)},
+                     {"protocol", "TCP"}}}}}}}};
+    sdk::KubeRequest r;
+    r.verb = KH_KUBE_CREATE;
+    r.version = "v1";
+    r.resource = "endpoints";
+    r.namespaceName = p.namespaceName;
+    r.body = ep.dump();
+    send(r);
+  }
+}
+
+void SimAgent::settlePhase(const std::string& task) {
+  auto it = tasks_.find(task);
+  if (it == tasks_.end()) return;
+  Task& t = it->second;
+  if (!(p2p_ ? t.mine : t.initiator == domain_)) return;
+  if (t.phase == "Succeeded" || t.phase == "Failed") return;
+  std::size_t parties = 0;
+  for (const auto& p : t.parties)
+    parties += p.is_object() && (!p2p_ || p.value("domainID", "") == domain_);
+  std::size_t expected = parties * static_cast<std::size_t>(config_.podsPerParty);
+  std::size_t ready = 0;
+  bool failed = false;
+  for (const auto& [key, p] : pods_) {
+    if (p.task != task) continue;
+    ready += p.stage == Stage::kReady;
+    failed = failed || p.stage == Stage::kFailed;
+  }
+  sdk::KubeRequest r;
+  r.group = kKusciaGroup;
+  r.version = kKusciaVersion;
+  r.resource = kKusciaTasks;
+  r.namespaceName = config_.taskNamespace;
+  r.name = task;
+  r.subresource = "status";
+  if (failed) {
+    r.body = json{{"status", {{"phase", "Failed"}, {"completionTime", now()}}}}.dump();
+    t.phase = "Failed";
+    return send(r);
+  }
+  if (ready < expected || expected == 0) return;
+  if (t.phase != "Running") {
+    r.body = json{{"status", {{"phase", "Running"}, {"lastReconcileTime", now()}}}}.dump();
+    t.phase = "Running";
+    send(r);
+  }
+  if (t.finishTimer == 0) {
+    try {
+      t.finishTimer = host().startTimer(static_cast<uint64_t>(config_.runMillis), 0, kFinish);
+      timers_[t.finishTimer] = task;
+    } catch (const sdk::HostError&) {
+    }
+  }
+}
+
+void SimAgent::onKubeResult(const sdk::KubeResult& r) {
+  auto it = creates_.find(r.requestId);
+  if (it == creates_.end()) {
+    if (r.httpCode != 0 && (r.httpCode < 200 || r.httpCode > 299) && r.httpCode != 409)
+      host().debug("write failed (" + std::to_string(r.httpCode) + "): " + std::string(r.message));
+    return;
+  }
+  std::string key = std::move(it->second);
+  creates_.erase(it);
+  if (r.httpCode >= 200 && r.httpCode < 300) return; // the watch brings it
+  creating_.erase(key);
+  if (r.httpCode != 409 && r.httpCode != 0)
+    host().warn("creating " + key + " failed (" + std::to_string(r.httpCode) +
+                "): " + std::string(r.message));
+}
+
+} // namespace kuscia_host::plugins::sim

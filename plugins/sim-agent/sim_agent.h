@@ -1,0 +1,86 @@
+// sim-agent (embedded setups only): plays, for its domain, what a Kuscia deployment's task
+// controller, scheduler, agent and endpoints controller do, so that the whole product runs on one
+// machine. For each KusciaTask listing its domain as a party it creates the party's pods and
+// services the way Kuscia does (names, labels, annotations, ownerReferences), then moves each pod
+// through scheduled (spec.nodeName, PodScheduled=True), started (status.startTime, phase Running)
+// and ready (Ready and ContainersReady True), and fills the services' Endpoints, with delays drawn
+// from its config (fixed, uniform or lognormal, seeded). Optionally some pods fail to start.
+// The initiator's instance (every instance in p2p mode, where each cluster has its own copy)
+// moves the task's phase Pending -> Running when all its pods are ready, and Succeeded after
+// runMillis (Failed when a pod failed).
+//
+// It is level-triggered like the others: a restarted host continues each pod from the stage its
+// status shows.
+#pragma once
+
+#include <kuscia_host/plugin.hpp>
+
+#include <cstdint>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <set>
+#include <string>
+#include <string_view>
+
+#include "sim_config.h"
+
+namespace kuscia_host::plugins::sim {
+
+class SimAgent final : public sdk::Plugin {
+public:
+  SimAgent(sdk::Host host, std::string_view domain, std::string_view configJson);
+  static void validateConfig(std::string_view configJson) { parseSimConfig(configJson); }
+
+  void onEvent(const sdk::Event& event) override;
+  void onTimer(uint64_t timerId, uint64_t userTag) override;
+  void onKubeResult(const sdk::KubeResult& result) override;
+
+private:
+  enum class Stage { kCreated, kScheduled, kStarted, kReady, kFailed };
+  struct Pod {
+    std::string task, name, namespaceName, uid;
+    Stage stage = Stage::kCreated;
+    std::string conditions = "[]"; // as last seen (JSON): a merge patch replaces the whole list
+    bool endpoints = false;        // its services' Endpoints are written
+    uint64_t timer = 0;            // the next step is scheduled
+  };
+  struct Task {
+    std::string uid, initiator, phase;
+    nlohmann::json parties = nlohmann::json::array();
+    bool mine = false;        // lists this domain as a party
+    uint64_t finishTimer = 0; // Running -> Succeeded
+  };
+  enum Tag : uint64_t { kStep = 1, kEndpoints = 2, kFinish = 3 };
+
+  void onTask(const sdk::Event& e);
+  void onPod(const sdk::Event& e);
+  // Creates what the task needs of this domain and is not there yet.
+  void ensure(const std::string& task);
+  void createPod(const std::string& task, const Task& t, int index);
+  void createServices(const std::string& pod, const std::string& podUid, const std::string& task);
+  // Schedules the next step of the pod after its delay, unless one is scheduled.
+  void advance(const std::string& key);
+  void step(const std::string& key);
+  void writeEndpoints(const std::string& key);
+  // The task's phase from its pods: Running, then Succeeded after runMillis, or Failed.
+  void settlePhase(const std::string& task);
+  int64_t delay(int64_t millis);
+  void send(const sdk::KubeRequest& r);
+  std::string podName(const std::string& task, const nlohmann::json& party, int index) const;
+  std::string now() const;
+
+  SimConfig config_;
+  std::string domain_;
+  bool p2p_ = false;
+  uint64_t taskSub_ = 0, podSub_ = 0, serviceSub_ = 0;
+  std::map<std::string, Task> tasks_;
+  std::map<std::string, Pod> pods_;         // "<ns>/<name>", every namespace (all parties)
+  std::set<std::string> services_;          // "<ns>/<name>" of this domain
+  std::set<std::string> creating_;          // objects whose create is in flight
+  std::map<uint64_t, std::string> timers_;  // timer id -> pod key or task
+  std::map<uint64_t, std::string> creates_; // request id -> pod key being created
+  std::mt19937_64 rng_;
+};
+
+} // namespace kuscia_host::plugins::sim

@@ -1,0 +1,78 @@
+#include "sim_config.h"
+
+#include "kuscia.h"
+
+namespace kuscia_host::plugins::sim {
+
+const std::vector<sdk::ConfigKey>& simConfigKeys() {
+  static const std::vector<sdk::ConfigKey> keys = {
+      taskNamespaceKey(),
+      {"podsPerParty", "integer", "1", "pods of each party of a task (1..16)"},
+      {"ports", "string", "spu:Cluster,fed:Cluster,global:Domain",
+       "the services of each pod, as name:scope (Cluster or Domain), comma-separated"},
+      {"scheduleMillis", "integer", "1000", "pod creation to PodScheduled=True (0..600000)"},
+      {"startMillis", "integer", "1500", "scheduled to started: status.startTime, phase Running"},
+      {"readyMillis", "integer", "2500", "started to Ready=True"},
+      {"endpointsMillis", "integer", "1200", "started to the services' Endpoints addresses"},
+      {"runMillis", "integer", "3000", "all pods ready (task Running) to the task Succeeded"},
+      {"distribution", "string", "fixed",
+       "how each delay is drawn around its value: fixed, uniform (within +-spread) or lognormal "
+       "(median the value, sigma spread)"},
+      {"spread", "number", "0.5", "uniform: the fraction around the value; lognormal: sigma"},
+      {"seed", "integer", "1", "seed of the delays and failures (runs repeat)"},
+      {"failureRate", "number", "0", "probability that a pod fails to start (0..1)"},
+      {"failureReason", "string", "ErrImagePull", "the reason a failing pod shows"},
+  };
+  return keys;
+}
+
+namespace {
+
+std::vector<PortSpec> parsePorts(const std::string& text) {
+  std::vector<PortSpec> out;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    std::size_t comma = text.find(',', start);
+    std::string item = text.substr(start, comma == std::string::npos ? comma : comma - start);
+    auto colon = item.find(':');
+    PortSpec p{item.substr(0, colon),
+               colon == std::string::npos ? "Cluster" : item.substr(colon + 1)};
+    if (!isDnsLabel(p.name) || (p.scope != "Cluster" && p.scope != "Domain"))
+      throw sdk::ConfigError("ports", "config key 'ports': '" + item +
+                                          "' is not name:Cluster or name:Domain");
+    out.push_back(p);
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return out;
+}
+
+} // namespace
+
+SimConfig parseSimConfig(std::string_view json) {
+  sdk::ConfigReader r(json, simConfigKeys());
+  SimConfig c;
+  c.taskNamespace = readTaskNamespace(r);
+  c.podsPerParty = r.integer("podsPerParty", c.podsPerParty, 1, 16);
+  c.ports = parsePorts(r.string("ports", "spu:Cluster,fed:Cluster,global:Domain"));
+  c.scheduleMillis = r.integer("scheduleMillis", c.scheduleMillis, 0, 600000);
+  c.startMillis = r.integer("startMillis", c.startMillis, 0, 600000);
+  c.readyMillis = r.integer("readyMillis", c.readyMillis, 0, 600000);
+  c.endpointsMillis = r.integer("endpointsMillis", c.endpointsMillis, 0, 600000);
+  c.runMillis = r.integer("runMillis", c.runMillis, 0, 86400000);
+  std::string d = r.oneOf("distribution", "fixed", {"fixed", "uniform", "lognormal"});
+  c.distribution = d == "uniform"     ? SimConfig::Distribution::kUniform
+                   : d == "lognormal" ? SimConfig::Distribution::kLognormal
+                                      : SimConfig::Distribution::kFixed;
+  c.spread = r.number("spread", c.spread);
+  if (c.spread < 0 || c.spread > 5)
+    throw sdk::ConfigError("spread", "config key 'spread': must be within [0, 5]");
+  c.seed = r.integer("seed", c.seed);
+  c.failureRate = r.number("failureRate", c.failureRate);
+  if (c.failureRate < 0 || c.failureRate > 1)
+    throw sdk::ConfigError("failureRate", "config key 'failureRate': must be within [0, 1]");
+  c.failureReason = r.string("failureReason", c.failureReason);
+  return c;
+}
+
+} // namespace kuscia_host::plugins::sim

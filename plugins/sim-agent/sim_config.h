@@ -1,0 +1,40 @@
+// sim-agent's configuration: every key optional. The defaults make each phase take about a
+// second, so that the times differ at the one-second resolution of API timestamps.
+#pragma once
+
+#include <kuscia_host/config_reader.hpp>
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace kuscia_host::plugins::sim {
+
+struct PortSpec {
+  std::string name;
+  std::string scope; // Cluster or Domain
+};
+
+struct SimConfig {
+  enum class Distribution { kFixed, kUniform, kLognormal };
+  std::string taskNamespace = "cross-domain";
+  int64_t podsPerParty = 1;
+  std::vector<PortSpec> ports = {{"spu", "Cluster"}, {"fed", "Cluster"}, {"global", "Domain"}};
+  int64_t scheduleMillis = 1000;
+  int64_t startMillis = 1500;
+  int64_t readyMillis = 2500;
+  int64_t endpointsMillis = 1200;
+  int64_t runMillis = 3000;
+  Distribution distribution = Distribution::kFixed;
+  double spread = 0.5;
+  int64_t seed = 1;
+  double failureRate = 0;
+  std::string failureReason = "ErrImagePull";
+};
+
+const std::vector<sdk::ConfigKey>& simConfigKeys();
+// Throws sdk::ConfigError naming the key.
+SimConfig parseSimConfig(std::string_view json);
+
+} // namespace kuscia_host::plugins::sim

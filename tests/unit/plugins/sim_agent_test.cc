@@ -1,0 +1,183 @@
+// sim-agent through the fake host: the objects it creates for its party (as Kuscia would), the
+// stages it moves each pod through after its delays, failures, and the task's phase.
+#include "sim_agent.h"
+
+#include <gtest/gtest.h>
+
+#include "plugin_test_support.h"
+
+namespace kuscia_host::plugins::sim {
+namespace {
+
+using nlohmann::json;
+using test::deliver;
+using test::fixture;
+
+const kh_plugin_v1_t* descriptor() {
+  return sdk::pluginDescriptor<SimAgent>("sim-agent");
+}
+
+json task() {
+  json t = fixture("kusciatask.json");
+  t.erase("status");
+  return t;
+}
+
+// The request of `resource` and `verb` (and subresource), the last one sent.
+const testing::FakeHost::RequestRecord* last(testing::FakeHost& host, const std::string& resource,
+                                             kh_kube_verb_t verb, const std::string& sub = "") {
+  const auto& all = host.requests();
+  for (std::size_t i = all.size(); i-- > 0;)
+    if (all[i].resource == resource && all[i].verb == verb && all[i].subresource == sub)
+      return &all[i];
+  return nullptr;
+}
+
+// Accepts the pod create and delivers the pod as the server would have it.
+json acceptPod(testing::FakeHost& host) {
+  const auto* r = last(host, "pods", KH_KUBE_CREATE);
+  EXPECT_NE(r, nullptr);
+  json pod = json::parse(r->body);
+  pod["metadata"]["uid"] = "pod-uid-1";
+  pod["metadata"]["resourceVersion"] = "10";
+  pod["metadata"]["creationTimestamp"] = "2023-11-14T22:13:20Z";
+  pod["status"] = {{"phase", "Pending"}};
+  host.complete(r->id, 201, pod.dump());
+  deliver(host, "pods", KH_EVENT_ADDED, pod);
+  return pod;
+}
+
+TEST(SimConfigTest, DefaultsAndRejections) {
+  auto c = parseSimConfig("{}");
+  EXPECT_EQ(c.ports.size(), 3u);
+  EXPECT_EQ(c.scheduleMillis, 1000);
+  EXPECT_THROW(parseSimConfig(R"({"ports": "spu:Everywhere"})"), sdk::ConfigError);
+  EXPECT_THROW(parseSimConfig(R"({"failureRate": 2})"), sdk::ConfigError);
+  auto bad = testing::FakeHost::validateConfig(descriptor(), R"({"distribution": "normal"})");
+  ASSERT_TRUE(bad);
+  EXPECT_EQ(bad->first, "distribution");
+}
+
+TEST(SimAgentTest, CreatesThePartysPodAndServicesAsKusciaDoes) {
+  testing::FakeHost host("alice");
+  ASSERT_TRUE(host.create(descriptor(), "{}")) << host.error();
+  ASSERT_TRUE(host.start());
+  deliver(host, "kusciatasks", KH_EVENT_ADDED, task());
+  const auto* create = last(host, "pods", KH_KUBE_CREATE);
+  ASSERT_NE(create, nullptr);
+  EXPECT_EQ(create->namespaceName, "alice");
+  json pod = json::parse(create->body);
+  EXPECT_EQ(pod["metadata"]["name"], "secretflow-task-psi-0");
+  EXPECT_EQ(pod["metadata"]["annotations"]["kuscia.secretflow/task-id"], "secretflow-task-psi");
+  EXPECT_EQ(pod["metadata"]["labels"]["kuscia.secretflow/controller"], "kusciatask");
+  EXPECT_EQ(pod["metadata"]["labels"]["kuscia.secretflow/pod-identity"],
+            "7c0f2d6e-3b1a-4f5e-9a41-2f6d8e0b9c11-0");
+  EXPECT_EQ(pod["spec"]["schedulerName"], "kuscia-scheduler");
+  EXPECT_EQ(pod["spec"]["restartPolicy"], "Never");
+  // The initiator's instance marks the task Pending.
+  const auto* phase = last(host, "kusciatasks", KH_KUBE_PATCH, "status");
+  ASSERT_NE(phase, nullptr);
+  EXPECT_EQ(json::parse(phase->body)["status"]["phase"], "Pending");
+  acceptPod(host);
+  std::vector<json> services;
+  for (const auto& r : host.requests())
+    if (r.resource == "services" && r.verb == KH_KUBE_CREATE)
+      services.push_back(json::parse(r.body));
+  ASSERT_EQ(services.size(), 3u);
+  EXPECT_EQ(services[0]["metadata"]["name"], "secretflow-task-psi-0-spu");
+  EXPECT_EQ(services[0]["metadata"]["ownerReferences"][0]["uid"], "pod-uid-1");
+  EXPECT_EQ(services[0]["metadata"]["labels"]["kuscia.secretflow/loadbalancer"], "domainroute");
+  EXPECT_FALSE(services[2]["metadata"]["labels"].contains("kuscia.secretflow/loadbalancer"));
+  EXPECT_EQ(services[0]["spec"]["clusterIP"], "None");
+  EXPECT_EQ(services[0]["spec"]["publishNotReadyAddresses"], true);
+  EXPECT_EQ(services[0]["metadata"]["annotations"]["kuscia.secretflow/access-domain"], "alice,bob");
+}
+
+TEST(SimAgentTest, IgnoresTasksWithoutItsDomain) {
+  testing::FakeHost host("carol");
+  ASSERT_TRUE(host.create(descriptor(), "{}"));
+  ASSERT_TRUE(host.start());
+  deliver(host, "kusciatasks", KH_EVENT_ADDED, task());
+  host.advanceMillis(10000);
+  EXPECT_TRUE(host.requests().empty());
+}
+
+TEST(SimAgentTest, MovesThePodThroughItsStagesAfterTheDelays) {
+  testing::FakeHost host("alice");
+  ASSERT_TRUE(host.create(descriptor(), R"({"scheduleMillis": 100, "startMillis": 200,
+                                            "readyMillis": 300, "endpointsMillis": 50})"));
+  ASSERT_TRUE(host.start());
+  deliver(host, "kusciatasks", KH_EVENT_ADDED, task());
+  json pod = acceptPod(host);
+  host.advanceMillis(99);
+  EXPECT_EQ(last(host, "pods", KH_KUBE_PATCH, "status"), nullptr);
+  host.advanceMillis(1);
+  const auto* scheduledPatch = last(host, "pods", KH_KUBE_PATCH, "status");
+  ASSERT_NE(scheduledPatch, nullptr);
+  json st = json::parse(scheduledPatch->body)["status"];
+  const json scheduledAt = st["conditions"][0]["lastTransitionTime"];
+  EXPECT_EQ(st["conditions"][0]["type"], "PodScheduled");
+  EXPECT_EQ(json::parse(last(host, "pods", KH_KUBE_PATCH)->body)["spec"]["nodeName"],
+            "alice-node-0");
+  pod["status"] = st;
+  deliver(host, "pods", KH_EVENT_MODIFIED, pod);
+  host.advanceMillis(200);
+  st = json::parse(last(host, "pods", KH_KUBE_PATCH, "status")->body)["status"];
+  EXPECT_EQ(st["phase"], "Running");
+  ASSERT_TRUE(st.contains("startTime"));
+  EXPECT_EQ(st["conditions"].size(), 2u); // PodScheduled kept, Initialized added
+  pod["status"] = st;
+  deliver(host, "pods", KH_EVENT_MODIFIED, pod);
+  host.advanceMillis(50);
+  EXPECT_NE(last(host, "endpoints", KH_KUBE_CREATE), nullptr); // addresses before Ready
+  host.advanceMillis(250);
+  st = json::parse(last(host, "pods", KH_KUBE_PATCH, "status")->body)["status"];
+  ASSERT_EQ(st["conditions"].size(), 4u);
+  EXPECT_EQ(st["conditions"][2]["type"], "Ready");
+  EXPECT_EQ(st["conditions"][0]["lastTransitionTime"], scheduledAt); // kept, not re-stamped
+}
+
+TEST(SimAgentTest, AFailingPodFailsTheTask) {
+  testing::FakeHost host("alice", "p2p");
+  ASSERT_TRUE(host.create(descriptor(), R"({"failureRate": 1, "scheduleMillis": 0,
+                                            "startMillis": 0, "failureReason": "ImagePullBackOff"})"));
+  ASSERT_TRUE(host.start());
+  deliver(host, "kusciatasks", KH_EVENT_ADDED, task());
+  json pod = acceptPod(host);
+  host.advanceMillis(1);
+  pod["status"] = json::parse(last(host, "pods", KH_KUBE_PATCH, "status")->body)["status"];
+  deliver(host, "pods", KH_EVENT_MODIFIED, pod);
+  host.advanceMillis(1);
+  json failed = json::parse(last(host, "pods", KH_KUBE_PATCH, "status")->body)["status"];
+  EXPECT_EQ(failed["phase"], "Failed");
+  EXPECT_EQ(failed["reason"], "ImagePullBackOff");
+  pod["status"] = failed;
+  deliver(host, "pods", KH_EVENT_MODIFIED, pod);
+  EXPECT_EQ(
+      json::parse(last(host, "kusciatasks", KH_KUBE_PATCH, "status")->body)["status"]["phase"],
+      "Failed");
+}
+
+TEST(SimAgentTest, TheTaskRunsWhenItsPodsAreReadyThenSucceeds) {
+  testing::FakeHost host("alice", "p2p"); // p2p: this cluster holds alice's pods only
+  ASSERT_TRUE(host.create(descriptor(), R"({"runMillis": 500})"));
+  ASSERT_TRUE(host.start());
+  deliver(host, "kusciatasks", KH_EVENT_ADDED, task());
+  json pod = acceptPod(host);
+  pod["status"] = {
+      {"phase", "Running"},
+      {"startTime", "2023-11-14T22:13:21Z"},
+      {"conditions",
+       {{{"type", "Ready"}, {"status", "True"}, {"lastTransitionTime", "2023-11-14T22:13:22Z"}}}}};
+  deliver(host, "pods", KH_EVENT_MODIFIED, pod);
+  EXPECT_EQ(
+      json::parse(last(host, "kusciatasks", KH_KUBE_PATCH, "status")->body)["status"]["phase"],
+      "Running");
+  host.advanceMillis(500);
+  json done = json::parse(last(host, "kusciatasks", KH_KUBE_PATCH, "status")->body)["status"];
+  EXPECT_EQ(done["phase"], "Succeeded");
+  EXPECT_TRUE(done.contains("completionTime"));
+}
+
+} // namespace
+} // namespace kuscia_host::plugins::sim
