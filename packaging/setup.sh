@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # kuscia-host developer setup: installs what is missing, builds, runs, tests.
 #
-#   packaging/setup.sh run     build, then run the host on config/samples/embedded.yaml (Ctrl-C stops it)
+#   packaging/setup.sh run     build, then run `kuscia-host demo` (arguments are passed on, e.g. --p2p;
+#                              Ctrl-C stops it)
 #   packaging/setup.sh test    build with warnings as errors and run every test under ASan+UBSan, lint
 #                              with clang-tidy, then build and run every test again under TSan
 #   packaging/setup.sh bench   build optimised (build-release/) and run the benchmarks at full size
@@ -21,6 +22,7 @@ packages=(
   cmake ninja-build g++ pkgconf clang-format clang-tidy curl binutils openssl
   libboost1.81-dev nlohmann-json3-dev libspdlog-dev libfmt-dev libyaml-cpp-dev libssl-dev
   libsimdjson-dev libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev python3-kubernetes
+  chromium
 )
 
 started_at=$(date +%s)
@@ -120,9 +122,8 @@ case "$cmd" in
   run)
     deps
     configure_and_build "$build_dir"
-    say "running kuscia-host on config/samples/embedded.yaml (its own API server; kubeconfig /tmp/kuscia-host-kubeconfig.yaml; admin on http://127.0.0.1:9464; Ctrl-C to stop)"
-    exec "$build_dir/bin/kuscia-host" run --config "$root/config/samples/embedded.yaml" \
-      --plugin-dir "$build_dir/plugins"
+    say "running kuscia-host demo: an embedded cluster, domains alice and bob, three tasks (Ctrl-C stops it)"
+    exec "$build_dir/bin/kuscia-host" demo --plugin-dir "$build_dir/plugins" "${@:2}"
     ;;
   test)
     deps

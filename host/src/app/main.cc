@@ -1,4 +1,6 @@
-// kuscia-host command line: run, check-config, apiserver, version.
+// kuscia-host command line: run, check-config, demo, timeline, apiserver, version.
+#include <kuscia_host/timeline.hpp>
+
 #include <CLI/CLI.hpp>
 #include <fstream>
 #include <future>
@@ -8,8 +10,11 @@
 #include <boost/asio/signal_set.hpp>
 
 #include "apiserver/server.h"
+#include "app/cluster_reader.h"
 #include "app/daemon.h"
+#include "app/demo.h"
 #include "app/plugin_checks.h"
+#include "app/timeline_render.h"
 #include "common/version.h"
 #include "config/config.h"
 #include "kube/cluster_access.h"
@@ -68,6 +73,51 @@ int runHost(const std::string& configPath, const std::vector<std::string>& plugi
   }
   daemon.waitForSignal();
   return kExitOk;
+}
+
+// `timeline`: the task from every cluster given, merged, rendered.
+int printTimeline(const std::string& task, const std::string& ns,
+                  const std::vector<std::string>& kubeconfigs, const std::string& output) {
+  std::vector<Result<kube::ClusterAccess>> sources;
+  if (!kubeconfigs.empty()) {
+    for (const auto& k : kubeconfigs)
+      sources.push_back(kube::loadKubeconfig(k));
+  } else if (kube::processEnv()("KUBERNETES_SERVICE_HOST")) {
+    sources.push_back(kube::loadInCluster());
+  } else {
+    sources.push_back(kube::loadKubeconfig(""));
+  }
+  std::vector<nlohmann::json> docs;
+  std::vector<std::string> problems;
+  for (auto& s : sources) {
+    if (!s) {
+      std::cerr << "kuscia-host: " << s.error() << "\n";
+      return kExitUsage;
+    }
+    auto reader = ClusterReader::open(*s);
+    if (!reader) {
+      problems.push_back(reader.error());
+      continue;
+    }
+    auto obj = (*reader)->get("/apis/kuscia.secretflow/v1alpha1/namespaces/" + ns +
+                              "/kusciatasks/" + task);
+    if (!obj) {
+      problems.push_back(obj.error());
+      continue;
+    }
+    docs.push_back(sdk::timeline::fromTask(*obj));
+  }
+  for (const auto& p : problems)
+    std::cerr << "kuscia-host: timeline: " << p << "\n";
+  if (docs.empty()) return kExitFailure;
+  nlohmann::json doc = mergeTimelines(docs);
+  if (output == "json")
+    std::cout << doc.dump(2) << "\n";
+  else if (output == "gantt")
+    std::cout << renderTimelineGantt(doc);
+  else
+    std::cout << renderTimelineTable(doc);
+  return problems.empty() ? kExitOk : kExitFailure;
 }
 
 int runApiServer(apiserver::ServerOptions options, const std::string& kubeconfigOut) {
@@ -169,6 +219,56 @@ int runMain(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::Range(1, 10000000));
 
+  DemoOptions demo;
+  demo.executable = argc > 0 ? argv[0] : "";
+  auto* demoCmd = app.add_subcommand(
+      "demo", "The whole product on one machine: an embedded cluster, domains alice and bob, the "
+              "simulated agent and the timeline plugins; submits tasks and prints their timelines");
+  demoCmd->add_flag("--p2p", demo.p2p,
+                    "Two hosts, each with its own embedded API server (one per party), the task "
+                    "created in both");
+  demoCmd->add_option("--tasks", demo.tasks, "Two-party tasks to submit")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000));
+  demoCmd->add_flag("--exit-when-done", demo.exitWhenDone,
+                    "Exit once every task's timeline is complete (default: serve until Ctrl-C)");
+  demoCmd->add_option("--output", demo.outputDir, "Write each task's timeline as DIR/<task>.json");
+  demoCmd->add_option("--plugin-dir", demo.pluginDirs,
+                      "Directory searched first for the plugins (absolute; repeatable)");
+  demoCmd
+      ->add_option("--admin-listen", demo.adminListen,
+                   "The admin server (the web page, the timeline API); with --p2p bob's host "
+                   "uses the next port")
+      ->capture_default_str();
+  demoCmd->add_option("--work-dir", demo.workDir,
+                      "Where the kubeconfigs and the log go (default /tmp/kuscia-host-demo-<uid>)");
+  demoCmd
+      ->add_option("--phase-millis", demo.phaseMillis,
+                   "The simulated agent's pace: about this long per startup phase")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 60000));
+  demoCmd->add_option("--timeout", demo.timeoutSeconds, "Give up waiting after this many seconds")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 3600));
+
+  std::string timelineTask;
+  std::vector<std::string> timelineKubeconfigs;
+  std::string timelineOutput = "table";
+  std::string timelineNamespace = "cross-domain";
+  auto* timelineCmd = app.add_subcommand(
+      "timeline", "Print a KusciaTask's startup timeline from any cluster: every pod and service "
+                  "of every party, each time and the durations between phases");
+  timelineCmd->add_option("task", timelineTask, "The KusciaTask's name")->required();
+  timelineCmd->add_option("--kubeconfig", timelineKubeconfigs,
+                          "A cluster to read the task from (repeatable: p2p, one per party's "
+                          "cluster; the entries are merged). Default: in-cluster, else "
+                          "$KUBECONFIG or ~/.kube/config");
+  timelineCmd->add_option("-n,--namespace", timelineNamespace, "The task's namespace")
+      ->capture_default_str();
+  timelineCmd->add_option("-o,--output", timelineOutput, "table, json or gantt")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"table", "json", "gantt"}));
+
   auto* version = app.add_subcommand("version", "Print the version and the plugin ABI version");
 
   try {
@@ -210,6 +310,16 @@ int runMain(int argc, char** argv) {
     return kExitOk;
   }
   if (*run) return runHost(configPath, pluginDirs, adminListen);
+  if (*demoCmd) {
+    for (const auto& d : demo.pluginDirs)
+      if (!std::filesystem::path(d).is_absolute()) {
+        std::cerr << "kuscia-host: --plugin-dir must be an absolute path: " << d << "\n";
+        return kExitUsage;
+      }
+    return runDemo(demo, std::cout, std::cerr);
+  }
+  if (*timelineCmd)
+    return printTimeline(timelineTask, timelineNamespace, timelineKubeconfigs, timelineOutput);
   if (*apiserverCmd) {
     apiOptions.api.bookmarkInterval = std::chrono::milliseconds(bookmarkMs);
     if (!clientCaPath.empty()) {

@@ -1,0 +1,54 @@
+#include "app/cluster_reader.h"
+
+#include <future>
+
+#include "k8s/status.h"
+
+namespace kuscia_host {
+
+ClusterReader::ClusterReader(kube::ClusterAccess access)
+    : access_(std::move(access)), guard_(io_.get_executor()), thread_([this] { io_.run(); }) {}
+
+ClusterReader::~ClusterReader() {
+  client_.reset();
+  guard_.reset();
+  io_.stop();
+  thread_.join();
+}
+
+Result<std::unique_ptr<ClusterReader>> ClusterReader::open(const kube::ClusterAccess& access) {
+  std::unique_ptr<ClusterReader> r(new ClusterReader(access));
+  auto client = kube::BeastHttpClient::create(r->io_, access);
+  if (!client) return makeError(client.error());
+  r->client_ = client.value();
+  return r;
+}
+
+Result<kube::HttpResponse> ClusterReader::call(kube::HttpRequest request) {
+  std::promise<Result<kube::HttpResponse>> done;
+  auto fut = done.get_future();
+  client_->send(std::move(request),
+                [&done](Result<kube::HttpResponse> r) { done.set_value(std::move(r)); });
+  return fut.get();
+}
+
+Result<nlohmann::json> ClusterReader::get(const std::string& path) {
+  auto r = call(kube::HttpRequest{"GET", path, "", "", std::chrono::milliseconds(15000)});
+  if (!r) return makeError(r.error());
+  if (r->status != 200)
+    return makeError(access_.server + path + ": " +
+                     k8s::statusMessage(r->body).value_or("HTTP " + std::to_string(r->status)));
+  auto j = nlohmann::json::parse(r->body, nullptr, false);
+  if (j.is_discarded()) return makeError(access_.server + path + ": the answer is not JSON");
+  return j;
+}
+
+Result<int> ClusterReader::send(const std::string& method, const std::string& path,
+                                const std::string& body, const std::string& contentType) {
+  auto r =
+      call(kube::HttpRequest{method, path, body, contentType, std::chrono::milliseconds(15000)});
+  if (!r) return makeError(r.error());
+  return r->status;
+}
+
+} // namespace kuscia_host

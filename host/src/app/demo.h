@@ -1,0 +1,31 @@
+// `kuscia-host demo`: the whole product on one machine. Starts the embedded API server and a host
+// with domains alice and bob (centralized), or two hosts each with its own embedded API server
+// (--p2p, the task created in both as interconnection would), with sim-agent, task-timeline,
+// gateway-ready-time and scheduler-time; submits two-party tasks; shows progress while they start;
+// prints each task's timeline (a table and a Gantt chart); then keeps serving (kubectl, the web
+// page, the timeline API) until Ctrl-C, or exits when done.
+#pragma once
+
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace kuscia_host {
+
+struct DemoOptions {
+  bool p2p = false;
+  int tasks = 3;
+  bool exitWhenDone = false;
+  std::string outputDir;               // each task's timeline as <task>.json, when set
+  std::vector<std::string> pluginDirs; // searched first (absolute)
+  std::string adminListen = "127.0.0.1:9464";
+  std::string workDir;    // kubeconfigs and the log; default /tmp/kuscia-host-demo-<uid>
+  int phaseMillis = 1000; // the simulated agent's pace: about this long per phase
+  int timeoutSeconds = 120;
+  std::string executable; // argv[0]'s path, to find the plugins next to it
+};
+
+// Runs the demo; the process exit code.
+int runDemo(const DemoOptions& options, std::ostream& out, std::ostream& err);
+
+} // namespace kuscia_host

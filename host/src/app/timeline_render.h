@@ -1,0 +1,24 @@
+// Renders a task's timeline document (sdk/include/kuscia_host/timeline.hpp) for a terminal: a
+// table (every entry, each time, the durations between phases; the slowest entry of each phase
+// marked, negative durations flagged as clock skew, missing times shown as pending) and a text
+// Gantt chart (one row per pod and service on a shared time axis). Used by `kuscia-host
+// timeline` and `kuscia-host demo`.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+namespace kuscia_host {
+
+std::string renderTimelineTable(const nlohmann::json& doc);
+// `width`: columns of the chart area.
+std::string renderTimelineGantt(const nlohmann::json& doc, int width = 60);
+
+// One document from several (the parties' clusters in p2p): entries merged key by key.
+nlohmann::json mergeTimelines(const std::vector<nlohmann::json>& docs);
+
+// Whether every pod and service entry of the document has all its times.
+bool timelineComplete(const nlohmann::json& doc);
+
+} // namespace kuscia_host

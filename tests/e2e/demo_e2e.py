@@ -1,0 +1,170 @@
+#!/usr/bin/python3
+"""The embedded default end to end: `kuscia-host demo`, `kuscia-host timeline` and the web page.
+
+1. `demo --tasks 3 --exit-when-done` (centralized, and --p2p) exits 0 and prints three timelines,
+   and every KusciaTask it leaves has every pod and service time, ordered.
+2. `demo --tasks 2` keeps serving: `kubectl get kt` shows the CRD's printer columns and
+   `kubectl get pods` READY, STATUS, RESTARTS and AGE; `timeline <task> --kubeconfig F` prints the
+   times `kubectl get kt -o yaml` shows (table and json); headless Chromium loads the web page and
+   shows a row and the times of every entry (a screenshot is kept next to the test's output).
+
+usage: demo_e2e.py <kuscia-host> <plugin-dir> <artifact-dir> [--p2p|--browser]
+"""
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+host_bin, plugin_dir, artifacts = sys.argv[1], sys.argv[2], sys.argv[3]
+mode = sys.argv[4] if len(sys.argv) > 4 else "--centralized"
+work = tempfile.mkdtemp()
+os.makedirs(artifacts, exist_ok=True)
+
+
+def check(cond, what):
+    if not cond:
+        raise SystemExit("FAIL: " + what)
+    print("ok -", what, flush=True)
+
+
+def eventually(pred, seconds=60):
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        if pred():
+            return True
+        time.sleep(0.2)
+    return pred()
+
+
+def kubectl(kubeconfig, *args):
+    r = subprocess.run(["kubectl", "--kubeconfig", kubeconfig, "--cache-dir", os.path.join(work, "cache"),
+                        *args], capture_output=True, text=True, timeout=60)
+    if r.returncode != 0:
+        raise SystemExit("FAIL: kubectl %s: %s" % (" ".join(args), r.stderr))
+    return r.stdout
+
+
+def tasks_complete(docs, parties):
+    """Every task's timeline (as the demo left it): every pod and service time, ordered."""
+    for doc in docs:
+        entries = doc["entries"]
+        pods = {k: e for k, e in entries.items() if e["kind"] == "pod"}
+        svcs = {k: e for k, e in entries.items() if e["kind"] == "service"}
+        check(len(pods) == len(parties) and len(svcs) == 3 * len(parties),
+              "%s: an entry for every pod and service of %s" % (doc["task"], parties))
+        for key, e in entries.items():
+            fields = ("createTime", "scheduleTime", "startTime", "readyTime") if key in pods else ("createTime", "readyTime")
+            values = [e["times"].get(f) for f in fields]
+            check(all(values) and values == sorted(values) and not e["negative"],
+                  "%s %s: every time present and ordered: %s" % (doc["task"], key, values))
+
+
+def exit_when_done(p2p):
+    args = [host_bin, "demo", "--tasks", "3", "--exit-when-done", "--phase-millis", "300",
+            "--plugin-dir", plugin_dir, "--admin-listen", "127.0.0.1:0", "--work-dir", work,
+            "--output", os.path.join(work, "out")]
+    if p2p:
+        args.append("--p2p")
+    start = time.time()
+    r = subprocess.run(args, capture_output=True, text=True, timeout=120)
+    print(r.stdout)
+    check(r.returncode == 0, "demo%s exits 0: %s" % (" --p2p" if p2p else "", r.stderr[-2000:]))
+    check(time.time() - start < 60, "within a minute (%.1f s)" % (time.time() - start))
+    check(r.stdout.count("task demo-task-") == 3, "three timelines printed")
+    check("tasks ready 3/3" in r.stdout, "progress shown")
+    out = os.path.join(work, "out")
+    check(len(os.listdir(out)) == 3, "--output wrote three timelines")
+    docs = [json.load(open(os.path.join(out, f))) for f in sorted(os.listdir(out))]
+    tasks_complete(docs, ["alice", "bob"])  # p2p: the parties' clusters merged
+    shutil.rmtree(out)
+
+
+def serving():
+    args = [host_bin, "demo", "--tasks", "2", "--phase-millis", "300", "--plugin-dir", plugin_dir,
+            "--admin-listen", "127.0.0.1:0", "--work-dir", work]
+    log = open(os.path.join(work, "demo.out"), "w")
+    demo = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, text=True)
+    try:
+        out = lambda: open(os.path.join(work, "demo.out")).read()
+        check(eventually(lambda: "serving until Ctrl-C" in out()), "demo serving: " + out()[-1000:])
+        check(re.search(r"kubectl --kubeconfig \S+ get kt -n cross-domain", out()), "the kubectl hint")
+        kubeconfig = os.path.join(work, "cluster.kubeconfig")
+        url = re.search(r"timeline web page: (http://\S+)/ui/", out()).group(1)
+        kt = kubectl(kubeconfig, "get", "kt", "-n", "cross-domain")
+        check(re.search(r"NAME\s+STARTTIME\s+COMPLETIONTIME\s+LASTRECONCILETIME\s+PHASE", kt),
+              "kubectl get kt shows the CRD's printer columns:\n" + kt)
+        pods = kubectl(kubeconfig, "get", "pods", "-n", "alice")
+        check(re.search(r"NAME\s+READY\s+STATUS\s+RESTARTS\s+AGE", pods) and "1/1" in pods,
+              "kubectl get pods shows READY, STATUS, RESTARTS and AGE:\n" + pods)
+        # kubectl -w asks for a Table watch: an event during the watch has the list's columns.
+        watch = subprocess.Popen(["kubectl", "--kubeconfig", kubeconfig, "--cache-dir", os.path.join(work, "cache"),
+                                  "get", "pods", "-n", "alice", "-w", "--request-timeout=4s"],
+                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        time.sleep(1.5)
+        kubectl(kubeconfig, "run", "watched", "-n", "alice", "--image=busybox")
+        watched = watch.communicate(timeout=30)[0]
+        check(re.search(r"NAME\s+READY\s+STATUS\s+RESTARTS\s+AGE", watched)
+              and re.search(r"watched\s+0/1\s+Pending\s+0\s+\d+s", watched),
+              "kubectl get pods -w prints a new pod with the list's columns:\n" + watched)
+        task = "demo-task-1"
+        yaml_times = json.loads(kubectl(kubeconfig, "get", "kt", task, "-n", "cross-domain", "-o", "json"))["status"]
+        table = subprocess.run([host_bin, "timeline", task, "--kubeconfig", kubeconfig], capture_output=True,
+                               text=True, timeout=30)
+        check(table.returncode == 0, "timeline prints the table: " + table.stderr)
+        doc = json.loads(subprocess.run([host_bin, "timeline", task, "--kubeconfig", kubeconfig, "-o", "json"],
+                                        capture_output=True, text=True, timeout=30).stdout)
+        for kind, entries in (("podStatuses", yaml_times["podStatuses"]), ("serviceStatuses", yaml_times["serviceStatuses"])):
+            for key, e in entries.items():
+                for f in ("createTime", "scheduleTime", "startTime", "readyTime"):
+                    if f in e:
+                        check(doc["entries"][key]["times"][f] == e[f],
+                              "timeline %s %s = kubectl's %s" % (key, f, e[f]))
+                        check(e[f][11:19] in table.stdout, "the table shows %s %s" % (key, f))
+        if mode == "--browser":
+            browser(url, task, yaml_times)
+    finally:
+        demo.send_signal(signal.SIGINT)
+        try:
+            check(demo.wait(timeout=20) == 0, "the demo exits 0 on Ctrl-C")
+        except subprocess.TimeoutExpired:
+            demo.kill()
+            raise
+
+
+def browser(url, task, status):
+    chromium = shutil.which("chromium")
+    check(chromium is not None, "chromium is installed")
+    page = "%s/ui/#%s" % (url, task)
+    common = [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+              "--disable-background-networking", "--disable-component-update", "--disable-sync",
+              "--user-data-dir=" + os.path.join(work, "chromium"), "--virtual-time-budget=8000"]
+    dom = subprocess.run(common + ["--dump-dom", page], capture_output=True, text=True, timeout=120).stdout
+    shot = os.path.join(artifacts, "timeline.png")
+    subprocess.run(common + ["--window-size=1400,900", "--screenshot=" + shot, page],
+                   capture_output=True, text=True, timeout=120)
+    check('data-loaded="true"' in dom, "the page loaded its data")
+    for key, e in list(status["podStatuses"].items()) + list(status["serviceStatuses"].items()):
+        check(dom.count('data-entry="%s"' % key) >= 2, "a Gantt row and a table row for " + key)
+        for f in ("createTime", "startTime", "readyTime"):
+            if f in e:
+                check(e[f] in dom, "the page shows %s %s" % (key, f))
+    check(os.path.getsize(shot) > 10000, "screenshot kept: " + shot)
+
+
+try:
+    if mode == "--p2p":
+        exit_when_done(True)
+    elif mode == "--browser":
+        serving()
+    else:
+        exit_when_done(False)
+        serving()
+    print("demo e2e passed (%s)" % mode)
+finally:
+    shutil.rmtree(work, ignore_errors=True)

@@ -1,0 +1,72 @@
+// The terminal renderings of a timeline (kuscia-host timeline, demo) against golden files, on the
+// stored KusciaTask: complete entries, missing times (bob's pod is not ready, its services not
+// programmed) and a negative duration (an agent clock behind the API server's).
+// KH_UPDATE_GOLDEN=1 rewrites the golden files from the current output (then review the diff).
+#include <kuscia_host/timeline.hpp>
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <nlohmann/json.hpp>
+
+#include "app/timeline_render.h"
+#include "test_support.h"
+
+namespace kuscia_host {
+namespace {
+
+using nlohmann::json;
+
+json storedTask() {
+  json task = json::parse(test::readFile(KH_SOURCE_DIR "/tests/fixtures/kusciatask.json"));
+  // A second alice pod whose agent clock is 3 s behind the API server's.
+  task["status"]["podStatuses"]["alice/secretflow-task-psi-1"] = {
+      {"namespace", "alice"},
+      {"podName", "secretflow-task-psi-1"},
+      {"podPhase", "Running"},
+      {"createTime", "2024-05-20T08:00:05Z"},
+      {"startTime", "2024-05-20T08:00:02Z"},
+      {"readyTime", "2024-05-20T08:00:12Z"}};
+  return task;
+}
+
+void expectGolden(const std::string& name, const std::string& actual) {
+  std::string path = std::string(KH_SOURCE_DIR) + "/tests/fixtures/golden/" + name;
+  if (std::getenv("KH_UPDATE_GOLDEN") != nullptr) test::writeFile(path, actual);
+  EXPECT_EQ(actual, test::readFile(path))
+      << "golden file " << path << " (KH_UPDATE_GOLDEN=1 rewrites it)";
+}
+
+TEST(TimelineRenderTest, TableMatchesTheGoldenFile) {
+  json doc = sdk::timeline::fromTask(storedTask());
+  std::string table = renderTimelineTable(doc);
+  expectGolden("timeline_table.txt", table);
+  EXPECT_NE(table.find("pending"), std::string::npos); // bob's readyTime
+  EXPECT_NE(table.find("-3.0s!"), std::string::npos);  // create -> start of psi-1
+  EXPECT_NE(table.find("clock skew"), std::string::npos);
+}
+
+TEST(TimelineRenderTest, GanttMatchesTheGoldenFile) {
+  expectGolden("timeline_gantt.txt", renderTimelineGantt(sdk::timeline::fromTask(storedTask())));
+}
+
+TEST(TimelineRenderTest, DocumentFlagsMissingAndNegative) {
+  json doc = sdk::timeline::fromTask(storedTask());
+  const json& bob = doc["entries"]["bob/secretflow-task-psi-0"];
+  EXPECT_EQ(bob["missing"], json::array({"readyTime"}));
+  EXPECT_EQ(bob["durations"]["createToStart"], 3);
+  const json& skewed = doc["entries"]["alice/secretflow-task-psi-1"];
+  EXPECT_EQ(skewed["negative"], json::array({"createToStart"}));
+  EXPECT_FALSE(timelineComplete(doc));
+  // p2p: each party's cluster holds its own entries; merged they are the task.
+  json alice = doc;
+  json bobOnly = doc;
+  for (auto it = alice["entries"].begin(); it != alice["entries"].end();)
+    it = it.key().rfind("bob/", 0) == 0 ? alice["entries"].erase(it) : std::next(it);
+  for (auto it = bobOnly["entries"].begin(); it != bobOnly["entries"].end();)
+    it = it.key().rfind("alice/", 0) == 0 ? bobOnly["entries"].erase(it) : std::next(it);
+  EXPECT_EQ(mergeTimelines({alice, bobOnly})["entries"], doc["entries"]);
+}
+
+} // namespace
+} // namespace kuscia_host
