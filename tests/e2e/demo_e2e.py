@@ -155,6 +155,32 @@ def browser(url, task, status):
             if f in e:
                 check(e[f] in dom, "the page shows %s %s" % (key, f))
     check(os.path.getsize(shot) > 10000, "screenshot kept: " + shot)
+    hostile(url, common)
+
+
+def hostile(url, common):
+    """The page escapes what it renders: a task whose phase and entry key are markup (a party no
+    sim-agent serves, so nothing rewrites them) shows as text and runs nothing."""
+    kubeconfig = os.path.join(work, "cluster.kubeconfig")
+    markup = '<img src=x onerror="document.body.dataset.pwned=1">'
+    task = {"apiVersion": "kuscia.secretflow/v1alpha1", "kind": "KusciaTask",
+            "metadata": {"name": "hostile", "namespace": "cross-domain"},
+            "spec": {"initiator": "carol", "parties": [{"domainID": "carol", "appImageRef": "x"}]}}
+    path = os.path.join(work, "hostile.json")
+    with open(path, "w") as f:
+        json.dump(task, f)
+    kubectl(kubeconfig, "create", "-f", path)
+    status = {"status": {"phase": markup, "podStatuses": {
+        "carol/" + markup: {"namespace": "carol", "podName": markup, "podPhase": "Pending",
+                            "createTime": "2026-01-01T00:00:00Z"}}}}
+    kubectl(kubeconfig, "patch", "kt", "hostile", "-n", "cross-domain", "--subresource=status",
+            "--type=merge", "-p", json.dumps(status))
+    dom = subprocess.run(common + ["--dump-dom", "%s/ui/#hostile" % url], capture_output=True, text=True,
+                         timeout=120).stdout
+    check('data-loaded="true"' in dom, "the page loaded the hostile task")
+    check("&lt;img src=x" in dom, "the markup is shown as text")
+    check("<img" not in dom and "data-pwned" not in dom,
+          "no element made from the data, no script run")
 
 
 try:
