@@ -16,26 +16,29 @@ std::shared_ptr<WatchStream> WatchStream::error(const ApiError& status) {
 }
 
 void WatchStream::started(std::shared_ptr<httpd::StreamControl> control) {
-  control_ = std::move(control);
+  // Held weakly: the session owns this stream, and a strong reference back would keep both alive
+  // (a leak) if the io_context stopped before the session's abort ran.
+  control_ = control;
+  executor_ = control->executor();
   if (!watcher_) return;
-  std::weak_ptr<httpd::StreamControl> weak = control_;
+  std::weak_ptr<httpd::StreamControl> weak = control;
   watcher_->setWake([weak] {
     if (auto c = weak.lock()) c->wake();
   });
   if (timeoutSeconds_ > 0) {
-    timeout_ = std::make_unique<boost::asio::steady_timer>(control_->executor(),
+    timeout_ = std::make_unique<boost::asio::steady_timer>(*executor_,
                                                            std::chrono::seconds(timeoutSeconds_));
     timeout_->async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
       if (ec || self->closed_) return;
       self->timedOut_ = true;
-      self->control_->wake();
+      if (auto c = self->control_.lock()) c->wake();
     });
   }
   if (bookmarkInterval_) scheduleBookmark();
 }
 
 void WatchStream::scheduleBookmark() {
-  if (!bookmark_) bookmark_ = std::make_unique<boost::asio::steady_timer>(control_->executor());
+  if (!bookmark_) bookmark_ = std::make_unique<boost::asio::steady_timer>(*executor_);
   bookmark_->expires_after(*bookmarkInterval_);
   bookmark_->async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
     if (ec || self->closed_) return;

@@ -50,7 +50,8 @@ private:
   std::optional<std::chrono::milliseconds> bookmarkInterval_;
   std::string errorLine_; // set for an ERROR-only stream
   Transform transform_;
-  std::shared_ptr<httpd::StreamControl> control_;
+  std::weak_ptr<httpd::StreamControl> control_;
+  std::optional<boost::asio::any_io_executor> executor_;
   std::unique_ptr<boost::asio::steady_timer> timeout_;
   std::unique_ptr<boost::asio::steady_timer> bookmark_;
   bool timedOut_ = false;
