@@ -535,7 +535,7 @@ TEST_F(InformerTest, WritesWithPreconditionsRetriesAndStatusMessages) {
 TEST_F(InformerTest, RateLimitAppliesToWritesNotWatches) {
   createPods(2);
   KubeClientOptions o = fastOptions();
-  o.qps = 0.25;
+  o.qps = 0.2; // the write waits 5 s for its token
   o.burst = 1;
   makeClient(o);
   Recorder rec;
@@ -543,7 +543,9 @@ TEST_F(InformerTest, RateLimitAppliesToWritesNotWatches) {
   startAndSync(rec);
   waitForWatch();
   const std::string id = client_->informers()[0]->id();
-  std::atomic<int> done{0};
+  // Shared with the callback: if an expectation fails, the write may still complete after the
+  // test body returned.
+  auto done = std::make_shared<std::atomic<int>>(0);
   KubeWrite patch;
   patch.version = "v1";
   patch.resource = "pods";
@@ -551,20 +553,20 @@ TEST_F(InformerTest, RateLimitAppliesToWritesNotWatches) {
   patch.name = "p0";
   patch.subresource = "status";
   patch.body = R"({"status":{"message":"limited"}})";
-  ASSERT_TRUE(client_->write(patch, [&](const KubeWriteResult& r) {
+  ASSERT_TRUE(client_->write(patch, [done](const KubeWriteResult& r) {
     EXPECT_EQ(r.httpCode, 200);
-    ++done;
+    ++*done;
   }));
   for (const char* phase : {"Running", "Succeeded"}) {
     fault("drop-watches");
     setPhase("p1", phase);
     std::string want = std::string(R"([")") + phase + R"(","a"])";
-    EXPECT_TRUE(eventually([&] { return rec.state()["alice/p1"] == want; }, 1.5))
+    EXPECT_TRUE(eventually([&] { return rec.state()["alice/p1"] == want; }, 2.0))
         << "the watch waited for the rate limiter";
-    EXPECT_EQ(done, 0) << "the write did not wait for its token";
+    EXPECT_EQ(*done, 0) << "the write did not wait for its token";
   }
   EXPECT_GE(metric(client_->metrics().watchRestarts, {id}), 2);
-  ASSERT_TRUE(eventually([&] { return done == 1; }, 10));
+  ASSERT_TRUE(eventually([&] { return *done == 1; }, 10));
   EXPECT_GT(metric(client_->metrics().rateLimiterWait, {}), 2);
   expectConverged(rec, sub);
 }
