@@ -17,12 +17,15 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cerrno>
 #include <condition_variable>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -62,8 +65,8 @@ std::vector<double> loopbackRtt(int rounds) {
   sockaddr_in a{};
   a.sin_family = AF_INET;
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(listener, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  ::listen(listener, 1);
+  if (::bind(listener, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || ::listen(listener, 1) != 0)
+    throw std::runtime_error("loopback listener: " + std::string(std::strerror(errno)));
   socklen_t len = sizeof a;
   ::getsockname(listener, reinterpret_cast<sockaddr*>(&a), &len);
   std::thread echo([listener] {
@@ -76,7 +79,8 @@ std::vector<double> loopbackRtt(int rounds) {
     ::close(c);
   });
   int s = ::socket(AF_INET, SOCK_STREAM, 0);
-  ::connect(s, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  if (::connect(s, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0)
+    throw std::runtime_error("loopback connect: " + std::string(std::strerror(errno)));
   int one = 1;
   ::setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
   std::vector<double> out;
@@ -353,7 +357,7 @@ void b4(std::size_t tasks) {
   double retried = s.sum("kuscia_timeline_status_writes_total", parties, ",result=\"retried\"");
   double bytes = s.sum("kuscia_timeline_status_patch_bytes_total", parties);
   double annotations = s.sum("kuscia_gateway_ready_time_writes_total", parties, ",result=\"ok\"");
-  double n = static_cast<double>(tasks);
+  auto n = static_cast<double>(tasks);
   std::printf("  status writes per task: %.2f (target <= 2; %.0f retried in all)\n", writes / n,
               retried);
   std::printf("  status patch bytes per task: %.0f (target <= 2048)\n", bytes / n);
