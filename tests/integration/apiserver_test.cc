@@ -102,8 +102,14 @@ TEST_F(ApiServerTest, Discovery) {
   EXPECT_EQ(call("GET", "/api").body["versions"], json({"v1"}));
   auto groups = call("GET", "/apis").body;
   EXPECT_EQ(groups["kind"], "APIGroupList");
-  EXPECT_EQ(groups["groups"][0]["name"], "kuscia.secretflow");
-  EXPECT_EQ(groups["groups"][0]["preferredVersion"]["groupVersion"], "kuscia.secretflow/v1alpha1");
+  std::map<std::string, std::string> preferred;
+  for (const auto& g : groups["groups"])
+    preferred[g["name"]] = g["preferredVersion"]["groupVersion"];
+  EXPECT_EQ(preferred["kuscia.secretflow"], "kuscia.secretflow/v1alpha1");
+  // What the shipped manifests (config/k8s) need besides the Kuscia group.
+  EXPECT_EQ(preferred["apps"], "apps/v1");
+  EXPECT_EQ(preferred["rbac.authorization.k8s.io"], "rbac.authorization.k8s.io/v1");
+  EXPECT_EQ(preferred["apiextensions.k8s.io"], "apiextensions.k8s.io/v1");
   auto core = call("GET", "/api/v1").body;
   std::map<std::string, json> byName;
   for (const auto& r : core["resources"])

@@ -7,9 +7,11 @@ namespace kuscia_host::apiserver {
 
 ResourceRegistry ResourceRegistry::withDefaults() {
   ResourceRegistry r;
-  auto core = [&](std::string plural, std::string singular, const std::string& kind,
-                  std::vector<std::string> shorts, bool namespaced, bool status) {
+  auto builtin = [&](std::string group, std::string plural, std::string singular,
+                     const std::string& kind, std::vector<std::string> shorts, bool namespaced,
+                     bool status) {
     ResourceInfo i;
+    i.group = std::move(group);
     i.version = "v1";
     i.plural = std::move(plural);
     i.singular = std::move(singular);
@@ -20,11 +22,26 @@ ResourceRegistry ResourceRegistry::withDefaults() {
     i.hasStatus = status;
     r.add(std::move(i));
   };
-  core("namespaces", "namespace", "Namespace", {"ns"}, false, false);
-  core("pods", "pod", "Pod", {"po"}, true, true);
-  core("services", "service", "Service", {"svc"}, true, true);
-  core("endpoints", "endpoints", "Endpoints", {"ep"}, true, false);
-  core("events", "event", "Event", {"ev"}, true, false);
+  builtin("", "namespaces", "namespace", "Namespace", {"ns"}, false, false);
+  builtin("", "pods", "pod", "Pod", {"po"}, true, true);
+  builtin("", "services", "service", "Service", {"svc"}, true, true);
+  builtin("", "endpoints", "endpoints", "Endpoints", {"ep"}, true, false);
+  builtin("", "events", "event", "Event", {"ev"}, true, false);
+  // Stored as given (no controllers act on them), so that the deployment manifests
+  // (config/k8s: RBAC, ConfigMap, Deployment, the CRDs) apply with kubectl as on a real cluster.
+  builtin("", "configmaps", "configmap", "ConfigMap", {"cm"}, true, false);
+  builtin("", "serviceaccounts", "serviceaccount", "ServiceAccount", {"sa"}, true, false);
+  builtin("apps", "deployments", "deployment", "Deployment", {"deploy"}, true, true);
+  for (const char* rbac : {"clusterroles", "clusterrolebindings", "roles", "rolebindings"}) {
+    std::string plural = rbac;
+    std::string singular = plural.substr(0, plural.size() - 1);
+    std::string kind = plural.find("cluster") == 0 ? "Cluster" : "";
+    kind += plural.find("binding") != std::string::npos ? "RoleBinding" : "Role";
+    builtin("rbac.authorization.k8s.io", plural, singular, kind, {},
+            plural.find("cluster") != 0, false);
+  }
+  builtin("apiextensions.k8s.io", "customresourcedefinitions", "customresourcedefinition",
+          "CustomResourceDefinition", {"crd", "crds"}, false, true);
   for (const auto& manifest : embeddedCrdManifests()) {
     auto crd = parseCrd(manifest);
     if (!crd) throw std::logic_error("embedded CRD is invalid: " + crd.error());
