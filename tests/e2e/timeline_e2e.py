@@ -8,7 +8,8 @@ exactly the objects' own times, with createTime <= startTime <= readyTime; sched
 until scheduler-time is enabled; a readiness flap leaves readyTime alone; a malformed ready-time
 annotation is counted and the host keeps running; a full-status PUT that drops the times is
 repaired; a `kill -9` of the host mid-startup converges to the same status; the timeline route
-shows a pod held Unschedulable with its reason.
+shows a pod held Unschedulable with its reason; the API server's audit log shows that the hosts
+needed exactly the permissions of config/k8s/rbac.yaml's ClusterRole.
 
 P2P (--p2p): two API servers (alice's and bob's clusters), the task created in both, one host
 per party in p2p mode: each fills its own party's entries in its own cluster.
@@ -58,8 +59,9 @@ class Cluster:
     def __init__(self, name):
         self.name = name
         self.kubeconfig = os.path.join(work, name + ".kubeconfig")
+        self.audit = os.path.join(work, name + ".audit")
         self.proc = subprocess.Popen([host_bin, "apiserver", "--listen", "127.0.0.1:0",
-                                      "--kubeconfig-out", self.kubeconfig],
+                                      "--kubeconfig-out", self.kubeconfig, "--audit-log", self.audit],
                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
         procs.append(self.proc)
         line = self.proc.stdout.readline()
@@ -274,6 +276,32 @@ def finish_startup(cluster, party, i=0):
         add_endpoints(cluster, party, s["metadata"]["name"])
 
 
+def least_privilege(clusters):
+    """Every request the hosts made is allowed by the ClusterRole of config/k8s/rbac.yaml, and
+    every rule of it was needed: the role grants what the plugins use and nothing more."""
+    import yaml
+    rbac = os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../config/k8s/rbac.yaml")
+    role = [d for d in yaml.safe_load_all(open(rbac)) if d and d["kind"] == "ClusterRole"][0]
+    granted = set()
+    for rule in role["rules"]:
+        for g in rule["apiGroups"]:
+            for r in rule["resources"]:
+                for v in rule["verbs"]:
+                    granted.add((g, r, v))
+    used = set()
+    for c in clusters:
+        for line in open(c.audit):
+            a = json.loads(line)
+            if not a["userAgent"].startswith("kuscia-host/"):
+                continue  # kubectl, playing Kuscia
+            ref = a["objectRef"]
+            resource = ref["resource"] + ("/" + ref["subresource"] if ref["subresource"] else "")
+            used.add((ref["apiGroup"], resource, a["verb"]))
+    check(used <= granted, "the ClusterRole allows every request the hosts made; missing: %s"
+          % sorted(used - granted))
+    check(granted <= used, "every permission of the ClusterRole was used; unused: %s" % sorted(granted - used))
+
+
 def centralized():
     c = Cluster("cluster")
     for ns in ("alice", "bob", "cross-domain"):
@@ -371,6 +399,7 @@ def centralized():
         return True
     check(eventually(scheduled), "scheduleTime appears once scheduler-time is enabled")
     h2.stop()
+    least_privilege([c])
 
 
 def p2p_mode():

@@ -174,7 +174,26 @@ ApiResponse ApiHandler::handle(const ApiRequest& req) {
     t.subresource = rest[2];
     if (t.subresource != "status" || !t.resource->hasStatus) return errorResponse(noSuchResource());
   }
-  return resourceRequest(req, t);
+  ApiResponse r = resourceRequest(req, t);
+  if (options_.audit) {
+    bool watch = k8s::goBoolOr(req.param("watch"), false);
+    AuditRecord a;
+    a.verb = req.method == "GET"      ? (watch ? "watch" : t.name.empty() ? "list" : "get")
+             : req.method == "POST"   ? "create"
+             : req.method == "PUT"    ? "update"
+             : req.method == "PATCH"  ? "patch"
+             : req.method == "DELETE" ? "delete"
+                                      : req.method;
+    a.group = t.resource->group;
+    a.resource = t.resource->plural;
+    a.subresource = t.subresource;
+    a.namespaceName = t.namespaceName;
+    a.name = t.name;
+    a.code = r.status;
+    a.userAgent = req.userAgent;
+    options_.audit(a);
+  }
+  return r;
 }
 
 ApiResponse ApiHandler::resourceRequest(const ApiRequest& req, const Target& t) {

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -33,9 +34,19 @@ struct ApiResponse {
   uint64_t waitsForRv = 0;
 };
 
+// One resource request, as a Kubernetes audit event names it: who asked for what, and the answer.
+struct AuditRecord {
+  std::string verb; // get, list, watch, create, update, patch, delete
+  std::string group, resource, subresource, namespaceName, name;
+  int code = 0;
+  std::string userAgent;
+};
+
 struct ApiOptions {
   std::string gitVersion = "v1.30.0-kuscia-host";
   std::size_t watchQueueCapacity = 10000; // events buffered per watcher before it is closed
+  // Called for every resource request once answered (discovery is not audited); any thread.
+  std::function<void(const AuditRecord&)> audit;
   int defaultWatchTimeoutSeconds = 1800;
   std::chrono::milliseconds bookmarkInterval{5000};
   // How long a request for a resourceVersion newer than the store waits before the 504 (upstream

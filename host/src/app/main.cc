@@ -5,6 +5,7 @@
 #include <fstream>
 #include <future>
 #include <iostream>
+#include <mutex>
 #include <sstream>
 
 #include <boost/asio/signal_set.hpp>
@@ -120,9 +121,34 @@ int printTimeline(const std::string& task, const std::string& ns,
   return problems.empty() ? kExitOk : kExitFailure;
 }
 
-int runApiServer(apiserver::ServerOptions options, const std::string& kubeconfigOut) {
+int runApiServer(apiserver::ServerOptions options, const std::string& kubeconfigOut,
+                 const std::string& auditLog) {
   LogManager logs(LogFormat::kText, spdlog::level::info);
   auto log = logs.logger("apiserver");
+  // The audit log: one JSON line per resource request, as a Kubernetes audit event names it.
+  std::ofstream audit;
+  std::mutex auditMutex;
+  if (!auditLog.empty()) {
+    audit.open(auditLog, std::ios::app);
+    if (!audit) {
+      std::cerr << "kuscia-host: cannot write the audit log " << auditLog << "\n";
+      return kExitFailure;
+    }
+    options.api.audit = [&](const apiserver::AuditRecord& a) {
+      nlohmann::json line = {
+          {"verb", a.verb},
+          {"objectRef",
+           {{"apiGroup", a.group},
+            {"resource", a.resource},
+            {"subresource", a.subresource},
+            {"namespace", a.namespaceName},
+            {"name", a.name}}},
+          {"responseStatus", {{"code", a.code}}},
+          {"userAgent", a.userAgent}};
+      std::lock_guard lock(auditMutex);
+      audit << line.dump() << std::endl;
+    };
+  }
   SystemClock clock;
   Runtime runtime(2);
   apiserver::ApiServer server(runtime.io(), clock, log, std::move(options));
@@ -183,6 +209,7 @@ int runMain(int argc, char** argv) {
 
   apiserver::ServerOptions apiOptions;
   std::string kubeconfigOut;
+  std::string auditLog;
   int bookmarkMs = 5000;
   auto* apiserverCmd = app.add_subcommand(
       "apiserver",
@@ -193,6 +220,9 @@ int runMain(int argc, char** argv) {
       ->capture_default_str();
   apiserverCmd->add_option("--kubeconfig-out", kubeconfigOut,
                            "Write a kubeconfig for clients to this file");
+  apiserverCmd->add_option("--audit-log", auditLog,
+                           "Append one JSON line per resource request (verb, objectRef, "
+                           "responseStatus.code, userAgent) to this file");
   apiserverCmd->add_flag(
       "--tls", apiOptions.tls,
       "Serve HTTPS with a CA and certificate generated at start; clients need the bearer "
@@ -337,7 +367,7 @@ int runMain(int argc, char** argv) {
         return kExitUsage;
       }
     }
-    return runApiServer(apiOptions, kubeconfigOut);
+    return runApiServer(apiOptions, kubeconfigOut, auditLog);
   }
   return kExitUsage;
 }

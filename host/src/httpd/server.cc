@@ -189,6 +189,7 @@ private:
     req.contentType = std::string(msg[http::field::content_type]);
     req.accept = std::string(msg[http::field::accept]);
     req.authorization = std::string(msg[http::field::authorization]);
+    req.userAgent = std::string(msg[http::field::user_agent]);
     req.body = msg.body();
     req.clientCertVerified = clientCert_;
     version_ = msg.version();

@@ -34,6 +34,7 @@ struct Request {
   std::string contentType;
   std::string accept;
   std::string authorization;
+  std::string userAgent;
   std::string body;
   bool clientCertVerified = false; // TLS: the client sent a certificate the server's CA signed
 
@@ -73,7 +74,8 @@ public:
     kAbort,  // close the connection without ending the body
   };
   virtual ~ChunkSource() = default;
-  // The header was sent; `control` lives as long as the stream. On the session's executor.
+  // The header was sent. The session owns the source: keep `control` as a weak_ptr (a strong one
+  // is a cycle). On the session's executor.
   virtual void started(std::shared_ptr<StreamControl> control) = 0;
   virtual Next next(std::string& out) = 0;
   // Once, when the stream is over for any reason (finished, aborted, client gone, server
