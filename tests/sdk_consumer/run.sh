@@ -1,28 +1,35 @@
 #!/usr/bin/env bash
-# Installs the SDK component of the build into a temp prefix, builds the README's example plugin
-# against it out of tree, checks that it exports only the entry symbol, and runs it in the host.
+# Installs the SDK component of the build into a temp prefix, builds the installed plugin template
+# (sdk/template, which README.md shows file by file) against it out of tree, runs its unit test,
+# checks that the plugin exports only the entry symbol, and runs it in the host.
 # usage: run.sh <build-dir> <kuscia-host binary>
 set -euo pipefail
 build=$1
 host=$2
-here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$(dirname "$0")/../.." && pwd)
 work=$(mktemp -d)
 trap '[ -n "${pid:-}" ] && kill "$pid" 2>/dev/null; rm -rf "$work"' EXIT
 
-# README.md must show this example exactly as it is built here.
-readme=$(cd "$here/../.." && pwd)/README.md
-sed -n '/^\/\/ heartbeat.cc$/,/^```$/p' "$readme" | sed '1d;$d' >"$work/readme.cc"
-if ! diff <(sed 1d "$here/heartbeat.cc") "$work/readme.cc" >&2; then
-  echo "README.md's heartbeat.cc differs from tests/sdk_consumer/heartbeat.cc" >&2
-  exit 1
-fi
+# README.md must show each template file exactly: a block from the line naming the file to its
+# closing fence.
+for f in heartbeat.h heartbeat.cc heartbeat_test.cc CMakeLists.txt; do
+  pattern=$(printf '%s' "$f" | sed 's/\./\\./g')
+  sed -n "/^\(\/\/\|#\) $pattern: /,/^\`\`\`\$/p" "$root/README.md" | sed '$d' >"$work/readme.$f"
+  if ! diff "$root/sdk/template/$f" "$work/readme.$f" >&2; then
+    echo "README.md's $f differs from sdk/template/$f" >&2
+    exit 1
+  fi
+done
 
 cmake --install "$build" --component sdk --prefix "$work/prefix" >/dev/null
+template="$work/prefix/share/kuscia-host-sdk/template"
 test -f "$work/prefix/include/kuscia_host/abi.h"
+test -f "$template/CMakeLists.txt"
 # The consumer is built without the parent's sanitizer flags: a plain plugin in any host.
-env -u CXXFLAGS -u LDFLAGS cmake -S "$here" -B "$work/build" -G Ninja -DCMAKE_PREFIX_PATH="$work/prefix" \
-  -DCMAKE_BUILD_TYPE=Release >/dev/null
+env -u CXXFLAGS -u LDFLAGS cmake -S "$template" -B "$work/build" -G Ninja \
+  -DCMAKE_PREFIX_PATH="$work/prefix" -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build "$work/build" >/dev/null
+ctest --test-dir "$work/build" --output-on-failure >/dev/null
 so="$work/build/heartbeat.so"
 
 # The helper must turn an unresolved symbol into a build error, not a dlopen failure later.
@@ -89,5 +96,5 @@ if [ "${beats:-0}" -lt 3 ]; then
   cat "$work/err" >&2
   exit 1
 fi
-echo "sdk consumer: built out of tree, exports only kh_plugin_entry_v1, beat $beats times in the host;" \
-  "an undefined symbol fails the build"
+echo "sdk consumer: the installed template built out of tree, its unit test passed, exports only" \
+  "kh_plugin_entry_v1, beat $beats times in the host; an undefined symbol fails the build"

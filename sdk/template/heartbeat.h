@@ -1,15 +1,22 @@
-// heartbeat.cc: the README's five-minute plugin, verbatim.
-#include <kuscia_host/config_reader.hpp> // optional: typed config (needs nlohmann/json)
+// heartbeat.h: the plugin, a class deriving from kuscia_host::sdk::Plugin.
+#pragma once
+
+#include <kuscia_host/config_reader.hpp> // optional: typed config
 #include <kuscia_host/plugin.hpp>
 
 class Heartbeat final : public kuscia_host::sdk::Plugin {
 public:
   // Throwing here (e.g. a ConfigError) fails the instance with your message.
   Heartbeat(kuscia_host::sdk::Host host, std::string_view domain, std::string_view configJson)
-      : Plugin(host),
-        config_(configJson, {{"intervalMillis", "integer", "10000", "ms between beats"}}),
+      : Plugin(host), config_(configJson, configKeys()),
         intervalMs_(config_.integer("intervalMillis", 10000, 10, 86400000)),
         beats_(host.counter("heartbeat_beats_total", "Beats sent")) {}
+
+  // Lets `kuscia-host check-config` report bad settings without creating an instance.
+  static void validateConfig(std::string_view configJson) {
+    kuscia_host::sdk::ConfigReader r(configJson, configKeys());
+    r.integer("intervalMillis", 10000, 10, 86400000);
+  }
 
   void onStart() override { host().startTimer(intervalMs_, intervalMs_); }
 
@@ -19,9 +26,11 @@ public:
   }
 
 private:
+  static std::vector<kuscia_host::sdk::ConfigKey> configKeys() {
+    return {{"intervalMillis", "integer", "10000", "ms between beats"}};
+  }
+
   kuscia_host::sdk::ConfigReader config_;
   int64_t intervalMs_;
   kuscia_host::sdk::Metric beats_;
 };
-
-KH_PLUGIN(Heartbeat, "heartbeat", "1.0.0", "a periodic counter")
