@@ -1,15 +1,17 @@
-# kh_host_library(<folder> SOURCES <src>... [DEPS <kh_folder>...] [LIBS <external>...])
+# kh_host_library(<folder> SOURCES <src>... [DEPS <kh_folder>...] [LIBS <external>...]
+#                 [PCH <header>...])
 #
 # Builds src/<folder> as the static library kh_<folder>, linked PUBLIC to the libraries of the
 # host folders in DEPS and to the external LIBS. Every build checks that the folder's sources
 # include headers only from itself and from DEPS (cmake/check_includes.cmake), so a layering
-# violation fails the build instead of waiting for a reviewer.
+# violation fails the build instead of waiting for a reviewer. PCH names heavy third-party
+# headers to precompile for the folder's sources (with KH_PCH; see the top-level CMakeLists).
 include_guard(GLOBAL)
 
 set(KH_HOST_SRC_DIR ${CMAKE_CURRENT_LIST_DIR}/../src)
 
 function(kh_host_library folder)
-  cmake_parse_arguments(PARSE_ARGV 1 KHL "" "" "SOURCES;DEPS;LIBS")
+  cmake_parse_arguments(PARSE_ARGV 1 KHL "" "" "SOURCES;DEPS;LIBS;PCH")
   set(target kh_${folder})
   add_library(${target} STATIC ${KHL_SOURCES})
   target_include_directories(${target} PUBLIC ${KH_HOST_SRC_DIR})
@@ -20,6 +22,9 @@ function(kh_host_library folder)
     target_link_libraries(${target} PUBLIC ${KHL_LIBS})
   endif()
   set_property(TARGET ${target} PROPERTY KH_DEPS "${KHL_DEPS}")
+  if(KH_PCH AND KHL_PCH)
+    target_precompile_headers(${target} PRIVATE ${KHL_PCH})
+  endif()
 
   file(GLOB headers CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/*.h ${CMAKE_CURRENT_SOURCE_DIR}/*.in)
   set(files ${headers})

@@ -63,7 +63,7 @@ std::optional<std::string> httpGet(const HttpUrl& url, const std::string& path, 
     return std::nullopt;
   }
   int fd = -1;
-  timeval tv{timeoutMillis / 1000, (timeoutMillis % 1000) * 1000};
+  timeval tv{timeoutMillis / 1000, static_cast<suseconds_t>(timeoutMillis % 1000) * 1000};
   for (addrinfo* a = res; a != nullptr; a = a->ai_next) {
     fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
     if (fd < 0) continue;

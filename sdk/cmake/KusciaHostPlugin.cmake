@@ -44,7 +44,14 @@ function(kuscia_host_add_plugin name)
     # libstdc++ declares with default visibility; a version script exports the entry point alone.
     set(script ${CMAKE_CURRENT_BINARY_DIR}/${name}.kh-exports.map)
     file(WRITE ${script} "{\n  global: kh_plugin_entry_v*;\n  local: *;\n};\n")
-    target_link_options(${name} PRIVATE "LINKER:-z,defs" "LINKER:--version-script=${script}")
+    target_link_options(${name} PRIVATE "LINKER:--version-script=${script}")
+    # clang links a sanitizer's runtime into the executable only: a sanitized plugin leaves the
+    # runtime's symbols for the host to resolve at load, which -z defs would refuse.
+    get_property(options DIRECTORY PROPERTY COMPILE_OPTIONS)
+    string(FIND "${CMAKE_CXX_FLAGS};${options}" "-fsanitize=" sanitized)
+    if(NOT (CMAKE_CXX_COMPILER_ID MATCHES "Clang" AND sanitized GREATER -1))
+      target_link_options(${name} PRIVATE "LINKER:-z,defs")
+    endif()
     set_property(TARGET ${name} APPEND PROPERTY LINK_DEPENDS ${script})
   endif()
 endfunction()

@@ -18,6 +18,16 @@ using nlohmann::json;
 
 namespace {
 
+// The Kubernetes verb of a request, as RBAC and audit events name it.
+std::string auditVerb(const std::string& method, bool watch, bool named) {
+  if (method == "GET") return watch ? "watch" : named ? "get" : "list";
+  if (method == "POST") return "create";
+  if (method == "PUT") return "update";
+  if (method == "PATCH") return "patch";
+  if (method == "DELETE") return "delete";
+  return method;
+}
+
 const char* const kMergePatch = "application/merge-patch+json";
 const char* const kJsonPatch = "application/json-patch+json";
 const char* const kStrategicPatch = "application/strategic-merge-patch+json";
@@ -178,12 +188,7 @@ ApiResponse ApiHandler::handle(const ApiRequest& req) {
   if (options_.audit) {
     bool watch = k8s::goBoolOr(req.param("watch"), false);
     AuditRecord a;
-    a.verb = req.method == "GET"      ? (watch ? "watch" : t.name.empty() ? "list" : "get")
-             : req.method == "POST"   ? "create"
-             : req.method == "PUT"    ? "update"
-             : req.method == "PATCH"  ? "patch"
-             : req.method == "DELETE" ? "delete"
-                                      : req.method;
+    a.verb = auditVerb(req.method, watch, !t.name.empty());
     a.group = t.resource->group;
     a.resource = t.resource->plural;
     a.subresource = t.subresource;

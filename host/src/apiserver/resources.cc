@@ -37,8 +37,8 @@ ResourceRegistry ResourceRegistry::withDefaults() {
     std::string singular = plural.substr(0, plural.size() - 1);
     std::string kind = plural.find("cluster") == 0 ? "Cluster" : "";
     kind += plural.find("binding") != std::string::npos ? "RoleBinding" : "Role";
-    builtin("rbac.authorization.k8s.io", plural, singular, kind, {},
-            plural.find("cluster") != 0, false);
+    builtin("rbac.authorization.k8s.io", plural, singular, kind, {}, plural.find("cluster") != 0,
+            false);
   }
   builtin("apiextensions.k8s.io", "customresourcedefinitions", "customresourcedefinition",
           "CustomResourceDefinition", {"crd", "crds"}, false, true);
