@@ -21,6 +21,11 @@ TEST(CliTest, VersionAndHelp) {
   EXPECT_EQ(r.code, 0);
   EXPECT_NE(r.out.find("kuscia-host "), std::string::npos);
   EXPECT_NE(r.out.find("plugin ABI 1.1"), std::string::npos);
+  // Found from the binary's own place (E2e.Install checks it after `cmake --install`).
+  EXPECT_NE(r.out.find("plugin directory " +
+                       std::filesystem::path(KH_BINARY).parent_path().parent_path().string() + "/"),
+            std::string::npos)
+      << r.out;
   for (const char* sub : {"run", "check-config", "version"}) {
     auto h = runCommand(hostCmd({sub, "--help"}));
     EXPECT_EQ(h.code, 0) << sub;

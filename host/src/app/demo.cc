@@ -16,6 +16,7 @@
 #include "app/cluster_reader.h"
 #include "app/daemon.h"
 #include "app/timeline_render.h"
+#include "common/install_dirs.h"
 #include "common/listen_address.h"
 #include "common/version.h"
 #include "logging/logging.h"
@@ -40,11 +41,8 @@ std::vector<fs::path> pluginSearchPath(const DemoOptions& o) {
   std::error_code ec;
   fs::path exe = fs::canonical("/proc/self/exe", ec);
   if (ec && !o.executable.empty()) exe = fs::absolute(o.executable);
-  if (!exe.empty()) {
-    dirs.push_back(exe.parent_path().parent_path() / "plugins");
-    dirs.push_back(exe.parent_path().parent_path() / "lib" / "kuscia-host" / "plugins");
-  }
-  dirs.emplace_back(kDefaultPluginDir);
+  if (!exe.empty()) dirs.push_back(exe.parent_path().parent_path() / "plugins"); // a build tree
+  dirs.push_back(installedPluginDir());
   return dirs;
 }
 

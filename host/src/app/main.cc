@@ -16,6 +16,7 @@
 #include "app/demo.h"
 #include "app/plugin_checks.h"
 #include "app/timeline_render.h"
+#include "common/install_dirs.h"
 #include "common/version.h"
 #include "config/config.h"
 #include "kube/cluster_access.h"
@@ -35,7 +36,7 @@ constexpr int kExitUsage = 2; // bad command line or bad config
 std::optional<HostConfig> loadOrReport(const std::string& path,
                                        const std::vector<std::string>& pluginDirs) {
   ConfigLoadOptions options;
-  options.defaultPluginDirs.emplace_back(kDefaultPluginDir);
+  options.defaultPluginDirs.emplace_back(installedPluginDir().string());
   for (const auto& d : pluginDirs) {
     if (!std::filesystem::path(d).is_absolute()) {
       std::cerr << "kuscia-host: --plugin-dir must be an absolute path: " << d << "\n";
@@ -135,16 +136,15 @@ int runApiServer(apiserver::ServerOptions options, const std::string& kubeconfig
       return kExitFailure;
     }
     options.api.audit = [&](const apiserver::AuditRecord& a) {
-      nlohmann::json line = {
-          {"verb", a.verb},
-          {"objectRef",
-           {{"apiGroup", a.group},
-            {"resource", a.resource},
-            {"subresource", a.subresource},
-            {"namespace", a.namespaceName},
-            {"name", a.name}}},
-          {"responseStatus", {{"code", a.code}}},
-          {"userAgent", a.userAgent}};
+      nlohmann::json line = {{"verb", a.verb},
+                             {"objectRef",
+                              {{"apiGroup", a.group},
+                               {"resource", a.resource},
+                               {"subresource", a.subresource},
+                               {"namespace", a.namespaceName},
+                               {"name", a.name}}},
+                             {"responseStatus", {{"code", a.code}}},
+                             {"userAgent", a.userAgent}};
       std::lock_guard lock(auditMutex);
       audit << line.dump() << std::endl;
     };
@@ -299,7 +299,8 @@ int runMain(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::IsMember({"table", "json", "gantt"}));
 
-  auto* version = app.add_subcommand("version", "Print the version and the plugin ABI version");
+  auto* version = app.add_subcommand(
+      "version", "Print the version, the plugin ABI version and the default plugin directory");
 
   try {
     app.parse(argc, argv);
@@ -315,7 +316,8 @@ int runMain(int argc, char** argv) {
   }
 
   if (*version) {
-    std::cout << "kuscia-host " << kVersion << "\nplugin ABI " << kAbiVersion << "\n";
+    std::cout << "kuscia-host " << kVersion << "\nplugin ABI " << kAbiVersion
+              << "\nplugin directory " << installedPluginDir().string() << "\n";
     return kExitOk;
   }
   if (*check) {
