@@ -119,38 +119,14 @@ pc_include=$(sed -n 's/^-I\([^ ]*\).*/\1/p' <<<"$pc_flags")
   fail "pkg-config --cflags: $pc_flags"
 g++ -std=c++17 -shared -fPIC -fvisibility=hidden $pc_flags -o "$work/pc-heartbeat.so" "$template/heartbeat.cc"
 
-run_heartbeat() { # run_heartbeat HOST-BINARY PLUGIN: the plugin beats in that host
-  local bin=$1 so=$2 port beats=0
-  mkdir -p "$work/run"
-  chmod 0755 "$work" "$work/run" "$(dirname "$so")"
-  cat >"$work/run/heartbeat.yaml" <<YAML
-admin: { listen: 127.0.0.1:0 }
-domains:
-  - id: alice
-    plugins:
-      - name: heartbeat
-        path: $so
-        config: { intervalMillis: 10 }
-YAML
-  "$bin" check-config --config "$work/run/heartbeat.yaml" >/dev/null
-  "$bin" run --config "$work/run/heartbeat.yaml" 2>"$work/run/err" &
-  pid=$!
-  for _ in $(seq 1 100); do
-    port=$(sed -n 's/.*admin server listening on 127.0.0.1:\([0-9]*\).*/\1/p' "$work/run/err")
-    [ -n "$port" ] && beats=$(curl -fsS "http://127.0.0.1:$port/metrics" |
-      sed -n 's/^heartbeat_beats_total{plugin="heartbeat",domain="alice"} \([0-9]*\)$/\1/p')
-    [ "${beats:-0}" -ge 3 ] && break
-    sleep 0.1
-  done
-  kill -TERM "$pid"
-  wait "$pid" || fail "the host did not stop cleanly: $(cat "$work/run/err")"
-  pid=
-  [ "${beats:-0}" -ge 3 ] || fail "heartbeat did not beat in $bin: $(cat "$work/run/err")"
-}
 for cxx in g++ clang++; do
   step "the $cxx template plugin runs in the extracted packaged host"
-  run_heartbeat "$work/host/usr/bin/kuscia-host" "$work/template-$cxx/heartbeat.so"
+  "$here/../tests/support/heartbeat_runs.sh" "$work/host/usr/bin/kuscia-host" \
+    "$work/template-$cxx/heartbeat.so" "$work/run-$cxx" >/dev/null || fail "the $cxx plugin did not run"
 done
+step "the pkg-config-built plugin runs in the extracted packaged host"
+"$here/../tests/support/heartbeat_runs.sh" "$work/host/usr/bin/kuscia-host" "$work/pc-heartbeat.so" \
+  "$work/run-pc" >/dev/null || fail "the pkg-config-built plugin did not run"
 
 # 4. Installed.
 step "dpkg -i (host, plugins, -dev)"

@@ -8,7 +8,7 @@ build=$1
 host=$2
 root=$(cd "$(dirname "$0")/../.." && pwd)
 work=$(mktemp -d)
-trap '[ -n "${pid:-}" ] && kill "$pid" 2>/dev/null; rm -rf "$work"' EXIT
+trap 'rm -rf "$work"' EXIT
 
 # README.md must show each template file exactly: a block from the line naming the file to its
 # closing fence.
@@ -63,38 +63,6 @@ if [ "$exported" != "kh_plugin_entry_v1" ]; then
   exit 1
 fi
 
-chmod 0755 "$work" "$work/build"
-cat >"$work/host.yaml" <<YAML
-admin: { listen: 127.0.0.1:0 }
-domains:
-  - id: alice
-    plugins:
-      - name: heartbeat
-        path: $so
-        config: { intervalMillis: 10 }
-YAML
-"$host" check-config --config "$work/host.yaml"
-"$host" run --config "$work/host.yaml" 2>"$work/err" &
-pid=$!
-for _ in $(seq 1 300); do
-  port=$(sed -n 's/.*admin server listening on 127.0.0.1:\([0-9]*\).*/\1/p' "$work/err")
-  [ -n "$port" ] && break
-  sleep 0.1
-done
-[ -n "$port" ] || { cat "$work/err" >&2; exit 1; }
-for _ in $(seq 1 300); do
-  beats=$(curl -fsS "http://127.0.0.1:$port/metrics" |
-    sed -n 's/^heartbeat_beats_total{plugin="heartbeat",domain="alice"} \([0-9]*\)$/\1/p')
-  [ "${beats:-0}" -ge 3 ] && break
-  sleep 0.1
-done
-kill -TERM "$pid"
-wait "$pid"
-pid=
-if [ "${beats:-0}" -lt 3 ]; then
-  echo "heartbeat did not beat: ${beats:-none}" >&2
-  cat "$work/err" >&2
-  exit 1
-fi
+beat=$("$root/tests/support/heartbeat_runs.sh" "$host" "$so" "$work/run")
 echo "sdk consumer: the installed template built out of tree, its unit test passed, exports only" \
-  "kh_plugin_entry_v1, beat $beats times in the host; an undefined symbol fails the build"
+  "kh_plugin_entry_v1; $beat; an undefined symbol fails the build"
