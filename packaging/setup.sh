@@ -105,10 +105,12 @@ lint() {
 }
 
 # lintian, rpmlint and rpmbuild for the packages; dpkg-dev for dpkg-shlibdeps and dpkg-buildflags.
-package_tools=(lintian rpmlint rpm dpkg-dev fakeroot)
+package_tools=(lintian rpmlint rpm dpkg-dev fakeroot clang)
 
 # build_packages: dist/ gets every .deb and .rpm, built from build-package/ (prefix /usr, Debian's
-# hardening flags as the only flags (build type None, as debhelper builds), no tests).
+# hardening flags as the only flags (build type None, as debhelper builds), no tests). clang, with
+# warnings as errors: at -O2 it builds these sources in half GCC's time (GCC builds `run`'s tree
+# and the template in the package test).
 build_packages() {
   local flags
   export DEB_BUILD_MAINT_OPTIONS=hardening=+all
@@ -118,7 +120,8 @@ build_packages() {
   CFLAGS="$(dpkg-buildflags --get CFLAGS) $flags" CXXFLAGS="$(dpkg-buildflags --get CXXFLAGS) $flags" \
     LDFLAGS="$(dpkg-buildflags --get LDFLAGS)" configure_and_build "$root/build-package" \
     -DCMAKE_INSTALL_PREFIX=/usr -DCMAKE_BUILD_TYPE=None -DKH_BUILD_TESTS=OFF \
-    -DKH_BUILD_BENCH=OFF -DKH_PLUGIN_HELLO=OFF -DKH_WERROR=ON
+    -DKH_BUILD_BENCH=OFF -DKH_PLUGIN_HELLO=OFF -DKH_WERROR=ON -DCMAKE_C_COMPILER=clang \
+    -DCMAKE_CXX_COMPILER=clang++
   say "packaging (cpack: DEB and RPM)"
   rm -rf "$root/build-package/dist" "$root/dist"
   (cd "$root/build-package" && cpack >/dev/null)
@@ -171,8 +174,7 @@ case "$cmd" in
       lint "$build_dir"
     else
       # CI: the suite under ASan+UBSan (benchmarks' smoke included) and under TSan, built by clang
-      # with warnings as errors; then the packages, built by GCC with warnings as errors (so both
-      # compilers see every source), and tested while clang-tidy lints. Sanitizer builds use -O0
+      # with warnings as errors; then the packages, built and tested; clang-tidy lints meanwhile. Sanitizer builds use -O0
       # with line tables only (-g1): every report keeps file:line. clang, not GCC: on 2 cores it
       # builds the sanitized tree in 5 minutes where GCC takes 11 (these are Beast-heavy sources).
       deps "${package_tools[@]}"

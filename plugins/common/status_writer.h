@@ -66,8 +66,9 @@ private:
   sdk::Metric bytes_;
   std::map<std::string, TaskState> tasks_;
   std::map<uint64_t, std::string> timers_; // timer id -> task
-  // NOLINTNEXTLINE(bugprone-exception-escape): the implicit noexcept move of nlohmann::json
-  // calls its invariant check, which clang-tidy cannot prove does not throw; it does not.
+  // The implicit noexcept move of nlohmann::json calls its invariant check, which clang-tidy
+  // cannot prove does not throw; it does not.
+  // NOLINTNEXTLINE(bugprone-exception-escape)
   struct Sent {
     std::string task;
     nlohmann::json status; // the patch's "status"
