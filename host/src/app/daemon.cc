@@ -2,9 +2,7 @@
 
 #include <unistd.h>
 
-#include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <future>
 
 #include "admin/timeline_page.h"
 #include "common/version.h"
@@ -251,16 +249,6 @@ void Daemon::shutdown() {
   libraries_.clear();
   hostMetrics_.pluginsLoaded->series({})->set(0);
   logger_->info("shut down");
-}
-
-void Daemon::waitForSignal() {
-  boost::asio::signal_set signals(runtime_.io(), SIGINT, SIGTERM);
-  auto got = std::make_shared<std::promise<int>>();
-  signals.async_wait(
-      [got](const boost::system::error_code& ec, int sig) { got->set_value(ec ? 0 : sig); });
-  int sig = got->get_future().get();
-  logger_->info("received signal {}, shutting down", sig);
-  shutdown();
 }
 
 } // namespace kuscia_host

@@ -44,8 +44,6 @@ public:
   Result<void> start();
   // Idempotent; see the class comment for the order.
   void shutdown();
-  // Blocks until SIGTERM or SIGINT, then shuts down.
-  void waitForSignal();
 
   std::optional<boost::asio::ip::tcp::endpoint> adminEndpoint() const { return adminEndpoint_; }
   // The embedded API server, when the config asks for one (cluster.embedded).

@@ -2,14 +2,11 @@
 
 #include <unistd.h>
 
-#include <boost/asio/signal_set.hpp>
-
 #include <kuscia_host/timeline.hpp>
 
 #include <chrono>
 #include <filesystem>
 #include <fstream>
-#include <future>
 #include <iostream>
 #include <thread>
 
@@ -20,6 +17,7 @@
 #include "common/listen_address.h"
 #include "common/version.h"
 #include "logging/logging.h"
+#include "runtime/stop_signals.h"
 
 namespace kuscia_host {
 
@@ -238,11 +236,9 @@ int runDemo(const DemoOptions& o, std::ostream& out, std::ostream& err) {
     err << "kuscia-host: demo: only " << ready << " of " << o.tasks << " task(s) started within "
         << o.timeoutSeconds << " s\n";
   if (!o.exitWhenDone) {
+    StopSignals stop; // before the line that tells a caller it may press Ctrl-C
     out << "serving until Ctrl-C\n" << std::flush;
-    boost::asio::io_context io;
-    boost::asio::signal_set signals(io, SIGINT, SIGTERM);
-    signals.async_wait([](const boost::system::error_code&, int) {});
-    io.run_one();
+    stop.wait();
   }
   for (auto& d : daemons)
     d->shutdown();
