@@ -3,6 +3,8 @@
 #include <unistd.h>
 
 #include <boost/asio/steady_timer.hpp>
+#include <csignal>
+#include <future>
 
 #include "admin/timeline_page.h"
 #include "common/version.h"
@@ -249,6 +251,21 @@ void Daemon::shutdown() {
   libraries_.clear();
   hostMetrics_.pluginsLoaded->series({})->set(0);
   logger_->info("shut down");
+}
+
+void Daemon::catchStopSignals() {
+  if (!signals_)
+    signals_ = std::make_unique<boost::asio::signal_set>(runtime_.io(), SIGINT, SIGTERM);
+}
+
+void Daemon::waitForSignal() {
+  catchStopSignals();
+  auto got = std::make_shared<std::promise<int>>();
+  signals_->async_wait(
+      [got](const boost::system::error_code& ec, int sig) { got->set_value(ec ? 0 : sig); });
+  int sig = got->get_future().get();
+  logger_->info("received signal {}, shutting down", sig);
+  shutdown();
 }
 
 } // namespace kuscia_host

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/signal_set.hpp>
 
 #include <map>
 #include <memory>
@@ -44,6 +45,11 @@ public:
   Result<void> start();
   // Idempotent; see the class comment for the order.
   void shutdown();
+  // Takes SIGINT and SIGTERM over. Call it before start(): a signal during startup is then kept
+  // for waitForSignal() (Asio queues it) instead of killing the process mid-start.
+  void catchStopSignals();
+  // Blocks until SIGTERM or SIGINT, then shuts down.
+  void waitForSignal();
 
   std::optional<boost::asio::ip::tcp::endpoint> adminEndpoint() const { return adminEndpoint_; }
   // The embedded API server, when the config asks for one (cluster.embedded).
@@ -82,6 +88,7 @@ private:
   std::vector<std::unique_ptr<PluginInstance>> instances_;
   std::optional<boost::asio::ip::tcp::endpoint> adminEndpoint_;
   bool shutDown_ = false;
+  std::unique_ptr<boost::asio::signal_set> signals_; // after runtime_: destroyed before it
 };
 
 } // namespace kuscia_host

@@ -10,6 +10,9 @@
 #include <iostream>
 #include <thread>
 
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+
 #include "app/cluster_reader.h"
 #include "app/daemon.h"
 #include "app/timeline_render.h"
@@ -17,7 +20,6 @@
 #include "common/listen_address.h"
 #include "common/version.h"
 #include "logging/logging.h"
-#include "runtime/stop_signals.h"
 
 namespace kuscia_host {
 
@@ -236,9 +238,13 @@ int runDemo(const DemoOptions& o, std::ostream& out, std::ostream& err) {
     err << "kuscia-host: demo: only " << ready << " of " << o.tasks << " task(s) started within "
         << o.timeoutSeconds << " s\n";
   if (!o.exitWhenDone) {
-    StopSignals stop; // before the line that tells a caller it may press Ctrl-C
+    // Before the line that tells a caller it may press Ctrl-C: a signal that arrives before
+    // run_one() is queued instead of killing the process.
+    boost::asio::io_context io;
+    boost::asio::signal_set signals(io, SIGINT, SIGTERM);
     out << "serving until Ctrl-C\n" << std::flush;
-    stop.wait();
+    signals.async_wait([](const boost::system::error_code&, int) {});
+    io.run_one();
   }
   for (auto& d : daemons)
     d->shutdown();

@@ -3,9 +3,12 @@
 
 #include <CLI/CLI.hpp>
 #include <fstream>
+#include <future>
 #include <iostream>
 #include <mutex>
 #include <sstream>
+
+#include <boost/asio/signal_set.hpp>
 
 #include "apiserver/server.h"
 #include "app/cluster_reader.h"
@@ -20,7 +23,6 @@
 #include "logging/logging.h"
 #include "runtime/clock.h"
 #include "runtime/runtime.h"
-#include "runtime/stop_signals.h"
 
 namespace {
 
@@ -65,16 +67,14 @@ int runHost(const std::string& configPath, const std::vector<std::string>& plugi
                   parseLogLevel(config->logLevel).value_or(spdlog::level::info));
   auto log = logs.logger("host");
   SystemClock clock;
-  StopSignals stop; // before start(): a signal during startup still stops the host in order
   Daemon daemon(std::move(*config), DaemonOptions{adminListen}, logs, clock);
+  daemon.catchStopSignals(); // before start(): a signal during startup still stops it in order
   if (auto r = daemon.start(); !r) {
     log->error("{}", r.error());
     std::cerr << "kuscia-host: " << r.error() << "\n";
     return kExitFailure;
   }
-  int sig = stop.wait();
-  log->info("received signal {}, shutting down", sig);
-  daemon.shutdown();
+  daemon.waitForSignal();
   return kExitOk;
 }
 
@@ -151,8 +151,10 @@ int runApiServer(apiserver::ServerOptions options, const std::string& kubeconfig
     };
   }
   SystemClock clock;
-  StopSignals stop; // before the "listening" line, which tells a caller it may signal
   Runtime runtime(2);
+  // Before the "listening" line, which tells a caller it may signal: one that arrives before the
+  // wait below is queued instead of killing the process.
+  boost::asio::signal_set signals(runtime.io(), SIGINT, SIGTERM);
   apiserver::ApiServer server(runtime.io(), clock, log, std::move(options));
   auto ep = server.start();
   if (!ep) {
@@ -169,7 +171,10 @@ int runApiServer(apiserver::ServerOptions options, const std::string& kubeconfig
   std::cout << "apiserver listening on " << server.url() << std::endl;
   if (!kubeconfigOut.empty()) std::cout << "kubeconfig written to " << kubeconfigOut << std::endl;
   log->info("serving in memory: every object is lost when this process exits");
-  int sig = stop.wait();
+  std::promise<int> got;
+  signals.async_wait(
+      [&](const boost::system::error_code& ec, int sig) { got.set_value(ec ? 0 : sig); });
+  int sig = got.get_future().get();
   log->info("received signal {}, stopping", sig);
   server.stop();
   runtime.stop();
