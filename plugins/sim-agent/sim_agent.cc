@@ -30,6 +30,13 @@ json withConditions(json conditions, const json& add) {
   return conditions;
 }
 
+// The party's one container, running since `t`.
+json runningContainer(bool ready, const std::string& t) {
+  return {{"name", "secretflow"},  {"ready", ready},
+          {"started", true},       {"restartCount", 0},
+          {"image", "secretflow"}, {"state", {{"running", {{"startedAt", t}}}}}};
+}
+
 json condition(const std::string& type, const std::string& at) {
   return {
       {"type", type}, {"status", "True"}, {"lastProbeTime", nullptr}, {"lastTransitionTime", at}};
@@ -410,25 +417,13 @@ void SimAgent::step(const std::string& key) {
               {"podIP", "10.42.0." + std::to_string(1 + rng_() % 250)},
               {"conditions", withConditions(json::parse(p.conditions),
                                             json::array({condition("Initialized", t)}))},
-              {"containerStatuses",
-               {{{"name", "secretflow"},
-                 {"ready", false},
-                 {"started", true},
-                 {"restartCount", 0},
-                 {"image", "secretflow"},
-                 {"state", {{"running", {{"startedAt", t}}}}}}}}};
+              {"containerStatuses", json::array({runningContainer(false, t)})}};
     break;
   case Stage::kStarted:
     status = {{"conditions", withConditions(json::parse(p.conditions),
                                             json::array({condition("Ready", t),
                                                          condition("ContainersReady", t)}))},
-              {"containerStatuses",
-               {{{"name", "secretflow"},
-                 {"ready", true},
-                 {"started", true},
-                 {"restartCount", 0},
-                 {"image", "secretflow"},
-                 {"state", {{"running", {{"startedAt", t}}}}}}}}};
+              {"containerStatuses", json::array({runningContainer(true, t)})}};
     break;
   case Stage::kReady:
   case Stage::kFailed: return;
