@@ -109,5 +109,21 @@ TEST(AdminListenTest, RefusesBadAddresses) {
   EXPECT_FALSE(server.listen("example.com:80").ok());
 }
 
+// Loopback (v4, v6, v4-mapped) is quiet; any other address, the wildcard included, gets a warning
+// that says the server is unauthenticated. (The warning's address is not bound here: tests bind
+// 127.0.0.1 only.)
+TEST(AdminListenTest, WarnsWhenNotLoopback) {
+  using boost::asio::ip::make_address;
+  for (const char* quiet : {"127.0.0.1", "127.0.0.2", "::1", "::ffff:127.0.0.1"})
+    EXPECT_EQ(exposureWarning(make_address(quiet)), "") << quiet;
+  for (const char* exposed : {"0.0.0.0", "::", "10.1.2.3", "::ffff:10.1.2.3", "fe80::1"}) {
+    std::string w = exposureWarning(make_address(exposed));
+    EXPECT_NE(w.find(std::string("listens on ") + exposed + ", not a loopback address"),
+              std::string::npos)
+        << w;
+    EXPECT_NE(w.find("no authentication"), std::string::npos) << w;
+  }
+}
+
 } // namespace
 } // namespace kuscia_host

@@ -41,6 +41,18 @@ HttpResponse readyzResponse(const HealthRegistry& health, const HttpRequest& req
   return textResponse(503, lines + "readyz check failed\n");
 }
 
+std::string exposureWarning(const boost::asio::ip::address& address) {
+  if (address.is_loopback()) return {};
+  if (address.is_v6() && address.to_v6().is_v4_mapped() &&
+      boost::asio::ip::make_address_v4(boost::asio::ip::v4_mapped, address.to_v6()).is_loopback())
+    return {};
+  return "the admin server listens on " + address.to_string() +
+         ", not a loopback address: it has no authentication, and /metrics, the timeline API and "
+         "plugin routes are open to every client that reaches it (bind 127.0.0.1 and put an "
+         "authenticating proxy in front, or restrict the address with a firewall or network "
+         "policy)";
+}
+
 HttpResponse metricsResponse(const MetricsRegistry& metrics) {
   HttpResponse r;
   r.contentType = "text/plain; version=0.0.4; charset=utf-8";

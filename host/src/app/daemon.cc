@@ -172,6 +172,7 @@ Result<void> Daemon::start() {
   }
   adminEndpoint_ = ep.value();
   logger_->info("admin server listening on {}:{}", ep->address().to_string(), ep->port());
+  if (auto warning = exposureWarning(ep->address()); !warning.empty()) logger_->warn("{}", warning);
 
   for (auto& instance : instances_) {
     if (instance->state() != InstanceState::kCreated) continue;

@@ -116,6 +116,10 @@ void ApiClient::send(const std::shared_ptr<ApiCall>& c, int n,
     std::string code = r ? std::to_string(r->status) : std::string("error");
     auto* hist = self->metrics_.requestDuration;
     hist->series({c->verb, code})->observe(hist->buckets(), secs);
+    // Method, target and sizes only: headers carry the credentials and never reach a log.
+    self->logger_->trace("{} {} ({} bytes) -> {} in {:.1f} ms ({} bytes)", c->http.method,
+                         c->http.target, c->http.body.size(), r ? code : r.error(), secs * 1e3,
+                         r ? r->body.size() : 0);
     auto delay = retryDelay(r, n, c->maxRetries);
     if (delay.count() < 0 || self->stopped_) return (*done)(std::move(r));
     self->metrics_.requestRetries->series({c->verb, code})->add(1);
@@ -132,6 +136,7 @@ std::shared_ptr<HttpTransport::Stream>
 ApiClient::watch(HttpRequest request, HttpTransport::Strand strand,
                  std::function<void(std::string_view)> onData,
                  std::function<void(Result<HttpResponse>)> done) {
+  logger_->trace("WATCH {}", request.target);
   return transport_->stream(std::move(request), std::move(strand), std::move(onData),
                             std::move(done));
 }
