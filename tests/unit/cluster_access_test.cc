@@ -28,6 +28,23 @@ std::string kubeconfig(const std::string& server, const std::string& clusterExtr
          current + "\n";
 }
 
+// Found by fuzz_kubeconfig: a scalar where a list entry's mapping belongs threw out of the loader
+// (the host aborted). Each is an error naming the file.
+TEST(ClusterAccessTest, ScalarsWhereMappingsBelongAreErrors) {
+  test::TempDir dir;
+  auto path = dir.file("kc");
+  for (const char* text :
+       {"clusters:\n- c\nusers: []\ncontexts: []\n", "clusters: []\nusers:\n- [u]\n",
+        "contexts:\n- name: main\n  context: x\ncurrent-context: main\n",
+        "clusters:\n- name: c\n  cluster: {server: [x]}\nusers:\n- name: u\n  user: {token: "
+        "[t]}\ncontexts:\n- name: m\n  context: {cluster: c, user: u}\ncurrent-context: m\n"}) {
+    test::writeFile(path, text);
+    auto a = loadKubeconfig(path, envOf({}));
+    ASSERT_FALSE(a.ok()) << text;
+    EXPECT_NE(a.error().find(path), std::string::npos) << a.error();
+  }
+}
+
 TEST(ClusterAccessTest, InlineDataAndToken) {
   test::TempDir dir;
   auto path = dir.file("kc");

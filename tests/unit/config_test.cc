@@ -67,6 +67,16 @@ TEST(ConfigTest, UnknownKeyNamesFileLineAndKey) {
       << firstError(r);
 }
 
+// Found by fuzz_host_config: bytes that are not UTF-8 in a plugin's config made the host abort
+// (the config is handed to the plugin as JSON text). Now an error naming the line and the key.
+TEST(ConfigTest, PluginConfigThatIsNotUtf8IsAnError) {
+  auto r = parse("domains:\n  - id: alice\n    plugins:\n      - name: hello\n        config: "
+                 "{greeting: \"caf\xff\"}\n");
+  ASSERT_EQ(r.errors.size(), 1u) << firstError(r);
+  EXPECT_FALSE(r.config);
+  EXPECT_EQ(firstError(r), "test.yaml:5:17: domains[0].plugins[0].config: not valid UTF-8 text");
+}
+
 TEST(ConfigTest, WrongTypesAreErrorsWithLocation) {
   auto r = parse("workerThreads: many\nadmin: [1]\ndomains:\n  - id: alice\n    plugins:\n      - "
                  "name: hello\n        required: \"yes\"\n");

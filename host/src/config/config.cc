@@ -379,7 +379,12 @@ void extract(const YAML::Node& root, Validator& v, const ConfigLoadOptions& opti
           auto j2 = yamlToJson(n);
           if (!j2.is_null() && !j2.is_object())
             v.error(n, ppath + ".config", "expected a mapping of plugin settings");
-          pe.configJson = j2.is_object() ? j2.dump() : "{}";
+          try {
+            pe.configJson = j2.is_object() ? j2.dump() : "{}";
+          } catch (const nlohmann::json::type_error&) {
+            // YAML scalars are bytes; the plugin's config is JSON text, which must be UTF-8.
+            v.error(n, ppath + ".config", "not valid UTF-8 text");
+          }
         }
         if (auto n = p["path"]) {
           pe.path = n.Scalar();

@@ -45,6 +45,7 @@ struct Named {
 };
 
 std::string str(const YAML::Node& n, const std::string& key) {
+  if (!n.IsMap()) return ""; // a scalar or a list where a mapping belongs: operator[] would throw
   auto v = n[key];
   return v && v.IsScalar() ? v.Scalar() : "";
 }

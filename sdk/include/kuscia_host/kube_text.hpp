@@ -53,7 +53,8 @@ inline bool digits(std::string_view s, std::size_t i, std::size_t n, int64_t& ou
 
 // Nanoseconds since the Unix epoch, or nullopt when `s` is not RFC 3339 (Go's time.RFC3339
 // layout: date, 'T', time, an optional fraction of up to 9 digits, 'Z' or +hh:mm/-hh:mm; a
-// second of 60 and out-of-range fields are refused, as Go refuses them).
+// second of 60 and out-of-range fields are refused, as Go refuses them; so are times outside the
+// 64-bit nanosecond range, 1677-09-21T00:12:44Z to 2262-04-11T23:47:15.999999999Z).
 inline std::optional<int64_t> parseTime(std::string_view s) {
   int64_t year, month, day, hour, minute, second;
   if (s.size() < 20 || !detail::digits(s, 0, 4, year) || s[4] != '-' ||
@@ -94,7 +95,11 @@ inline std::optional<int64_t> parseTime(std::string_view s) {
   if (i != s.size()) return std::nullopt;
   int64_t days =
       detail::daysFromCivil(year, static_cast<unsigned>(month), static_cast<unsigned>(day));
-  return (days * 86400 + hour * 3600 + minute * 60 + second - offset) * 1000000000 + fraction;
+  int64_t seconds = days * 86400 + hour * 3600 + minute * 60 + second - offset;
+  // Nanoseconds since the epoch fit 64 bits from 1677-09-21 to 2262-04-11: times outside are
+  // refused (Go represents them; no startup happens then).
+  if (seconds < -9223372036 || seconds > 9223372035) return std::nullopt;
+  return seconds * 1000000000 + fraction;
 }
 
 enum class TimePrecision {

@@ -27,6 +27,17 @@ TEST(KusciaTimeTest, RefusesWhatIsNotRfc3339) {
     EXPECT_FALSE(parseTime(bad)) << bad;
 }
 
+// Found by fuzz_plugin_inputs: a year past 2262 overflowed the nanosecond count (UB, and a wrong
+// time). Times outside 64-bit nanoseconds are refused; the edges themselves parse.
+TEST(KusciaTimeTest, RefusesTimesOutsideTheNanosecondRange) {
+  EXPECT_FALSE(parseTime("9999-12-31T23:59:59.999Z"));
+  EXPECT_FALSE(parseTime("2262-04-11T23:47:16Z"));
+  EXPECT_FALSE(parseTime("1677-09-21T00:12:43Z"));
+  EXPECT_FALSE(parseTime("0000-01-01T00:00:00Z"));
+  EXPECT_EQ(parseTime("2262-04-11T23:47:15.999999999Z"), int64_t{9223372035999999999});
+  EXPECT_EQ(parseTime("1677-09-21T00:12:44Z"), int64_t{-9223372036} * 1000000000);
+}
+
 TEST(KusciaTimeTest, FormatsUtcAtTheAskedPrecision) {
   int64_t t = *parseTime("2024-05-20T16:00:10.250+08:00");
   EXPECT_EQ(formatTime(t), "2024-05-20T08:00:10Z");
