@@ -1,0 +1,49 @@
+// What the bundled plugins read from outside: times as objects and annotations carry them (RFC
+// 3339), and each plugin's JSON config through the SDK's config reader. The first byte picks the
+// parser. A time that parses formats back to a text that parses to the same instant.
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "fuzz_support.h"
+#include "gateway_config.h"
+#include "kuscia_time.h"
+#include "scheduler_config.h"
+#include "sim_config.h"
+#include "timeline_config.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
+  using namespace kuscia_host::plugins;
+  if (size == 0) return 0;
+  std::string_view in(reinterpret_cast<const char*>(data) + 1, size - 1);
+  try {
+    switch (data[0] % 5) {
+    case 0: {
+      auto t = parseTime(in);
+      if (!t) return 0;
+      for (auto precision :
+           {TimePrecision::kSeconds, TimePrecision::kMillis, TimePrecision::kAsGiven}) {
+        std::string text = formatTime(*t, precision);
+        auto back = parseTime(text);
+        if (!back) kh_fuzz::fail("formatted time does not parse: " + text);
+        // Formatting truncates toward the past to its precision.
+        int64_t unit = precision == TimePrecision::kSeconds  ? 1000000000
+                       : precision == TimePrecision::kMillis ? 1000000
+                                                             : 1;
+        if (*back != *t - ((*t % unit) + unit) % unit)
+          kh_fuzz::fail("time does not round-trip: " + std::string(in) + " -> " + text);
+      }
+      (void)normalizeTime(in);
+      break;
+    }
+    case 1: (void)timeline::parseTimelineConfig(in); break;
+    case 2: (void)gateway::parseGatewayConfig(in); break;
+    case 3: (void)scheduler::parseSchedulerConfig(in); break;
+    default: (void)sim::parseSimConfig(in); break;
+    }
+  } catch (const kuscia_host::sdk::ConfigError&) {
+    // The documented way a config is refused: it names the key.
+  }
+  return 0;
+}
