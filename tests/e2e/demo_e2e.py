@@ -21,25 +21,12 @@ import tempfile
 import time
 import urllib.request
 
+from e2e_support import check, eventually
+
 host_bin, plugin_dir, artifacts = sys.argv[1], sys.argv[2], sys.argv[3]
 mode = sys.argv[4] if len(sys.argv) > 4 else "--centralized"
 work = tempfile.mkdtemp()
 os.makedirs(artifacts, exist_ok=True)
-
-
-def check(cond, what):
-    if not cond:
-        raise SystemExit("FAIL: " + what)
-    print("ok -", what, flush=True)
-
-
-def eventually(pred, seconds=60):
-    deadline = time.time() + seconds
-    while time.time() < deadline:
-        if pred():
-            return True
-        time.sleep(0.2)
-    return pred()
 
 
 def kubectl(kubeconfig, *args):

@@ -24,27 +24,14 @@ import tempfile
 import time
 import urllib.request
 
+from e2e_support import check, eventually
+
 host, plugin_dir = sys.argv[1], sys.argv[2]
 tls = "--tls" in sys.argv[3:]
 work = tempfile.mkdtemp()
 kubeconfig = os.path.join(work, "kubeconfig")
 events_file = os.path.join(work, "events.jsonl")
 FIELDS = ["/status/phase", "/metadata/labels/app"]
-
-
-def check(cond, what):
-    if not cond:
-        sys.exit("FAIL: " + what)
-    print("ok -", what, flush=True)
-
-
-def eventually(pred, seconds=20):
-    deadline = time.time() + seconds
-    while time.time() < deadline:
-        if pred():
-            return True
-        time.sleep(0.05)
-    return pred()
 
 
 def kubectl(*args, stdin=None):

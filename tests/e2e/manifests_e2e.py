@@ -24,17 +24,13 @@ import urllib.request
 
 import yaml
 
+from e2e_support import check
+
 host_bin, plugin_dir = sys.argv[1], sys.argv[2]
 root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "../..")
 work = tempfile.mkdtemp()
 kubeconfig = os.path.join(work, "kubeconfig")
 procs = []
-
-
-def check(cond, what):
-    if not cond:
-        raise SystemExit("FAIL: " + what)
-    print("ok -", what, flush=True)
 
 
 def kubectl(*args):

@@ -26,24 +26,11 @@ import time
 
 import yaml
 
+from e2e_support import check, eventually
+
 host_bin, plugin_dir = sys.argv[1], sys.argv[2]
 work = os.environ.get("KH_WORK") or tempfile.mkdtemp()
 procs = []
-
-
-def check(cond, what):
-    if not cond:
-        raise SystemExit("FAIL: " + what)
-    print("ok -", what, flush=True)
-
-
-def eventually(pred, seconds=30):
-    deadline = time.time() + seconds
-    while time.time() < deadline:
-        if pred():
-            return True
-        time.sleep(0.2)
-    return pred()
 
 
 def openssl(*args):

@@ -28,6 +28,8 @@ import time
 import urllib.error
 import urllib.request
 
+from e2e_support import check, eventually
+
 host_bin, plugin_dir = sys.argv[1], sys.argv[2]
 p2p = "--p2p" in sys.argv[3:]
 work = tempfile.mkdtemp()
@@ -36,21 +38,6 @@ PARTIES = ("alice", "bob")
 procs = []
 # The first Ready=True of a pod whose readiness later flapped: what readyTime must keep.
 first_ready = {}
-
-
-def check(cond, what):
-    if not cond:
-        raise SystemExit("FAIL: " + what)
-    print("ok -", what, flush=True)
-
-
-def eventually(pred, seconds=30):
-    deadline = time.time() + seconds
-    while time.time() < deadline:
-        if pred():
-            return True
-        time.sleep(0.1)
-    return pred()
 
 
 class Cluster:
