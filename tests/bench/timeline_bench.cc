@@ -10,9 +10,22 @@
 //       the writes of a restarted host on a converged cluster (must be 0).
 //       Targets: <= 2 status writes and <= 2 KB per task, 1 annotation per service, 0 when
 //       nothing changed.
+//   L1  load: N two-party tasks (3 pods and 3 services per party) submitted within 30 s to one
+//       embedded API server (in this process) and one host in its own process (`kuscia-host run`,
+//       centralized, alice and bob, task-timeline and gateway-ready-time with their defaults),
+//       while this process plays Kuscia's agent (start, Ready, endpoints) a second or two after
+//       each creation. Figures: status writes and patch bytes per task, p50/p99 from a pod's
+//       Ready transition stored to the status patch with its readyTime stored, the host's CPU
+//       seconds and peak RSS; then every time of every entry compared with what was written:
+//       lost or wrong must be 0. (`--host <kuscia-host>`, `--load-tasks N`, `--load-window S`.)
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -21,13 +34,17 @@
 #include <condition_variable>
 #include <cstdio>
 #include <cstring>
+#include <deque>
 #include <filesystem>
+#include <fstream>
+#include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "apiserver/server.h"
@@ -373,10 +390,362 @@ void b4(std::size_t tasks) {
   std::printf("  writes by a restarted host when nothing changed: %.0f (target 0)\n", after);
 }
 
+// --- L1 -------------------------------------------------------------------------------------
+
+// `kuscia-host run` in its own process (posix_spawn: this process has threads), stderr to a file.
+class HostProcess {
+public:
+  HostProcess(const std::string& binary, const std::string& config, const std::string& log) {
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 2, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+    std::vector<std::string> args = {binary,           "run",        "--config", config,
+                                     "--admin-listen", "127.0.0.1:0"};
+    std::vector<char*> argv;
+    for (auto& a : args)
+      argv.push_back(a.data());
+    argv.push_back(nullptr);
+    int rc = posix_spawn(&pid_, binary.c_str(), &fa, nullptr, argv.data(), environ);
+    posix_spawn_file_actions_destroy(&fa);
+    if (rc != 0) throw std::runtime_error("cannot start " + binary + ": " + std::strerror(rc));
+    for (int i = 0; i < 400 && port_ == 0; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      std::ifstream in(log);
+      std::string line;
+      while (std::getline(in, line)) {
+        auto at = line.find("admin server listening on 127.0.0.1:");
+        if (at != std::string::npos)
+          port_ = static_cast<unsigned short>(std::stoi(line.substr(at + 36)));
+      }
+    }
+    if (port_ == 0) throw std::runtime_error("the host did not start (see " + log + ")");
+  }
+  ~HostProcess() {
+    if (pid_ > 0) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+    }
+  }
+  unsigned short port() const { return port_; }
+  // SIGTERM, then the exit status and the child's resource use (CPU, peak RSS).
+  int stop(rusage& usage) {
+    kill(pid_, SIGTERM);
+    int status = 0;
+    wait4(pid_, &status, 0, &usage);
+    pid_ = -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  }
+
+private:
+  pid_t pid_ = -1;
+  unsigned short port_ = 0;
+};
+
+double metricSum(const std::string& text, const std::string& name, const std::string& match = "") {
+  double total = 0;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind(name, 0) != 0 ||
+        (line.size() > name.size() && line[name.size()] != '{' && line[name.size()] != ' '))
+      continue;
+    if (!match.empty() && line.find(match) == std::string::npos) continue;
+    total += std::stod(line.substr(line.rfind(' ') + 1));
+  }
+  return total;
+}
+
+void l1(std::size_t tasks, double windowSeconds, const std::string& hostBinary) {
+  if (hostBinary.empty()) throw std::runtime_error("L1 needs --host <kuscia-host binary>");
+  const std::vector<std::string> parties = {"alice", "bob"};
+  const std::vector<std::string> ports = {"spu", "fed", "global"};
+  const int podsPerParty = 3;
+  std::printf("L1: %zu two-party tasks (%d pods and %zu services per party) submitted within "
+              "%.0f s; host in its own process\n",
+              tasks, podsPerParty, ports.size(), windowSeconds);
+  std::fflush(stdout);
+  std::ostringstream logOut;
+  LogManager logs{LogFormat::kText, spdlog::level::warn, logOut};
+  SystemClock clock;
+  Runtime runtime{1};
+  apiserver::ServerOptions serverOptions;
+  serverOptions.historyLimit = 200000;
+  apiserver::ApiServer server(runtime.io(), clock, logs.logger("apiserver"), serverOptions);
+  auto ep = server.start();
+  if (!ep) throw std::runtime_error(ep.error());
+  runtime.start();
+  auto dir = std::filesystem::temp_directory_path() / ("kh-load-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  std::string kubeconfig = (dir / "kubeconfig").string();
+  if (auto r = server.writeKubeconfig(kubeconfig); !r) throw std::runtime_error(r.error());
+  Connection c(ep->port());
+  for (const auto& ns : {"alice", "bob", "cross-domain"})
+    c.request(http::verb::post, "/api/v1/namespaces", json{{"metadata", {{"name", ns}}}}.dump());
+  // The host as an operator would run it at this scale: the defaults, with the client's rate
+  // limit raised from 50 to 2000 requests per second (8 writes per task).
+  std::string config = (dir / "host.yaml").string();
+  {
+    std::ofstream f(config);
+    f << "mode: centralized\ncluster:\n  kubeconfig: " << kubeconfig
+      << "\n  qps: 2000\n  burst: 4000\npluginDirs: [" << KH_PLUGIN_DIR << "]\ndomains:\n";
+    for (const auto& d : parties)
+      f << "  - id: " << d
+        << "\n    plugins:\n      - name: task-timeline\n      - name: gateway-ready-time\n";
+  }
+  HostProcess host(hostBinary, config, (dir / "host.log").string());
+
+  // Ready stored -> the status with that readyTime stored, measured inside the server.
+  std::mutex mu;
+  std::unordered_map<std::string, Clock::time_point> readyAt; // "ns/pod"
+  std::vector<double> latencies;
+  server.store().setObserver([&](const apiserver::WatchEvent& e) {
+    if (!e.object) return;
+    const auto& o = *e.object;
+    auto now = Clock::now();
+    if (e.resource->plural == "pods") {
+      for (const auto& cond : o["status"].value("conditions", json::array()))
+        if (cond.value("type", "") == "Ready" && cond.value("status", "") == "True") {
+          std::lock_guard lock(mu);
+          readyAt.emplace(
+              o["metadata"].value("namespace", "") + "/" + o["metadata"].value("name", ""), now);
+        }
+      return;
+    }
+    if (e.resource->plural != "kusciatasks" || !o.contains("status")) return;
+    std::lock_guard lock(mu);
+    const json podStatuses = o["status"].value("podStatuses", json::object());
+    for (const auto& [key, entry] : podStatuses.items()) {
+      if (!entry.contains("readyTime")) continue;
+      auto it = readyAt.find(key);
+      if (it == readyAt.end() || it->second == Clock::time_point{}) continue;
+      latencies.push_back(std::chrono::duration<double, std::micro>(now - it->second).count());
+      it->second = Clock::time_point{}; // measured once
+    }
+  });
+
+  // What was written, to compare at the end: "task|kind|ns/name" -> field -> time.
+  std::map<std::string, std::map<std::string, std::string>> want;
+  struct Step {
+    Clock::time_point at;
+    std::size_t task;
+    int stage; // 1 start, 2 ready, 3 endpoints
+  };
+  std::deque<Step> steps;
+  auto taskName = [](std::size_t t) { return "load-" + std::to_string(t); };
+  auto podName = [&](std::size_t t, int i) { return taskName(t) + "-" + std::to_string(i); };
+  auto t0 = Clock::now();
+  auto submitWindow = std::chrono::duration<double>(windowSeconds);
+  std::size_t submitted = 0;
+  double submitSeconds = 0;
+  std::size_t requests = 0;
+  auto post = [&](const std::string& path, const json& body) {
+    ++requests;
+    int status = c.request(http::verb::post, path, body.dump());
+    if (status != 201)
+      throw std::runtime_error("POST " + path + ": HTTP " + std::to_string(status));
+    return json::parse(c.body());
+  };
+  auto patch = [&](const std::string& path, const json& body) {
+    ++requests;
+    int status = c.request(http::verb::patch, path, body.dump(), "application/merge-patch+json");
+    if (status != 200)
+      throw std::runtime_error("PATCH " + path + ": HTTP " + std::to_string(status));
+  };
+  auto runStep = [&](const Step& s) {
+    std::string task = taskName(s.task);
+    std::string now = nowText();
+    for (const auto& d : parties) {
+      std::string base = "/api/v1/namespaces/" + d;
+      if (s.stage == 3) {
+        for (const auto& port : ports)
+          post(base + "/endpoints", {{"apiVersion", "v1"},
+                                     {"kind", "Endpoints"},
+                                     {"metadata", {{"name", task + "-0-" + port}}},
+                                     {"subsets", {{{"addresses", {{{"ip", "10.0.0.1"}}}}}}}});
+        continue;
+      }
+      for (int i = 0; i < podsPerParty; ++i) {
+        std::string pod = podName(s.task, i);
+        auto& w = want[task + "|pod|" + d + "/" + pod];
+        json status;
+        if (s.stage == 1) {
+          status = {
+              {"phase", "Running"},
+              {"startTime", now},
+              {"conditions",
+               {{{"type", "PodScheduled"}, {"status", "True"}, {"lastTransitionTime", now}}}}};
+          w["startTime"] = now;
+        } else {
+          status = {{"conditions",
+                     {{{"type", "PodScheduled"},
+                       {"status", "True"},
+                       {"lastTransitionTime", w["startTime"]}},
+                      {{"type", "Ready"}, {"status", "True"}, {"lastTransitionTime", now}}}}};
+          w["readyTime"] = now;
+        }
+        patch(base + "/pods/" + pod + "/status", {{"status", status}});
+      }
+    }
+  };
+  // Submissions paced evenly over the window; each task's agent steps 1, 2 and 2.5 s after it.
+  while (submitted < tasks || !steps.empty()) {
+    auto now = Clock::now();
+    while (!steps.empty() && steps.front().at <= now) {
+      runStep(steps.front());
+      steps.pop_front();
+    }
+    if (submitted < tasks &&
+        now >= t0 + submitWindow * static_cast<double>(submitted) / static_cast<double>(tasks)) {
+      std::string task = taskName(submitted);
+      post("/apis/kuscia.secretflow/v1alpha1/namespaces/cross-domain/kusciatasks",
+           taskObject(task, parties));
+      for (const auto& d : parties) {
+        std::string base = "/api/v1/namespaces/" + d;
+        for (int i = 0; i < podsPerParty; ++i) {
+          auto o = post(base + "/pods", podObject(podName(submitted, i), task));
+          want[task + "|pod|" + d + "/" + podName(submitted, i)]["createTime"] =
+              o["metadata"]["creationTimestamp"];
+        }
+        for (const auto& port : ports) {
+          std::string svc = task + "-0-" + port;
+          auto o = post(base + "/services",
+                        {{"apiVersion", "v1"},
+                         {"kind", "Service"},
+                         {"metadata",
+                          {{"name", svc}, {"annotations", {{"kuscia.secretflow/task-id", task}}}}},
+                         {"spec", {{"clusterIP", "None"}, {"ports", {{{"port", 8080}}}}}}});
+          want[task + "|svc|" + d + "/" + svc]["createTime"] = o["metadata"]["creationTimestamp"];
+        }
+      }
+      auto created = Clock::now();
+      // Steps stay in time order: every task gets the same delays.
+      steps.push_back({created + std::chrono::milliseconds(1000), submitted, 1});
+      steps.push_back({created + std::chrono::milliseconds(2000), submitted, 2});
+      steps.push_back({created + std::chrono::milliseconds(2500), submitted, 3});
+      std::stable_sort(steps.begin(), steps.end(),
+                       [](const Step& a, const Step& b) { return a.at < b.at; });
+      ++submitted;
+      if (submitted == tasks)
+        submitSeconds = std::chrono::duration<double>(Clock::now() - t0).count();
+      if (submitted % (tasks / 10 == 0 ? 1 : tasks / 10) == 0)
+        std::fprintf(stderr, "  ... %zu/%zu tasks submitted (%.1f s)\n", submitted, tasks,
+                     std::chrono::duration<double>(Clock::now() - t0).count());
+      continue;
+    }
+    auto next = steps.empty() ? now + std::chrono::milliseconds(5) : steps.front().at;
+    if (submitted < tasks)
+      next = std::min(next, t0 + std::chrono::duration_cast<Clock::duration>(
+                                     submitWindow * static_cast<double>(submitted) /
+                                     static_cast<double>(tasks)));
+    std::this_thread::sleep_until(std::min(next, now + std::chrono::milliseconds(5)));
+  }
+  double driveSeconds = std::chrono::duration<double>(Clock::now() - t0).count();
+
+  // Wait until every entry has every time (or nothing moves for 30 s), then compare.
+  auto compare = [&](std::size_t& fields, std::size_t& lost, std::size_t& wrong,
+                     std::string& example) {
+    fields = lost = wrong = 0;
+    c.request(http::verb::get, "/api/v1/services");
+    std::map<std::string, std::string> annotation;
+    const json services = json::parse(c.body());
+    for (const auto& s : services["items"])
+      annotation[s["metadata"].value("namespace", "") + "/" + s["metadata"].value("name", "")] =
+          s["metadata"]
+              .value("annotations", json::object())
+              .value("kuscia.secretflow/ready-time", "");
+    c.request(http::verb::get,
+              "/apis/kuscia.secretflow/v1alpha1/namespaces/cross-domain/kusciatasks");
+    std::map<std::string, json> status;
+    const json tasksList = json::parse(c.body());
+    for (const auto& t : tasksList["items"])
+      status[t["metadata"]["name"].get<std::string>()] = t.value("status", json::object());
+    for (auto& [key, fieldsWanted] : want) {
+      auto bar = key.find('|');
+      std::string task = key.substr(0, bar);
+      bool pod = key.compare(bar + 1, 3, "pod") == 0;
+      std::string object = key.substr(bar + 5);
+      auto expected = fieldsWanted;
+      if (!pod) expected["readyTime"] = annotation[object];
+      const json& entries =
+          status[task].value(pod ? "podStatuses" : "serviceStatuses", json::object());
+      json entry = entries.contains(object) ? entries[object] : json::object();
+      for (const auto& [field, value] : expected) {
+        ++fields;
+        if (value.empty() || !entry.contains(field)) {
+          ++lost;
+          if (example.empty()) example = key + " " + field + " lost";
+        } else if (entry[field] != value) {
+          ++wrong;
+          if (example.empty())
+            example = key + " " + field + " is " + entry[field].dump() + ", written " + value;
+        }
+      }
+    }
+  };
+  std::size_t fields = 0, lost = 0, wrong = 0;
+  std::string example;
+  auto waitStart = Clock::now();
+  std::size_t lastMissing = SIZE_MAX;
+  auto lastChange = Clock::now();
+  while (true) {
+    example.clear();
+    compare(fields, lost, wrong, example);
+    if (lost + wrong == 0) break;
+    if (lost + wrong != lastMissing) {
+      lastMissing = lost + wrong;
+      lastChange = Clock::now();
+    } else if (Clock::now() - lastChange > std::chrono::seconds(30)) {
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  double settleSeconds = std::chrono::duration<double>(Clock::now() - waitStart).count();
+  std::this_thread::sleep_for(std::chrono::milliseconds(300)); // the last writes' metrics
+
+  Connection admin(host.port());
+  admin.request(http::verb::get, "/metrics");
+  std::string metrics = admin.body();
+  rusage usage{};
+  int exitCode = host.stop(usage);
+  server.store().setObserver(nullptr);
+  server.stop();
+  runtime.stop();
+  std::filesystem::remove_all(dir);
+
+  auto n = static_cast<double>(tasks);
+  double writes = metricSum(metrics, "kuscia_timeline_status_writes_total", "result=\"ok\"");
+  double retried = metricSum(metrics, "kuscia_timeline_status_writes_total", "result=\"retried\"");
+  double bytes = metricSum(metrics, "kuscia_timeline_status_patch_bytes_total");
+  double annotations =
+      metricSum(metrics, "kuscia_gateway_ready_time_writes_total", "result=\"ok\"");
+  double cpu = static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
+               static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6;
+  std::printf("  submitted in %.1f s (%zu requests by the agent and submitter over %.1f s); "
+              "settled %.1f s after the last step\n",
+              submitSeconds, requests, driveSeconds, settleSeconds);
+  std::printf("  status writes per task: %.2f (%.0f retried in all); patch bytes per task: %.0f; "
+              "annotation writes per service: %.2f\n",
+              writes / n, retried, bytes / n,
+              annotations / (n * static_cast<double>(parties.size() * ports.size())));
+  std::printf("  Ready -> status patch stored (%zu pods): p50 %.1f ms, p99 %.1f ms, max %.1f ms "
+              "(coalescing window 50 ms, the default)\n",
+              latencies.size(), percentile(latencies, 0.5) / 1e3, percentile(latencies, 0.99) / 1e3,
+              percentile(latencies, 1.0) / 1e3);
+  std::printf("  host: %.2f CPU seconds (%.2f ms per task), peak RSS %.1f MiB, exit %d\n", cpu,
+              cpu * 1e3 / n, static_cast<double>(usage.ru_maxrss) / 1024.0, exitCode);
+  std::printf("  times compared: %zu; lost %zu, wrong %zu (target 0)%s%s\n", fields, lost, wrong,
+              example.empty() ? "" : "; first: ", example.c_str());
+  if (lost + wrong > 0 || exitCode != 0)
+    throw std::runtime_error("L1: times lost or wrong, or the host failed");
+}
+
 int run(int argc, char** argv) {
   std::size_t transitions = 10000;
   std::size_t tasks = 10000; // one pod per task and domain, as Kuscia tasks mostly have
   std::size_t replays = 100;
+  std::size_t loadTasks = 1000;
+  double loadWindow = 30;
+  std::string host;
   std::string only;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string k = argv[i];
@@ -386,6 +755,12 @@ int run(int argc, char** argv) {
       tasks = std::stoul(argv[i + 1]);
     else if (k == "--replays")
       replays = std::stoul(argv[i + 1]);
+    else if (k == "--load-tasks")
+      loadTasks = std::stoul(argv[i + 1]);
+    else if (k == "--load-window")
+      loadWindow = std::stod(argv[i + 1]);
+    else if (k == "--host")
+      host = argv[i + 1];
     else if (k == "--only")
       only = argv[i + 1];
     else
@@ -393,6 +768,7 @@ int run(int argc, char** argv) {
   }
   if (only.empty() || only == "B3") b3(transitions, tasks);
   if (only.empty() || only == "B4") b4(replays);
+  if (only.empty() || only == "L1") l1(loadTasks, loadWindow, host);
   return 0;
 }
 
