@@ -30,6 +30,9 @@ install(FILES ${kh_generated}/kuscia-host.1.gz DESTINATION ${CMAKE_INSTALL_MANDI
   COMPONENT host)
 install(FILES ${PROJECT_SOURCE_DIR}/config/kuscia-host.yaml
   DESTINATION ${KUSCIA_HOST_CONFIG_INSTALL_DIR} COMPONENT host)
+# Prometheus recording rules for the timeline histograms (README: Prometheus).
+install(FILES ${PROJECT_SOURCE_DIR}/config/prometheus/kuscia-host-rules.yml
+  DESTINATION ${CMAKE_INSTALL_DATAROOTDIR}/kuscia-host/prometheus COMPONENT host)
 install(FILES ${kh_pkg_dir}/systemd/kuscia-host.service DESTINATION lib/systemd/system
   COMPONENT host)
 install(FILES ${kh_pkg_dir}/systemd/kuscia-host.sysusers DESTINATION lib/sysusers.d

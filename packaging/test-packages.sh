@@ -61,7 +61,7 @@ expect() { # expect DEB PATH...
 expect "$host_deb" /usr/bin/kuscia-host /usr/share/man/man1/kuscia-host.1.gz \
   /etc/kuscia-host/kuscia-host.yaml /usr/lib/systemd/system/kuscia-host.service \
   /usr/lib/sysusers.d/kuscia-host.conf /usr/share/doc/kuscia-host/copyright \
-  /usr/share/doc/kuscia-host/changelog.Debian.gz
+  /usr/share/doc/kuscia-host/changelog.Debian.gz /usr/share/kuscia-host/prometheus/kuscia-host-rules.yml
 [ "$(dpkg-deb -f "$host_deb" Package)" = kuscia-host ] || fail "host package name"
 dpkg-deb --ctrl-tarfile "$host_deb" | tar -xO ./conffiles | grep -qx /etc/kuscia-host/kuscia-host.yaml ||
   fail "the config is not a conffile"
@@ -205,7 +205,7 @@ for f in $installed_files; do
   if [ -f "$f" ] || [ -L "$f" ]; then left="$left $f"; fi
 done
 for d in /etc/kuscia-host "/usr/lib/$multiarch/kuscia-host" /usr/include/kuscia_host \
-  /usr/share/kuscia-host-sdk /usr/share/cmake/kuscia-host-sdk /usr/share/doc/kuscia-host*; do
+  /usr/share/kuscia-host /usr/share/kuscia-host-sdk /usr/share/cmake/kuscia-host-sdk /usr/share/doc/kuscia-host*; do
   if [ -e "$d" ]; then left="$left $d"; fi
 done
 [ -z "$left" ] || fail "left after purge:$left"

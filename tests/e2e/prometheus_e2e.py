@@ -1,0 +1,155 @@
+#!/usr/bin/python3
+"""The host's metrics read by the real Prometheus (Debian's prometheus package).
+
+A serving `kuscia-host demo` (one host, domains alice and bob, every bundled plugin: sim-agent,
+task-timeline, gateway-ready-time, scheduler-time) is scraped every second by `prometheus`, which
+loads the shipped recording rules (config/prometheus/kuscia-host-rules.yml):
+
+1. `promtool check metrics` passes on the host's /metrics, and `promtool check rules` on the rules;
+2. Prometheus's HTTP API: the scrape target is up; the timeline histograms have samples for each
+   domain; the README's PromQL for "p99 pod create->ready per domain over the last hour" and its
+   recording rule give a finite number of seconds for both domains.
+
+Prometheus starts first and finds the host through a file of targets written once the demo's
+admin server listens; it listens on 127.0.0.1:0, and its port is read from the kernel (its
+listening socket).
+
+usage: prometheus_e2e.py <kuscia-host> <plugin-dir>
+"""
+import json
+import math
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.parse
+import urllib.request
+
+from e2e_support import check, eventually
+
+host_bin, plugin_dir = sys.argv[1], sys.argv[2]
+work = tempfile.mkdtemp()
+rules = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "config", "prometheus",
+                     "kuscia-host-rules.yml")
+procs = []
+DOMAINS = ("alice", "bob")
+
+
+def get(url):
+    with urllib.request.urlopen(url, timeout=10) as r:
+        return r.read().decode()
+
+
+def listening_port(pid):
+    """The TCP port `pid` listens on (it was given port 0): its socket inodes against
+    /proc/net/tcp's LISTEN entries."""
+    inodes = set()
+    for fd in os.listdir("/proc/%d/fd" % pid):
+        try:
+            target = os.readlink("/proc/%d/fd/%s" % (pid, fd))
+        except OSError:
+            continue
+        m = re.match(r"socket:\[(\d+)\]", target)
+        if m:
+            inodes.add(m.group(1))
+    with open("/proc/%d/net/tcp" % pid) as f:
+        for line in f.readlines()[1:]:
+            cols = line.split()
+            local, state, inode = cols[1], cols[3], cols[9]
+            if state == "0A" and inode in inodes and local.startswith("0100007F:"):
+                return int(local.split(":")[1], 16)
+    return None
+
+
+try:
+    # Prometheus first, its target from a file: the host is scraped from its first second, before
+    # any pod is ready (rate() needs the increase between two samples).
+    targets = os.path.join(work, "targets.json")
+    with open(targets, "w") as f:
+        json.dump([], f)
+    config = os.path.join(work, "prometheus.yml")
+    with open(config, "w") as f:
+        f.write("global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
+                "rule_files:\n  - %s\n"
+                "scrape_configs:\n  - job_name: kuscia-host\n    file_sd_configs:\n"
+                "      - files: ['%s']\n        refresh_interval: 1s\n" % (rules, targets))
+    prom = subprocess.Popen(["prometheus", "--config.file=" + config, "--storage.tsdb.path=" + os.path.join(work, "data"),
+                             "--web.listen-address=127.0.0.1:0", "--log.level=warn"],
+                            stdout=subprocess.DEVNULL, stderr=open(os.path.join(work, "prometheus.log"), "w"))
+    procs.append(prom)
+    port = eventually(lambda: prom.poll() is None and listening_port(prom.pid), 30)
+    check(port, "prometheus listens on 127.0.0.1:%s" % port)
+    api = "http://127.0.0.1:%d/api/v1/" % port
+
+    # The demo: a phase takes about two seconds, so pods become ready well after the first scrape.
+    demo_out = os.path.join(work, "demo.out")
+    demo = subprocess.Popen([host_bin, "demo", "--tasks", "3", "--phase-millis", "2000", "--plugin-dir", plugin_dir,
+                             "--admin-listen", "127.0.0.1:0", "--work-dir", work],
+                            stdout=open(demo_out, "w"), stderr=subprocess.STDOUT)
+    procs.append(demo)
+    url = eventually(lambda: re.search(r"admin server listening on (127\.0\.0\.1:\d+)",
+                                       open(os.path.join(work, "demo.log")).read()
+                                       if os.path.exists(os.path.join(work, "demo.log")) else ""), 30)
+    check(url, "the demo serves its admin server")
+    target = url.group(1)
+    admin = "http://" + target
+    with open(targets + ".new", "w") as f:
+        json.dump([{"targets": [target]}], f)
+    os.rename(targets + ".new", targets)
+
+    def query(q):
+        doc = json.loads(get(api + "query?" + urllib.parse.urlencode({"query": q})))
+        if doc["status"] != "success":
+            raise SystemExit("FAIL: query %s: %s" % (q, doc))
+        return {r["metric"].get("domain", ""): float(r["value"][1]) for r in doc["data"]["result"]}
+
+    check(eventually(lambda: query('up{job="kuscia-host"}').get("") == 1, 30), "the host's target is up")
+
+    # promtool on what the host serves once every plugin has observed something.
+    check(eventually(lambda: "demo-task-3" in open(demo_out).read() and "tasks ready 3/3" in open(demo_out).read(), 90),
+          "the demo's three tasks are ready")
+    metrics = get(admin + "/metrics")
+    r = subprocess.run(["promtool", "check", "metrics"], input=metrics, capture_output=True, text=True)
+    check(r.returncode == 0 and not r.stdout.strip() and not r.stderr.strip(),
+          "promtool check metrics passes on /metrics (%d lines): %s%s" % (metrics.count("\n"), r.stdout, r.stderr))
+    for plugin in ("task-timeline", "gateway-ready-time", "scheduler-time", "sim-agent"):
+        check('plugin="%s"' % plugin in metrics, "/metrics has series of %s" % plugin)
+    r = subprocess.run(["promtool", "check", "rules", rules], capture_output=True, text=True)
+    check(r.returncode == 0, "promtool check rules passes on the shipped rules: " + r.stdout + r.stderr)
+
+    # The histograms, per domain, as Prometheus stored them.
+    for hist in ("kuscia_timeline_pod_create_to_ready_seconds", "kuscia_timeline_pod_create_to_start_seconds",
+                 "kuscia_timeline_pod_start_to_ready_seconds", "kuscia_timeline_service_create_to_ready_seconds"):
+        counts = eventually(lambda: (lambda c: c if all(c.get(d, 0) > 0 for d in DOMAINS) else None)(
+            query("sum by (domain) (%s_count)" % hist)), 30)
+        check(counts, "%s has samples for %s: %s" % (hist, " and ".join(DOMAINS), counts))
+    # The README's PromQL and its recording rule: p99 pod create -> ready per domain, last hour.
+    promql = ("histogram_quantile(0.99, sum by (domain, le) "
+              "(rate(kuscia_timeline_pod_create_to_ready_seconds_bucket[1h])))")
+    p99 = eventually(lambda: (lambda v: v if all(d in v and math.isfinite(v[d]) and v[d] > 0 for d in DOMAINS)
+                              else None)(query(promql)), 30)
+    check(p99, "p99 pod create->ready per domain over the last hour: %s" % (p99 or query(promql)))
+    recorded = eventually(lambda: (lambda v: v if all(d in v and math.isfinite(v[d]) for d in DOMAINS) else None)(
+        query("domain:kuscia_timeline_pod_create_to_ready_seconds:p99_1h")), 30)
+    check(recorded, "the recording rule gives it too: %s"
+          % (recorded or query("domain:kuscia_timeline_pod_create_to_ready_seconds:p99_1h")))
+    print("prometheus e2e passed")
+except SystemExit:
+    for name in ("demo.out", "prometheus.log"):
+        p = os.path.join(work, name)
+        if os.path.exists(p):
+            print("--- %s ---\n%s" % (name, open(p).read()[-3000:]), file=sys.stderr)
+    raise
+finally:
+    for p in procs:
+        if p.poll() is None:
+            p.send_signal(signal.SIGINT)
+            try:
+                p.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                p.kill()
+    shutil.rmtree(work, ignore_errors=True)
