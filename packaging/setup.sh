@@ -4,9 +4,13 @@
 #   packaging/setup.sh run     build, then run `kuscia-host demo` (arguments are passed on, e.g. --p2p;
 #                              Ctrl-C stops it)
 #   packaging/setup.sh test    build with warnings as errors and run every test under ASan+UBSan and
-#                              again under TSan (clang), build the packages (GCC) and test them
+#                              again under TSan (clang), build the packages (clang) and test them
 #                              (installs and purges them on this machine), lint with clang-tidy
 #   packaging/setup.sh bench   build optimised (build-release/) and run the benchmarks at full size
+#   packaging/setup.sh fuzz [SECONDS]  build the libFuzzer harnesses (build-fuzz/, clang, ASan+UBSan)
+#                              and run each for SECONDS (default 300); a report per harness
+#   packaging/setup.sh soak [ARGS]     the chaos soak (tests/soak/chaos_soak.py; default 200 tasks)
+#                              on build-release/
 #   packaging/setup.sh package build the .deb and .rpm packages into dist/ (build-package/, for /usr,
 #                              with Debian's hardening flags), lint them and test them
 #   packaging/setup.sh build   only install dependencies and build (build/)
@@ -25,7 +29,7 @@ packages=(
   cmake ninja-build g++ pkgconf clang-format clang-tidy curl binutils openssl
   libboost1.81-dev nlohmann-json3-dev libspdlog-dev libfmt-dev libyaml-cpp-dev libssl-dev
   libsimdjson-dev libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev python3-kubernetes
-  chromium clang
+  chromium clang prometheus
 )
 
 started_at=$(date +%s)
@@ -94,8 +98,10 @@ lint() {
     -e 's/ -include [^ ]*cmake_pch\.hxx//g' -e 's/ -Xclang -include-pch -Xclang [^ ]*//g' \
     -e 's/ -Xclang -include -Xclang [^ ]*cmake_pch\.hxx//g' \
     "$dir/compile_commands.json" >"$db/compile_commands.json"
-  # tests/sdk_consumer is built out of tree (it has no compile command here).
-  out=$(cd "$root" && git ls-files 'host/*.cc' 'plugins/*.cc' 'tests/*.cc' ':!tests/sdk_consumer/*' |
+  # Only sources this build compiles: tests/sdk_consumer is built out of tree, tests/fuzz only
+  # with KH_FUZZ.
+  out=$(cd "$root" && git ls-files 'host/*.cc' 'plugins/*.cc' 'tests/*.cc' |
+    while read -r f; do grep -q "\"file\": \"$root/$f\"" "$db/compile_commands.json" && echo "$f"; done |
     xargs -P "$jobs" -n 1 clang-tidy -p "$db" --quiet 2>/dev/null || true)
   rm -rf "$db"
   if grep -E -A3 '(warning|error):' <<<"$out"; then
@@ -180,7 +186,9 @@ case "$cmd" in
       deps "${package_tools[@]}"
       local_flags=(-DKH_WERROR=ON -DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS_DEBUG=-O0 -g1"
         "-DCMAKE_C_FLAGS_DEBUG=-O0 -g1" -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++)
-      configure_and_build "$build_dir-asan" "${local_flags[@]}" -DKH_SANITIZE=address
+      # The ASan tree also builds the libFuzzer harnesses (coverage instrumentation costs the
+      # suite nothing measurable); ctest runs each for a few seconds (Fuzz.*).
+      configure_and_build "$build_dir-asan" "${local_flags[@]}" -DKH_SANITIZE=address -DKH_FUZZ=ON
       # clang-tidy runs from here to the end at the lowest priority: it takes the CPU the test
       # runs leave idle and yields to the builds.
       nice -n 19 bash -c "$(declare -f say lint); root=$root jobs=$jobs started_at=$started_at \
@@ -209,6 +217,20 @@ case "$cmd" in
     build_packages
     test_packages
     ;;
+  fuzz)
+    deps
+    configure_and_build "$root/build-fuzz" -DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS_DEBUG=-O1 -g1" \
+      "-DCMAKE_C_FLAGS_DEBUG=-O1 -g1" -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
+      -DKH_SANITIZE=address -DKH_FUZZ=ON -DKH_BUILD_BENCH=OFF
+    say "fuzzing: every harness for ${2:-300} s, $jobs at a time (logs in build-fuzz/tests/fuzz/logs)"
+    "$root/tests/fuzz/run.sh" --bin "$root/build-fuzz/tests/fuzz" --seconds "${2:-300}" --jobs "$jobs"
+    ;;
+  soak)
+    deps
+    configure_and_build "$root/build-release" -DCMAKE_BUILD_TYPE=Release -DKH_BUILD_TESTS=ON
+    say "chaos soak (tests/soak/chaos_soak.py ${*:2})"
+    "$root/tests/soak/chaos_soak.py" "$root/build-release/bin/kuscia-host" "$root/build-release/plugins" "${@:2}"
+    ;;
   bench)
     # wrk: B6's baseline; golang-go: B1's Go baseline; valgrind: B1's instruction count.
     deps wrk golang-go valgrind
@@ -222,14 +244,14 @@ case "$cmd" in
     taskset -c 0,1 "$root/build-release/tests/kube_bench" --host "$root/build-release/bin/kuscia-host" \
       --go "$root/build-release/tests/b1decode"
     b1_instructions
-    say "benchmark: timeline plugins B3 (Ready -> status patch), B4 (writes per task startup)"
-    taskset -c 0,1 "$root/build-release/tests/timeline_bench"
+    say "benchmark: timeline plugins B3 (Ready -> status patch), B4 (writes per task startup), L1 (load)"
+    taskset -c 0,1 "$root/build-release/tests/timeline_bench" --host "$root/build-release/bin/kuscia-host"
     ;;
   format)
     (cd "$root" && clang-format -i $(git ls-files --cached --others --exclude-standard '*.h' '*.hpp' '*.cc' '*.c'))
     ;;
   *)
-    sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'
     exit 2
     ;;
 esac
