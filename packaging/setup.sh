@@ -221,9 +221,12 @@ case "$cmd" in
     ;;
   fuzz)
     deps
-    configure_and_build "$root/build-fuzz" -DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS_DEBUG=-O1 -g1" \
-      "-DCMAKE_C_FLAGS_DEBUG=-O1 -g1" -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
-      -DKH_SANITIZE=address -DKH_FUZZ=ON -DKH_BUILD_BENCH=OFF
+    say "configuring $root/build-fuzz"
+    cmake -S "$root" -B "$root/build-fuzz" -G Ninja -DCMAKE_BUILD_TYPE=Debug \
+      "-DCMAKE_CXX_FLAGS_DEBUG=-O1 -g1" "-DCMAKE_C_FLAGS_DEBUG=-O1 -g1" -DCMAKE_C_COMPILER=clang \
+      -DCMAKE_CXX_COMPILER=clang++ -DKH_SANITIZE=address -DKH_FUZZ=ON -DKH_BUILD_BENCH=OFF >/dev/null
+    say "building the harnesses ($jobs jobs)"
+    cmake --build "$root/build-fuzz" --parallel "$jobs" --target fuzzers
     say "fuzzing: every harness for ${2:-300} s, $jobs at a time (logs in build-fuzz/tests/fuzz/logs)"
     "$root/tests/fuzz/run.sh" --bin "$root/build-fuzz/tests/fuzz" --seconds "${2:-300}" --jobs "$jobs"
     ;;
