@@ -7,6 +7,8 @@
 #include "config/config.h"
 #include "fuzz_support.h"
 
+// libFuzzer's entry point: its name is not ours to choose.
+// NOLINTNEXTLINE(readability-identifier-naming)
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
   std::string text(reinterpret_cast<const char*>(data), size);
   kuscia_host::ConfigLoadOptions options;

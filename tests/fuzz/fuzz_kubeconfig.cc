@@ -11,6 +11,8 @@
 #include "fuzz_support.h"
 #include "kube/cluster_access.h"
 
+// libFuzzer's entry point: its name is not ours to choose.
+// NOLINTNEXTLINE(readability-identifier-naming)
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
   static const std::string path = [] {
     const char* dir = std::getenv("TMPDIR");

@@ -10,6 +10,8 @@
 #include "apiserver/patch.h"
 #include "fuzz_support.h"
 
+// libFuzzer's entry point: its name is not ours to choose.
+// NOLINTNEXTLINE(readability-identifier-naming)
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
   using nlohmann::json;
   using namespace kuscia_host::apiserver;

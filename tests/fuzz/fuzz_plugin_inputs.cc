@@ -13,6 +13,8 @@
 #include "sim_config.h"
 #include "timeline_config.h"
 
+// libFuzzer's entry point: its name is not ours to choose.
+// NOLINTNEXTLINE(readability-identifier-naming)
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
   using namespace kuscia_host::plugins;
   if (size == 0) return 0;

@@ -8,6 +8,8 @@
 #include "fuzz_support.h"
 #include "kube/projection.h"
 
+// libFuzzer's entry point: its name is not ours to choose.
+// NOLINTNEXTLINE(readability-identifier-naming)
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
   using namespace kuscia_host::kube;
   static auto* paths = [] {

@@ -11,6 +11,8 @@
 #include "fuzz_support.h"
 #include "k8s/selector.h"
 
+// libFuzzer's entry point: its name is not ours to choose.
+// NOLINTNEXTLINE(readability-identifier-naming)
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
   using nlohmann::json;
   using namespace kuscia_host::k8s;

@@ -44,6 +44,8 @@ Split split(std::string_view stream, std::size_t chunk,
 
 } // namespace
 
+// libFuzzer's entry point: its name is not ours to choose.
+// NOLINTNEXTLINE(readability-identifier-naming)
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
   if (size == 0) return 0;
   std::size_t chunk = 1 + data[0] % 64;
