@@ -6,19 +6,23 @@
 // Both servers must answer or close within the read timeout, and keep serving: a /livez and a
 // /version request must work after every 16th input (each exchange costs milliseconds).
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <memory>
 #include <sstream>
 #include <string>
 #include <string_view>
+#include <thread>
 
 #include "apiserver/server.h"
 #include "app/daemon.h"
@@ -55,6 +59,14 @@ struct Servers {
     adminPort = daemon->adminEndpoint()->port();
   }
 
+  // Stops the threads. Run at exit before the statics they use are destroyed: libFuzzer ends with
+  // exit(), and a thread still decoding then would call into a destroyed simdjson implementation.
+  void stop() {
+    daemon->shutdown();
+    api.stop();
+    runtime.stop();
+  }
+
   std::ostringstream logOut;
   LogManager logs{LogFormat::kText, spdlog::level::off, logOut};
   SystemClock clock;
@@ -73,13 +85,26 @@ std::optional<std::string> exchange(unsigned short port, std::string_view bytes)
   a.sin_family = AF_INET;
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   a.sin_port = htons(port);
-  if (::connect(s, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0)
-    kh_fuzz::fail("connect: " + std::string(std::strerror(errno)));
+  // libFuzzer's SIGALRM (its -timeout watchdog) interrupts blocking calls: EINTR is retried. An
+  // interrupted connect goes on in the kernel; wait until the socket is writable and read its
+  // outcome.
+  if (::connect(s, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+    if (errno != EINTR && errno != EINPROGRESS)
+      kh_fuzz::fail("connect: " + std::string(std::strerror(errno)));
+    pollfd p{s, POLLOUT, 0};
+    while (::poll(&p, 1, 5000) < 0 && errno == EINTR) {
+    }
+    int error = 0;
+    socklen_t len = sizeof error;
+    ::getsockopt(s, SOL_SOCKET, SO_ERROR, &error, &len);
+    if (error != 0) kh_fuzz::fail("connect: " + std::string(std::strerror(error)));
+  }
   timeval tv{5, 0};
   ::setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
   std::size_t sent = 0;
   while (sent < bytes.size()) {
     auto n = ::send(s, bytes.data() + sent, bytes.size() - sent, MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break; // the server closed early (an error answer): fine
     sent += static_cast<std::size_t>(n);
   }
@@ -92,6 +117,7 @@ std::optional<std::string> exchange(unsigned short port, std::string_view bytes)
       out.append(buf, static_cast<std::size_t>(n));
       continue;
     }
+    if (n < 0 && errno == EINTR) continue;
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
       ::close(s);
       return std::nullopt;
@@ -107,7 +133,18 @@ std::optional<std::string> exchange(unsigned short port, std::string_view bytes)
 // libFuzzer's entry point: its name is not ours to choose.
 // NOLINTNEXTLINE(readability-identifier-naming)
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
-  static auto* servers = new Servers(); // lives for the process: libFuzzer exits without teardown
+  static Servers* servers = [] {
+    auto* s = new Servers(); // stopped at exit, never deleted
+    // Registered once the host is ready, i.e. has decoded its first LIST pages: the statics those
+    // create (simdjson's implementation among them) are then destroyed after this handler ran.
+    for (int i = 0; i < 200; ++i) {
+      auto ready = exchange(s->adminPort, "GET /readyz HTTP/1.1\r\nHost: x\r\n\r\n");
+      if (ready && ready->rfind("HTTP/1.1 200", 0) == 0) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    std::atexit([] { servers->stop(); });
+    return s;
+  }();
   if (size == 0) return 0;
   bool admin = (data[0] & 1) != 0;
   unsigned short port = admin ? servers->adminPort : servers->apiPort;
