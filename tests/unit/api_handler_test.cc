@@ -49,6 +49,30 @@ TEST_F(ApiHandlerTest, BootstrapCreatesTheNamespacesEveryClusterHasOnce) {
     EXPECT_EQ(call("GET", std::string("/api/v1/namespaces/") + ns).status, 200) << ns;
 }
 
+// YAML is bytes, JSON text is UTF-8: an apply patch whose YAML holds bytes that are not UTF-8 is
+// refused as undecodable (Kubernetes' YAML decoder refuses it too), and nothing is stored.
+TEST_F(ApiHandlerTest, AnApplyPatchThatIsNotUtf8IsABadRequest) {
+  handler_.bootstrap();
+  uint64_t rv = store_.currentRv();
+  ApiRequest r;
+  r.method = "PATCH";
+  r.path = "/api/v1/namespaces/default/configmaps/x";
+  r.query = {{"fieldManager", "m"}};
+  r.contentType = "application/apply-patch+yaml";
+  r.body = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\ndata: {a: \"caf\xff\"}\n";
+  auto res = handler_.handle(r);
+  EXPECT_EQ(res.status, 400) << res.body;
+  EXPECT_NE(res.body.find("not valid UTF-8 text"), std::string::npos) << res.body;
+  EXPECT_EQ(store_.currentRv(), rv);
+  // Two-, three- and four-byte characters are UTF-8.
+  r.body = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\ndata: {caf\xc3\xa9: "
+           "\"\xe6\x97\xa5\xe6\x9c\xac \xf0\x9f\x99\x82\"}\n";
+  res = handler_.handle(r);
+  EXPECT_EQ(res.status, 201) << res.body;
+  EXPECT_EQ(json::parse(res.body)["data"]["caf\xc3\xa9"],
+            "\xe6\x97\xa5\xe6\x9c\xac \xf0\x9f\x99\x82");
+}
+
 TEST_F(ApiHandlerTest, AWatchIsAStreamTheHandlerOwns) {
   handler_.bootstrap();
   ASSERT_EQ(call("POST", "/api/v1/namespaces/default/pods", pod("a")).status, 201);

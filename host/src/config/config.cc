@@ -376,15 +376,16 @@ void extract(const YAML::Node& root, Validator& v, const ConfigLoadOptions& opti
             for (const auto& kv : n)
               pe.configKeyMarks[kv.first.Scalar()] = {kv.first.Mark().line + 1,
                                                       kv.first.Mark().column + 1};
-          auto j2 = yamlToJson(n);
+          nlohmann::json j2;
+          try {
+            j2 = yamlToJson(n);
+          } catch (const YAML::ParserException& e) {
+            // The plugin's config is JSON text, which must be UTF-8; YAML scalars are bytes.
+            v.error(n, ppath + ".config", e.msg);
+          }
           if (!j2.is_null() && !j2.is_object())
             v.error(n, ppath + ".config", "expected a mapping of plugin settings");
-          try {
-            pe.configJson = j2.is_object() ? j2.dump() : "{}";
-          } catch (const nlohmann::json::type_error&) {
-            // YAML scalars are bytes; the plugin's config is JSON text, which must be UTF-8.
-            v.error(n, ppath + ".config", "not valid UTF-8 text");
-          }
+          pe.configJson = j2.is_object() ? j2.dump() : "{}";
         }
         if (auto n = p["path"]) {
           pe.path = n.Scalar();
