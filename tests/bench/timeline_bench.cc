@@ -115,6 +115,20 @@ std::vector<double> loopbackRtt(int rounds) {
   return out;
 }
 
+// The sum of every series of `name` in Prometheus text `text` whose line holds `match`.
+double metricSum(const std::string& text, const std::string& name, const std::string& match = "") {
+  double total = 0;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind(name, 0) != 0 ||
+        (line.size() > name.size() && line[name.size()] != '{' && line[name.size()] != ' '))
+      continue;
+    if (!match.empty() && line.find(match) == std::string::npos) continue;
+    total += std::stod(line.substr(line.rfind(' ') + 1));
+  }
+  return total;
+}
+
 // An embedded API server and a host with the timeline plugins, in this process.
 struct Setup {
   explicit Setup(const std::vector<std::string>& domains, const std::string& timelineConfig,
@@ -165,21 +179,9 @@ struct Setup {
     daemon = std::make_unique<Daemon>(config, DaemonOptions{}, logs, clock);
     if (auto r = daemon->start(); !r) throw std::runtime_error(r.error());
   }
-  // A series' value in the host's /metrics, 0 when absent.
-  double metric(const std::string& series) const {
-    std::string text = daemon->metrics().render();
-    auto pos = text.find("\n" + series + " ");
-    return pos == std::string::npos ? 0 : std::stod(text.substr(pos + series.size() + 2));
-  }
-  double sum(const std::string& name, const std::vector<std::string>& domains,
-             const std::string& extra = "") const {
-    double total = 0;
-    for (const auto& d : domains)
-      total +=
-          metric(name + "{plugin=\"" +
-                 (name.rfind("kuscia_gateway", 0) == 0 ? "gateway-ready-time" : "task-timeline") +
-                 "\",domain=\"" + d + "\"" + extra + "}");
-    return total;
+  // metricSum() over this host's /metrics.
+  double sum(const std::string& name, const std::string& match = "") const {
+    return metricSum(daemon->metrics().render(), name, match);
   }
 
   std::ostringstream logOut;
@@ -371,10 +373,10 @@ void b4(std::size_t tasks) {
     }
   }
   std::this_thread::sleep_for(std::chrono::milliseconds(200)); // nothing more may follow
-  double writes = s.sum("kuscia_timeline_status_writes_total", parties, ",result=\"ok\"");
-  double retried = s.sum("kuscia_timeline_status_writes_total", parties, ",result=\"retried\"");
-  double bytes = s.sum("kuscia_timeline_status_patch_bytes_total", parties);
-  double annotations = s.sum("kuscia_gateway_ready_time_writes_total", parties, ",result=\"ok\"");
+  double writes = s.sum("kuscia_timeline_status_writes_total", "result=\"ok\"");
+  double retried = s.sum("kuscia_timeline_status_writes_total", "result=\"retried\"");
+  double bytes = s.sum("kuscia_timeline_status_patch_bytes_total");
+  double annotations = s.sum("kuscia_gateway_ready_time_writes_total", "result=\"ok\"");
   auto n = static_cast<double>(tasks);
   std::printf("  status writes per task: %.2f (target <= 2; %.0f retried in all)\n", writes / n,
               retried);
@@ -385,8 +387,8 @@ void b4(std::size_t tasks) {
   s.daemon->shutdown();
   s.startHost();
   std::this_thread::sleep_for(std::chrono::milliseconds(1000));
-  double after = s.sum("kuscia_timeline_status_writes_total", parties, ",result=\"ok\"") +
-                 s.sum("kuscia_gateway_ready_time_writes_total", parties, ",result=\"ok\"");
+  double after = s.sum("kuscia_timeline_status_writes_total", "result=\"ok\"") +
+                 s.sum("kuscia_gateway_ready_time_writes_total", "result=\"ok\"");
   std::printf("  writes by a restarted host when nothing changed: %.0f (target 0)\n", after);
 }
 
@@ -441,19 +443,6 @@ private:
   pid_t pid_ = -1;
   unsigned short port_ = 0;
 };
-
-double metricSum(const std::string& text, const std::string& name, const std::string& match = "") {
-  double total = 0;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) {
-    if (line.rfind(name, 0) != 0 ||
-        (line.size() > name.size() && line[name.size()] != '{' && line[name.size()] != ' '))
-      continue;
-    if (!match.empty() && line.find(match) == std::string::npos) continue;
-    total += std::stod(line.substr(line.rfind(' ') + 1));
-  }
-  return total;
-}
 
 void l1(std::size_t tasks, double windowSeconds, const std::string& hostBinary) {
   if (hostBinary.empty()) throw std::runtime_error("L1 needs --host <kuscia-host binary>");

@@ -5,21 +5,15 @@
 #include <cstdint>
 #include <string>
 
-#include "fuzz_support.h"
 #include "kube/projection.h"
+#include "plugin_field_paths.h"
 
 // libFuzzer's entry point: its name is not ours to choose.
 // NOLINTNEXTLINE(readability-identifier-naming)
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
   using namespace kuscia_host::kube;
-  static auto* paths = [] {
-    auto* p = new FieldPaths();
-    for (const char* ptr : kh_fuzz::kPointers)
-      (void)p->add(ptr);
-    return p;
-  }();
-  static Decoder withLabels(*paths, {true, true});
-  static Decoder plain(*paths, {false, false});
+  static Decoder withLabels(kh_fuzz::pluginFieldPaths(), {true, true});
+  static Decoder plain(kh_fuzz::pluginFieldPaths(), {false, false});
   // The decoder reads up to 64 bytes past the end when it may (simdjson's padding): give it room
   // in one case and none in the other.
   std::string padded(reinterpret_cast<const char*>(data), size);
@@ -28,8 +22,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
   (void)withLabels.decodeEvent(padded, padded.capacity(), out);
   std::string exact(reinterpret_cast<const char*>(data), size);
   (void)plain.decodeEvent(exact, exact.size(), out);
-  std::size_t items = 0, bad = 0;
   (void)plain.decodeList(
-      exact, [&](Projected&) { ++items; }, [&](const std::string&) { ++bad; });
+      exact, [](Projected&) {}, [](const std::string&) {});
   return 0;
 }

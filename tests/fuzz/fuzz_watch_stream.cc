@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -11,6 +12,7 @@
 #include "fuzz_support.h"
 #include "kube/frame_splitter.h"
 #include "kube/projection.h"
+#include "plugin_field_paths.h"
 
 namespace {
 
@@ -51,13 +53,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
   std::size_t chunk = 1 + data[0] % 64;
   std::string_view stream(reinterpret_cast<const char*>(data) + 1, size - 1);
 
-  static auto* paths = [] {
-    auto* p = new kuscia_host::kube::FieldPaths();
-    for (const char* ptr : kh_fuzz::kPointers)
-      (void)p->add(ptr);
-    return p;
-  }();
-  static kuscia_host::kube::Decoder decoder(*paths, {true, false});
+  static kuscia_host::kube::Decoder decoder(kh_fuzz::pluginFieldPaths(), {true, false});
   kuscia_host::kube::Projected projected;
 
   Split chunked = split(stream, chunk, [&](FrameSplitter& s, std::string_view frame) {
