@@ -16,7 +16,14 @@ StatusWriter::StatusWriter(sdk::Host host, Options options, Diff diff, Written w
                            "409, 429 or 5xx; gone: 404; failed: refused by the server)",
                            {"result"})),
       bytes_(host.counter(options_.metricPrefix + "_status_patch_bytes_total",
-                          "Bytes of KusciaTask status merge patches sent")) {}
+                          "Bytes of KusciaTask status merge patches sent")),
+      contest_(host, options_.metricPrefix, options_.yieldAfter) {}
+
+void StatusWriter::forget(const std::string& task) {
+  contest_.forget(task);
+  auto it = tasks_.find(task);
+  if (it != tasks_.end() && it->second.request == 0 && it->second.timer == 0) tasks_.erase(it);
+}
 
 void StatusWriter::changed(const std::string& task) {
   TaskState& st = tasks_[task];
@@ -39,8 +46,12 @@ void StatusWriter::flush(const std::string& task) {
   TaskState& st = tasks_[task];
   st.timer = 0;
   if (st.request != 0) return;
+  if (int64_t hold = contest_.holdMillis(task); hold > 0) {
+    st.dirty = true; // another writer keeps removing what was written: not at once
+    return schedule(task, st, hold);
+  }
   st.dirty = false;
-  json status = diff_(task);
+  json status = contest_.filter(task, diff_(task));
   if (status.is_null() || status.empty()) return;
   sdk::KubeRequest r;
   r.verb = KH_KUBE_PATCH;
@@ -84,6 +95,7 @@ bool StatusWriter::onKubeResult(const sdk::KubeResult& result) {
   if (code >= 200 && code < 300) {
     writes_.add(1, {"ok"});
     st.backoffMillis = 0;
+    contest_.wrote(task, sent.status, result.body);
     written_(task, sent.status);
     if (st.dirty) schedule(task, st, options_.coalesceMillis);
     return true;

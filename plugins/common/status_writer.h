@@ -4,6 +4,9 @@
 // changes to one task coalesced within a window, and failures (no answer, 409, 429, 5xx)
 // retried with exponential backoff until they succeed: nothing is dropped while the task exists.
 // A 404 (the task is gone) ends the retries; the next change of the task starts again.
+// It never fights another writer of the same fields (write_contest.h): the plugin reports each
+// task as it sees it through observed(); fields someone else keeps replacing are yielded, and
+// fields someone keeps removing are written again ever more slowly.
 //
 // The plugin says what differs through the Diff callback, evaluated when the write is made (not
 // when the change happened), so a write always carries the latest desired state.
@@ -16,6 +19,9 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
+
+#include "write_contest.h"
 
 namespace kuscia_host::plugins {
 
@@ -26,9 +32,11 @@ public:
     int64_t coalesceMillis = 50;
     int64_t retryInitialMillis = 200;
     int64_t retryMaxMillis = 30000;
-    // Names the metric families "<metricPrefix>_status_writes_total" and
-    // "<metricPrefix>_status_patch_bytes_total".
+    // Names the metric families "<metricPrefix>_status_writes_total",
+    // "<metricPrefix>_status_patch_bytes_total" and the contest's (write_contest.h).
     std::string metricPrefix;
+    // Replacements of one field by another writer within a minute that make it yielded.
+    int yieldAfter = 2;
   };
   // The "status" object of the merge patch that brings `task` to the desired state, or null
   // when it already holds it.
@@ -45,6 +53,15 @@ public:
   // Route the instance's timer and kube callbacks here first; true when they were the writer's.
   bool onTimer(uint64_t timerId);
   bool onKubeResult(const sdk::KubeResult& result);
+
+  // The task as the plugin sees it now (a watch event): what another writer overwrote.
+  void observed(const std::string& task, std::string_view resourceVersion,
+                const nlohmann::json& podStatuses, const nlohmann::json& serviceStatuses) {
+    contest_.observed(task, resourceVersion, podStatuses, serviceStatuses);
+  }
+  // The task is gone.
+  void forget(const std::string& task);
+  const WriteContest& contest() const { return contest_; }
 
   std::size_t inFlight() const { return requests_.size(); }
 
@@ -64,6 +81,7 @@ private:
   Written written_;
   sdk::Metric writes_;
   sdk::Metric bytes_;
+  WriteContest contest_;
   std::map<std::string, TaskState> tasks_;
   std::map<uint64_t, std::string> timers_; // timer id -> task
   // The implicit noexcept move of nlohmann::json calls its invariant check, which clang-tidy

@@ -11,6 +11,7 @@ const std::vector<sdk::ConfigKey>& schedulerConfigKeys() {
        "changes to one task within this window make one status write (0..60000; 0: at once)"},
       {"retryMaxMillis", "integer", "30000",
        "longest wait between retries of a failed status write (100..600000)"},
+      yieldAfterKey(),
   };
   return keys;
 }
@@ -21,6 +22,7 @@ SchedulerConfig parseSchedulerConfig(std::string_view json) {
   c.taskNamespace = readTaskNamespace(r);
   c.coalesceMillis = r.integer("coalesceMillis", c.coalesceMillis, 0, 60000);
   c.retryMaxMillis = r.integer("retryMaxMillis", c.retryMaxMillis, 100, 600000);
+  c.yieldAfterOverwrites = readYieldAfter(r);
   return c;
 }
 

@@ -14,6 +14,7 @@ struct SchedulerConfig {
   std::string taskNamespace = "cross-domain";
   int64_t coalesceMillis = 50;
   int64_t retryMaxMillis = 30000;
+  int yieldAfterOverwrites = 2;
 };
 
 const std::vector<sdk::ConfigKey>& schedulerConfigKeys();

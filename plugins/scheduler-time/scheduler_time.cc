@@ -2,6 +2,7 @@
 
 #include "kuscia.h"
 #include "kuscia_time.h"
+#include "write_contest.h"
 
 namespace kuscia_host::plugins::scheduler {
 
@@ -28,7 +29,8 @@ SchedulerTime::SchedulerTime(sdk::Host host, std::string_view /*domain*/,
       writer_(
           host,
           StatusWriter::Options{config_.taskNamespace, config_.coalesceMillis, 200,
-                                config_.retryMaxMillis, "kuscia_scheduler_time"},
+                                config_.retryMaxMillis, "kuscia_scheduler_time",
+                                config_.yieldAfterOverwrites},
           [this](const std::string& task) { return diff(task); },
           [this](const std::string& task, const json& status) {
             if (status.contains("podStatuses")) tasks_[task].merge_patch(status["podStatuses"]);
@@ -50,10 +52,12 @@ void SchedulerTime::onEvent(const sdk::Event& e) {
     std::string task(nameOf(key));
     if (e.type == KH_EVENT_DELETED) {
       tasks_.erase(task);
+      writer_.forget(task);
       return;
     }
     json f = parseFields(e.fieldsJson, 2);
     tasks_[task] = f[0].is_object() ? f[0] : json::object();
+    writer_.observed(task, e.resourceVersion, tasks_[task], f[1]);
     touch(task);
     return;
   }
@@ -111,7 +115,7 @@ json SchedulerTime::patch(const Pod& p, const json* entry) const {
       out["podPhase"] = p.phase.empty() ? "Pending" : p.phase;
     }
     auto have = entryTime(entry, "scheduleTime");
-    if (!have || *have != *p.scheduled) out["scheduleTime"] = p.scheduledText;
+    if (!have || !sameTime(*have, *p.scheduled)) out["scheduleTime"] = p.scheduledText;
   } else if (present && !same && entry->contains("scheduleTime") &&
              !(*entry)["scheduleTime"].is_null()) {
     out["scheduleTime"] = nullptr; // an earlier incarnation's

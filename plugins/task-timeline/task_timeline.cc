@@ -4,6 +4,7 @@
 
 #include "kuscia.h"
 #include "kuscia_time.h"
+#include "write_contest.h"
 
 namespace kuscia_host::plugins::timeline {
 
@@ -61,12 +62,15 @@ bool sameIncarnation(const json* entry, const std::optional<Time>& create) {
   return !t || !create || *t == create->nanos;
 }
 
-// Sets patch[field] when the entry does not already hold `want` (compared as instants).
+// Sets patch[field] when the entry does not already hold `want` (compared as instants, at the
+// precision the other writer serialises: write_contest.h). `forwardOnly`: a later time the entry
+// holds is kept (the latest Ready another writer saw).
 void setTime(json& patch, const json* entry, const char* field, const std::optional<Time>& want,
-             bool clearStale) {
+             bool clearStale, bool forwardOnly = false) {
   if (want) {
     auto have = entryTime(entry, field);
-    if (!have || *have != want->nanos) patch[field] = want->text;
+    if (!have || (!sameTime(*have, want->nanos) && !(forwardOnly && *have > want->nanos)))
+      patch[field] = want->text;
   } else if (clearStale && hasField(entry, field)) {
     patch[field] = nullptr; // a time of an earlier incarnation
   }
@@ -101,7 +105,8 @@ TaskTimeline::TaskTimeline(sdk::Host host, std::string_view domain, std::string_
       writer_(
           host,
           StatusWriter::Options{config_.taskNamespace, config_.coalesceMillis, 200,
-                                config_.retryMaxMillis, "kuscia_timeline"},
+                                config_.retryMaxMillis, "kuscia_timeline",
+                                config_.yieldAfterOverwrites},
           [this](const std::string& task) { return diff(task); },
           [this](const std::string& task, const json& object) { written(task, object); }) {
   podSub_ = host.subscribe(domainSubscription(
@@ -190,16 +195,19 @@ void TaskTimeline::onPod(const sdk::Event& e) {
   if (auto t = readTime(f[kPodStart], "startTime", key, p.loggedMalformed)) p.start = t;
   const json& conditions = f[kPodConditions];
   if (const json* ready = findCondition(conditions, "Ready");
-      ready != nullptr && ready->value("status", "") == "True" && !p.ready) {
-    p.ready = readTime(ready->value("lastTransitionTime", json()), "Ready lastTransitionTime", key,
-                       p.loggedMalformed);
+      ready != nullptr && ready->value("status", "") == "True") {
+    if (auto t = readTime(ready->value("lastTransitionTime", json()), "Ready lastTransitionTime",
+                          key, p.loggedMalformed)) {
+      if (!p.ready || t->nanos > p.ready->nanos) p.ready = t;
+      if (!p.firstReady || t->nanos < p.firstReady->nanos) p.firstReady = t;
+    }
   }
   if (const json* sched = findCondition(conditions, "PodScheduled");
       sched != nullptr && sched->value("status", "") == "True" && !p.scheduled) {
     p.scheduled = readTime(sched->value("lastTransitionTime", json()),
                            "PodScheduled lastTransitionTime", key, p.loggedMalformed);
   }
-  if (p.ready) {
+  if (p.firstReady) {
     p.waiting.reset();
   } else {
     p.waiting = podWaiting(p, conditions, f[kPodContainers], fieldString(f, kPodReason),
@@ -274,10 +282,10 @@ void TaskTimeline::observe(Pod& p) {
     p.observedStart = true;
     observeDuration(createToStart_, "pod_create_to_start", *p.create, *p.start);
   }
-  if (p.ready && !p.observedReady) {
+  if (p.firstReady && !p.observedReady) {
     p.observedReady = true;
-    observeDuration(createToReady_, "pod_create_to_ready", *p.create, *p.ready);
-    if (p.start) observeDuration(startToReady_, "pod_start_to_ready", *p.start, *p.ready);
+    observeDuration(createToReady_, "pod_create_to_ready", *p.create, *p.firstReady);
+    if (p.start) observeDuration(startToReady_, "pod_start_to_ready", *p.start, *p.firstReady);
   }
 }
 
@@ -344,6 +352,7 @@ void TaskTimeline::onTask(const sdk::Event& e) {
   std::string name(nameOf(e.key));
   if (e.type == KH_EVENT_DELETED) {
     tasks_.erase(name);
+    writer_.forget(name);
     return;
   }
   json f = parseFields(e.fieldsJson, kTaskFieldCount);
@@ -351,6 +360,7 @@ void TaskTimeline::onTask(const sdk::Event& e) {
   t.exists = true;
   t.podStatuses = f[kTaskPods].is_object() ? f[kTaskPods] : json::object();
   t.serviceStatuses = f[kTaskServices].is_object() ? f[kTaskServices] : json::object();
+  writer_.observed(name, e.resourceVersion, t.podStatuses, t.serviceStatuses);
   t.phase = fieldString(f, kTaskPhase);
   t.createTime = fieldString(f, kTaskCreate);
   // What this host knows may be missing (a pod seen first, or fields another writer removed).
@@ -389,13 +399,17 @@ json TaskTimeline::podPatch(Pod& p, const json* entry) const {
   }
   setTime(patch, entry, "createTime", p.create, false);
   setTime(patch, entry, "startTime", p.start, present && !same);
-  // The first readyTime of this incarnation: the status may know an earlier one than this host
-  // (it restarted after a flap); that one is kept.
-  if (same) {
-    if (auto have = entryTime(entry, "readyTime"); have && (!p.ready || *have < p.ready->nanos))
-      p.ready = Time{*have, formatTime(*have, TimePrecision::kAsGiven)};
+  // The first ready of this incarnation: the status, as first read, may hold an earlier Ready
+  // than this host saw (it restarted after a flap, or the status was written by a host that kept
+  // the first ready). Read once: what other writers put there later is theirs.
+  if (same && present && !p.readStatusReady) {
+    p.readStatusReady = true;
+    if (auto have = entryTime(entry, "readyTime");
+        have && (!p.firstReady || *have < p.firstReady->nanos))
+      p.firstReady = Time{*have, formatTime(*have, TimePrecision::kAsGiven)};
   }
-  setTime(patch, entry, "readyTime", p.ready, present && !same);
+  // The latest Ready, as Kuscia's controller writes it; a later one in the status stays.
+  setTime(patch, entry, "readyTime", p.ready, present && !same, true);
   return patch.empty() ? json() : patch;
 }
 

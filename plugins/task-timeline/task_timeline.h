@@ -10,9 +10,12 @@
 //
 // Timing semantics (ARCHITECTURE.md, "Timing semantics"):
 //  - createTime = metadata.creationTimestamp; startTime = status.startTime;
-//  - readyTime = lastTransitionTime of Ready=True the first time it is seen for the pod's UID;
-//    a later NotReady never moves it, and a readyTime the status already holds for the same
-//    incarnation (same createTime) is kept unless this host saw an earlier one;
+//  - readyTime (the status) = lastTransitionTime of the latest Ready=True, as Kuscia's own task
+//    controller writes it: a NotReady keeps it, a later Ready moves it forward, never back;
+//  - firstReadyTime (the timeline document and the histograms, this host's own) = the first
+//    Ready=True seen for the pod's UID; a readyTime the status holds for the same incarnation
+//    that is earlier than what this host saw (it restarted after a flap) is taken as the first;
+//  - a field another writer keeps overwriting is yielded (write_contest.h), never fought over;
 //  - a pod recreated under the same name (its createTime differs from the entry's) is a new
 //    incarnation: its times replace the old ones, which are cleared when not yet known;
 //  - service readyTime = the kuscia.secretflow/ready-time annotation (RFC 3339, any offset,
@@ -72,9 +75,12 @@ public:
 private:
   struct Pod {
     std::string uid, task, namespaceName, name, phase;
-    std::optional<Time> create, start, ready, scheduled;
+    std::optional<Time> create, start, scheduled;
+    std::optional<Time> firstReady; // the first Ready=True of this incarnation
+    std::optional<Time> ready;      // the latest Ready=True
     std::optional<Waiting> waiting;
     bool observedStart = false, observedReady = false, observedSchedule = false;
+    bool readStatusReady = false; // the status's readyTime was read once for the first ready
     bool loggedMalformed = false;
   };
   struct Service {
@@ -112,7 +118,8 @@ private:
   void touch(const std::string& task);
   void written(const std::string& task, const nlohmann::json& object);
   void refreshStuck();
-  nlohmann::json entryTimeline(const std::string& key, const nlohmann::json& entry, bool pod) const;
+  nlohmann::json entryTimeline(const std::string& task, const std::string& key,
+                               const nlohmann::json& entry, bool pod) const;
 
   TimelineConfig config_;
   std::string domain_;

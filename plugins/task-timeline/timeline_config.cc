@@ -14,6 +14,7 @@ const std::vector<sdk::ConfigKey>& timelineConfigKeys() {
        "(1..86400)"},
       {"retryMaxMillis", "integer", "30000",
        "longest wait between retries of a failed status write (100..600000)"},
+      yieldAfterKey(),
   };
   return keys;
 }
@@ -25,6 +26,7 @@ TimelineConfig parseTimelineConfig(std::string_view json) {
   c.coalesceMillis = r.integer("coalesceMillis", c.coalesceMillis, 0, 60000);
   c.stuckAfterSeconds = r.integer("stuckAfterSeconds", c.stuckAfterSeconds, 1, 86400);
   c.retryMaxMillis = r.integer("retryMaxMillis", c.retryMaxMillis, 100, 600000);
+  c.yieldAfterOverwrites = readYieldAfter(r);
   return c;
 }
 

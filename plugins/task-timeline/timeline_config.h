@@ -15,6 +15,7 @@ struct TimelineConfig {
   int64_t coalesceMillis = 50;
   int64_t stuckAfterSeconds = 300;
   int64_t retryMaxMillis = 30000;
+  int yieldAfterOverwrites = 2;
 };
 
 // The table of keys: the config reference (README) and the unknown-key check come from it.

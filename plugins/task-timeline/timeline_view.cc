@@ -17,8 +17,29 @@ namespace kuscia_host::plugins::timeline {
 
 using nlohmann::json;
 
-json TaskTimeline::entryTimeline(const std::string& key, const json& entry, bool pod) const {
-  json out = sdk::timeline::entry(key, entry, pod);
+json TaskTimeline::entryTimeline(const std::string& task, const std::string& key, const json& entry,
+                                 bool pod) const {
+  // This host's own meanings beside the status: the first ready of its domain's pods, and the
+  // values of fields it yielded to another writer.
+  json own = entry.is_object() ? entry : json::object();
+  json yielded = json::object();
+  const char* group = pod ? "podStatuses" : "serviceStatuses";
+  auto mine = [&](const char* field, const std::optional<Time>& t) {
+    if (t && writer_.contest().yielded(task, group, key, field)) yielded[field] = t->text;
+  };
+  if (pod) {
+    if (auto p = pods_.find(key); p != pods_.end()) {
+      if (p->second.firstReady) own["firstReadyTime"] = p->second.firstReady->text;
+      mine("createTime", p->second.create);
+      mine("startTime", p->second.start);
+      mine("readyTime", p->second.ready);
+    }
+  } else if (auto s = services_.find(key); s != services_.end()) {
+    mine("createTime", s->second.create);
+    mine("readyTime", s->second.ready);
+  }
+  json out = sdk::timeline::entry(key, own, pod);
+  if (!yielded.empty()) out["yielded"] = std::move(yielded);
   // Why it waits: known only to the instance of the entry's domain.
   std::optional<Waiting> w;
   if (pod) {
@@ -52,9 +73,9 @@ std::optional<json> TaskTimeline::timeline(const std::string& task) const {
     if (!t->second.phase.empty()) doc["phase"] = t->second.phase;
     if (!t->second.createTime.empty()) doc["createTime"] = t->second.createTime;
     for (const auto& [key, entry] : t->second.podStatuses.items())
-      entries[key] = entryTimeline(key, entry, true);
+      entries[key] = entryTimeline(task, key, entry, true);
     for (const auto& [key, entry] : t->second.serviceStatuses.items())
-      entries[key] = entryTimeline(key, entry, false);
+      entries[key] = entryTimeline(task, key, entry, false);
   }
   // Objects of this domain whose entries are not written yet (the task is not there, or the
   // write is on its way).
@@ -68,7 +89,7 @@ std::optional<json> TaskTimeline::timeline(const std::string& task) const {
              {std::pair{"createTime", &p.create}, std::pair{"startTime", &p.start},
               std::pair{"readyTime", &p.ready}})
           if (*value) e[field] = pending(*value);
-        entries[key] = entryTimeline(key, e, true);
+        entries[key] = entryTimeline(task, key, e, true);
       }
   if (ownServices != taskServices_.end())
     for (const auto& key : ownServices->second)
@@ -77,7 +98,7 @@ std::optional<json> TaskTimeline::timeline(const std::string& task) const {
         json e = json::object();
         if (s.create) e["createTime"] = s.create->text;
         if (s.ready) e["readyTime"] = s.ready->text;
-        entries[key] = entryTimeline(key, e, false);
+        entries[key] = entryTimeline(task, key, e, false);
       }
   doc["entries"] = std::move(entries);
   return doc;

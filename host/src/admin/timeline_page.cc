@@ -54,6 +54,11 @@ const char* timelinePageHtml() {
 <script>
 "use strict";
 const TIMES = ["createTime", "scheduleTime", "startTime", "readyTime"];
+// readyTime is the latest Ready; the startup bars end at the first one when it is known.
+const TABLE_TIMES = [...TIMES, "firstReadyTime"];
+function barTimes(e) {
+  return e.times.firstReadyTime ? {...e.times, readyTime: e.times.firstReadyTime} : e.times;
+}
 let current = decodeURIComponent(location.hash.slice(1));
 
 function el(tag, attrs, text) {
@@ -98,7 +103,7 @@ function drawTask(doc) {
   const now = Date.now();
   for (const [, e] of entries)
     for (const f of TIMES) {
-      const t = ms(e.times[f]);
+      const t = ms(barTimes(e)[f]);
       if (!isNaN(t)) { first = Math.min(first, t); last = Math.max(last, t); }
     }
   if (entries.some(([, e]) => e.missing.length)) last = Math.max(last, now);
@@ -113,9 +118,10 @@ function drawTask(doc) {
     const marks = e.kind === "pod"
         ? [["createTime", "schedule"], ["scheduleTime", "start"], ["startTime", "ready"]]
         : [["createTime", "service"]];
-    const known = TIMES.filter(f => e.times[f]).map(f => [f, ms(e.times[f])]);
+    const times = barTimes(e);
+    const known = TIMES.filter(f => times[f]).map(f => [f, ms(times[f])]);
     for (const [from, cls] of marks) {
-      const start = ms(e.times[from]);
+      const start = ms(times[from]);
       if (isNaN(start)) continue;
       const next = known.find(([f, t]) => TIMES.indexOf(f) > TIMES.indexOf(from) && t >= start);
       const end = next ? next[1] : now;
@@ -131,7 +137,7 @@ function drawTask(doc) {
   }
   const table = document.getElementById("table");
   const head = el("tr");
-  for (const h of ["entry", "kind", ...TIMES, "create\u2192start", "start\u2192ready",
+  for (const h of ["entry", "kind", ...TABLE_TIMES, "create\u2192start", "start\u2192ready",
                    "create\u2192ready", "waiting"])
     head.appendChild(el("th", {}, h));
   table.tHead.replaceChildren(head);
@@ -141,7 +147,7 @@ function drawTask(doc) {
     const tr = el("tr", {"data-entry": key});
     tr.appendChild(el("td", {class: "key"}, key));
     tr.appendChild(el("td", {}, e.kind));
-    for (const f of TIMES) {
+    for (const f of TABLE_TIMES) {
       const has = Boolean(e.times[f]);
       // The time of day; the whole timestamp in the tooltip.
       const text = has ? e.times[f].slice(11, 19) : (e.missing.includes(f) ? "pending" : "");

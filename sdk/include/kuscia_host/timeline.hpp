@@ -5,10 +5,16 @@
 //
 //   {"task", "namespace", "phase", "createTime",
 //    "entries": {"<ns>/<name>": {"kind": "pod"|"service", "namespace", "name", "podPhase",
-//                                "times": {"createTime", "scheduleTime", "startTime", "readyTime"},
+//                                "times": {"createTime", "scheduleTime", "startTime", "readyTime",
+//                                          "firstReadyTime"},
 //                                "durations": {"createToStart": seconds, ...},
 //                                "missing": ["readyTime", ...], "negative": ["createToStart"],
 //                                "waiting": {"phase", "reason", "message", "since", "seconds"}}}}
+//
+// readyTime is the latest Ready=True (what the status holds, as Kuscia's controller writes it);
+// firstReadyTime, when the source knows it (task-timeline does for its own domain's pods), is the
+// first Ready=True of the pod's incarnation, and the "...ToReady" durations start the startup
+// from it: a readiness flap after startup does not lengthen the startup.
 //
 // Entries are an object keyed like the status maps, so that documents of several sources (the
 // instances of several domains) merge key by key.
@@ -59,18 +65,25 @@ inline nlohmann::json entry(std::string_view key, const nlohmann::json& status, 
     else if (std::string_view(field) != "scheduleTime")
       missing.push_back(field);
   };
-  if (pod)
+  if (pod) {
     for (const char* f : kPodTimes)
       collect(f);
-  else
+    if (status.is_object() && status.contains("firstReadyTime") &&
+        status["firstReadyTime"].is_string())
+      if (auto t = normalizeTime(status["firstReadyTime"].get<std::string>()))
+        times["firstReadyTime"] = *t;
+  } else
     for (const char* f : kServiceTimes)
       collect(f);
   json durations = json::object();
   json negative = json::array();
   auto span = [&](const Span& s) {
-    if (!times.contains(s.from) || !times.contains(s.to)) return;
+    const char* toField = std::string_view(s.to) == "readyTime" && times.contains("firstReadyTime")
+                              ? "firstReadyTime"
+                              : s.to;
+    if (!times.contains(s.from) || !times.contains(toField)) return;
     int64_t from = *parseTime(times[s.from].get<std::string>());
-    int64_t to = *parseTime(times[s.to].get<std::string>());
+    int64_t to = *parseTime(times[toField].get<std::string>());
     double seconds = static_cast<double>(to - from) / 1e9;
     durations[s.name] = seconds;
     if (seconds < 0) negative.push_back(s.name);

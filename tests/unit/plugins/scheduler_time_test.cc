@@ -70,5 +70,37 @@ TEST(SchedulerTimeTest, EnabledLaterItFillsPodsAlreadyRunningAndCreatesMissingEn
                             "podPhase":"Running","scheduleTime":"2024-05-20T08:00:01Z"})"));
 }
 
+TEST(SchedulerTimeTest, YieldsScheduleTimeToAWriterThatKeepsReplacingIt) {
+  testing::FakeHost host("alice");
+  ASSERT_TRUE(host.create(descriptor(), R"({"coalesceMillis": 0, "yieldAfterOverwrites": 3})"))
+      << host.error();
+  ASSERT_TRUE(host.start());
+  json task = fixture("kusciatask.json");
+  task["status"]["podStatuses"][kPodKey].erase("scheduleTime");
+  deliver(host, "kusciatasks", KH_EVENT_ADDED, task);
+  deliver(host, "pods", KH_EVENT_ADDED, fixture("pod.json"));
+  int rv = 100;
+  auto answer = [&] {
+    while (!host.pendingRequests().empty()) {
+      auto* r = host.pendingRequests().front();
+      task.merge_patch(json::parse(r->body));
+      task["metadata"]["resourceVersion"] = std::to_string(++rv);
+      host.complete(r->id, 200, task.dump());
+    }
+  };
+  answer();
+  ASSERT_EQ(host.requests().size(), 1u);
+  for (int i = 0; i < 6; ++i) { // replaced after every write
+    task["status"]["podStatuses"][kPodKey]["scheduleTime"] = "2024-05-20T07:59:00Z";
+    task["metadata"]["resourceVersion"] = std::to_string(++rv);
+    deliver(host, "kusciatasks", KH_EVENT_MODIFIED, task);
+    answer();
+  }
+  // Written back twice, then yielded at the third replacement (yieldAfterOverwrites: 3).
+  EXPECT_EQ(host.requests().size(), 3u);
+  EXPECT_EQ(host.metric("kuscia_scheduler_time_yielded_fields_total", "scheduleTime"), 1);
+  EXPECT_EQ(task["status"]["podStatuses"][kPodKey]["scheduleTime"], "2024-05-20T07:59:00Z");
+}
+
 } // namespace
 } // namespace kuscia_host::plugins::scheduler

@@ -177,7 +177,7 @@ TEST_F(TimelineTest, NoWriteWhenTheStatusAlreadyHoldsTheValues) {
   EXPECT_TRUE(again.requests().empty());
 }
 
-TEST_F(TimelineTest, AReadinessFlapNeverMovesReadyTime) {
+TEST_F(TimelineTest, AFlapMovesTheStatusReadyTimeAsKusciaDoesAndKeepsTheFirstInTheTimeline) {
   start();
   deliver(host_, "kusciatasks", KH_EVENT_ADDED, task_);
   deliver(host_, "pods", KH_EVENT_ADDED, pod_);
@@ -185,18 +185,182 @@ TEST_F(TimelineTest, AReadinessFlapNeverMovesReadyTime) {
   std::size_t before = writes();
   setReady(pod_, false, "2024-05-20T08:01:00Z");
   deliver(host_, "pods", KH_EVENT_MODIFIED, pod_);
+  EXPECT_EQ(writes(), before); // NotReady keeps readyTime
   setReady(pod_, true, "2024-05-20T08:02:00Z");
   deliver(host_, "pods", KH_EVENT_MODIFIED, pod_);
-  EXPECT_EQ(writes(), before);
-  EXPECT_EQ(podEntry()["readyTime"], "2024-05-20T08:00:09Z");
+  acceptWrites();
+  EXPECT_EQ(writes(), before + 1);
+  // The status means what Kuscia's task controller means: the latest Ready.
+  EXPECT_EQ(podEntry()["readyTime"], "2024-05-20T08:02:00Z");
+  // The startup is the first Ready: the timeline and the histogram keep it.
+  json entry = plugin().timeline(kTask)->at("entries")[kPodKey];
+  EXPECT_EQ(entry["times"]["firstReadyTime"], "2024-05-20T08:00:09Z");
+  EXPECT_EQ(entry["times"]["readyTime"], "2024-05-20T08:02:00Z");
+  EXPECT_EQ(entry["durations"]["createToReady"], 9);
   EXPECT_EQ(host_.metric("kuscia_timeline_pod_create_to_ready_seconds"), 1); // once
-  // Nor after a restart that missed the first Ready: the status keeps the earlier time.
+  EXPECT_EQ(host_.metricSum("kuscia_timeline_pod_create_to_ready_seconds"), 9);
+  // A host restarted after the flap writes nothing: the status already holds the latest Ready.
   testing::FakeHost again("alice");
   ASSERT_TRUE(again.create(descriptor(), R"({"coalesceMillis": 0})"));
   ASSERT_TRUE(again.start());
   deliver(again, "kusciatasks", KH_EVENT_ADDED, task_);
   deliver(again, "pods", KH_EVENT_ADDED, pod_);
   EXPECT_TRUE(again.requests().empty());
+  // An earlier Ready the status holds for this incarnation (written by a host that kept the
+  // first) is the first ready; the status then moves to the latest.
+  task_["status"]["podStatuses"][kPodKey]["readyTime"] = "2024-05-20T08:00:09Z";
+  testing::FakeHost third("alice");
+  ASSERT_TRUE(third.create(descriptor(), R"({"coalesceMillis": 0})"));
+  ASSERT_TRUE(third.start());
+  deliver(third, "kusciatasks", KH_EVENT_ADDED, task_);
+  deliver(third, "pods", KH_EVENT_ADDED, pod_);
+  ASSERT_EQ(third.requests().size(), 1u);
+  EXPECT_EQ(json::parse(third.requests()[0].body)["status"]["podStatuses"][kPodKey],
+            json::parse(R"({"readyTime":"2024-05-20T08:02:00Z"})"));
+  auto* tl = sdk::pluginObject<TaskTimeline>(third.instance());
+  EXPECT_EQ(tl->timeline(kTask)->at("entries")[kPodKey]["times"]["firstReadyTime"],
+            "2024-05-20T08:00:09Z");
+}
+
+TEST_F(TimelineTest, AWriterThatKeepsReplacingAFieldWinsItAfterTwoReplacements) {
+  start();
+  deliver(host_, "kusciatasks", KH_EVENT_ADDED, task_);
+  deliver(host_, "pods", KH_EVENT_ADDED, pod_);
+  deliver(host_, "services", KH_EVENT_ADDED, svc_);
+  acceptWrites();
+  const std::size_t base = writes();
+  // Another writer with meanings of its own replaces the pod's times each time this host
+  // writes them.
+  auto fightBack = [&] {
+    json& e = task_["status"]["podStatuses"][kPodKey];
+    e["createTime"] = "2024-05-20T07:00:00Z";
+    e["startTime"] = "2024-05-20T08:00:01Z";
+    e["readyTime"] = "2024-05-20T08:00:05Z";
+    bumpVersion(task_);
+    deliver(host_, "kusciatasks", KH_EVENT_MODIFIED, task_);
+  };
+  fightBack();
+  acceptWrites(); // written back once
+  EXPECT_EQ(writes(), base + 1);
+  EXPECT_EQ(podEntry()["readyTime"], "2024-05-20T08:00:09Z");
+  fightBack(); // the second replacement within the minute: yielded
+  acceptWrites();
+  EXPECT_EQ(writes(), base + 1);
+  for (int i = 0; i < 5; ++i) {
+    host_.advanceMillis(1000);
+    fightBack();
+    acceptWrites();
+  }
+  EXPECT_EQ(writes(), base + 1); // no war
+  EXPECT_EQ(podEntry()["readyTime"], "2024-05-20T08:00:05Z");
+  for (const char* field : {"createTime", "startTime", "readyTime"})
+    EXPECT_EQ(host_.metric("kuscia_timeline_yielded_fields_total", field), 1) << field;
+  EXPECT_EQ(host_.metric("kuscia_timeline_overwritten_fields_total", "replaced"), 6);
+  // Logged once per field, with both values.
+  int logged = 0;
+  for (const auto& l : host_.logs())
+    if (l.message.find("readyTime yielded to another writer") != std::string::npos) {
+      ++logged;
+      EXPECT_NE(l.message.find("2024-05-20T08:00:05Z"), std::string::npos) << l.message;
+      EXPECT_NE(l.message.find("2024-05-20T08:00:09Z"), std::string::npos) << l.message;
+      EXPECT_NE(l.message.find(kPodKey), std::string::npos) << l.message;
+    }
+  EXPECT_EQ(logged, 1);
+  // This host's own values stay in its timeline.
+  json entry = plugin().timeline(kTask)->at("entries")[kPodKey];
+  EXPECT_EQ(entry["yielded"]["readyTime"], "2024-05-20T08:00:09Z");
+  EXPECT_EQ(entry["yielded"]["createTime"], "2024-05-20T08:00:00Z");
+  EXPECT_EQ(entry["times"]["firstReadyTime"], "2024-05-20T08:00:09Z");
+  // Fields it did not yield are still its own: a service's removed createTime is written again.
+  task_["status"]["serviceStatuses"][kSvcKey].erase("createTime");
+  bumpVersion(task_);
+  deliver(host_, "kusciatasks", KH_EVENT_MODIFIED, task_);
+  ASSERT_EQ(host_.pendingRequests().size(), 1u);
+  EXPECT_EQ(json::parse(host_.pendingRequests()[0]->body)["status"],
+            json::parse(R"({"serviceStatuses":{"alice/secretflow-task-psi-0-spu":
+                            {"createTime":"2024-05-20T08:00:00Z"}}})"));
+  acceptWrites();
+  // A new incarnation of the pod is a new entry: its times are written again.
+  json again = freshPod("0f1e2d3c-new-uid", "2024-05-20T08:05:00Z");
+  again["status"]["startTime"] = "2024-05-20T08:05:03Z";
+  deliver(host_, "pods", KH_EVENT_ADDED, again);
+  acceptWrites();
+  EXPECT_EQ(podEntry()["createTime"], "2024-05-20T08:05:00Z");
+  EXPECT_EQ(podEntry()["startTime"], "2024-05-20T08:05:03Z");
+}
+
+TEST_F(TimelineTest, AWriterThatKeepsRemovingFieldsIsAnsweredEverMoreSlowly) {
+  start();
+  deliver(host_, "kusciatasks", KH_EVENT_ADDED, task_);
+  deliver(host_, "pods", KH_EVENT_ADDED, pod_);
+  acceptWrites();
+  ASSERT_EQ(writes(), 1u);
+  auto erase = [&] {
+    task_["status"]["podStatuses"][kPodKey].erase("readyTime");
+    bumpVersion(task_);
+    deliver(host_, "kusciatasks", KH_EVENT_MODIFIED, task_);
+  };
+  erase(); // the first removal: written again at once
+  acceptWrites();
+  EXPECT_EQ(writes(), 2u);
+  erase(); // the second: after 1 s
+  host_.advanceMillis(999);
+  EXPECT_TRUE(host_.pendingRequests().empty());
+  host_.advanceMillis(1);
+  acceptWrites();
+  EXPECT_EQ(writes(), 3u);
+  erase(); // the third: after 2 s
+  host_.advanceMillis(1999);
+  EXPECT_TRUE(host_.pendingRequests().empty());
+  host_.advanceMillis(1);
+  acceptWrites();
+  EXPECT_EQ(writes(), 4u);
+  // A writer that erases on every write is yielded after six removals within the minute; the
+  // writes it drew stay few.
+  for (int i = 0; i < 10; ++i) {
+    erase();
+    host_.advanceMillis(8000);
+    acceptWrites();
+  }
+  EXPECT_EQ(writes(), 6u);
+  EXPECT_EQ(host_.metric("kuscia_timeline_yielded_fields_total", "readyTime"), 1);
+  EXPECT_FALSE(podEntry().contains("readyTime"));
+  // A time removed now and then is written again: nothing recorded is lost.
+  host_.advanceMillis(120000);
+  task_["status"]["podStatuses"][kPodKey].erase("createTime");
+  bumpVersion(task_);
+  deliver(host_, "kusciatasks", KH_EVENT_MODIFIED, task_);
+  acceptWrites();
+  EXPECT_EQ(podEntry()["createTime"], "2024-05-20T08:00:00Z");
+}
+
+TEST_F(TimelineTest, AnEventOlderThanTheWriteIsNoOverwrite) {
+  start();
+  json stale = task_;
+  deliver(host_, "kusciatasks", KH_EVENT_ADDED, task_);
+  deliver(host_, "pods", KH_EVENT_ADDED, pod_);
+  acceptWrites();
+  // The watch brings events from before the write after its answer: not someone else's write.
+  for (int i = 0; i < 3; ++i)
+    deliver(host_, "kusciatasks", KH_EVENT_MODIFIED, stale);
+  EXPECT_LT(host_.metric("kuscia_timeline_overwritten_fields_total", "removed"), 1);
+  EXPECT_LT(host_.metric("kuscia_timeline_yielded_fields_total", "readyTime"), 1);
+}
+
+TEST_F(TimelineTest, ATimeWrittenInWholeSecondsIsTheSameTime) {
+  start();
+  pod_["status"]["startTime"] = "2024-05-20T08:00:02.250Z";
+  deliver(host_, "kusciatasks", KH_EVENT_ADDED, task_);
+  deliver(host_, "pods", KH_EVENT_ADDED, pod_);
+  acceptWrites();
+  EXPECT_EQ(podEntry()["startTime"], "2024-05-20T08:00:02.25Z");
+  // Kuscia's controller serialises metav1.Time in seconds: the same time, no write, no contest.
+  task_["status"]["podStatuses"][kPodKey]["startTime"] = "2024-05-20T08:00:02Z";
+  bumpVersion(task_);
+  deliver(host_, "kusciatasks", KH_EVENT_MODIFIED, task_);
+  host_.advanceMillis(1000);
+  EXPECT_EQ(writes(), 1u);
+  EXPECT_LT(host_.metric("kuscia_timeline_overwritten_fields_total", "replaced"), 1);
 }
 
 TEST_F(TimelineTest, ARecreatedPodIsANewIncarnationWhoseTimesReplaceTheOldOnes) {

@@ -1,0 +1,93 @@
+// How a status-writing plugin lives beside other writers of the same fields: it never fights.
+//
+// Kuscia's own task controller has written createTime, startTime and readyTime into podStatuses
+// and serviceStatuses since 2023, with full-status PUTs, on every reconcile in which its computed
+// status differs from the stored one. Two writers that hold different values for one field, each
+// writing when the stored value is not its own, write forever: each write triggers the other.
+//
+// The contest records every time field the plugin wrote (its instant and the task's
+// resourceVersion after the write) and compares each later task event with it. A field that
+// holds another value, or none, in a version newer than the write was overwritten by someone else:
+//  - replaced (another value) `yieldAfter` times within the window: the plugin yields that field
+//    of that entry. It never writes it again for this incarnation of the entry (a new createTime
+//    starts afresh), logs once with both values and counts
+//    <prefix>_yielded_fields_total{field}. Its own value stays where it owns the meaning (the
+//    timeline document, the histograms).
+//  - removed (a writer that does not know the field, such as an older controller's full-status
+//    PUT): written again, so nothing recorded is lost; at once the first time in the window, then
+//    after 1, 2, 4 ... s (at most kMaxHoldMillis), so that a writer erasing in reaction to each
+//    write is not fed one write per write; removed kRemovalsToYield times within the window:
+//    yielded as above.
+// Two instants that differ only below the second are one time: Kuscia's types serialise times in
+// whole seconds (metav1.Time), so a status holding our time truncated to the second holds it.
+//
+// Single-threaded: called on the owning instance's executor only.
+#pragma once
+
+#include <kuscia_host/plugin.hpp>
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace kuscia_host::plugins {
+
+// Whether a status holding `have` holds the time `want` (equal, or `want` truncated to whole
+// seconds, as a writer with second-precision types writes it).
+bool sameTime(int64_t have, int64_t want);
+
+class WriteContest {
+public:
+  static constexpr int64_t kWindowMillis = 60000;
+  static constexpr int kRemovalsToYield = 6;
+  static constexpr int64_t kMaxHoldMillis = 8000;
+
+  // `yieldAfter`: replacements within the window that make the plugin yield a field.
+  WriteContest(sdk::Host host, const std::string& metricPrefix, int yieldAfter);
+
+  // A write of the status merge patch `status` ("podStatuses"/"serviceStatuses" maps) to `task`
+  // succeeded; `responseBody` is the server's answer (the task as stored).
+  void wrote(const std::string& task, const nlohmann::json& status, std::string_view responseBody);
+  // The task as a watch event or cache read shows it: finds what someone else overwrote.
+  void observed(const std::string& task, std::string_view resourceVersion,
+                const nlohmann::json& podStatuses, const nlohmann::json& serviceStatuses);
+  // Removes the yielded fields from a merge patch's "status" (null when nothing is left).
+  nlohmann::json filter(const std::string& task, nlohmann::json status);
+  // Milliseconds to wait before writing `task` again (0: now), after repeated removals.
+  int64_t holdMillis(const std::string& task) const;
+  // Whether `field` of `entry` ("<group>" "podStatuses"/"serviceStatuses") is yielded.
+  bool yielded(const std::string& task, std::string_view group, std::string_view entry,
+               std::string_view field) const;
+  // The task is gone: what was known of it goes.
+  void forget(const std::string& task);
+
+private:
+  struct Field {
+    std::optional<int64_t> written; // our last write's instant, until an overwrite is seen
+    std::string writtenText;
+    uint64_t writtenVersion = 0;           // the task's resourceVersion after it (0: unknown)
+    std::deque<int64_t> replaced, removed; // monotonic millis of overwrites in the window
+    bool yielded = false;
+    std::string createTime; // of the entry when yielded: a new incarnation starts afresh
+  };
+  struct Task {
+    std::map<std::string, Field> fields; // "<group>\n<entry>\n<field>"
+    int64_t holdUntilMillis = 0;
+  };
+  int64_t nowMillis() const;
+  void overwritten(const std::string& task, Task& t, const std::string& path, Field& f,
+                   const nlohmann::json* entry, const nlohmann::json* value);
+  void yield(const std::string& task, const std::string& path, Field& f,
+             const nlohmann::json* entry, const std::string& theirs);
+
+  sdk::Host host_;
+  int yieldAfter_;
+  sdk::Metric yieldedMetric_, overwrites_;
+  std::map<std::string, Task> tasks_;
+};
+
+} // namespace kuscia_host::plugins
