@@ -20,3 +20,129 @@ def eventually(pred, seconds=60, interval=0.1):
             return value
         time.sleep(interval)
     return pred()
+
+
+class UpstreamController:
+    """Kuscia's own task controller as far as the timing fields go (upstream
+    pkg/controllers/kusciatask/handler/common.go, refreshPodStatuses and refreshServiceStatuses,
+    since 2023): on every change of a task it recomputes each entry the status already holds from
+    its pod or service (createTime; startTime = status.startTime; readyTime = the Ready condition's
+    lastTransitionTime whenever Ready is True, so the latest ready; a service's readyTime from its
+    kuscia.secretflow/ready-time annotation) and PUTs the whole status when that differs from
+    the stored one. A writer that reacts to every write, with meanings of its own.
+
+    `port`: the API server's plain-HTTP port on 127.0.0.1. Runs in a thread of its own until
+    stop(); survives dropped watches and error answers (it relists)."""
+
+    def __init__(self, port, namespace="cross-domain", user_agent="upstream-controller"):
+        import threading
+        self.port, self.namespace, self.user_agent = port, namespace, user_agent
+        self.puts = 0          # status PUTs that landed
+        self.puts_by_task = {}
+        self.conflicts = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def start(self):
+        self._thread.start()
+        return self
+
+    def stop(self):
+        self._stop.set()
+        self._thread.join(timeout=10)
+
+    def _call(self, method, path, body=None):
+        import http.client
+        import json
+        c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
+        try:
+            c.request(method, path, body=None if body is None else json.dumps(body),
+                      headers={"Content-Type": "application/json", "User-Agent": self.user_agent})
+            r = c.getresponse()
+            data = r.read()
+            return r.status, (json.loads(data) if data else None)
+        except (OSError, http.client.HTTPException, ValueError):
+            return 0, None
+        finally:
+            c.close()
+
+    def _tasks_path(self):
+        return "/apis/kuscia.secretflow/v1alpha1/namespaces/%s/kusciatasks" % self.namespace
+
+    @staticmethod
+    def _condition(pod, type_):
+        for c in pod.get("status", {}).get("conditions", []) or []:
+            if c.get("type") == type_:
+                return c
+        return None
+
+    def reconcile(self, task):
+        import copy
+        status = task.get("status") or {}
+        want = copy.deepcopy(status)
+        for st in (want.get("podStatuses") or {}).values():
+            if st.get("podPhase") in ("Succeeded", "Failed"):
+                continue
+            code, pod = self._call("GET", "/api/v1/namespaces/%s/pods/%s" % (st.get("namespace"), st.get("podName")))
+            if code != 200:
+                continue
+            if pod.get("status", {}).get("phase"):
+                st["podPhase"] = pod["status"]["phase"]
+            st["createTime"] = pod["metadata"]["creationTimestamp"]
+            start = pod.get("status", {}).get("startTime")
+            if start:
+                st["startTime"] = start
+            else:
+                st.pop("startTime", None)
+            ready = self._condition(pod, "Ready")
+            if ready and ready.get("status") == "True" and ready.get("lastTransitionTime"):
+                st["readyTime"] = ready["lastTransitionTime"]
+        for st in (want.get("serviceStatuses") or {}).values():
+            code, svc = self._call("GET", "/api/v1/namespaces/%s/services/%s" % (st.get("namespace"), st.get("serviceName")))
+            if code != 200:
+                continue
+            st["createTime"] = svc["metadata"]["creationTimestamp"]
+            rt = (svc["metadata"].get("annotations") or {}).get("kuscia.secretflow/ready-time")
+            if rt:
+                st["readyTime"] = rt
+        if want == status:
+            return
+        task = copy.deepcopy(task)
+        task["status"] = want
+        name = task["metadata"]["name"]
+        code, _ = self._call("PUT", "%s/%s/status" % (self._tasks_path(), name), task)
+        if code == 200:
+            self.puts += 1
+            self.puts_by_task[name] = self.puts_by_task.get(name, 0) + 1
+        elif code == 409:
+            self.conflicts += 1
+
+    def _run(self):
+        import http.client
+        import json
+        while not self._stop.is_set():
+            code, lst = self._call("GET", self._tasks_path())
+            if code != 200:
+                self._stop.wait(0.2)
+                continue
+            for t in lst.get("items", []):
+                self.reconcile(t)
+            # A quiet watch for 5 s ends in a relist: level-triggered, nothing is missed.
+            c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=5)
+            try:
+                c.request("GET", "%s?watch=1&resourceVersion=%s" % (self._tasks_path(), lst["metadata"]["resourceVersion"]),
+                          headers={"User-Agent": self.user_agent})
+                r = c.getresponse()
+                if r.status != 200:
+                    raise OSError("watch: HTTP %d" % r.status)
+                while not self._stop.is_set():
+                    line = r.readline()
+                    if not line:
+                        break
+                    ev = json.loads(line)
+                    if ev.get("type") in ("ADDED", "MODIFIED"):
+                        self.reconcile(ev["object"])
+            except (OSError, http.client.HTTPException, ValueError):
+                self._stop.wait(0.2)
+            finally:
+                c.close()

@@ -5,14 +5,19 @@ Centralized: one `kuscia-host apiserver`, one host serving domains alice and bob
 task-timeline and gateway-ready-time; kubectl plays Kuscia (the task, each party's pod and
 services, the agent's status updates, the endpoints). Every entry of the task's status must hold
 exactly the objects' own times, with createTime <= startTime <= readyTime; scheduleTime is absent
-until scheduler-time is enabled; a readiness flap leaves readyTime alone; a malformed ready-time
+until scheduler-time is enabled; beside a writer that does what Kuscia's own task controller does
+(the latest Ready in readyTime, full-status PUTs on every change) a readiness flap moves readyTime
+to the latest Ready, the timeline keeps the first, and the host writes at most twice in the 15 s
+after the flap settles (no write war); a malformed ready-time
 annotation is counted and the host keeps running; a full-status PUT that drops the times is
 repaired; a `kill -9` of the host mid-startup converges to the same status; the timeline route
 shows a pod held Unschedulable with its reason; the API server's audit log shows that the hosts
 needed exactly the permissions of config/k8s/rbac.yaml's ClusterRole.
 
 P2P (--p2p): two API servers (alice's and bob's clusters), the task created in both, one host
-per party in p2p mode: each fills its own party's entries in its own cluster.
+per party in p2p mode: each fills its own party's entries in its own cluster. Then a writer that
+fights back on every field (replaces each time the host writes with one of its own) makes alice's
+host yield those fields: its writes stop, and its timeline keeps its own values.
 
 usage: timeline_e2e.py <kuscia-host> <plugin-dir> [--p2p]
 """
@@ -28,7 +33,7 @@ import time
 import urllib.error
 import urllib.request
 
-from e2e_support import check, eventually
+from e2e_support import UpstreamController, check, eventually
 
 host_bin, plugin_dir = sys.argv[1], sys.argv[2]
 p2p = "--p2p" in sys.argv[3:]
@@ -36,8 +41,6 @@ work = tempfile.mkdtemp()
 TASK = "secretflow-task-psi"
 PARTIES = ("alice", "bob")
 procs = []
-# The first Ready=True of a pod whose readiness later flapped: what readyTime must keep.
-first_ready = {}
 
 
 class Cluster:
@@ -53,6 +56,7 @@ class Cluster:
         procs.append(self.proc)
         line = self.proc.stdout.readline()
         check("listening on" in line, "%s: apiserver started" % name)
+        self.port = int(re.search(r"listening on \S*?:(\d+)", line).group(1))
 
     def kubectl(self, *args, stdin=None, ok=True):
         r = subprocess.run(["kubectl", "--kubeconfig", self.kubeconfig,
@@ -108,6 +112,8 @@ class Host:
         return int(m[-1]) if m and self.proc.poll() is None else None
 
     def admin(self, path):
+        if self.port() is None:
+            raise SystemExit("FAIL: %s is not running (exit %s)" % (self.name, self.proc.poll()))
         try:
             with urllib.request.urlopen("http://127.0.0.1:%d%s" % (self.port(), path)) as r:
                 return r.status, r.read().decode()
@@ -118,6 +124,11 @@ class Host:
         _, text = self.admin("/metrics")
         m = re.search(r"^%s (\S+)$" % pattern, text, re.M)
         return float(m.group(1)) if m else None
+
+    def metric_sum(self, name, labels=""):
+        """The sum of a family's series whose labels contain `labels`."""
+        _, text = self.admin("/metrics")
+        return sum(float(v) for lab, v in re.findall(r"^%s\{([^}]*)\} (\S+)$" % name, text, re.M) if labels in lab)
 
     def kill9(self):
         self.proc.send_signal(signal.SIGKILL)
@@ -209,10 +220,8 @@ def expected_entries(cluster, party):
             e["startTime"] = p["status"]["startTime"]
         key = "%s/%s" % (party, p["metadata"]["name"])
         ready = condition(p, "Ready")
-        if key in first_ready:
-            e["readyTime"] = first_ready[key]
-        elif ready and ready["status"] == "True":
-            e["readyTime"] = ready["lastTransitionTime"]
+        if ready and ready["status"] == "True":
+            e["readyTime"] = ready["lastTransitionTime"]  # the latest Ready, as Kuscia means it
         pods[key] = e
     for s in json.loads(cluster.kubectl("get", "services", "-n", party, "-o", "json"))["items"]:
         e = {"namespace": party, "serviceName": s["metadata"]["name"],
@@ -317,16 +326,35 @@ def centralized():
     check(h.metric('kuscia_timeline_status_writes_total\\{plugin="task-timeline",domain="alice",result="ok"\\}') >= 1,
           "/metrics counts the status writes")
 
-    # A readiness flap never moves readyTime.
+    # Beside Kuscia's own task controller (a reactive writer with its rule: readyTime = the latest
+    # Ready), a readiness flap moves readyTime forward; the timeline keeps the first; no write war.
     pod = "alice/%s-0" % TASK
-    before = c.task()["status"]["podStatuses"][pod]["readyTime"]
-    first_ready[pod] = before
+    first = c.task()["status"]["podStatuses"][pod]["readyTime"]
+    controller = UpstreamController(c.port).start()
     time.sleep(1.1)
     ready_pod(c, "alice", "%s-0" % TASK, ready=False, reason="ContainersNotReady")
     time.sleep(1.1)
     ready_pod(c, "alice", "%s-0" % TASK, ready=True)
-    time.sleep(1)
-    check(c.task()["status"]["podStatuses"][pod]["readyTime"] == before, "a flap leaves readyTime")
+    latest = condition(c.get("pod", "%s-0" % TASK, "alice"), "Ready")["lastTransitionTime"]
+    check(latest != first, "the flap gives a later Ready (%s after %s)" % (latest, first))
+    check(eventually(lambda: c.task()["status"]["podStatuses"][pod].get("readyTime") == latest, 20),
+          "readyTime is the latest Ready, as Kuscia's controller writes it")
+    time.sleep(1)  # settled
+    host_writes = lambda: h.metric_sum("kuscia_timeline_status_writes_total", 'plugin="task-timeline"')
+    writes_before, puts_before = host_writes(), controller.puts
+    time.sleep(15)
+    host_delta, puts_delta = host_writes() - writes_before, controller.puts - puts_before
+    print("  in the 15 s after the flap settled: %d status writes by the host, %d PUTs by the controller"
+          % (host_delta, puts_delta))
+    check(host_delta <= 2, "at most 2 status writes by the host in the 15 s after a flap (%d)" % host_delta)
+    check(puts_delta <= 2, "at most 2 status PUTs by the controller in those 15 s (%d)" % puts_delta)
+    controller.stop()
+    code, body = h.admin("/api/v1/timelines/" + TASK)
+    times = json.loads(body)["entries"][pod]["times"]
+    check(times.get("firstReadyTime") == first and times.get("readyTime") == latest,
+          "the timeline shows the first ready and the latest: %s" % times)
+    check((h.metric_sum("kuscia_timeline_yielded_fields_total") or 0) == 0,
+          "nothing yielded: the host and Kuscia's controller mean the same by every field")
 
     # A malformed ready-time annotation: counted, the field left unset, the host keeps running.
     bad = service_objects("alice")[0]
@@ -368,7 +396,7 @@ def centralized():
           "the timeline shows the pod held Unschedulable: %s" % waiting())
     code, body = h.admin("/api/v1/timelines/" + TASK)
     doc = json.loads(body)
-    check(doc["entries"]["alice/%s-0" % TASK]["times"]["readyTime"] == before,
+    check(doc["entries"]["alice/%s-0" % TASK]["times"]["readyTime"] == latest,
           "one timeline for the whole task (both domains' entries)")
     check(h.admin("/api/v1/timelines/no-such-task")[0] == 404, "404 for an unknown task")
 
@@ -409,8 +437,53 @@ def p2p_mode():
         st = c.task()["status"]
         check(not any(k.startswith(other + "/") for k in st.get("podStatuses", {})),
               "%s's host writes only its own party's entries" % party)
+
+    # A writer that fights back on every field: each time the host writes, it puts its own value
+    # back. The host yields every such field of every entry: its writes stop.
+    c, h = clusters["alice"], hosts["alice"]
+    fighter = Fighter(c.port).start()
+    writes = lambda: h.metric_sum("kuscia_timeline_status_writes_total", 'result="ok"')
+    fields = sum(len([f for f in e if f.endswith("Time")]) for g in ("podStatuses", "serviceStatuses")
+                 for e in c.task()["status"][g].values())
+    check(eventually(lambda: h.metric_sum("kuscia_timeline_yielded_fields_total") >= fields, 30),
+          "alice's host yields all %d fields the fighter keeps replacing (%s)"
+          % (fields, h.metric_sum("kuscia_timeline_yielded_fields_total")))
+    before = writes()
+    time.sleep(5)
+    check(writes() == before, "then its status writes stop (%d in 5 s)" % (writes() - before))
+    check(h.metric_sum("kuscia_timeline_yielded_fields_total") == fields,
+          "each field is yielded once (%s)" % h.metric_sum("kuscia_timeline_yielded_fields_total"))
+    fighter.stop()
+    print("  the fighter made %d PUTs; the host wrote %d times in all" % (fighter.puts, writes()))
+    _, body = h.admin("/api/v1/timelines/" + TASK)
+    entry = json.loads(body)["entries"]["alice/%s-0" % TASK]
+    check(entry.get("yielded", {}).get("createTime") not in (None, entry["times"]["createTime"]),
+          "the timeline keeps the host's own value of a yielded field: %s" % entry.get("yielded"))
+    check(any("yielded to another writer" in line for line in open(h.log)), "the host logs the yield")
     for h in hosts.values():
         h.stop()
+
+
+class Fighter(UpstreamController):
+    """Replaces every time of every entry with one of its own (the same instant in the year 2000)
+    on every change."""
+
+    def reconcile(self, task):
+        import copy
+        status = task.get("status") or {}
+        want = copy.deepcopy(status)
+        for group in ("podStatuses", "serviceStatuses"):
+            for e in (want.get(group) or {}).values():
+                for f, v in e.items():
+                    if f.endswith("Time") and isinstance(v, str) and not v.startswith("2000"):
+                        e[f] = "2000" + v[4:]
+        if want == status:
+            return
+        task = copy.deepcopy(task)
+        task["status"] = want
+        code, _ = self._call("PUT", "%s/%s/status" % (self._tasks_path(), task["metadata"]["name"]), task)
+        if code == 200:
+            self.puts += 1
 
 
 try:

@@ -9,15 +9,21 @@ two-party tasks are submitted and start:
 - faults are injected at random: every open watch dropped, the watch history compacted and the
   watches dropped (the next watch from an old resourceVersion gets 410 and the informer relists), bursts of 429, 500 and 503
   with Retry-After on one resource path, added latency for a while;
-- a rival writer replaces task status with full-object PUTs that drop every timing field, as
-  upstream's controller does;
+- a blind rival writer replaces task status with full-object PUTs that drop every timing field,
+  as an older controller that does not know the fields does;
+- a reactive writer does what Kuscia's own task controller does since 2023 (tests/e2e/
+  e2e_support.py, UpstreamController): on every change of a task it recomputes the times of each
+  entry with upstream's rule (readyTime = the latest Ready) and PUTs the whole status when it
+  differs;
 - the timeline host is killed with SIGKILL at random points and started again.
 
 Then the faults stop, the host runs until the status stops changing, and every entry of every task
 is compared field by field with the objects' own times (createTime, scheduleTime, startTime and
 readyTime of each pod, createTime and readyTime of each service). The report lists the faults
 injected by kind, kills, rival PUTs, relists and retries (the hosts' own counters, read before
-each kill), and the times lost (absent) and wrong (differing or extra): both must be 0.
+each kill), the status writes per task of the host and of the reactive writer, and the times lost
+(absent) and wrong (differing or extra): both must be 0. Once converged, the reactive writer goes
+on for 10 s more, in which neither it nor the host may write more than twice: no write war.
 
 usage: chaos_soak.py <kuscia-host> <plugin-dir> [--tasks N] [--submit-seconds S] [--seed S]
                      [--report FILE] [--keep]
@@ -35,6 +41,9 @@ import sys
 import tempfile
 import threading
 import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2e"))
+from e2e_support import UpstreamController  # noqa: E402
 
 ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
 ap.add_argument("host_bin")
@@ -151,7 +160,9 @@ class Host:
         now = {}
         for name in ("kuscia_host_kube_relists_total", "kuscia_host_kube_request_retries_total",
                      "kuscia_host_kube_watch_restarts_total", "kuscia_host_kube_decode_errors_total",
-                     "kuscia_timeline_status_writes_total", "kuscia_gateway_ready_time_writes_total"):
+                     "kuscia_timeline_status_writes_total", "kuscia_scheduler_time_status_writes_total",
+                     "kuscia_gateway_ready_time_writes_total", "kuscia_timeline_yielded_fields_total",
+                     "kuscia_scheduler_time_yielded_fields_total"):
             now[name] = sum(float(v) for v in re.findall(r"^%s(?:\{[^}]*\})? (\S+)$" % name, text, re.M))
         with lock:
             for k, v in now.items():
@@ -248,7 +259,7 @@ FIELDS_PER_TASK = 2 * 4 + 2 * 3 * 2
 
 
 def rival_writer():
-    """Full-object PUTs of the status without any time, as upstream's controller writes it."""
+    """Full-object PUTs of the status without any time, as a controller that does not know them writes it."""
     while not stop.wait(rng.uniform(0.1, 0.6)):
         with lock:
             n = counts.get("tasks submitted", 0)
@@ -363,9 +374,19 @@ def compare():
     return fields, lost, wrong, examples
 
 
+controller = UpstreamController(api.port, TASK_NS)
+
+
+def status_writes():
+    with lock:
+        t = totals.get("timeline", {})
+        return t.get("kuscia_timeline_status_writes_total", 0) + t.get("kuscia_scheduler_time_status_writes_total", 0)
+
+
 try:
     for t in threads:
         t.start()
+    controller.start()
     sub.start()
     # Until every task is submitted and has finished (sim-agent's Succeeded), with progress.
     last = 0
@@ -406,7 +427,13 @@ try:
         elif time.time() - stable_since > 15:
             break
         time.sleep(1)
+    # No write war: Kuscia's controller goes on reacting to every change for 10 s more.
     timeline.scrape()
+    quiet_writes, quiet_puts = status_writes(), controller.puts
+    time.sleep(10)
+    timeline.scrape()
+    quiet_writes, quiet_puts = status_writes() - quiet_writes, controller.puts - quiet_puts
+    controller.stop()
     sim.scrape()
     host_alive = timeline.proc.poll() is None and sim.proc.poll() is None
     code = timeline.stop() if timeline.proc.poll() is None else None
@@ -417,6 +444,10 @@ try:
         "entries": args.tasks * len(PARTIES) * 4,
         "time fields compared": fields, "lost": lost, "wrong": wrong,
         "actions": dict(sorted(counts.items())),
+        "status writes per task": {"host": round(status_writes() / args.tasks, 2),
+                                   "reactive controller": round(controller.puts / args.tasks, 2),
+                                   "reactive controller, most for one task": max(controller.puts_by_task.values(), default=0)},
+        "after converging, in 10 s": {"host status writes": int(quiet_writes), "controller PUTs": quiet_puts},
         "host counters (all incarnations)": {h: {k: int(v) for k, v in c.items()} for h, c in totals.items()},
         "examples": examples[:20],
     }
@@ -426,14 +457,19 @@ try:
             json.dump(report, f, indent=2)
     faults = sum(v for k, v in counts.items() if k.startswith("fault"))
     relists = totals.get("timeline", {}).get("kuscia_host_kube_relists_total", 0)
-    ok = lost == 0 and wrong == 0 and host_alive and code == 0 and fields == FIELDS_PER_TASK * args.tasks
+    no_war = quiet_writes <= 2 and quiet_puts <= 2
+    ok = lost == 0 and wrong == 0 and host_alive and code == 0 and fields == FIELDS_PER_TASK * args.tasks and no_war
     print("soak: %d tasks, %d time fields compared (of %d), %d lost, %d wrong; %d faults, %d SIGKILLs, %d rival PUTs, "
-          "%d relists by the timeline host; %s" % (
+          "%d relists by the timeline host; status writes per task: host %.2f, reactive controller %.2f; "
+          "after converging, in 10 s: %d host writes, %d controller PUTs; %s" % (
               args.tasks, fields, FIELDS_PER_TASK * args.tasks, lost, wrong, faults, counts.get("timeline host SIGKILLs", 0),
-              counts.get("rival PUTs landed", 0), relists, "PASSED" if ok else "FAILED"))
+              counts.get("rival PUTs landed", 0), relists, status_writes() / args.tasks, controller.puts / args.tasks,
+              quiet_writes, quiet_puts, "PASSED" if ok else "FAILED"))
     if not ok:
         if not host_alive or code not in (0, None):
             print("a host died or exited %s" % code, file=sys.stderr)
+        if not no_war:
+            print("a write war: writes went on after converging", file=sys.stderr)
         raise SystemExit(1)
 except SystemExit:
     args.keep = True
