@@ -71,16 +71,6 @@ inline std::string readTaskNamespace(const sdk::ConfigReader& r) {
   return ns;
 }
 
-// The `yieldAfterOverwrites` key of the status-writing plugins (write_contest.h).
-inline sdk::ConfigKey yieldAfterKey() {
-  return {"yieldAfterOverwrites", "integer", "2",
-          "another writer replacing a field this plugin wrote this many times within 60 s makes "
-          "the plugin stop writing that field of that entry (1..100)"};
-}
-inline int readYieldAfter(const sdk::ConfigReader& r) {
-  return static_cast<int>(r.integer("yieldAfterOverwrites", 2, 1, 100));
-}
-
 // The KusciaTask subscription both status-writing plugins declare: the task's timing maps.
 inline sdk::Subscription taskSubscription(const std::string& taskNamespace) {
   sdk::Subscription s;

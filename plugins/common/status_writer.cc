@@ -3,10 +3,36 @@
 #include <algorithm>
 
 #include "kuscia.h"
+#include "kuscia_model.h"
 
 namespace kuscia_host::plugins {
 
 using nlohmann::json;
+
+std::vector<sdk::ConfigKey> statusWriterKeys() {
+  return {taskNamespaceKey(),
+          {"coalesceMillis", "integer", "50",
+           "changes to one task within this window make one status write (0..60000; 0: at once)"},
+          {"retryMaxMillis", "integer", "30000",
+           "longest wait between retries of a failed status write (100..600000)"},
+          {"yieldAfterOverwrites", "integer", "2",
+           "another writer replacing a field this plugin wrote this many times within 60 s makes "
+           "the plugin stop writing that field of that entry (1..100)"}};
+}
+
+void readStatusWriterConfig(const sdk::ConfigReader& r, StatusWriterConfig& c) {
+  c.taskNamespace = readTaskNamespace(r);
+  c.coalesceMillis = r.integer("coalesceMillis", c.coalesceMillis, 0, 60000);
+  c.retryMaxMillis = r.integer("retryMaxMillis", c.retryMaxMillis, 100, 600000);
+  c.yieldAfterOverwrites = static_cast<int>(r.integer("yieldAfterOverwrites", 2, 1, 100));
+}
+
+StatusWriter::StatusWriter(sdk::Host host, const StatusWriterConfig& config,
+                           std::string metricPrefix, Diff diff, Written written)
+    : StatusWriter(host,
+                   Options{config.taskNamespace, config.coalesceMillis, 200, config.retryMaxMillis,
+                           std::move(metricPrefix), config.yieldAfterOverwrites},
+                   std::move(diff), std::move(written)) {}
 
 StatusWriter::StatusWriter(sdk::Host host, Options options, Diff diff, Written written)
     : host_(host), options_(std::move(options)), diff_(std::move(diff)),
@@ -25,8 +51,18 @@ void StatusWriter::forget(const std::string& task) {
   if (it != tasks_.end() && it->second.request == 0 && it->second.timer == 0) tasks_.erase(it);
 }
 
+StatusWriter::TaskState& StatusWriter::state(const std::string& task) {
+  auto it = tasks_.find(task);
+  if (it == tasks_.end())
+    it =
+        tasks_
+            .emplace(task, TaskState{Backoff(options_.retryInitialMillis, options_.retryMaxMillis)})
+            .first;
+  return it->second;
+}
+
 void StatusWriter::changed(const std::string& task) {
-  TaskState& st = tasks_[task];
+  TaskState& st = state(task);
   st.dirty = true;
   if (st.request != 0 || st.timer != 0) return; // flushed when those complete
   schedule(task, st, options_.coalesceMillis);
@@ -43,7 +79,7 @@ void StatusWriter::schedule(const std::string& task, TaskState& st, int64_t dela
 }
 
 void StatusWriter::flush(const std::string& task) {
-  TaskState& st = tasks_[task];
+  TaskState& st = state(task);
   st.timer = 0;
   if (st.request != 0) return;
   if (int64_t hold = contest_.holdMillis(task); hold > 0) {
@@ -53,16 +89,7 @@ void StatusWriter::flush(const std::string& task) {
   st.dirty = false;
   json status = contest_.filter(task, diff_(task));
   if (status.is_null() || status.empty()) return;
-  sdk::KubeRequest r;
-  r.verb = KH_KUBE_PATCH;
-  r.group = kKusciaGroup;
-  r.version = kKusciaVersion;
-  r.resource = kKusciaTasks;
-  r.namespaceName = options_.taskNamespace;
-  r.name = task;
-  r.subresource = "status";
-  r.patchType = KH_PATCH_MERGE;
-  r.body = json{{"status", status}}.dump();
+  sdk::KubeRequest r = taskStatusPatch(options_.taskNamespace, task, status);
   try {
     st.request = host_.kubeRequest(r);
   } catch (const sdk::HostError& e) {
@@ -89,12 +116,12 @@ bool StatusWriter::onKubeResult(const sdk::KubeResult& result) {
   Sent sent = std::move(it->second);
   requests_.erase(it);
   const std::string& task = sent.task;
-  TaskState& st = tasks_[task];
+  TaskState& st = state(task);
   st.request = 0;
   const int code = result.httpCode;
   if (code >= 200 && code < 300) {
     writes_.add(1, {"ok"});
-    st.backoffMillis = 0;
+    st.backoff.reset();
     contest_.wrote(task, sent.status, result.body);
     written_(task, sent.status);
     if (st.dirty) schedule(task, st, options_.coalesceMillis);
@@ -103,7 +130,7 @@ bool StatusWriter::onKubeResult(const sdk::KubeResult& result) {
   if (code == 404) { // the task is gone: its next appearance calls changed() again
     writes_.add(1, {"gone"});
     st.dirty = false;
-    st.backoffMillis = 0;
+    st.backoff.reset();
     return true;
   }
   if (code == 400 || code == 403 || code == 415 || code == 422) {
@@ -111,19 +138,16 @@ bool StatusWriter::onKubeResult(const sdk::KubeResult& result) {
     writes_.add(1, {"failed"});
     host_.error("status patch of task " + task + " refused (" + std::to_string(code) +
                 "): " + std::string(result.message));
-    st.backoffMillis = 0;
+    st.backoff.reset();
     return true;
   }
   writes_.add(1, {"retried"});
-  st.backoffMillis =
-      std::min(options_.retryMaxMillis,
-               st.backoffMillis == 0 ? options_.retryInitialMillis : st.backoffMillis * 2);
+  const int64_t wait = st.backoff.next();
   host_.debug("status patch of task " + task + " failed (" +
               (code == 0 ? std::string("no answer") : std::to_string(code)) + ": " +
-              std::string(result.message) + "); retrying in " + std::to_string(st.backoffMillis) +
-              " ms");
+              std::string(result.message) + "); retrying in " + std::to_string(wait) + " ms");
   st.dirty = true;
-  if (st.timer == 0) schedule(task, st, st.backoffMillis);
+  if (st.timer == 0) schedule(task, st, wait);
   return true;
 }
 

@@ -12,6 +12,7 @@
 // when the change happened), so a write always carries the latest desired state.
 #pragma once
 
+#include <kuscia_host/config_reader.hpp>
 #include <kuscia_host/plugin.hpp>
 
 #include <cstdint>
@@ -20,10 +21,25 @@
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
+#include <vector>
 
+#include "kuscia_model.h"
 #include "write_contest.h"
 
 namespace kuscia_host::plugins {
+
+// The settings every status-writing plugin takes, read by readStatusWriterConfig.
+struct StatusWriterConfig {
+  std::string taskNamespace = "cross-domain";
+  int64_t coalesceMillis = 50;
+  int64_t retryMaxMillis = 30000;
+  int yieldAfterOverwrites = 2;
+};
+// Their keys (taskNamespace, coalesceMillis, retryMaxMillis, yieldAfterOverwrites), for the
+// plugin's table of keys.
+std::vector<sdk::ConfigKey> statusWriterKeys();
+// Throws sdk::ConfigError naming the key.
+void readStatusWriterConfig(const sdk::ConfigReader& r, StatusWriterConfig& c);
 
 class StatusWriter {
 public:
@@ -47,6 +63,9 @@ public:
   using Written = std::function<void(const std::string& task, const nlohmann::json& status)>;
 
   StatusWriter(sdk::Host host, Options options, Diff diff, Written written);
+  // With the plugin's settings; metric families named "<metricPrefix>_...".
+  StatusWriter(sdk::Host host, const StatusWriterConfig& config, std::string metricPrefix,
+               Diff diff, Written written);
 
   // The desired state of `task` may have changed: write within the coalescing window.
   void changed(const std::string& task);
@@ -67,11 +86,12 @@ public:
 
 private:
   struct TaskState {
+    Backoff backoff;
     bool dirty = false;
     uint64_t timer = 0;
     uint64_t request = 0;
-    int64_t backoffMillis = 0;
   };
+  TaskState& state(const std::string& task);
   void schedule(const std::string& task, TaskState& st, int64_t delayMillis);
   void flush(const std::string& task);
 

@@ -81,13 +81,7 @@ void GatewayReadyTime::onEvent(const sdk::Event& e) {
       endpoints_.erase(key);
       return;
     }
-    json subsets = parseFields(e.fieldsJson, 1)[0];
-    bool any = false;
-    if (subsets.is_array())
-      for (const auto& s : subsets)
-        any = any || (s.is_object() && s.contains("addresses") && s["addresses"].is_array() &&
-                      !s["addresses"].empty());
-    endpoints_[key] = any;
+    endpoints_[key] = endpointsHaveAddress(parseFields(e.fieldsJson, 1)[0]);
     return consider(key);
   }
   if (e.subscriptionId != serviceSub_) return;
@@ -97,7 +91,10 @@ void GatewayReadyTime::onEvent(const sdk::Event& e) {
   }
   json f = parseFields(e.fieldsJson, kFieldCount);
   Service& s = services_[key];
-  if (s.uid != e.uid) s = Service{std::string(e.uid), "", std::string(nameOf(key))};
+  if (s.uid != e.uid) {
+    s = Service{std::string(e.uid), "", std::string(nameOf(key))};
+    s.backoff = Backoff(200, config_.retryMaxMillis);
+  }
   s.resourceVersion = std::string(e.resourceVersion);
   s.create = parseTime(fieldString(f, kCreate));
   s.annotated = !f[kReadyTime].is_null();
@@ -137,10 +134,8 @@ void GatewayReadyTime::consider(const std::string& key) {
 }
 
 void GatewayReadyTime::retry(const std::string& key, Service& s) {
-  s.backoffMillis =
-      std::min(config_.retryMaxMillis, s.backoffMillis == 0 ? int64_t{200} : s.backoffMillis * 2);
   try {
-    s.retryTimer = host().startTimer(static_cast<uint64_t>(s.backoffMillis));
+    s.retryTimer = host().startTimer(static_cast<uint64_t>(s.backoff.next()));
     timers_[s.retryTimer] = key;
   } catch (const sdk::HostError&) { // stopping
   }
@@ -174,7 +169,7 @@ void GatewayReadyTime::onKubeResult(const sdk::KubeResult& r) {
   if (r.httpCode >= 200 && r.httpCode < 300) {
     writes_.add(1, {"ok"});
     s->second.annotated = true;
-    s->second.backoffMillis = 0;
+    s->second.backoff.reset();
     return;
   }
   if (r.httpCode == 404) {

@@ -3,6 +3,8 @@
 
 #include <kuscia_host/config_reader.hpp>
 
+#include "status_writer.h"
+
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -10,12 +12,7 @@
 
 namespace kuscia_host::plugins::scheduler {
 
-struct SchedulerConfig {
-  std::string taskNamespace = "cross-domain";
-  int64_t coalesceMillis = 50;
-  int64_t retryMaxMillis = 30000;
-  int yieldAfterOverwrites = 2;
-};
+struct SchedulerConfig : StatusWriterConfig {};
 
 const std::vector<sdk::ConfigKey>& schedulerConfigKeys();
 // Throws sdk::ConfigError naming the key.

@@ -1,6 +1,7 @@
 #include "scheduler_time.h"
 
 #include "kuscia.h"
+#include "kuscia_model.h"
 #include "kuscia_time.h"
 #include "write_contest.h"
 
@@ -12,13 +13,6 @@ namespace {
 
 enum PodField { kTask, kCreate, kConditions, kPhase, kFieldCount };
 
-std::optional<int64_t> entryTime(const json* entry, const char* field) {
-  if (entry == nullptr || !entry->is_object() || !entry->contains(field) ||
-      !(*entry)[field].is_string())
-    return std::nullopt;
-  return parseTime((*entry)[field].get<std::string>());
-}
-
 } // namespace
 
 SchedulerTime::SchedulerTime(sdk::Host host, std::string_view /*domain*/,
@@ -27,10 +21,7 @@ SchedulerTime::SchedulerTime(sdk::Host host, std::string_view /*domain*/,
       malformed_(host.counter("kuscia_scheduler_time_malformed_inputs_total",
                               "Times that did not parse (scheduleTime left unset)", {"input"})),
       writer_(
-          host,
-          StatusWriter::Options{config_.taskNamespace, config_.coalesceMillis, 200,
-                                config_.retryMaxMillis, "kuscia_scheduler_time",
-                                config_.yieldAfterOverwrites},
+          host, config_, "kuscia_scheduler_time",
           [this](const std::string& task) { return diff(task); },
           [this](const std::string& task, const json& status) {
             if (status.contains("podStatuses")) tasks_[task].merge_patch(status["podStatuses"]);
@@ -62,31 +53,16 @@ void SchedulerTime::onEvent(const sdk::Event& e) {
     return;
   }
   if (e.subscriptionId != podSub_) return;
-  if (e.type == KH_EVENT_DELETED) {
-    if (auto it = pods_.find(key); it != pods_.end()) {
-      taskPods_[it->second.task].erase(key);
-      pods_.erase(it);
-    }
-    return;
-  }
+  if (e.type == KH_EVENT_DELETED) return (void)pods_.apply(key, e.type, e.uid, "");
   json f = parseFields(e.fieldsJson, kFieldCount);
-  Pod& p = pods_[key];
-  if (p.uid != e.uid) {
-    if (!p.task.empty()) taskPods_[p.task].erase(key);
-    p = Pod{std::string(e.uid), "", std::string(namespaceOf(key)), std::string(nameOf(key))};
-  }
-  std::string task = fieldString(f, kTask);
-  if (task != p.task && !p.task.empty()) taskPods_[p.task].erase(key);
-  p.task = task;
-  if (task.empty()) {
-    pods_.erase(key);
-    return;
-  }
-  taskPods_[task].insert(key);
+  Pod* found = pods_.apply(key, e.type, e.uid, fieldString(f, kTask));
+  if (found == nullptr) return;
+  Pod& p = *found;
+  const std::string& task = p.task;
   p.phase = fieldString(f, kPhase);
   p.create = parseTime(fieldString(f, kCreate));
-  const json* sched = findCondition(f[kConditions], "PodScheduled");
-  if (sched != nullptr && sched->value("status", "") == "True" && !p.scheduled) {
+  const json* sched = trueCondition(f[kConditions], "PodScheduled");
+  if (sched != nullptr && !p.scheduled) {
     std::string text = sched->value("lastTransitionTime", "");
     if (auto t = parseTime(text)) {
       p.scheduled = t;
@@ -106,18 +82,12 @@ void SchedulerTime::onEvent(const sdk::Event& e) {
 json SchedulerTime::patch(const Pod& p, const json* entry) const {
   json out = json::object();
   bool present = entry != nullptr && entry->is_object();
-  auto entryCreate = entryTime(entry, "createTime");
-  bool same = present && (!entryCreate || !p.create || *entryCreate == *p.create);
+  bool same = sameIncarnation(entry, p.create);
   if (p.scheduled) {
-    if (!present) {
-      out["namespace"] = p.namespaceName;
-      out["podName"] = p.name;
-      out["podPhase"] = p.phase.empty() ? "Pending" : p.phase;
-    }
+    if (!present) out = newPodEntry(p.namespaceName, p.name, p.phase);
     auto have = entryTime(entry, "scheduleTime");
     if (!have || !sameTime(*have, *p.scheduled)) out["scheduleTime"] = p.scheduledText;
-  } else if (present && !same && entry->contains("scheduleTime") &&
-             !(*entry)["scheduleTime"].is_null()) {
+  } else if (present && !same && entryHas(entry, "scheduleTime")) {
     out["scheduleTime"] = nullptr; // an earlier incarnation's
   }
   return out.empty() ? json() : out;
@@ -126,7 +96,7 @@ json SchedulerTime::patch(const Pod& p, const json* entry) const {
 void SchedulerTime::touch(const std::string& task) {
   auto t = tasks_.find(task);
   if (t == tasks_.end()) return;
-  for (const auto& key : taskPods_[task]) {
+  for (const auto& key : pods_.members(task)) {
     auto e = t->second.find(key);
     if (!patch(pods_.at(key), e == t->second.end() ? nullptr : &*e).is_null())
       return writer_.changed(task);
@@ -137,7 +107,7 @@ json SchedulerTime::diff(const std::string& task) {
   auto t = tasks_.find(task);
   if (t == tasks_.end()) return nullptr;
   json pods = json::object();
-  for (const auto& key : taskPods_[task]) {
+  for (const auto& key : pods_.members(task)) {
     auto e = t->second.find(key);
     json p = patch(pods_.at(key), e == t->second.end() ? nullptr : &*e);
     if (!p.is_null()) pods[key] = std::move(p);

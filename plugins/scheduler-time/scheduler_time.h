@@ -16,6 +16,7 @@
 #include <string>
 #include <string_view>
 
+#include "kuscia_model.h"
 #include "scheduler_config.h"
 #include "status_writer.h"
 
@@ -45,8 +46,8 @@ private:
 
   SchedulerConfig config_;
   uint64_t podSub_ = 0, taskSub_ = 0;
-  std::map<std::string, Pod> pods_;
-  std::map<std::string, std::set<std::string>> taskPods_;
+  TaskObjects<Pod> pods_;                       // this domain's task pods, "<ns>/<name>"
+  TaskIndex taskPods_;                          // which task each pod belongs to
   std::map<std::string, nlohmann::json> tasks_; // task -> podStatuses
   sdk::Metric malformed_;
   StatusWriter writer_;

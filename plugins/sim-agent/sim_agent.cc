@@ -4,6 +4,7 @@
 #include <functional>
 
 #include "kuscia.h"
+#include "kuscia_model.h"
 #include "kuscia_time.h"
 
 namespace kuscia_host::plugins::sim {
@@ -146,15 +147,8 @@ void SimAgent::ensure(const std::string& task) {
   const Task& t = it->second;
   if (t.phase == "Succeeded" || t.phase == "Failed") return;
   if (t.phase.empty() && (p2p_ || t.initiator == domain_)) {
-    sdk::KubeRequest r;
-    r.group = kKusciaGroup;
-    r.version = kKusciaVersion;
-    r.resource = kKusciaTasks;
-    r.namespaceName = config_.taskNamespace;
-    r.name = task;
-    r.subresource = "status";
-    r.body = json{{"status", {{"phase", "Pending"}, {"startTime", now()}}}}.dump();
-    send(r);
+    send(
+        taskStatusPatch(config_.taskNamespace, task, {{"phase", "Pending"}, {"startTime", now()}}));
   }
   json party;
   for (const auto& p : t.parties)
@@ -355,18 +349,9 @@ void SimAgent::onTimer(uint64_t timerId, uint64_t userTag) {
     auto t = tasks_.find(target);
     if (t == tasks_.end()) return;
     t->second.finishTimer = 0;
-    sdk::KubeRequest r;
-    r.group = kKusciaGroup;
-    r.version = kKusciaVersion;
-    r.resource = kKusciaTasks;
-    r.namespaceName = config_.taskNamespace;
-    r.name = target;
-    r.subresource = "status";
-    r.body =
-        json{{"status",
-              {{"phase", "Succeeded"}, {"completionTime", now()}, {"lastReconcileTime", now()}}}}
-            .dump();
-    send(r);
+    send(taskStatusPatch(
+        config_.taskNamespace, target,
+        {{"phase", "Succeeded"}, {"completionTime", now()}, {"lastReconcileTime", now()}}));
     return;
   }
   auto pod = pods_.find(target);
@@ -478,23 +463,16 @@ void SimAgent::settlePhase(const std::string& task) {
     ready += p.stage == Stage::kReady;
     failed = failed || p.stage == Stage::kFailed;
   }
-  sdk::KubeRequest r;
-  r.group = kKusciaGroup;
-  r.version = kKusciaVersion;
-  r.resource = kKusciaTasks;
-  r.namespaceName = config_.taskNamespace;
-  r.name = task;
-  r.subresource = "status";
   if (failed) {
-    r.body = json{{"status", {{"phase", "Failed"}, {"completionTime", now()}}}}.dump();
     t.phase = "Failed";
-    return send(r);
+    return send(taskStatusPatch(config_.taskNamespace, task,
+                                {{"phase", "Failed"}, {"completionTime", now()}}));
   }
   if (ready < expected || expected == 0) return;
   if (t.phase != "Running") {
-    r.body = json{{"status", {{"phase", "Running"}, {"lastReconcileTime", now()}}}}.dump();
     t.phase = "Running";
-    send(r);
+    send(taskStatusPatch(config_.taskNamespace, task,
+                         {{"phase", "Running"}, {"lastReconcileTime", now()}}));
   }
   if (t.finishTimer == 0) {
     try {

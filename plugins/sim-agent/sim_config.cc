@@ -10,11 +10,17 @@ const std::vector<sdk::ConfigKey>& simConfigKeys() {
       {"podsPerParty", "integer", "1", "pods of each party of a task (1..16)"},
       {"ports", "string", "spu:Cluster,fed:Cluster,global:Domain",
        "the services of each pod, as name:scope (Cluster or Domain), comma-separated"},
-      {"scheduleMillis", "integer", "1000", "pod creation to PodScheduled=True (0..600000)"},
-      {"startMillis", "integer", "1500", "scheduled to started: status.startTime, phase Running"},
-      {"readyMillis", "integer", "2500", "started to Ready=True"},
-      {"endpointsMillis", "integer", "1200", "started to the services' Endpoints addresses"},
-      {"runMillis", "integer", "3000", "all pods ready (task Running) to the task Succeeded"},
+      {"phaseMillis", "integer", "1000",
+       "the pace (0..60000): the defaults of the five delays below are 1, 1.5, 2.5, 1.2 and 3 "
+       "times it"},
+      {"scheduleMillis", "integer", "phaseMillis", "pod creation to PodScheduled=True (0..600000)"},
+      {"startMillis", "integer", "1.5 x phaseMillis",
+       "scheduled to started: status.startTime, phase Running"},
+      {"readyMillis", "integer", "2.5 x phaseMillis", "started to Ready=True"},
+      {"endpointsMillis", "integer", "1.2 x phaseMillis",
+       "started to the services' Endpoints addresses"},
+      {"runMillis", "integer", "3 x phaseMillis",
+       "all pods ready (task Running) to the task Succeeded"},
       {"distribution", "string", "fixed",
        "how each delay is drawn around its value: fixed, uniform (within +-spread) or lognormal "
        "(median the value, sigma spread)"},
@@ -55,11 +61,12 @@ SimConfig parseSimConfig(std::string_view json) {
   c.taskNamespace = readTaskNamespace(r);
   c.podsPerParty = r.integer("podsPerParty", c.podsPerParty, 1, 16);
   c.ports = parsePorts(r.string("ports", "spu:Cluster,fed:Cluster,global:Domain"));
-  c.scheduleMillis = r.integer("scheduleMillis", c.scheduleMillis, 0, 600000);
-  c.startMillis = r.integer("startMillis", c.startMillis, 0, 600000);
-  c.readyMillis = r.integer("readyMillis", c.readyMillis, 0, 600000);
-  c.endpointsMillis = r.integer("endpointsMillis", c.endpointsMillis, 0, 600000);
-  c.runMillis = r.integer("runMillis", c.runMillis, 0, 86400000);
+  const int64_t phase = r.integer("phaseMillis", 1000, 0, 60000);
+  c.scheduleMillis = r.integer("scheduleMillis", phase, 0, 600000);
+  c.startMillis = r.integer("startMillis", phase * 3 / 2, 0, 600000);
+  c.readyMillis = r.integer("readyMillis", phase * 5 / 2, 0, 600000);
+  c.endpointsMillis = r.integer("endpointsMillis", phase * 6 / 5, 0, 600000);
+  c.runMillis = r.integer("runMillis", phase * 3, 0, 86400000);
   std::string d = r.oneOf("distribution", "fixed", {"fixed", "uniform", "lognormal"});
   c.distribution = d == "uniform"     ? SimConfig::Distribution::kUniform
                    : d == "lognormal" ? SimConfig::Distribution::kLognormal

@@ -3,7 +3,9 @@
 #include <algorithm>
 
 #include "kuscia.h"
+#include "kuscia_model.h"
 #include "kuscia_time.h"
+#include "timeline_page.h"
 #include "write_contest.h"
 
 namespace kuscia_host::plugins::timeline {
@@ -41,27 +43,6 @@ sdk::Subscription domainSubscription(const char* resource, std::vector<std::stri
   return s;
 }
 
-// The instant of a time string in a status entry, if it parses.
-std::optional<int64_t> entryTime(const json* entry, const char* field) {
-  if (entry == nullptr || !entry->is_object()) return std::nullopt;
-  auto it = entry->find(field);
-  if (it == entry->end() || !it->is_string()) return std::nullopt;
-  return parseTime(it->get<std::string>());
-}
-
-bool hasField(const json* entry, const char* field) {
-  return entry != nullptr && entry->is_object() && entry->contains(field) &&
-         !(*entry)[field].is_null();
-}
-
-// Whether the status entry describes this incarnation of the object: its createTime is the
-// object's (an entry without one is taken as this incarnation's).
-bool sameIncarnation(const json* entry, const std::optional<Time>& create) {
-  if (entry == nullptr || !entry->is_object()) return false;
-  auto t = entryTime(entry, "createTime");
-  return !t || !create || *t == create->nanos;
-}
-
 // Sets patch[field] when the entry does not already hold `want` (compared as instants, at the
 // precision the other writer serialises: write_contest.h). `forwardOnly`: a later time the entry
 // holds is kept (the latest Ready another writer saw).
@@ -71,7 +52,7 @@ void setTime(json& patch, const json* entry, const char* field, const std::optio
     auto have = entryTime(entry, field);
     if (!have || (!sameTime(*have, want->nanos) && !(forwardOnly && *have > want->nanos)))
       patch[field] = want->text;
-  } else if (clearStale && hasField(entry, field)) {
+  } else if (clearStale && entryHas(entry, field)) {
     patch[field] = nullptr; // a time of an earlier incarnation
   }
 }
@@ -103,11 +84,7 @@ TaskTimeline::TaskTimeline(sdk::Host host, std::string_view domain, std::string_
       stuck_(host.gauge("kuscia_timeline_stuck_entries",
                         "Entries waiting in a phase longer than stuckAfterSeconds", {"phase"})),
       writer_(
-          host,
-          StatusWriter::Options{config_.taskNamespace, config_.coalesceMillis, 200,
-                                config_.retryMaxMillis, "kuscia_timeline",
-                                config_.yieldAfterOverwrites},
-          [this](const std::string& task) { return diff(task); },
+          host, config_, "kuscia_timeline", [this](const std::string& task) { return diff(task); },
           [this](const std::string& task, const json& object) { written(task, object); }) {
   podSub_ = host.subscribe(domainSubscription(
       "pods",
@@ -121,6 +98,7 @@ TaskTimeline::TaskTimeline(sdk::Host host, std::string_view domain, std::string_
   tasks.fields.emplace_back("/metadata/creationTimestamp");
   taskSub_ = host.subscribe(tasks);
   host.registerRoute("/api/v1/timelines");
+  host.registerRoute(std::string(kPagePrefix));
 }
 
 void TaskTimeline::onStart() {
@@ -162,48 +140,25 @@ std::optional<Time> TaskTimeline::readTime(const json& value, const std::string&
 
 void TaskTimeline::onPod(const sdk::Event& e) {
   std::string key(e.key);
-  if (e.type == KH_EVENT_DELETED) {
-    // Recorded times stay in the status; only the memory of the pod goes.
-    auto it = pods_.find(key);
-    if (it != pods_.end()) {
-      taskPods_[it->second.task].erase(key);
-      pods_.erase(it);
-    }
-    return;
-  }
+  // A deleted pod's recorded times stay in the status; only the memory of the pod goes.
+  if (e.type == KH_EVENT_DELETED) return (void)pods_.apply(key, e.type, e.uid, "");
   json f = parseFields(e.fieldsJson, kPodFieldCount);
-  std::string task = fieldString(f, kPodTask);
-  Pod& p = pods_[key];
-  if (p.uid != e.uid) { // a new pod, or a new incarnation under the same name
-    if (!p.task.empty()) taskPods_[p.task].erase(key);
-    p = Pod{};
-    p.uid = std::string(e.uid);
-    p.namespaceName = std::string(namespaceOf(key));
-    p.name = std::string(nameOf(key));
-  }
-  if (task != p.task) {
-    if (!p.task.empty()) taskPods_[p.task].erase(key);
-    p.task = task;
-  }
-  if (task.empty()) { // not a task's pod
-    pods_.erase(key);
-    return;
-  }
-  taskPods_[task].insert(key);
+  Pod* found = pods_.apply(key, e.type, e.uid, fieldString(f, kPodTask));
+  if (found == nullptr) return; // not a task's pod
+  Pod& p = *found;
+  const std::string& task = p.task;
   p.phase = fieldString(f, kPodPhase);
   if (auto t = readTime(f[kPodCreate], "creationTimestamp", key, p.loggedMalformed)) p.create = t;
   if (auto t = readTime(f[kPodStart], "startTime", key, p.loggedMalformed)) p.start = t;
   const json& conditions = f[kPodConditions];
-  if (const json* ready = findCondition(conditions, "Ready");
-      ready != nullptr && ready->value("status", "") == "True") {
+  if (const json* ready = trueCondition(conditions, "Ready")) {
     if (auto t = readTime(ready->value("lastTransitionTime", json()), "Ready lastTransitionTime",
                           key, p.loggedMalformed)) {
       if (!p.ready || t->nanos > p.ready->nanos) p.ready = t;
       if (!p.firstReady || t->nanos < p.firstReady->nanos) p.firstReady = t;
     }
   }
-  if (const json* sched = findCondition(conditions, "PodScheduled");
-      sched != nullptr && sched->value("status", "") == "True" && !p.scheduled) {
+  if (const json* sched = trueCondition(conditions, "PodScheduled"); sched && !p.scheduled) {
     p.scheduled = readTime(sched->value("lastTransitionTime", json()),
                            "PodScheduled lastTransitionTime", key, p.loggedMalformed);
   }
@@ -221,8 +176,7 @@ Waiting TaskTimeline::podWaiting(const Pod& p, const json& conditions, const jso
                                  const std::string& reason, const std::string& message) const {
   Waiting w;
   const json* sched = findCondition(conditions, "PodScheduled");
-  bool scheduled =
-      p.scheduled.has_value() || (sched != nullptr && sched->value("status", "") == "True");
+  bool scheduled = p.scheduled.has_value() || trueCondition(conditions, "PodScheduled") != nullptr;
   if (p.start) {
     w.phase = "ready";
     w.sinceNanos = p.start->nanos;
@@ -298,33 +252,12 @@ void TaskTimeline::observe(Service& s) {
 
 void TaskTimeline::onService(const sdk::Event& e) {
   std::string key(e.key);
-  if (e.type == KH_EVENT_DELETED) {
-    auto it = services_.find(key);
-    if (it != services_.end()) {
-      taskServices_[it->second.task].erase(key);
-      services_.erase(it);
-    }
-    return;
-  }
+  if (e.type == KH_EVENT_DELETED) return (void)services_.apply(key, e.type, e.uid, "");
   json f = parseFields(e.fieldsJson, kSvcFieldCount);
-  std::string task = fieldString(f, kSvcTask);
-  Service& s = services_[key];
-  if (s.uid != e.uid) {
-    if (!s.task.empty()) taskServices_[s.task].erase(key);
-    s = Service{};
-    s.uid = std::string(e.uid);
-    s.namespaceName = std::string(namespaceOf(key));
-    s.name = std::string(nameOf(key));
-  }
-  if (task != s.task) {
-    if (!s.task.empty()) taskServices_[s.task].erase(key);
-    s.task = task;
-  }
-  if (task.empty()) {
-    services_.erase(key);
-    return;
-  }
-  taskServices_[task].insert(key);
+  Service* found = services_.apply(key, e.type, e.uid, fieldString(f, kSvcTask));
+  if (found == nullptr) return;
+  Service& s = *found;
+  const std::string& task = s.task;
   if (auto t = readTime(f[kSvcCreate], "creationTimestamp", key, s.loggedMalformed)) s.create = t;
   if (auto t = readTime(f[kSvcReadyTime], "ready-time annotation", key, s.loggedMalformed))
     s.ready = t;
@@ -338,14 +271,7 @@ void TaskTimeline::onEndpoints(const sdk::Event& e) {
     endpoints_.erase(key);
     return;
   }
-  json subsets = parseFields(e.fieldsJson, 1)[0];
-  bool any = false;
-  if (subsets.is_array())
-    for (const auto& s : subsets)
-      if (s.is_object() && s.contains("addresses") && s["addresses"].is_array() &&
-          !s["addresses"].empty())
-        any = true;
-  endpoints_[key] = any;
+  endpoints_[key] = endpointsHaveAddress(parseFields(e.fieldsJson, 1)[0]);
 }
 
 void TaskTimeline::onTask(const sdk::Event& e) {
@@ -372,14 +298,14 @@ void TaskTimeline::touch(const std::string& task) {
   if (it == tasks_.end() || !it->second.exists) return; // applied when the task appears
   const Task& t = it->second;
   bool differs = false;
-  for (const auto& key : taskPods_[task]) {
+  for (const auto& key : pods_.members(task)) {
     auto e = t.podStatuses.find(key);
     if (!podPatch(pods_.at(key), e == t.podStatuses.end() ? nullptr : &*e).is_null()) {
       differs = true;
       break;
     }
   }
-  for (const auto& key : taskServices_[task]) {
+  for (const auto& key : services_.members(task)) {
     if (differs) break;
     auto e = t.serviceStatuses.find(key);
     if (!servicePatch(services_.at(key), e == t.serviceStatuses.end() ? nullptr : &*e).is_null())
@@ -391,12 +317,8 @@ void TaskTimeline::touch(const std::string& task) {
 json TaskTimeline::podPatch(Pod& p, const json* entry) const {
   json patch = json::object();
   bool present = entry != nullptr && entry->is_object();
-  bool same = sameIncarnation(entry, p.create);
-  if (!present) {
-    patch["namespace"] = p.namespaceName;
-    patch["podName"] = p.name;
-    patch["podPhase"] = p.phase.empty() ? "Pending" : p.phase;
-  }
+  bool same = sameIncarnation(entry, p.create ? std::optional(p.create->nanos) : std::nullopt);
+  if (!present) patch = newPodEntry(p.namespaceName, p.name, p.phase);
   setTime(patch, entry, "createTime", p.create, false);
   setTime(patch, entry, "startTime", p.start, present && !same);
   // The first ready of this incarnation: the status, as first read, may hold an earlier Ready
@@ -416,11 +338,8 @@ json TaskTimeline::podPatch(Pod& p, const json* entry) const {
 json TaskTimeline::servicePatch(const Service& s, const json* entry) const {
   json patch = json::object();
   bool present = entry != nullptr && entry->is_object();
-  bool same = sameIncarnation(entry, s.create);
-  if (!present) {
-    patch["namespace"] = s.namespaceName;
-    patch["serviceName"] = s.name;
-  }
+  bool same = sameIncarnation(entry, s.create ? std::optional(s.create->nanos) : std::nullopt);
+  if (!present) patch = newServiceEntry(s.namespaceName, s.name);
   setTime(patch, entry, "createTime", s.create, false);
   setTime(patch, entry, "readyTime", s.ready, present && !same);
   return patch.empty() ? json() : patch;
@@ -431,13 +350,13 @@ json TaskTimeline::diff(const std::string& task) {
   if (it == tasks_.end() || !it->second.exists) return nullptr;
   const Task& t = it->second;
   json pods = json::object();
-  for (const auto& key : taskPods_[task]) {
+  for (const auto& key : pods_.members(task)) {
     auto e = t.podStatuses.find(key);
     json patch = podPatch(pods_.at(key), e == t.podStatuses.end() ? nullptr : &*e);
     if (!patch.is_null()) pods[key] = std::move(patch);
   }
   json services = json::object();
-  for (const auto& key : taskServices_[task]) {
+  for (const auto& key : services_.members(task)) {
     auto e = t.serviceStatuses.find(key);
     json patch = servicePatch(services_.at(key), e == t.serviceStatuses.end() ? nullptr : &*e);
     if (!patch.is_null()) services[key] = std::move(patch);

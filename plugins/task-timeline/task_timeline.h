@@ -34,6 +34,7 @@
 #include <string>
 #include <string_view>
 
+#include "kuscia_model.h"
 #include "status_writer.h"
 #include "timeline_config.h"
 
@@ -125,11 +126,10 @@ private:
   std::string domain_;
   uint64_t podSub_ = 0, serviceSub_ = 0, endpointsSub_ = 0, taskSub_ = 0;
   uint64_t stuckTimer_ = 0;
-  std::map<std::string, Pod> pods_;         // "<ns>/<name>"
-  std::map<std::string, Service> services_; // "<ns>/<name>"
-  std::map<std::string, bool> endpoints_;   // "<ns>/<name>" -> has an address
+  TaskObjects<Pod> pods_;                 // this domain's task pods, "<ns>/<name>"
+  TaskObjects<Service> services_;         // this domain's task services
+  std::map<std::string, bool> endpoints_; // "<ns>/<name>" -> has an address
   std::map<std::string, Task> tasks_;
-  std::map<std::string, std::set<std::string>> taskPods_, taskServices_;
 
   sdk::Metric createToSchedule_, createToStart_, startToReady_, createToReady_;
   sdk::Metric serviceCreateToReady_;

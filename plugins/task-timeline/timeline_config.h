@@ -3,6 +3,8 @@
 
 #include <kuscia_host/config_reader.hpp>
 
+#include "status_writer.h"
+
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -10,12 +12,8 @@
 
 namespace kuscia_host::plugins::timeline {
 
-struct TimelineConfig {
-  std::string taskNamespace = "cross-domain";
-  int64_t coalesceMillis = 50;
+struct TimelineConfig : StatusWriterConfig {
   int64_t stuckAfterSeconds = 300;
-  int64_t retryMaxMillis = 30000;
-  int yieldAfterOverwrites = 2;
 };
 
 // The table of keys: the config reference (README) and the unknown-key check come from it.

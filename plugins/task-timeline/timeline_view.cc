@@ -12,6 +12,7 @@
 #include "kuscia.h"
 #include "kuscia_time.h"
 #include "task_timeline.h"
+#include "timeline_page.h"
 
 namespace kuscia_host::plugins::timeline {
 
@@ -61,11 +62,9 @@ json TaskTimeline::entryTimeline(const std::string& task, const std::string& key
 
 std::optional<json> TaskTimeline::timeline(const std::string& task) const {
   auto t = tasks_.find(task);
-  auto ownPods = taskPods_.find(task);
-  auto ownServices = taskServices_.find(task);
-  bool known = (t != tasks_.end() && t->second.exists) ||
-               (ownPods != taskPods_.end() && !ownPods->second.empty()) ||
-               (ownServices != taskServices_.end() && !ownServices->second.empty());
+  const auto& ownPods = pods_.members(task);
+  const auto& ownServices = services_.members(task);
+  bool known = (t != tasks_.end() && t->second.exists) || !ownPods.empty() || !ownServices.empty();
   if (!known) return std::nullopt;
   json entries = json::object();
   json doc = {{"task", task}, {"namespace", config_.taskNamespace}};
@@ -80,26 +79,24 @@ std::optional<json> TaskTimeline::timeline(const std::string& task) const {
   // Objects of this domain whose entries are not written yet (the task is not there, or the
   // write is on its way).
   auto pending = [](const std::optional<Time>& time) { return time ? json(time->text) : json(); };
-  if (ownPods != taskPods_.end())
-    for (const auto& key : ownPods->second)
-      if (!entries.contains(key)) {
-        const Pod& p = pods_.at(key);
-        json e = {{"podPhase", p.phase}};
-        for (auto [field, value] :
-             {std::pair{"createTime", &p.create}, std::pair{"startTime", &p.start},
-              std::pair{"readyTime", &p.ready}})
-          if (*value) e[field] = pending(*value);
-        entries[key] = entryTimeline(task, key, e, true);
-      }
-  if (ownServices != taskServices_.end())
-    for (const auto& key : ownServices->second)
-      if (!entries.contains(key)) {
-        const Service& s = services_.at(key);
-        json e = json::object();
-        if (s.create) e["createTime"] = s.create->text;
-        if (s.ready) e["readyTime"] = s.ready->text;
-        entries[key] = entryTimeline(task, key, e, false);
-      }
+  for (const auto& key : ownPods)
+    if (!entries.contains(key)) {
+      const Pod& p = pods_.at(key);
+      json e = {{"podPhase", p.phase}};
+      for (auto [field, value] :
+           {std::pair{"createTime", &p.create}, std::pair{"startTime", &p.start},
+            std::pair{"readyTime", &p.ready}})
+        if (*value) e[field] = pending(*value);
+      entries[key] = entryTimeline(task, key, e, true);
+    }
+  for (const auto& key : ownServices)
+    if (!entries.contains(key)) {
+      const Service& s = services_.at(key);
+      json e = json::object();
+      if (s.create) e["createTime"] = s.create->text;
+      if (s.ready) e["readyTime"] = s.ready->text;
+      entries[key] = entryTimeline(task, key, e, false);
+    }
   doc["entries"] = std::move(entries);
   return doc;
 }
@@ -116,6 +113,17 @@ json TaskTimeline::taskList() const {
 }
 
 void TaskTimeline::onHttpRequest(const sdk::HttpRequest& request, sdk::HttpResponse& response) {
+  if (request.path == kPagePrefix || request.path == std::string(kPagePrefix) + "/") {
+    response.status = 200;
+    response.contentType = "text/html; charset=utf-8";
+    response.body = timelinePageHtml();
+    return;
+  }
+  if (request.path.rfind(kPagePrefix, 0) == 0) {
+    response.status = 404;
+    response.body = json{{"message", "not found: " + std::string(request.path)}}.dump();
+    return;
+  }
   constexpr std::string_view kPrefix = "/api/v1/timelines";
   std::string_view rest = request.path.substr(std::min(request.path.size(), kPrefix.size()));
   response.contentType = "application/json";

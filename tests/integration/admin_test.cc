@@ -1,5 +1,6 @@
 // The admin HTTP server over real loopback sockets.
 #include "admin/admin_server.h"
+#include "plugin/routes.h"
 
 #include <gtest/gtest.h>
 
@@ -123,6 +124,22 @@ TEST(AdminListenTest, WarnsWhenNotLoopback) {
         << w;
     EXPECT_NE(w.find("no authentication"), std::string::npos) << w;
   }
+}
+
+// Several instances of a plugin answer one route: JSON objects merge; any other answer (a page)
+// is served once when every instance answers alike, and is an error when they differ.
+TEST(PluginRoutesTest, MergesJsonObjectsAndServesAlikePagesOnce) {
+  RouteAnswer a{200, "application/json", R"({"tasks":{"t1":{"x":1}}})"};
+  RouteAnswer b{200, "application/json", R"({"tasks":{"t2":{"x":2}}})"};
+  EXPECT_EQ(nlohmann::json::parse(PluginRoutes::merge({a, b}).body),
+            nlohmann::json::parse(R"({"tasks":{"t1":{"x":1},"t2":{"x":2}}})"));
+  RouteAnswer page{200, "text/html; charset=utf-8", "<!doctype html><p>hi</p>"};
+  RouteAnswer same = PluginRoutes::merge({page, page});
+  EXPECT_EQ(same.status, 200);
+  EXPECT_EQ(same.contentType, page.contentType);
+  EXPECT_EQ(same.body, page.body);
+  RouteAnswer other{200, "text/html; charset=utf-8", "<!doctype html><p>ho</p>"};
+  EXPECT_EQ(PluginRoutes::merge({page, other}).status, 500);
 }
 
 } // namespace

@@ -47,8 +47,8 @@ std::string exposureWarning(const boost::asio::ip::address& address) {
       boost::asio::ip::make_address_v4(boost::asio::ip::v4_mapped, address.to_v6()).is_loopback())
     return {};
   return "the admin server listens on " + address.to_string() +
-         ", not a loopback address: it has no authentication, and /metrics, the timeline API and "
-         "plugin routes are open to every client that reaches it (bind 127.0.0.1 and put an "
+         ", not a loopback address: it has no authentication, and /metrics and the "
+         "plugins' routes are open to every client that reaches it (bind 127.0.0.1 and put an "
          "authenticating proxy in front, or restrict the address with a firewall or network "
          "policy)";
 }

@@ -32,7 +32,7 @@ HttpResponse readyzResponse(const HealthRegistry& health, const HttpRequest& req
 HttpResponse metricsResponse(const MetricsRegistry& metrics);
 
 // The warning to log when the admin server listens on `address`, "" for a loopback address. The
-// admin server has no authentication: /metrics, the timeline API and plugin routes are open to
+// admin server has no authentication: /metrics and the plugins' routes are open to
 // whoever reaches the address.
 std::string exposureWarning(const boost::asio::ip::address& address);
 

@@ -6,7 +6,6 @@
 #include <csignal>
 #include <future>
 
-#include "admin/timeline_page.h"
 #include "common/version.h"
 
 namespace kuscia_host {
@@ -22,22 +21,6 @@ Daemon::Daemon(HostConfig config, DaemonOptions options, LogManager& logs, const
   admin_.route("/livez", [](const HttpRequest&) { return livezResponse(); });
   admin_.route("/readyz", [this](const HttpRequest& r) { return readyzResponse(health_, r); });
   admin_.route("/metrics", [this](const HttpRequest&) { return metricsResponse(metrics_); });
-  // The timeline web page; its data comes from the plugins' /api/v1/timelines route.
-  admin_.route("/ui/", [](const HttpRequest&) {
-    HttpResponse r;
-    r.contentType = "text/html; charset=utf-8";
-    r.body = timelinePageHtml();
-    r.headers.emplace_back("Content-Security-Policy",
-                           "default-src 'self'; style-src 'unsafe-inline'; script-src "
-                           "'unsafe-inline'");
-    return r;
-  });
-  admin_.route("/ui", [](const HttpRequest&) {
-    HttpResponse r;
-    r.status = 301;
-    r.headers.emplace_back("Location", "/ui/");
-    return r;
-  });
 }
 
 Daemon::~Daemon() {
@@ -209,6 +192,12 @@ void Daemon::mountPluginRoutes() {
             res.status = a.status;
             res.contentType = std::move(a.contentType);
             res.body = std::move(a.body);
+            // A plugin's page runs its own inline script and style, and loads nothing from
+            // elsewhere.
+            if (res.contentType.rfind("text/html", 0) == 0)
+              res.headers.emplace_back("Content-Security-Policy",
+                                       "default-src 'self'; style-src 'unsafe-inline'; "
+                                       "script-src 'unsafe-inline'");
             reply(std::move(res));
           },
           [this](std::chrono::milliseconds delay, std::function<void()> fn) {

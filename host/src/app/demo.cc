@@ -15,8 +15,8 @@
 
 #include "app/cluster_reader.h"
 #include "app/daemon.h"
+#include "app/plugin_search.h"
 #include "app/timeline_render.h"
-#include "common/install_dirs.h"
 #include "common/listen_address.h"
 #include "common/version.h"
 #include "logging/logging.h"
@@ -28,31 +28,48 @@ using nlohmann::json;
 
 namespace {
 
-const char* const kPlugins[] = {"sim-agent", "task-timeline", "gateway-ready-time",
-                                "scheduler-time"};
 constexpr int kServicesPerPod = 3; // sim-agent's default ports: spu, fed, global
 const char* const kTasksPath =
     "/apis/kuscia.secretflow/v1alpha1/namespaces/cross-domain/kusciatasks";
 
-// Where the plugins are: --plugin-dir, next to the binary (build tree and install tree), the
-// packaged directory.
-std::vector<fs::path> pluginSearchPath(const DemoOptions& o) {
-  std::vector<fs::path> dirs(o.pluginDirs.begin(), o.pluginDirs.end());
-  std::error_code ec;
-  fs::path exe = fs::canonical("/proc/self/exe", ec);
-  if (ec && !o.executable.empty()) exe = fs::absolute(o.executable);
-  if (!exe.empty()) dirs.push_back(exe.parent_path().parent_path() / "plugins"); // a build tree
-  dirs.push_back(installedPluginDir());
-  return dirs;
+// The demo's hosts, as host config files read by the loader `run` uses (plugin search, checks,
+// messages). ${adminListen}, ${workDir} and ${phaseMillis} are filled in; ${domains} by one
+// kDemoDomain per domain.
+constexpr const char* kDemoHost = R"(# kuscia-host demo: the embedded default
+mode: ${mode}
+logLevel: info
+admin:
+  listen: "${adminListen}"
+cluster:
+  embedded:
+    listen: 127.0.0.1:0
+    kubeconfigOut: "${workDir}/${cluster}.kubeconfig"
+domains:
+${domains})";
+constexpr const char* kDemoDomain = R"(  - id: ${domain}
+    plugins:
+      - name: sim-agent
+        config: { phaseMillis: ${phaseMillis}, distribution: uniform, spread: 0.3 }
+      - name: task-timeline
+      - name: gateway-ready-time
+      - name: scheduler-time
+)";
+
+std::string fill(std::string text, const std::map<std::string, std::string>& values) {
+  for (const auto& [name, value] : values) {
+    const std::string var = "${" + name + "}";
+    for (auto at = text.find(var); at != std::string::npos; at = text.find(var, at + value.size()))
+      text.replace(at, var.size(), value);
+  }
+  return text;
 }
 
-std::string findPlugin(const std::vector<fs::path>& dirs, const std::string& name) {
-  for (const auto& d : dirs) {
-    std::error_code ec;
-    if (fs::is_regular_file(d / (name + ".so"), ec)) return (d / (name + ".so")).string();
-  }
-  return "";
-}
+// One demo host: its config, its daemon and what it prints about itself.
+struct DemoHost {
+  std::string cluster; // "cluster", or the domain of its own cluster (--p2p)
+  std::string kubeconfig;
+  std::unique_ptr<Daemon> daemon;
+};
 
 json taskObject(const std::string& name) {
   return {{"apiVersion", "kuscia.secretflow/v1alpha1"},
@@ -75,119 +92,78 @@ std::string shiftPort(const std::string& listen, int delta) {
   return host + ":" + std::to_string(port + delta);
 }
 
-} // namespace
-
-int runDemo(const DemoOptions& o, std::ostream& out, std::ostream& err) {
-  auto dirs = pluginSearchPath(o);
-  std::map<std::string, std::string> paths;
-  for (const char* p : kPlugins) {
-    paths[p] = findPlugin(dirs, p);
-    if (paths[p].empty()) {
-      err << "kuscia-host: demo: no " << p << ".so in ";
-      for (const auto& d : dirs)
-        err << d.string() << " ";
-      err << "(build the plugins, or give --plugin-dir)\n";
-      return 1;
-    }
-  }
-  fs::path work = o.workDir.empty() ? fs::temp_directory_path() /
-                                          ("kuscia-host-demo-" + std::to_string(::getuid()))
-                                    : fs::path(o.workDir);
-  std::error_code ec;
-  fs::create_directories(work, ec);
-  if (ec) {
-    err << "kuscia-host: demo: cannot create " << work.string() << ": " << ec.message() << "\n";
-    return 1;
-  }
-  std::ofstream logFile(work / "demo.log", std::ios::trunc);
-  LogManager logs(LogFormat::kText, spdlog::level::info, logFile);
-  SystemClock clock;
-
-  // The hosts: one for both domains, or one per domain with its own cluster.
-  json sim = {{"scheduleMillis", o.phaseMillis},
-              {"startMillis", o.phaseMillis * 3 / 2},
-              {"readyMillis", o.phaseMillis * 5 / 2},
-              {"endpointsMillis", o.phaseMillis * 6 / 5},
-              {"runMillis", o.phaseMillis * 3},
-              {"distribution", "uniform"},
-              {"spread", 0.3}};
-  std::vector<std::vector<std::string>> hostDomains;
-  if (o.p2p)
-    hostDomains = {{"alice"}, {"bob"}};
-  else
-    hostDomains = {{"alice", "bob"}};
-  std::vector<std::unique_ptr<Daemon>> daemons;
-  std::vector<std::string> kubeconfigs;
+// Loads and starts the hosts: one for both domains, or one per domain with its own cluster.
+Result<std::vector<DemoHost>> startHosts(const DemoOptions& o, const fs::path& work,
+                                         LogManager& logs, const Clock& clock) {
+  auto search = pluginSearch(o.pluginDirs, true);
+  if (!search) return makeError(search.error());
+  std::vector<std::vector<std::string>> hostDomains =
+      o.p2p ? std::vector<std::vector<std::string>>{{"alice"}, {"bob"}}
+            : std::vector<std::vector<std::string>>{{"alice", "bob"}};
+  std::vector<DemoHost> hosts;
   for (std::size_t h = 0; h < hostDomains.size(); ++h) {
-    HostConfig c;
-    c.mode = o.p2p ? "p2p" : "centralized";
-    c.adminListen = shiftPort(o.adminListen, static_cast<int>(h));
-    c.cluster.source = ClusterConfig::Source::kEmbedded;
-    std::string name = o.p2p ? hostDomains[h][0] : "cluster";
-    c.cluster.embeddedKubeconfigOut = (work / (name + ".kubeconfig")).string();
-    kubeconfigs.push_back(c.cluster.embeddedKubeconfigOut);
-    for (const auto& d : hostDomains[h]) {
-      DomainConfig dc{d, {}};
-      for (const char* p : kPlugins) {
-        PluginEntry e;
-        e.name = p;
-        e.path = paths[p];
-        if (std::string_view(p) == "sim-agent") e.configJson = sim.dump();
-        dc.plugins.push_back(e);
-      }
-      c.domains.push_back(dc);
+    DemoHost host{o.p2p ? hostDomains[h][0] : "cluster", "", nullptr};
+    std::string domains;
+    for (const auto& d : hostDomains[h])
+      domains += fill(kDemoDomain, {{"domain", d}, {"phaseMillis", std::to_string(o.phaseMillis)}});
+    std::string text = fill(kDemoHost, {{"mode", o.p2p ? "p2p" : "centralized"},
+                                        {"adminListen", shiftPort(o.adminListen, int(h))},
+                                        {"workDir", work.string()},
+                                        {"cluster", host.cluster},
+                                        {"domains", domains}});
+    auto loaded = parseHostConfig(text, "<demo " + host.cluster + " host>", *search);
+    if (!loaded.config) {
+      std::string msg;
+      for (const auto& e : loaded.errors)
+        msg += (msg.empty() ? "" : "\n  ") + e.str();
+      return makeError(msg + "\n  (build the plugins, or give --plugin-dir)");
     }
-    auto d = std::make_unique<Daemon>(c, DaemonOptions{}, logs, clock);
-    if (auto r = d->start(); !r) {
-      err << "kuscia-host: demo: " << r.error() << " (log: " << (work / "demo.log").string()
-          << ")\n";
-      return 1;
-    }
-    daemons.push_back(std::move(d));
+    host.kubeconfig = loaded.config->cluster.embeddedKubeconfigOut;
+    host.daemon = std::make_unique<Daemon>(*loaded.config, DaemonOptions{}, logs, clock);
+    if (auto r = host.daemon->start(); !r) return makeError(r.error());
+    hosts.push_back(std::move(host));
   }
+  return hosts;
+}
 
-  // The clusters' namespaces, then the tasks (in every cluster in p2p, as interconnection does).
+// The clusters' namespaces, then the tasks (in every cluster in p2p, as interconnection does).
+Result<std::vector<std::unique_ptr<ClusterReader>>>
+submitTasks(std::vector<DemoHost>& hosts, const std::vector<std::string>& tasks) {
   std::vector<std::unique_ptr<ClusterReader>> clusters;
-  for (auto& d : daemons) {
+  auto post = [](ClusterReader& c, const std::string& path, const json& body,
+                 const std::string& what) -> Result<void> {
+    auto code = c.send("POST", path, body.dump());
+    if (!code || (*code != 201 && *code != 409))
+      return makeError(what +
+                       " failed: " + (code ? "HTTP " + std::to_string(*code) : code.error()));
+    return {};
+  };
+  for (auto& h : hosts) {
     kube::ClusterAccess a;
-    a.server = d->embeddedApiServer()->url();
+    a.server = h.daemon->embeddedApiServer()->url();
     kube::parseServerUrl(a.server, a.scheme, a.host, a.port);
     auto reader = ClusterReader::open(a);
-    if (!reader) {
-      err << "kuscia-host: demo: " << reader.error() << "\n";
-      return 1;
-    }
-    for (const char* ns : {"alice", "bob", "cross-domain"}) {
-      auto code =
-          (*reader)->send("POST", "/api/v1/namespaces", json{{"metadata", {{"name", ns}}}}.dump());
-      if (!code || (*code != 201 && *code != 409)) {
-        err << "kuscia-host: demo: creating namespace " << ns
-            << " failed: " << (code ? "HTTP " + std::to_string(*code) : code.error()) << "\n";
-        return 1;
-      }
-    }
+    if (!reader) return makeError(reader.error());
+    for (const char* ns : {"alice", "bob", "cross-domain"})
+      if (auto r = post(**reader, "/api/v1/namespaces", json{{"metadata", {{"name", ns}}}},
+                        std::string("creating namespace ") + ns);
+          !r)
+        return makeError(r.error());
     clusters.push_back(std::move(reader.value()));
   }
-  std::vector<std::string> tasks;
-  for (int i = 1; i <= o.tasks; ++i) {
-    tasks.push_back("demo-task-" + std::to_string(i));
-    for (auto& c : clusters) {
-      auto code = c->send("POST", kTasksPath, taskObject(tasks.back()).dump());
-      if (!code || (*code != 201 && *code != 409)) {
-        err << "kuscia-host: demo: submitting " << tasks.back()
-            << " failed: " << (code ? "HTTP " + std::to_string(*code) : code.error()) << "\n";
-        return 1;
-      }
-    }
-  }
-  out << "kuscia-host " << kVersion << " demo (" << (o.p2p ? "p2p" : "centralized")
-      << "): " << o.tasks << " two-party task(s) submitted to domains alice and bob\n";
-  out.flush();
+  for (const auto& t : tasks)
+    for (auto& c : clusters)
+      if (auto r = post(*c, kTasksPath, taskObject(t), "submitting " + t); !r)
+        return makeError(r.error());
+  return clusters;
+}
 
-  // Progress until every task has every time.
+// Progress until every task has every time (or the timeout); the number of tasks ready.
+int waitForTimelines(const DemoOptions& o, const std::vector<std::string>& tasks,
+                     std::vector<std::unique_ptr<ClusterReader>>& clusters,
+                     std::map<std::string, json>& docs, std::ostream& out) {
   const std::size_t entriesPerTask = std::size_t{2} * (1 + std::size_t{kServicesPerPod});
   const bool tty = ::isatty(STDOUT_FILENO) != 0 && &out == &std::cout;
-  std::map<std::string, json> docs;
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(o.timeoutSeconds);
   int lastReady = -1;
   int ready = 0;
@@ -212,42 +188,87 @@ int runDemo(const DemoOptions& o, std::ostream& out, std::ostream& err) {
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
   if (tty) out << "\n";
+  return ready;
+}
+
+// Each task's timeline, and while it serves, how to look further.
+void printResults(const DemoOptions& o, const std::vector<DemoHost>& hosts,
+                  const std::vector<std::string>& tasks, const std::map<std::string, json>& docs,
+                  std::ostream& out) {
   for (const auto& t : tasks) {
-    out << "\n" << renderTimelineTable(docs[t]) << "\n" << renderTimelineGantt(docs[t]);
+    out << "\n" << renderTimelineTable(docs.at(t)) << "\n" << renderTimelineGantt(docs.at(t));
     if (!o.outputDir.empty()) {
+      std::error_code ec;
       fs::create_directories(o.outputDir, ec);
-      std::ofstream(fs::path(o.outputDir) / (t + ".json")) << docs[t].dump(2) << "\n";
+      std::ofstream(fs::path(o.outputDir) / (t + ".json")) << docs.at(t).dump(2) << "\n";
     }
   }
   out << "\n";
   if (!o.outputDir.empty()) out << "timelines written to " << o.outputDir << "/<task>.json\n";
-  // While it serves, how to look further (everything is in memory: gone once it exits).
-  for (std::size_t h = 0; h < daemons.size() && !o.exitWhenDone; ++h) {
-    std::string who = o.p2p ? hostDomains[h][0] + "'s cluster" : "the cluster";
-    out << who << ": kubectl --kubeconfig " << kubeconfigs[h]
-        << " get kt -n cross-domain -o yaml\n";
-    auto ep = daemons[h]->adminEndpoint();
-    out << "  timeline web page: http://" << ep->address().to_string() << ":" << ep->port()
-        << "/ui/   API: http://" << ep->address().to_string() << ":" << ep->port()
-        << "/api/v1/timelines\n";
+  for (const auto& h : hosts) {
+    if (o.exitWhenDone) break; // everything is in memory: gone once it exits
+    std::string who = o.p2p ? h.cluster + "'s cluster" : "the cluster";
+    out << who << ": kubectl --kubeconfig " << h.kubeconfig << " get kt -n cross-domain -o yaml\n";
+    auto ep = h.daemon->adminEndpoint();
+    std::string base = "http://" + ep->address().to_string() + ":" + std::to_string(ep->port());
+    out << "  timeline web page: " << base << "/ui/   API: " << base << "/api/v1/timelines\n";
     out << "  in a terminal: kuscia-host timeline " << tasks.front() << " --kubeconfig "
-        << kubeconfigs[h] << "\n";
+        << h.kubeconfig << "\n";
   }
+}
+
+// Until SIGINT or SIGTERM. Before the line that tells a caller it may press Ctrl-C: a signal
+// that arrives before run_one() is queued instead of killing the process.
+void serveUntilSignal(std::ostream& out) {
+  boost::asio::io_context io;
+  boost::asio::signal_set signals(io, SIGINT, SIGTERM);
+  out << "serving until Ctrl-C\n" << std::flush;
+  signals.async_wait([](const boost::system::error_code&, int) {});
+  io.run_one();
+}
+
+} // namespace
+
+int runDemo(const DemoOptions& o, std::ostream& out, std::ostream& err) {
+  fs::path work = o.workDir.empty() ? fs::temp_directory_path() /
+                                          ("kuscia-host-demo-" + std::to_string(::getuid()))
+                                    : fs::path(o.workDir);
+  std::error_code ec;
+  fs::create_directories(work, ec);
+  if (ec) {
+    err << "kuscia-host: demo: cannot create " << work.string() << ": " << ec.message() << "\n";
+    return 1;
+  }
+  std::ofstream logFile(work / "demo.log", std::ios::trunc);
+  LogManager logs(LogFormat::kText, spdlog::level::info, logFile);
+  SystemClock clock;
+  auto hosts = startHosts(o, work, logs, clock);
+  if (!hosts) {
+    err << "kuscia-host: demo: " << hosts.error() << "\n  (log: " << (work / "demo.log").string()
+        << ")\n";
+    return 1;
+  }
+  std::vector<std::string> tasks;
+  for (int i = 1; i <= o.tasks; ++i)
+    tasks.push_back("demo-task-" + std::to_string(i));
+  auto clusters = submitTasks(*hosts, tasks);
+  if (!clusters) {
+    err << "kuscia-host: demo: " << clusters.error() << "\n";
+    return 1;
+  }
+  out << "kuscia-host " << kVersion << " demo (" << (o.p2p ? "p2p" : "centralized")
+      << "): " << o.tasks << " two-party task(s) submitted to domains alice and bob\n";
+  out.flush();
+  std::map<std::string, json> docs;
+  int ready = waitForTimelines(o, tasks, *clusters, docs, out);
+  printResults(o, *hosts, tasks, docs, out);
   out << "log: " << (work / "demo.log").string() << "\n";
   if (ready < o.tasks)
     err << "kuscia-host: demo: only " << ready << " of " << o.tasks << " task(s) started within "
         << o.timeoutSeconds << " s\n";
-  if (!o.exitWhenDone) {
-    // Before the line that tells a caller it may press Ctrl-C: a signal that arrives before
-    // run_one() is queued instead of killing the process.
-    boost::asio::io_context io;
-    boost::asio::signal_set signals(io, SIGINT, SIGTERM);
-    out << "serving until Ctrl-C\n" << std::flush;
-    signals.async_wait([](const boost::system::error_code&, int) {});
-    io.run_one();
-  }
-  for (auto& d : daemons)
-    d->shutdown();
+  if (!o.exitWhenDone) serveUntilSignal(out);
+  for (auto& h : *hosts)
+    h.daemon->shutdown();
   return ready == o.tasks ? 0 : 1;
 }
 

@@ -1,6 +1,7 @@
 // `kuscia-host demo`: the whole product on one machine. Starts the embedded API server and a host
 // with domains alice and bob (centralized), or two hosts each with its own embedded API server
-// (--p2p, the task created in both as interconnection would), with sim-agent, task-timeline,
+// (--p2p, the task created in both as interconnection would), configured by host config files
+// (compiled in, read by the same loader as `run`) that enable sim-agent, task-timeline,
 // gateway-ready-time and scheduler-time; submits two-party tasks; shows progress while they start;
 // prints each task's timeline (a table and a Gantt chart); then keeps serving (kubectl, the web
 // page, the timeline API) until Ctrl-C, or exits when done.
@@ -22,7 +23,6 @@ struct DemoOptions {
   std::string workDir;    // kubeconfigs and the log; default /tmp/kuscia-host-demo-<uid>
   int phaseMillis = 1000; // the simulated agent's pace: about this long per phase
   int timeoutSeconds = 120;
-  std::string executable; // argv[0]'s path, to find the plugins next to it
 };
 
 // Runs the demo; the process exit code.

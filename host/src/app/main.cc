@@ -15,6 +15,7 @@
 #include "app/daemon.h"
 #include "app/demo.h"
 #include "app/plugin_checks.h"
+#include "app/plugin_search.h"
 #include "app/timeline_render.h"
 #include "common/install_dirs.h"
 #include "common/version.h"
@@ -35,16 +36,12 @@ constexpr int kExitUsage = 2; // bad command line or bad config
 // Loads the config, printing every diagnostic; nullopt on error.
 std::optional<HostConfig> loadOrReport(const std::string& path,
                                        const std::vector<std::string>& pluginDirs) {
-  ConfigLoadOptions options;
-  options.defaultPluginDirs.emplace_back(installedPluginDir().string());
-  for (const auto& d : pluginDirs) {
-    if (!std::filesystem::path(d).is_absolute()) {
-      std::cerr << "kuscia-host: --plugin-dir must be an absolute path: " << d << "\n";
-      return std::nullopt;
-    }
-    options.extraPluginDirs.emplace_back(d);
+  auto options = pluginSearch(pluginDirs);
+  if (!options) {
+    std::cerr << "kuscia-host: " << options.error() << "\n";
+    return std::nullopt;
   }
-  auto result = loadHostConfig(path, options);
+  auto result = loadHostConfig(path, *options);
   for (const auto& e : result.errors)
     std::cerr << e.str() << "\n";
   if (!result.errors.empty())
@@ -253,7 +250,6 @@ int runMain(int argc, char** argv) {
       ->check(CLI::Range(1, 10000000));
 
   DemoOptions demo;
-  demo.executable = argc > 0 ? argv[0] : "";
   auto* demoCmd = app.add_subcommand(
       "demo", "The whole product on one machine: an embedded cluster, domains alice and bob, the "
               "simulated agent and the timeline plugins; submits tasks and prints their timelines");

@@ -101,7 +101,7 @@ public:
   void start();
   void stop();
 
-  // "pods", "kusciatasks.kuscia.secretflow", with "@<namespace>" when namespaced.
+  // "pods", "widgets.example.com", with "@<namespace>" when namespaced.
   const std::string& id() const { return id_; }
   bool synced() const { return synced_; }
   // Why the informer is not synced (last error), "" when it is.

@@ -1,5 +1,6 @@
 #include "plugin/routes.h"
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 namespace kuscia_host {
@@ -54,8 +55,14 @@ RouteAnswer PluginRoutes::merge(const std::vector<RouteAnswer>& answers) {
       continue;
     }
     json body = json::parse(a.body, nullptr, false);
-    if (!body.is_object())
+    if (!body.is_object()) {
+      // Not JSON (a page, say): instances of one plugin that answer alike answer as one.
+      bool alike = std::all_of(answers.begin(), answers.end(), [&](const RouteAnswer& o) {
+        return o.status == a.status && o.contentType == a.contentType && o.body == a.body;
+      });
+      if (alike) return a;
       return message(500, "plugin answers cannot be merged: one is not a JSON object");
+    }
     if (!any)
       merged = std::move(body);
     else

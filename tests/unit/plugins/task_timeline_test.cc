@@ -113,7 +113,7 @@ TEST_F(TimelineTest, SubscribesOnlyToWhatItNeeds) {
   EXPECT_EQ(tasks.namespaceName, "cross-domain");
   EXPECT_NE(std::find(tasks.fields.begin(), tasks.fields.end(), "/status/podStatuses"),
             tasks.fields.end());
-  EXPECT_EQ(host_.routes(), std::vector<std::string>{"/api/v1/timelines"});
+  EXPECT_EQ(host_.routes(), (std::vector<std::string>{"/api/v1/timelines", "/ui"}));
 }
 
 TEST_F(TimelineTest, FillsPodAndServiceTimesWithMergePatchesOnTheStatus) {
@@ -489,6 +489,17 @@ TEST_F(TimelineTest, ChangesToOneTaskWithinTheWindowMakeOneWrite) {
   json status = json::parse(host_.requests()[0].body)["status"];
   EXPECT_TRUE(status["podStatuses"].contains(kPodKey));
   EXPECT_TRUE(status["serviceStatuses"].contains(kSvcKey));
+}
+
+TEST_F(TimelineTest, ServesItsWebPageAtUi) {
+  start();
+  for (const char* path : {"/ui", "/ui/"}) {
+    auto r = host_.httpGet(path);
+    EXPECT_EQ(r.status, 200) << path;
+    EXPECT_EQ(r.contentType, "text/html; charset=utf-8");
+    EXPECT_NE(r.body.find("/api/v1/timelines"), std::string::npos); // the API it draws from
+  }
+  EXPECT_EQ(host_.httpGet("/ui/other").status, 404);
 }
 
 TEST_F(TimelineTest, TheTimelineRouteShowsEveryEntryAndWhyAPendingOneWaits) {

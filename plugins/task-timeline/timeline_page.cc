@@ -1,6 +1,6 @@
-#include "admin/timeline_page.h"
+#include "timeline_page.h"
 
-namespace kuscia_host {
+namespace kuscia_host::plugins::timeline {
 
 const char* timelinePageHtml() {
   return R"kh_html(<!doctype html>
@@ -191,4 +191,4 @@ setInterval(refresh, 2000);
 )kh_html";
 }
 
-} // namespace kuscia_host
+} // namespace kuscia_host::plugins::timeline

@@ -1,0 +1,103 @@
+#include "kuscia_model.h"
+
+#include <algorithm>
+
+#include "kuscia.h"
+#include "kuscia_time.h"
+
+namespace kuscia_host::plugins {
+
+using nlohmann::json;
+
+std::optional<int64_t> entryTime(const json* entry, std::string_view field) {
+  if (entry == nullptr || !entry->is_object()) return std::nullopt;
+  auto it = entry->find(field);
+  if (it == entry->end() || !it->is_string()) return std::nullopt;
+  return parseTime(it->get<std::string>());
+}
+
+bool entryHas(const json* entry, std::string_view field) {
+  if (entry == nullptr || !entry->is_object()) return false;
+  auto it = entry->find(field);
+  return it != entry->end() && !it->is_null();
+}
+
+bool sameIncarnation(const json* entry, std::optional<int64_t> createNanos) {
+  if (entry == nullptr || !entry->is_object()) return false;
+  auto t = entryTime(entry, "createTime");
+  return !t || !createNanos || *t == *createNanos;
+}
+
+json newPodEntry(std::string_view namespaceName, std::string_view name, std::string_view podPhase) {
+  return {{"namespace", namespaceName},
+          {"podName", name},
+          {"podPhase", podPhase.empty() ? std::string_view("Pending") : podPhase}};
+}
+
+json newServiceEntry(std::string_view namespaceName, std::string_view name) {
+  return {{"namespace", namespaceName}, {"serviceName", name}};
+}
+
+const json* trueCondition(const json& conditions, std::string_view type) {
+  const json* c = findCondition(conditions, type);
+  return c != nullptr && c->value("status", "") == "True" ? c : nullptr;
+}
+
+bool endpointsHaveAddress(const json& subsets) {
+  if (!subsets.is_array()) return false;
+  return std::any_of(subsets.begin(), subsets.end(), [](const json& s) {
+    if (!s.is_object()) return false;
+    auto a = s.find("addresses");
+    return a != s.end() && a->is_array() && !a->empty();
+  });
+}
+
+void TaskIndex::assign(const std::string& key, const std::string& task) {
+  auto it = taskOf_.find(key);
+  if (it != taskOf_.end()) {
+    if (it->second == task) return;
+    auto m = members_.find(it->second);
+    if (m != members_.end()) {
+      m->second.erase(key);
+      if (m->second.empty()) members_.erase(m);
+    }
+    if (task.empty()) {
+      taskOf_.erase(it);
+      return;
+    }
+    it->second = task;
+  } else if (task.empty()) {
+    return;
+  } else {
+    taskOf_.emplace(key, task);
+  }
+  members_[task].insert(key);
+}
+
+const std::set<std::string>& TaskIndex::members(const std::string& task) const {
+  static const std::set<std::string> none;
+  auto it = members_.find(task);
+  return it == members_.end() ? none : it->second;
+}
+
+sdk::KubeRequest taskStatusPatch(const std::string& taskNamespace, const std::string& task,
+                                 const json& status) {
+  sdk::KubeRequest r;
+  r.verb = KH_KUBE_PATCH;
+  r.group = kKusciaGroup;
+  r.version = kKusciaVersion;
+  r.resource = kKusciaTasks;
+  r.namespaceName = taskNamespace;
+  r.name = task;
+  r.subresource = "status";
+  r.patchType = KH_PATCH_MERGE;
+  r.body = json{{"status", status}}.dump();
+  return r;
+}
+
+int64_t Backoff::next() {
+  current_ = std::min(max_, current_ == 0 ? initial_ : current_ * 2);
+  return current_;
+}
+
+} // namespace kuscia_host::plugins

@@ -1,0 +1,117 @@
+// The one model of Kuscia's objects as the bundled plugins see them: the entries of a KusciaTask's
+// status, the conditions and addresses of pods, services and endpoints, which task each object
+// belongs to, the status write itself, and the backoff of failed writes. Each timing rule lives
+// here once; the plugins are policies over it.
+#pragma once
+
+#include <kuscia_host/plugin.hpp>
+
+#include <cstdint>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+
+namespace kuscia_host::plugins {
+
+// --- status entries (podStatuses / serviceStatuses of a KusciaTask) -----------------------------
+
+// The instant of a time field of a status entry, if it is there and parses.
+std::optional<int64_t> entryTime(const nlohmann::json* entry, std::string_view field);
+// Whether the entry holds `field` with a value (not null).
+bool entryHas(const nlohmann::json* entry, std::string_view field);
+// Whether the entry describes this incarnation of the object: its createTime is the object's (an
+// entry without one, or an object without one, counts as this incarnation).
+bool sameIncarnation(const nlohmann::json* entry, std::optional<int64_t> createNanos);
+// The fields Kuscia's CRD requires of a new entry.
+nlohmann::json newPodEntry(std::string_view namespaceName, std::string_view name,
+                           std::string_view podPhase);
+nlohmann::json newServiceEntry(std::string_view namespaceName, std::string_view name);
+
+// --- objects -------------------------------------------------------------------------------------
+
+// The condition of `type` in a status.conditions array when its status is "True", or nullptr.
+const nlohmann::json* trueCondition(const nlohmann::json& conditions, std::string_view type);
+// Whether an Endpoints object's subsets hold at least one (ready) address.
+bool endpointsHaveAddress(const nlohmann::json& subsets);
+
+// Which task each object ("<ns>/<name>") belongs to, and the objects of each task.
+class TaskIndex {
+public:
+  // `key` belongs to `task` from now on ("" : to none).
+  void assign(const std::string& key, const std::string& task);
+  void erase(const std::string& key) { assign(key, ""); }
+  const std::set<std::string>& members(const std::string& task) const;
+  std::size_t tasks() const { return members_.size(); }
+
+private:
+  std::map<std::string, std::string> taskOf_;
+  std::map<std::string, std::set<std::string>> members_;
+};
+
+// The objects of one kind (pods, services) that belong to tasks, keyed "<ns>/<name>", with the
+// index of each task's objects. T has the members uid, task, namespaceName and name.
+template <class T> class TaskObjects {
+public:
+  using Map = std::map<std::string, T>;
+  // Applies an event of the object `key`: DELETED (task ignored) or one that names no task is
+  // forgotten (nullptr); otherwise its record, fresh when its UID changed (a new incarnation
+  // under the same name), now belonging to `task`.
+  T* apply(const std::string& key, kh_event_type_t type, std::string_view uid,
+           const std::string& task) {
+    if (type == KH_EVENT_DELETED || task.empty()) {
+      objects_.erase(key);
+      index_.erase(key);
+      return nullptr;
+    }
+    index_.assign(key, task);
+    T& o = objects_[key];
+    if (o.uid != uid) {
+      o = T{};
+      o.uid = std::string(uid);
+      auto slash = key.find('/');
+      o.namespaceName = slash == std::string::npos ? "" : key.substr(0, slash);
+      o.name = slash == std::string::npos ? key : key.substr(slash + 1);
+    }
+    o.task = task;
+    return &o;
+  }
+  const std::set<std::string>& members(const std::string& task) const {
+    return index_.members(task);
+  }
+  typename Map::const_iterator find(const std::string& key) const { return objects_.find(key); }
+  typename Map::const_iterator begin() const { return objects_.begin(); }
+  typename Map::const_iterator end() const { return objects_.end(); }
+  const T& at(const std::string& key) const { return objects_.at(key); }
+  T& at(const std::string& key) { return objects_.at(key); }
+  std::size_t size() const { return objects_.size(); }
+
+private:
+  Map objects_;
+  TaskIndex index_;
+};
+
+// --- writes --------------------------------------------------------------------------------------
+
+// A JSON merge patch of kusciatasks/<task>/status carrying `status`.
+sdk::KubeRequest taskStatusPatch(const std::string& taskNamespace, const std::string& task,
+                                 const nlohmann::json& status);
+
+// Exponential backoff between retries of one failed write: `initial`, doubling, at most `max`.
+class Backoff {
+public:
+  Backoff() = default;
+  Backoff(int64_t initialMillis, int64_t maxMillis) : initial_(initialMillis), max_(maxMillis) {}
+  // The wait before the next try, and the one after it doubled.
+  int64_t next();
+  void reset() { current_ = 0; }
+  int64_t current() const { return current_; }
+
+private:
+  int64_t initial_ = 200, max_ = 30000;
+  int64_t current_ = 0;
+};
+
+} // namespace kuscia_host::plugins

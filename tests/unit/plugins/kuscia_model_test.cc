@@ -1,0 +1,135 @@
+// plugins/common on its own: the model of Kuscia's objects every bundled plugin builds on, the
+// status write, the backoff, and the write contest's notion of one time.
+#include "kuscia_model.h"
+
+#include <gtest/gtest.h>
+
+#include "kuscia_time.h"
+#include "plugin_test_support.h"
+#include "status_writer.h"
+#include "write_contest.h"
+
+namespace kuscia_host::plugins {
+namespace {
+
+using nlohmann::json;
+
+TEST(KusciaModelTest, StatusEntryTimesAndIncarnations) {
+  json entry =
+      json::parse(R"({"namespace":"alice","podName":"p","createTime":"2024-05-20T08:00:00Z",
+                               "startTime":"2024-05-20T16:00:02+08:00","readyTime":null,
+                               "scheduleTime":"yesterday"})");
+  EXPECT_EQ(entryTime(&entry, "startTime"), parseTime("2024-05-20T08:00:02Z"));
+  EXPECT_FALSE(entryTime(&entry, "readyTime"));    // null
+  EXPECT_FALSE(entryTime(&entry, "scheduleTime")); // malformed
+  EXPECT_FALSE(entryTime(nullptr, "startTime"));
+  EXPECT_TRUE(entryHas(&entry, "startTime"));
+  EXPECT_FALSE(entryHas(&entry, "readyTime"));
+  auto created = parseTime("2024-05-20T08:00:00Z");
+  EXPECT_TRUE(sameIncarnation(&entry, created));
+  EXPECT_FALSE(sameIncarnation(&entry, parseTime("2024-05-20T08:05:00Z"))); // recreated
+  EXPECT_TRUE(sameIncarnation(&entry, std::nullopt));
+  EXPECT_FALSE(sameIncarnation(nullptr, created)); // no entry: nothing to be the same as
+  EXPECT_EQ(newPodEntry("alice", "p", ""),
+            json::parse(R"({"namespace":"alice","podName":"p","podPhase":"Pending"})"));
+  EXPECT_EQ(newServiceEntry("bob", "s"), json::parse(R"({"namespace":"bob","serviceName":"s"})"));
+}
+
+TEST(KusciaModelTest, ConditionsAndEndpointAddresses) {
+  json conditions = json::parse(R"([{"type":"PodScheduled","status":"True"},
+                                    {"type":"Ready","status":"False"}])");
+  EXPECT_NE(trueCondition(conditions, "PodScheduled"), nullptr);
+  EXPECT_EQ(trueCondition(conditions, "Ready"), nullptr);
+  EXPECT_EQ(trueCondition(json("not a list"), "Ready"), nullptr);
+  EXPECT_TRUE(endpointsHaveAddress(json::parse(R"([{"notReadyAddresses":[{"ip":"1.2.3.4"}]},
+                                                   {"addresses":[{"ip":"10.0.0.1"}]}])")));
+  EXPECT_FALSE(endpointsHaveAddress(json::parse(R"([{"addresses":[]},{"ports":[]}, 7])")));
+  EXPECT_FALSE(endpointsHaveAddress(json()));
+}
+
+TEST(KusciaModelTest, TaskIndexFollowsObjectsBetweenTasks) {
+  TaskIndex index;
+  index.assign("alice/p0", "t1");
+  index.assign("alice/p1", "t1");
+  index.assign("alice/p1", "t2"); // moved
+  EXPECT_EQ(index.members("t1"), std::set<std::string>{"alice/p0"});
+  EXPECT_EQ(index.members("t2"), std::set<std::string>{"alice/p1"});
+  index.erase("alice/p0");
+  EXPECT_TRUE(index.members("t1").empty());
+  EXPECT_EQ(index.tasks(), 1u); // an emptied task is forgotten
+  index.assign("alice/p1", "");
+  EXPECT_EQ(index.tasks(), 0u);
+}
+
+struct Obj {
+  std::string uid, task, namespaceName, name;
+  int seen = 0;
+};
+
+TEST(KusciaModelTest, TaskObjectsStartANewRecordForANewIncarnation) {
+  TaskObjects<Obj> objs;
+  Obj* o = objs.apply("alice/p", KH_EVENT_ADDED, "uid-1", "t1");
+  ASSERT_NE(o, nullptr);
+  EXPECT_EQ(o->namespaceName, "alice");
+  EXPECT_EQ(o->name, "p");
+  o->seen = 1;
+  EXPECT_EQ(objs.apply("alice/p", KH_EVENT_MODIFIED, "uid-1", "t1")->seen, 1);
+  EXPECT_EQ(objs.apply("alice/p", KH_EVENT_MODIFIED, "uid-2", "t1")->seen, 0); // recreated
+  EXPECT_EQ(objs.apply("alice/p", KH_EVENT_MODIFIED, "uid-2", ""), nullptr);   // no task now
+  EXPECT_TRUE(objs.members("t1").empty());
+  objs.apply("alice/q", KH_EVENT_ADDED, "uid-3", "t1");
+  EXPECT_EQ(objs.apply("alice/q", KH_EVENT_DELETED, "uid-3", "t1"), nullptr);
+  EXPECT_EQ(objs.size(), 0u);
+}
+
+TEST(KusciaModelTest, TheStatusWriteIsAMergePatchOfTheStatusSubresource) {
+  auto r = taskStatusPatch("cross-domain", "t1", {{"phase", "Running"}});
+  EXPECT_EQ(r.verb, KH_KUBE_PATCH);
+  EXPECT_EQ(r.patchType, KH_PATCH_MERGE);
+  EXPECT_EQ(r.group, "kuscia.secretflow");
+  EXPECT_EQ(r.resource, "kusciatasks");
+  EXPECT_EQ(r.subresource, "status");
+  EXPECT_EQ(r.namespaceName, "cross-domain");
+  EXPECT_EQ(json::parse(r.body), json::parse(R"({"status":{"phase":"Running"}})"));
+}
+
+TEST(KusciaModelTest, BackoffDoublesUpToItsMaximumAndResets) {
+  Backoff b(200, 1000);
+  EXPECT_EQ(b.next(), 200);
+  EXPECT_EQ(b.next(), 400);
+  EXPECT_EQ(b.next(), 800);
+  EXPECT_EQ(b.next(), 1000);
+  EXPECT_EQ(b.next(), 1000);
+  b.reset();
+  EXPECT_EQ(b.next(), 200);
+}
+
+TEST(KusciaModelTest, ATimeAndItsWholeSecondsAreOneTime) {
+  int64_t t = *parseTime("2024-05-20T08:00:02.250Z");
+  EXPECT_TRUE(sameTime(t, t));
+  EXPECT_TRUE(sameTime(*parseTime("2024-05-20T08:00:02Z"), t));  // metav1.Time's precision
+  EXPECT_FALSE(sameTime(*parseTime("2024-05-20T08:00:03Z"), t)); // rounded up is another time
+  EXPECT_FALSE(sameTime(t, *parseTime("2024-05-20T08:00:02Z"))); // a finer one is not ours
+  int64_t before1970 = *parseTime("1969-12-31T23:59:59.5Z");
+  EXPECT_TRUE(sameTime(*parseTime("1969-12-31T23:59:59Z"), before1970));
+}
+
+TEST(StatusWriterConfigTest, EveryStatusWritingPluginTakesTheSameKeys) {
+  std::vector<std::string> names;
+  for (const auto& k : statusWriterKeys())
+    names.push_back(k.key);
+  EXPECT_EQ(names, (std::vector<std::string>{"taskNamespace", "coalesceMillis", "retryMaxMillis",
+                                             "yieldAfterOverwrites"}));
+  StatusWriterConfig c;
+  readStatusWriterConfig(sdk::ConfigReader(R"({"yieldAfterOverwrites": 5})", statusWriterKeys()),
+                         c);
+  EXPECT_EQ(c.yieldAfterOverwrites, 5);
+  EXPECT_EQ(c.coalesceMillis, 50);
+  StatusWriterConfig bad;
+  EXPECT_THROW(readStatusWriterConfig(
+                   sdk::ConfigReader(R"({"yieldAfterOverwrites": 0})", statusWriterKeys()), bad),
+               sdk::ConfigError);
+}
+
+} // namespace
+} // namespace kuscia_host::plugins
