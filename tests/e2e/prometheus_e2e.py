@@ -7,7 +7,7 @@ loads the shipped recording rules (config/prometheus/kuscia-host-rules.yml):
 
 1. `promtool check metrics` passes on the host's /metrics, and `promtool check rules` on the rules;
 2. Prometheus's HTTP API: the scrape target is up; the timeline histograms have samples for each
-   domain; the README's PromQL for "p99 pod create->ready per domain over the last hour" and its
+   domain; the PromQL of docs/operators/prometheus.md for "p99 pod create->ready per domain over the last hour" and its
    recording rule give a finite number of seconds for both domains.
 
 Prometheus starts first and finds the host through a file of targets written once the demo's
@@ -127,7 +127,7 @@ try:
         counts = eventually(lambda: (lambda c: c if all(c.get(d, 0) > 0 for d in DOMAINS) else None)(
             query("sum by (domain) (%s_count)" % hist)), 30)
         check(counts, "%s has samples for %s: %s" % (hist, " and ".join(DOMAINS), counts))
-    # The README's PromQL and its recording rule: p99 pod create -> ready per domain, last hour.
+    # The documented PromQL (docs/operators/prometheus.md) and its recording rule: p99 pod create -> ready per domain, last hour.
     promql = ("histogram_quantile(0.99, sum by (domain, le) "
               "(rate(kuscia_timeline_pod_create_to_ready_seconds_bucket[1h])))")
     p99 = eventually(lambda: (lambda v: v if all(d in v and math.isfinite(v[d]) and v[d] > 0 for d in DOMAINS)

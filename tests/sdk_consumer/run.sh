@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs the SDK component of the build into a temp prefix, builds the installed plugin template
-# (sdk/template, which README.md shows file by file) against it out of tree, runs its unit test,
+# (sdk/template, which docs/plugin-authors/sdk.md shows file by file) against it out of tree, runs its unit test,
 # checks that the plugin exports only the entry symbol, and runs it in the host.
 # usage: run.sh <build-dir> <kuscia-host binary>
 set -euo pipefail
@@ -10,13 +10,13 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-# README.md must show each template file exactly: a block from the line naming the file to its
+# docs/plugin-authors/sdk.md must show each template file exactly: a block from the line naming the file to its
 # closing fence.
 for f in heartbeat.h heartbeat.cc heartbeat_test.cc CMakeLists.txt; do
   pattern=$(printf '%s' "$f" | sed 's/\./\\./g')
-  sed -n "/^\(\/\/\|#\) $pattern: /,/^\`\`\`\$/p" "$root/README.md" | sed '$d' >"$work/readme.$f"
+  sed -n "/^\(\/\/\|#\) $pattern: /,/^\`\`\`\$/p" "$root/docs/plugin-authors/sdk.md" | sed '$d' >"$work/readme.$f"
   if ! diff "$root/sdk/template/$f" "$work/readme.$f" >&2; then
-    echo "README.md's $f differs from sdk/template/$f" >&2
+    echo "docs/plugin-authors/sdk.md's $f differs from sdk/template/$f" >&2
     exit 1
   fi
 done

@@ -268,8 +268,8 @@ TEST(ConfigTest, ReferenceListsEveryKey) {
 namespace kuscia_host {
 namespace {
 
-TEST(ConfigDocsTest, ReadmeDocumentsEveryKey) {
-  std::string readme = test::readFile(KH_SOURCE_DIR "/README.md");
+TEST(ConfigDocsTest, TheConfigurationReferenceDocumentsEveryKey) {
+  std::string readme = test::readFile(KH_SOURCE_DIR "/docs/operators/configuration.md");
   std::istringstream ref(configReference());
   int keys = 0;
   for (std::string line; std::getline(ref, line);) {
@@ -279,7 +279,7 @@ TEST(ConfigDocsTest, ReadmeDocumentsEveryKey) {
     if (line.find("(mapping)") != std::string::npos) continue;
     ++keys;
     EXPECT_NE(readme.find("`" + path + "`"), std::string::npos)
-        << "README.md does not document " << path;
+        << "docs/operators/configuration.md does not document " << path;
   }
   EXPECT_GE(keys, 15);
 }
