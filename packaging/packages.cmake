@@ -2,7 +2,7 @@
 # per-package docs) and the CPack description of the packages:
 #
 #   kuscia-host                         the daemon and CLI, man page, /etc config, unit, sysusers
-#   kuscia-host-plugin-<name>           one per bundled plugin (hello excepted), = this version
+#   kuscia-host-plugin-<name>           one per bundled plugin (heartbeat, the SDK example, excepted), = this version
 #   kuscia-host-dev                     the SDK: headers, CMake package, pkg-config, template
 #                                       (rpm: kuscia-host-devel, the RPM convention; noarch)
 #

@@ -132,7 +132,7 @@ build_packages() {
   CFLAGS="$(dpkg-buildflags --get CFLAGS) $flags" CXXFLAGS="$(dpkg-buildflags --get CXXFLAGS) $flags" \
     LDFLAGS="$(dpkg-buildflags --get LDFLAGS)" configure_and_build "$root/build-package" \
     -DCMAKE_INSTALL_PREFIX=/usr -DCMAKE_BUILD_TYPE=None -DKH_BUILD_TESTS=OFF \
-    -DKH_BUILD_BENCH=OFF -DKH_PLUGIN_HELLO=OFF -DKH_WERROR=ON -DCMAKE_C_COMPILER=clang \
+    -DKH_BUILD_BENCH=OFF -DKH_PLUGIN_HEARTBEAT=OFF -DKH_WERROR=ON -DCMAKE_C_COMPILER=clang \
     -DCMAKE_CXX_COMPILER=clang++
   say "packaging (cpack: DEB and RPM)"
   rm -rf "$root/build-package/dist" "$root/dist"

@@ -7,7 +7,7 @@
 class Heartbeat final : public kuscia_host::sdk::Plugin {
 public:
   // Throwing here (e.g. a ConfigError) fails the instance with your message.
-  Heartbeat(kuscia_host::sdk::Host host, std::string_view domain, std::string_view configJson)
+  Heartbeat(kuscia_host::sdk::Host host, std::string_view /*domain*/, std::string_view configJson)
       : Plugin(host), config_(configJson, configKeys()),
         intervalMs_(config_.integer("intervalMillis", 10000, 10, 86400000)),
         beats_(host.counter("heartbeat_beats_total", "Beats sent")) {}

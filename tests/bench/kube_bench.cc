@@ -579,7 +579,7 @@ bool b6(const std::string& host, std::size_t writes) {
     o.burst = burst;
     auto client =
         std::make_shared<KubeClient>(io, recording, o, clock, registry, logs.logger("b6"));
-    KubeWrite w;
+    KubeRequest w;
     w.version = "v1";
     w.resource = "pods";
     w.namespaceName = "alice";
@@ -593,7 +593,7 @@ bool b6(const std::string& host, std::size_t writes) {
       std::function<void(std::size_t)> next = [&](std::size_t i) {
         if (i == n) return all.set_value();
         w.body = R"({"status":{"message":"write )" + std::to_string(i) + "\"}}";
-        (void)client->write(w, [&, i](const KubeWriteResult& r) {
+        (void)client->write(w, [&, i](const KubeResult& r) {
           if (r.httpCode == 200) ++ok;
           next(i + 1);
         });
@@ -605,7 +605,7 @@ bool b6(const std::string& host, std::size_t writes) {
       std::atomic<std::size_t> done{0};
       for (std::size_t i = 0; i < n; ++i) {
         w.body = R"({"status":{"message":"burst )" + std::to_string(i) + "\"}}";
-        (void)client->write(w, [&](const KubeWriteResult& r) {
+        (void)client->write(w, [&](const KubeResult& r) {
           if (r.httpCode == 200) ++ok;
           if (++done == n) all.set_value();
         });

@@ -21,7 +21,7 @@ protected:
     health_.add("informer:pods", [this] {
       return HealthStatus{podsSynced_, true, podsSynced_ ? "ok" : "not synced"};
     });
-    health_.add("plugin:hello/alice", [] { return HealthStatus{true, true, "ok"}; });
+    health_.add("plugin:heartbeat/alice", [] { return HealthStatus{true, true, "ok"}; });
     server_.route("/livez", [](const HttpRequest&) { return livezResponse(); });
     server_.route("/readyz", [this](const HttpRequest& r) { return readyzResponse(health_, r); });
     server_.route("/metrics", [this](const HttpRequest&) { return metricsResponse(metrics_); });
@@ -58,13 +58,14 @@ TEST_F(AdminTest, ReadyzPlainAndVerbose) {
   EXPECT_EQ(r.body, "ok\n");
   r = test::httpGet(port_, "/readyz?verbose");
   EXPECT_EQ(r.status, 200);
-  EXPECT_EQ(r.body, "[+]informer:pods ok\n[+]plugin:hello/alice ok\nreadyz check passed\n");
+  EXPECT_EQ(r.body, "[+]informer:pods ok\n[+]plugin:heartbeat/alice ok\nreadyz check passed\n");
   podsSynced_ = false;
   r = test::httpGet(port_, "/readyz");
   EXPECT_EQ(r.status, 503);
   EXPECT_EQ(r.body, "[-]informer:pods not synced\nreadyz check failed\n");
   r = test::httpGet(port_, "/readyz?verbose=1");
-  EXPECT_EQ(r.body, "[-]informer:pods not synced\n[+]plugin:hello/alice ok\nreadyz check failed\n");
+  EXPECT_EQ(r.body,
+            "[-]informer:pods not synced\n[+]plugin:heartbeat/alice ok\nreadyz check failed\n");
 }
 
 TEST_F(AdminTest, MetricsInPrometheusTextFormat) {

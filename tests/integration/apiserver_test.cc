@@ -515,7 +515,7 @@ TEST_F(ApiServerTest, SlowWatcherIsClosedWithoutBlockingOthers) {
   while (seen < 100 && fast.next(5))
     ++seen;
   EXPECT_EQ(seen, 100);
-  EXPECT_TRUE((*slow.value)->overflowed());
+  EXPECT_TRUE((slow.value())->overflowed());
 }
 
 // A server going down closes every connection, kept-alive and watching ones included; start()

@@ -160,17 +160,17 @@ TEST(CliTest, RunServesAdminEndpointsAndExitsZeroOnSigterm) {
   EXPECT_EQ(test::httpGet(port, "/livez").status, 200);
   auto ready = test::httpGet(port, "/readyz?verbose");
   EXPECT_EQ(ready.status, 200) << ready.body;
-  EXPECT_NE(ready.body.find("[+]plugin:hello/alice ok"), std::string::npos) << ready.body;
-  EXPECT_NE(ready.body.find("[+]plugin:hello/bob ok"), std::string::npos) << ready.body;
+  EXPECT_NE(ready.body.find("[+]plugin:heartbeat/alice ok"), std::string::npos) << ready.body;
+  EXPECT_NE(ready.body.find("[+]plugin:heartbeat/bob ok"), std::string::npos) << ready.body;
   auto metrics = test::httpGet(port, "/metrics");
   EXPECT_EQ(metrics.status, 200);
   for (const char* m : {"kuscia_host_build_info{version=", "kuscia_host_plugins_loaded 1",
                         "kuscia_host_plugin_instances{state=\"running\"} 2",
                         // NOLINTNEXTLINE(bugprone-suspicious-missing-comma): one long sample line
-                        "kuscia_host_plugin_callbacks_total{plugin=\"hello\",domain=\"alice\","
+                        "kuscia_host_plugin_callbacks_total{plugin=\"heartbeat\",domain=\"alice\","
                         "callback=\"on_start\"} 1",
                         "# TYPE kuscia_host_plugin_callback_duration_seconds histogram",
-                        "# TYPE kh_hello_ticks_total counter"})
+                        "# TYPE heartbeat_beats_total counter"})
     EXPECT_NE(metrics.body.find(m), std::string::npos) << m << "\n" << metrics.body;
 
   host.signal(SIGTERM);
@@ -187,7 +187,7 @@ TEST(CliTest, RunStartsTheEmbeddedApiServerBeforeThePlugins) {
   test::writeFile(
       cfg, "admin: { listen: 127.0.0.1:0 }\ncluster:\n  embedded:\n    listen: 127.0.0.1:0\n"
            "    kubeconfigOut: " +
-               kubeconfig + "\ndomains:\n  - id: alice\n    plugins:\n      - name: hello\n");
+               kubeconfig + "\ndomains:\n  - id: alice\n    plugins:\n      - name: heartbeat\n");
   test::Child host(hostCmd({"run", "--config", cfg, "--plugin-dir", KH_PLUGIN_DIR}),
                    dir.path().string());
   auto admin = host.waitForStderr("admin server listening on 127.0.0.1:", 30);
@@ -195,7 +195,7 @@ TEST(CliTest, RunStartsTheEmbeddedApiServerBeforeThePlugins) {
   ASSERT_TRUE(host.waitForStderr("running: 1 plugin instance(s)", 30)) << host.err();
   auto err = host.err();
   EXPECT_LT(err.find("embedded API server listening on http://127.0.0.1:"),
-            err.find("started hello/alice"));
+            err.find("started heartbeat/alice"));
   auto kc = test::readFile(kubeconfig);
   auto pos = kc.find("server: http://127.0.0.1:");
   ASSERT_NE(pos, std::string::npos) << kc;

@@ -450,13 +450,13 @@ TEST_F(InformerTest, WritesWithPreconditionsRetriesAndStatusMessages) {
   createPod("alice", "p0", "a");
   makeClient();
   auto rv = call("GET", std::string(kPods) + "/p0").body["metadata"]["resourceVersion"];
-  auto write = [&](const KubeWrite& w) {
-    std::promise<KubeWriteResult> p;
-    auto sent = client_->write(w, [&p](KubeWriteResult r) { p.set_value(std::move(r)); });
+  auto write = [&](const KubeRequest& w) {
+    std::promise<KubeResult> p;
+    auto sent = client_->write(w, [&p](KubeResult r) { p.set_value(std::move(r)); });
     EXPECT_TRUE(sent.ok()) << sent.error();
     return p.get_future().get();
   };
-  KubeWrite patch;
+  KubeRequest patch;
   patch.version = "v1";
   patch.resource = "pods";
   patch.namespaceName = "alice";
@@ -473,8 +473,8 @@ TEST_F(InformerTest, WritesWithPreconditionsRetriesAndStatusMessages) {
   EXPECT_EQ(conflict.httpCode, 409);
   EXPECT_NE(conflict.message.find("the object has been modified"), std::string::npos);
   // A JSON patch whose precondition holds.
-  KubeWrite jp = patch;
-  jp.patchType = KubeWrite::PatchType::kJson;
+  KubeRequest jp = patch;
+  jp.patchType = KubeRequest::PatchType::kJson;
   jp.body = R"([{"op":"replace","path":"/status/phase","value":"Succeeded"}])";
   jp.resourceVersion = json::parse(ok.body)["metadata"]["resourceVersion"];
   EXPECT_EQ(write(jp).httpCode, 200);
@@ -488,16 +488,16 @@ TEST_F(InformerTest, WritesWithPreconditionsRetriesAndStatusMessages) {
   EXPECT_EQ(metric(client_->metrics().requestRetries, {"patch", "429"}), 2);
   EXPECT_EQ(metric(client_->metrics().requestRetries, {"patch", "503"}), 1);
   // Create, delete with a stale precondition, delete.
-  KubeWrite create;
-  create.verb = KubeWrite::Verb::kCreate;
+  KubeRequest create;
+  create.verb = KubeRequest::Verb::kCreate;
   create.version = "v1";
   create.resource = "pods";
   create.namespaceName = "alice";
   create.body = R"({"apiVersion":"v1","kind":"Pod","metadata":{"name":"made"},)"
                 R"("spec":{"containers":[{"name":"c","image":"x"}]}})";
   EXPECT_EQ(write(create).httpCode, 201);
-  KubeWrite del;
-  del.verb = KubeWrite::Verb::kDelete;
+  KubeRequest del;
+  del.verb = KubeRequest::Verb::kDelete;
   del.version = "v1";
   del.resource = "pods";
   del.namespaceName = "alice";
@@ -510,20 +510,20 @@ TEST_F(InformerTest, WritesWithPreconditionsRetriesAndStatusMessages) {
   EXPECT_EQ(missing.httpCode, 404);
   EXPECT_NE(missing.message.find("not found"), std::string::npos);
   // Bad requests are refused before anything is sent.
-  KubeWrite bad = patch;
+  KubeRequest bad = patch;
   bad.body = "{not json";
-  EXPECT_FALSE(client_->write(bad, [](const KubeWriteResult&) {}).ok());
+  EXPECT_FALSE(client_->write(bad, [](const KubeResult&) {}).ok());
   bad = patch;
   bad.body = "[]"; // a JSON patch's body for a merge patch
-  EXPECT_FALSE(client_->write(bad, [](const KubeWriteResult&) {}).ok());
+  EXPECT_FALSE(client_->write(bad, [](const KubeResult&) {}).ok());
   bad.body = R"({"metadata":7})";
   bad.resourceVersion = "1"; // no object to carry the precondition
-  EXPECT_FALSE(client_->write(bad, [](const KubeWriteResult&) {}).ok());
+  EXPECT_FALSE(client_->write(bad, [](const KubeResult&) {}).ok());
   bad = patch;
   bad.name = "a/b";
-  EXPECT_FALSE(client_->write(bad, [](const KubeWriteResult&) {}).ok());
+  EXPECT_FALSE(client_->write(bad, [](const KubeResult&) {}).ok());
   bad.name = "p0 HTTP/1.1\r\nX-Injected: 1\r\n"; // no header injection through a name
-  auto refused = client_->write(bad, [](const KubeWriteResult&) {});
+  auto refused = client_->write(bad, [](const KubeResult&) {});
   ASSERT_FALSE(refused.ok());
   EXPECT_NE(refused.error().find("not a valid path segment"), std::string::npos);
 }
@@ -546,14 +546,14 @@ TEST_F(InformerTest, RateLimitAppliesToWritesNotWatches) {
   // Shared with the callback: if an expectation fails, the write may still complete after the
   // test body returned.
   auto done = std::make_shared<std::atomic<int>>(0);
-  KubeWrite patch;
+  KubeRequest patch;
   patch.version = "v1";
   patch.resource = "pods";
   patch.namespaceName = "alice";
   patch.name = "p0";
   patch.subresource = "status";
   patch.body = R"({"status":{"message":"limited"}})";
-  ASSERT_TRUE(client_->write(patch, [done](const KubeWriteResult& r) {
+  ASSERT_TRUE(client_->write(patch, [done](const KubeResult& r) {
     EXPECT_EQ(r.httpCode, 200);
     ++*done;
   }));

@@ -240,15 +240,16 @@ TEST_F(InstanceTest, ShutdownStopsAllThenDestroysAllThenUnloads) {
   EXPECT_EQ(sample(d->metrics(), "kuscia_host_plugins_loaded"), 0);
 }
 
-TEST_F(InstanceTest, HelloPluginTicks) {
-  PluginEntry hello;
-  hello.name = "hello";
-  hello.path = KH_PLUGIN_DIR "/hello.so";
-  hello.configJson = R"({"intervalMillis": 10})";
-  auto d = make(configWith({{"alice", hello}}));
+TEST_F(InstanceTest, TheBundledExamplePluginBeats) {
+  PluginEntry heartbeat;
+  heartbeat.name = "heartbeat";
+  heartbeat.path = KH_PLUGIN_DIR "/heartbeat.so";
+  heartbeat.configJson = R"({"intervalMillis": 10})";
+  auto d = make(configWith({{"alice", heartbeat}}));
   ASSERT_TRUE(d->start().ok());
   EXPECT_TRUE(test::eventually([&] {
-    return sample(d->metrics(), "kh_hello_ticks_total{plugin=\"hello\",domain=\"alice\"}") >= 3;
+    return sample(d->metrics(), "heartbeat_beats_total{plugin=\"heartbeat\",domain=\"alice\"}") >=
+           3;
   }));
   d->shutdown();
 }
@@ -257,14 +258,13 @@ TEST(InstanceClockTest, PluginsReadTheInjectedClock) {
   std::ostringstream out;
   LogManager logs(LogFormat::kText, spdlog::level::info, out);
   ManualClock clock(1700000000LL * 1000000000LL); // 2023-11-14T22:13:20Z
-  PluginEntry hello;
-  hello.name = "hello";
-  hello.path = KH_PLUGIN_DIR "/hello.so";
-  hello.configJson = R"({"intervalMillis": 10})";
-  Daemon d(configWith({{"alice", hello}}), DaemonOptions{}, logs, clock);
+  PluginEntry probe;
+  probe.name = "probe";
+  probe.path = probePath();
+  Daemon d(configWith({{"alice", probe}}), DaemonOptions{}, logs, clock);
   ASSERT_TRUE(d.start().ok());
   EXPECT_TRUE(test::eventually([&] {
-    return sample(d.metrics(), "kh_hello_last_tick_seconds{plugin=\"hello\",domain=\"alice\"}") ==
+    return sample(d.metrics(), "probe_started_wall_seconds{plugin=\"probe\",domain=\"alice\"}") ==
            1700000000;
   }));
   d.shutdown();

@@ -33,9 +33,9 @@ TEST_F(LoaderTest, LoadsAGoodPlugin) {
 }
 
 TEST_F(LoaderTest, LoadsTheBundledHelloPlugin) {
-  auto lib = loader_.load((fs::path(KH_PLUGIN_DIR) / "hello.so").string());
+  auto lib = loader_.load((fs::path(KH_PLUGIN_DIR) / "heartbeat.so").string());
   ASSERT_TRUE(lib.ok()) << lib.error();
-  EXPECT_EQ(lib.value()->name(), "hello");
+  EXPECT_EQ(lib.value()->name(), "heartbeat");
 }
 
 TEST_F(LoaderTest, RefusesAbiMajor2NamingBothVersions) {

@@ -94,6 +94,7 @@ public:
     }
     fired_ = host.counter("probe_timer_fired_total", "timer callbacks run");
     overlaps_ = host.counter("probe_overlaps_total", "callbacks that overlapped another");
+    startedAt_ = host.gauge("probe_started_wall_seconds", "the host's wall clock at onStart");
     if (!traceFile_.empty()) {
       std::lock_guard lock(gTraceMu);
       std::snprintf(gTraceFile, sizeof gTraceFile, "%s", traceFile_.c_str());
@@ -105,6 +106,7 @@ public:
   void onStart() override {
     Guard g(*this);
     trace(traceFile_, "start " + domain_);
+    startedAt_.set(static_cast<double>(host().wallTimeNanos() / 1000000000));
     if (failStart_) throw std::runtime_error("probe start failure requested");
     if (notReady_) host().setReady(false, "waiting for nothing");
     for (int64_t i = 0; i < timers_; ++i)
@@ -194,7 +196,7 @@ private:
   uint64_t subscription_ = 0;
   int64_t timers_ = 0, periodMs_ = 1, busyMicros_ = 0;
   bool throwOnTimer_ = false, failStart_ = false, notReady_ = false;
-  kuscia_host::sdk::Metric fired_, overlaps_;
+  kuscia_host::sdk::Metric fired_, overlaps_, startedAt_;
   std::atomic<int> inFlight_{0};
 };
 

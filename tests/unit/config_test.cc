@@ -54,8 +54,9 @@ TEST(ConfigTest, MinimalConfigGetsDefaults) {
 }
 
 TEST(ConfigTest, UnknownKeyNamesFileLineAndKey) {
-  auto r = parse("mode: centralized\ndomains:\n  - id: alice\n    plugins:\n      - name: hello\n  "
-                 "      nmae: x\n");
+  auto r =
+      parse("mode: centralized\ndomains:\n  - id: alice\n    plugins:\n      - name: heartbeat\n  "
+            "      nmae: x\n");
   ASSERT_EQ(r.errors.size(), 1u);
   EXPECT_EQ(r.errors[0].file, "test.yaml");
   EXPECT_EQ(r.errors[0].line, 6);
@@ -70,7 +71,7 @@ TEST(ConfigTest, UnknownKeyNamesFileLineAndKey) {
 // Found by fuzz_host_config: bytes that are not UTF-8 in a plugin's config made the host abort
 // (the config is handed to the plugin as JSON text). Now an error naming the line and the key.
 TEST(ConfigTest, PluginConfigThatIsNotUtf8IsAnError) {
-  auto r = parse("domains:\n  - id: alice\n    plugins:\n      - name: hello\n        config: "
+  auto r = parse("domains:\n  - id: alice\n    plugins:\n      - name: heartbeat\n        config: "
                  "{greeting: \"caf\xff\"}\n");
   ASSERT_EQ(r.errors.size(), 1u) << firstError(r);
   EXPECT_FALSE(r.config);
@@ -79,7 +80,7 @@ TEST(ConfigTest, PluginConfigThatIsNotUtf8IsAnError) {
 
 TEST(ConfigTest, WrongTypesAreErrorsWithLocation) {
   auto r = parse("workerThreads: many\nadmin: [1]\ndomains:\n  - id: alice\n    plugins:\n      - "
-                 "name: hello\n        required: \"yes\"\n");
+                 "name: heartbeat\n        required: \"yes\"\n");
   ASSERT_EQ(r.errors.size(), 3u) << firstError(r);
   EXPECT_EQ(r.errors[0].keyPath, "workerThreads");
   EXPECT_EQ(r.errors[0].line, 1);
@@ -99,8 +100,8 @@ TEST(ConfigTest, EnumAndRangeViolations) {
 }
 
 TEST(ConfigTest, DuplicateDomainsAndPlugins) {
-  auto r = parse("domains:\n  - id: alice\n    plugins:\n      - name: hello\n      - name: "
-                 "hello\n  - id: alice\n");
+  auto r = parse("domains:\n  - id: alice\n    plugins:\n      - name: heartbeat\n      - name: "
+                 "heartbeat\n  - id: alice\n");
   ASSERT_EQ(r.errors.size(), 2u);
   EXPECT_EQ(r.errors[0].line, 5);
   EXPECT_NE(r.errors[0].message.find("enabled twice for domain 'alice' (first at line 4)"),
@@ -138,15 +139,15 @@ TEST(ConfigTest, UnreadableOrRelativePluginDirs) {
 }
 
 TEST(ConfigTest, PluginPathMustBeAbsoluteAndExist) {
-  auto r =
-      parse("domains:\n  - id: alice\n    plugins:\n      - name: hello\n        path: hello.so\n");
+  auto r = parse("domains:\n  - id: alice\n    plugins:\n      - name: heartbeat\n        path: "
+                 "heartbeat.so\n");
   ASSERT_EQ(r.errors.size(), 1u);
   EXPECT_NE(r.errors[0].message.find("must be absolute"), std::string::npos);
   auto ok = parse(
-      "domains:\n  - id: alice\n    plugins:\n      - name: hello\n        path: " KH_PLUGIN_DIR
-      "/hello.so\n");
+      "domains:\n  - id: alice\n    plugins:\n      - name: heartbeat\n        path: " KH_PLUGIN_DIR
+      "/heartbeat.so\n");
   ASSERT_TRUE(ok.config) << firstError(ok);
-  EXPECT_EQ(ok.config->domains[0].plugins[0].path, KH_PLUGIN_DIR "/hello.so");
+  EXPECT_EQ(ok.config->domains[0].plugins[0].path, KH_PLUGIN_DIR "/heartbeat.so");
 }
 
 TEST(ConfigTest, P2pServesExactlyOneDomain) {
@@ -186,12 +187,12 @@ TEST(ConfigTest, EmbeddedKubeconfigOutMustBeWritable) {
 }
 
 TEST(ConfigTest, PluginConfigReachesPluginAsTypedJson) {
-  auto r =
-      parse("domains:\n  - id: alice\n    plugins:\n      - name: hello\n        required: false\n"
-            "        logLevel: debug\n        config:\n          n: 50\n          f: 1.5\n         "
-            " b: true\n"
-            "          s: \"123\"\n          t: text\n          none: ~\n          list: [1, two]\n"
-            "          nested: { a: { b: 1 } }\n");
+  auto r = parse(
+      "domains:\n  - id: alice\n    plugins:\n      - name: heartbeat\n        required: false\n"
+      "        logLevel: debug\n        config:\n          n: 50\n          f: 1.5\n         "
+      " b: true\n"
+      "          s: \"123\"\n          t: text\n          none: ~\n          list: [1, two]\n"
+      "          nested: { a: { b: 1 } }\n");
   ASSERT_TRUE(r.config) << firstError(r);
   const auto& p = r.config->domains[0].plugins[0];
   EXPECT_FALSE(p.required);
@@ -209,8 +210,8 @@ TEST(ConfigTest, PluginConfigReachesPluginAsTypedJson) {
 }
 
 TEST(ConfigTest, PluginConfigMustBeAMapping) {
-  auto r =
-      parse("domains:\n  - id: alice\n    plugins:\n      - name: hello\n        config: [1]\n");
+  auto r = parse(
+      "domains:\n  - id: alice\n    plugins:\n      - name: heartbeat\n        config: [1]\n");
   ASSERT_EQ(r.errors.size(), 1u);
   EXPECT_EQ(r.errors[0].keyPath, "domains[0].plugins[0].config");
 }

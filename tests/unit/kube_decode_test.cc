@@ -122,7 +122,7 @@ TEST(ProjectionTest, ExtractsDeclaredPointersAndMetadataFromAnEvent) {
   Projected out;
   auto type = dec.decodeEvent(event, event.size(), out); // no padding: the decoder copies
   ASSERT_TRUE(type) << type.error();
-  EXPECT_EQ(*type, EventType::kModified);
+  EXPECT_EQ(*type, WatchEventType::kModified);
   EXPECT_EQ(out.name, "secretflow-task-psi-0");
   EXPECT_EQ(out.namespaceName, "alice");
   EXPECT_EQ(out.key(), "alice/secretflow-task-psi-0");
@@ -152,7 +152,7 @@ TEST(ProjectionTest, NestedPointersAndLabelsWhenKept) {
   Projected out;
   auto type = dec.decodeEvent(event, event.size(), out);
   ASSERT_TRUE(type) << type.error();
-  EXPECT_EQ(*type, EventType::kAdded);
+  EXPECT_EQ(*type, WatchEventType::kAdded);
   EXPECT_EQ(out.values[*status], R"({"phase":"Running","n":[1,2]})");
   EXPECT_EQ(out.values[*phase], "\"Running\"");
   ASSERT_TRUE(out.hasLabels);
@@ -189,7 +189,7 @@ TEST(ProjectionTest, ErrorsNameTheProblem) {
                     R"("message":"too old resource version"}})";
   auto r = dec.decodeEvent(err, err.size(), out);
   ASSERT_TRUE(r) << r.error();
-  EXPECT_EQ(*r, EventType::kError);
+  EXPECT_EQ(*r, WatchEventType::kError);
   EXPECT_EQ(out.code, 410);
   EXPECT_EQ(out.reason, "Expired");
 }

@@ -19,7 +19,7 @@ std::vector<std::string> lines(const std::string& s) {
 TEST(LoggingTest, JsonLinesStayValidWithQuotesNewlinesAndBadUtf8) {
   std::ostringstream out;
   LogManager logs(LogFormat::kJson, spdlog::level::info, out);
-  auto log = logs.logger("hello/alice");
+  auto log = logs.logger("heartbeat/alice");
   log->info("he said \"hi\"\nand left\t\\ \x01");
   log->warn("bad utf8: \xff\xfe");
   auto ls = lines(out.str());
@@ -27,7 +27,7 @@ TEST(LoggingTest, JsonLinesStayValidWithQuotesNewlinesAndBadUtf8) {
   auto j = nlohmann::json::parse(ls[0]);
   EXPECT_EQ(j["msg"], "he said \"hi\"\nand left\t\\ \x01");
   EXPECT_EQ(j["level"], "info");
-  EXPECT_EQ(j["logger"], "hello/alice");
+  EXPECT_EQ(j["logger"], "heartbeat/alice");
   EXPECT_EQ(j["time"].get<std::string>().back(), 'Z');
   EXPECT_TRUE(nlohmann::json::accept(ls[1])) << ls[1];
 }
@@ -36,13 +36,13 @@ TEST(LoggingTest, TextFormatAndPerLoggerLevels) {
   std::ostringstream out;
   LogManager logs(LogFormat::kText, spdlog::level::info, out);
   auto host = logs.logger("host");
-  auto chatty = logs.logger("hello/bob", spdlog::level::debug);
+  auto chatty = logs.logger("heartbeat/bob", spdlog::level::debug);
   host->debug("hidden");
   chatty->debug("shown");
   host->info("loaded plugin x");
   auto ls = lines(out.str());
   ASSERT_EQ(ls.size(), 2u) << out.str();
-  EXPECT_NE(ls[0].find("debug [hello/bob] shown"), std::string::npos) << ls[0];
+  EXPECT_NE(ls[0].find("debug [heartbeat/bob] shown"), std::string::npos) << ls[0];
   EXPECT_NE(ls[1].find("info [host] loaded plugin x"), std::string::npos) << ls[1];
   EXPECT_EQ(ls[1][4], '-'); // 2026-...
 }

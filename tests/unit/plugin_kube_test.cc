@@ -28,8 +28,8 @@ public:
     visit({"alice/q", "u2", "8", R"(["Pending"])", ""});
     return Lookup::kOk;
   }
-  Result<void> write(const kube::KubeWrite& w,
-                     std::function<void(kube::KubeWriteResult)> done) override {
+  Result<void> write(const kube::KubeRequest& w,
+                     std::function<void(kube::KubeResult)> done) override {
     if (w.name.empty()) return makeError("patch: the object's name is missing");
     writes.push_back(w);
     completions.push_back(std::move(done));
@@ -37,8 +37,8 @@ public:
   }
   std::vector<kube::SubscriptionSpec> specs;
   std::vector<EventSink> sinks;
-  std::vector<kube::KubeWrite> writes;
-  std::vector<std::function<void(kube::KubeWriteResult)>> completions;
+  std::vector<kube::KubeRequest> writes;
+  std::vector<std::function<void(kube::KubeResult)>> completions;
   std::string lastSelector;
 };
 

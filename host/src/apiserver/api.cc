@@ -137,7 +137,7 @@ ApiHandler::ApiHandler(const ResourceRegistry& registry, Store& store, const Clo
     : registry_(registry), store_(store), clock_(clock), options_(std::move(options)) {}
 
 std::string ApiHandler::now() const {
-  return k8s::formatTime(clock_.wallNanos());
+  return sdk::formatTime(clock_.wallNanos(), sdk::TimePrecision::kSeconds);
 }
 
 void ApiHandler::bootstrap() {
@@ -147,9 +147,10 @@ void ApiHandler::bootstrap() {
   for (const char* name : {"default", "kube-system"}) {
     std::vector<std::string> warnings;
     auto obj = prepareCreate(t, json{{"metadata", {{"name", name}}}}, "Strict", warnings);
-    store_.mutate(*ns, "", name, [&](const json* current) -> ApiResult<std::optional<json>> {
+    // Creating a namespace that may exist cannot fail: the answer is not needed.
+    (void)store_.mutate(*ns, "", name, [&](const json* current) -> ApiResult<std::optional<json>> {
       if (current != nullptr) return std::optional<json>(*current); // kept from before
-      return std::optional<json>(*obj.value);
+      return std::optional<json>(obj.value());
     });
   }
 }
@@ -247,12 +248,12 @@ std::optional<ApiResponse> ApiHandler::tooLarge(const ApiRequest& req) {
 
 ApiResponse ApiHandler::get(const ApiRequest& req, const Target& t) {
   auto r = store_.get(*t.resource, t.namespaceName, t.name);
-  if (!r.ok()) return errorResponse(*r.error);
+  if (!r.ok()) return errorResponse(r.error());
   if (wantsTable(req.accept) && t.subresource.empty())
-    return tableResponse(toTable(*t.resource, {*r.value->object},
-                                 (*r.value->object)["metadata"].value("resourceVersion", ""),
+    return tableResponse(toTable(*t.resource, {*r->object},
+                                 (*r->object)["metadata"].value("resourceVersion", ""),
                                  clock_.wallNanos()));
-  return storedResponse(200, *r.value);
+  return storedResponse(200, r.value());
 }
 
 ApiResponse ApiHandler::list(const ApiRequest& req, const Target& t) {
@@ -273,34 +274,34 @@ ApiResponse ApiHandler::list(const ApiRequest& req, const Target& t) {
   if (cont.empty())
     if (auto r = tooLarge(req)) return *r;
   auto r = store_.list(*t.resource, t.namespaceName, labels.value(), fields.value(), limit, cont);
-  if (!r.ok()) return errorResponse(*r.error);
+  if (!r.ok()) return errorResponse(r.error());
   if (wantsTable(req.accept)) {
     std::vector<json> objects;
-    objects.reserve(r.value->items.size());
-    for (const auto& item : r.value->items)
+    objects.reserve(r->items.size());
+    for (const auto& item : r->items)
       objects.push_back(json::parse(*item));
-    json table = toTable(*t.resource, objects, std::to_string(r.value->rv), clock_.wallNanos());
-    if (!r.value->continueToken.empty()) table["metadata"]["continue"] = r.value->continueToken;
+    json table = toTable(*t.resource, objects, std::to_string(r->rv), clock_.wallNanos());
+    if (!r->continueToken.empty()) table["metadata"]["continue"] = r->continueToken;
     return tableResponse(table);
   }
-  json meta = {{"resourceVersion", std::to_string(r.value->rv)}};
-  if (!r.value->continueToken.empty()) {
-    meta["continue"] = r.value->continueToken;
-    meta["remainingItemCount"] = r.value->remaining;
+  json meta = {{"resourceVersion", std::to_string(r->rv)}};
+  if (!r->continueToken.empty()) {
+    meta["continue"] = r->continueToken;
+    meta["remainingItemCount"] = r->remaining;
   }
   // Items are written without apiVersion/kind, as real list responses do. Stored texts have
   // sorted keys, so they start with exactly this prefix, which is cut instead of re-serialising.
   const std::string prefix = R"({"apiVersion":")" + t.resource->apiVersion() + R"(","kind":")" +
                              t.resource->kind + R"(",)";
   std::size_t total = 128;
-  for (const auto& item : r.value->items)
+  for (const auto& item : r->items)
     total += item->size();
   std::string body;
   body.reserve(total);
   body += R"({"kind":")" + t.resource->listKind + R"(","apiVersion":")" + t.resource->apiVersion() +
           R"(","metadata":)" + meta.dump() + R"(,"items":[)";
   bool first = true;
-  for (const auto& item : r.value->items) {
+  for (const auto& item : r->items) {
     if (!first) body += ',';
     first = false;
     if (item->compare(0, prefix.size(), prefix) == 0) {
@@ -345,13 +346,13 @@ ApiResponse ApiHandler::watch(const ApiRequest& req, const Target& t) {
   ApiResponse r;
   if (!w.ok()) {
     // Expired: upstream answers 200 and one ERROR event; anything else is the HTTP status.
-    if (w.error->code != 410) return errorResponse(*w.error);
-    r.watch = WatchStream::error(*w.error);
+    if (w.error().code != 410) return errorResponse(w.error());
+    r.watch = WatchStream::error(w.error());
     return r;
   }
   std::optional<std::chrono::milliseconds> bookmarks;
   if (k8s::goBoolOr(req.param("allowWatchBookmarks"), false)) bookmarks = options_.bookmarkInterval;
-  r.watch = std::make_shared<WatchStream>(store_, *w.value, timeoutSeconds, bookmarks);
+  r.watch = std::make_shared<WatchStream>(store_, w.value(), timeoutSeconds, bookmarks);
   if (wantsTable(req.accept)) {
     r.contentType = kTableContentType;
     r.watch->setTransform(
@@ -504,21 +505,21 @@ ApiResponse ApiHandler::create(const ApiRequest& req, const Target& t, json body
   std::vector<std::string> warnings;
   std::string fv = param(req, "fieldValidation", "Warn");
   auto prepared = prepareCreate(t, std::move(body), fv, warnings);
-  if (!prepared.ok()) return errorResponse(*prepared.error);
-  std::string name = (*prepared.value)["metadata"]["name"];
+  if (!prepared.ok()) return errorResponse(prepared.error());
+  std::string name = (prepared.value())["metadata"]["name"];
   bool dryRun = param(req, "dryRun") == "All";
   ApiResponse resp;
   if (dryRun) {
     if (store_.get(r, t.namespaceName, name).ok()) return errorResponse(alreadyExists(r, name));
-    resp = jsonResponse(201, *prepared.value);
+    resp = jsonResponse(201, prepared.value());
   } else {
     auto stored = store_.mutate(r, t.namespaceName, name,
                                 [&](const json* current) -> ApiResult<std::optional<json>> {
                                   if (current != nullptr) return alreadyExists(r, name);
-                                  return std::optional<json>(*prepared.value);
+                                  return std::optional<json>(prepared.value());
                                 });
-    if (!stored.ok()) return errorResponse(*stored.error);
-    resp = storedResponse(201, *stored.value);
+    if (!stored.ok()) return errorResponse(stored.error());
+    resp = storedResponse(201, stored.value());
   }
   return withWarnings(std::move(resp), warnings);
 }
@@ -541,12 +542,12 @@ ApiResponse ApiHandler::update(const ApiRequest& req, const Target& t) {
                               [&](const json* current) -> ApiResult<std::optional<json>> {
                                 if (current == nullptr) return notFound(r, t.name);
                                 auto next = prepareUpdate(t, *current, body, fv, warnings);
-                                if (!next.ok()) return *next.error;
+                                if (!next.ok()) return next.error();
                                 if (dryRun) return std::optional<json>(*current);
-                                return std::optional<json>(std::move(*next.value));
+                                return std::optional<json>(std::move(next.value()));
                               });
-  if (!stored.ok()) return errorResponse(*stored.error);
-  ApiResponse resp = storedResponse(200, *stored.value);
+  if (!stored.ok()) return errorResponse(stored.error());
+  ApiResponse resp = storedResponse(200, stored.value());
   return withWarnings(std::move(resp), warnings);
 }
 
@@ -583,9 +584,9 @@ ApiResponse ApiHandler::patch(const ApiRequest& req, const Target& t) {
           json obj = patchBody;
           if (obj.is_object()) obj["metadata"]["name"] = t.name;
           auto prepared = prepareCreate(t, std::move(obj), fv, warnings);
-          if (!prepared.ok()) return *prepared.error;
+          if (!prepared.ok()) return prepared.error();
           created = true;
-          return std::optional<json>(std::move(*prepared.value));
+          return std::optional<json>(std::move(prepared.value()));
         }
         Result<json> patched = type == kJsonPatch ? applyJsonPatch(*current, patchBody)
                                : type == kStrategicPatch
@@ -597,12 +598,12 @@ ApiResponse ApiHandler::patch(const ApiRequest& req, const Target& t) {
           return ApiError{422, "Invalid", msg + patched.error(), json::object()};
         }
         auto next = prepareUpdate(t, *current, std::move(patched.value()), fv, warnings);
-        if (!next.ok()) return *next.error;
+        if (!next.ok()) return next.error();
         if (dryRun) return std::optional<json>(*current);
-        return std::optional<json>(std::move(*next.value));
+        return std::optional<json>(std::move(next.value()));
       });
-  if (!stored.ok()) return errorResponse(*stored.error);
-  ApiResponse resp = storedResponse(created ? 201 : 200, *stored.value);
+  if (!stored.ok()) return errorResponse(stored.error());
+  ApiResponse resp = storedResponse(created ? 201 : 200, stored.value());
   return withWarnings(std::move(resp), warnings);
 }
 
@@ -639,9 +640,9 @@ ApiResponse ApiHandler::remove(const ApiRequest& req, const Target& t) {
         if (dryRun) return std::optional<json>(*current);
         return std::optional<json>();
       });
-  if (!deleted.ok()) return errorResponse(*deleted.error);
+  if (!deleted.ok()) return errorResponse(deleted.error());
   if (r.kind == "Namespace" && !dryRun) store_.deleteNamespaceContents(t.name);
-  return storedResponse(200, *deleted.value);
+  return storedResponse(200, deleted.value());
 }
 
 } // namespace kuscia_host::apiserver

@@ -8,6 +8,7 @@
 
 #include "apiserver/resources.h"
 #include "apiserver/schema.h"
+#include "common/result.h"
 #include "k8s/status.h"
 
 namespace kuscia_host::apiserver {
@@ -15,13 +16,7 @@ namespace kuscia_host::apiserver {
 using ApiError = k8s::Status;
 
 // A value or the Status to answer with.
-template <class T> struct ApiResult {
-  ApiResult(T v) : value(std::move(v)) {}        // NOLINT(google-explicit-constructor)
-  ApiResult(ApiError e) : error(std::move(e)) {} // NOLINT(google-explicit-constructor)
-  bool ok() const { return !error.has_value(); }
-  std::optional<T> value;
-  std::optional<ApiError> error;
-};
+template <class T> using ApiResult = Result<T, ApiError>;
 
 ApiError badRequest(const std::string& message);
 ApiError notFound(const ResourceInfo& r, const std::string& name);

@@ -204,8 +204,8 @@ ApiResult<StoredObject> Store::mutate(const ResourceInfo& r, const std::string& 
   auto it = objs.find(key);
   const json* current = it == objs.end() ? nullptr : it->second.object.get();
   auto next = mutator(current);
-  if (!next.ok()) return *next.error;
-  if (!next.value->has_value()) { // delete
+  if (!next.ok()) return next.error();
+  if (!next->has_value()) { // delete
     if (current == nullptr) return notFound(r, name);
     json last = *it->second.object;
     objs.erase(it);
@@ -215,7 +215,7 @@ ApiResult<StoredObject> Store::mutate(const ResourceInfo& r, const std::string& 
     emit(r, "DELETED", gone, rv);
     return gone;
   }
-  json obj = std::move(**next.value);
+  json obj = std::move(*next.value());
   if (current != nullptr) {
     // Compare as if the resourceVersion were the current one: nothing changed, no write.
     obj["metadata"]["resourceVersion"] = (*current)["metadata"]["resourceVersion"];

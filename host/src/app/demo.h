@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "common/defaults.h"
+
 namespace kuscia_host {
 
 struct DemoOptions {
@@ -19,7 +21,7 @@ struct DemoOptions {
   bool exitWhenDone = false;
   std::string outputDir;               // each task's timeline as <task>.json, when set
   std::vector<std::string> pluginDirs; // searched first (absolute)
-  std::string adminListen = "127.0.0.1:9464";
+  std::string adminListen = defaults::kAdminListen;
   std::string workDir;    // kubeconfigs and the log; default /tmp/kuscia-host-demo-<uid>
   int phaseMillis = 1000; // the simulated agent's pace: about this long per phase
   int timeoutSeconds = 120;

@@ -1,8 +1,10 @@
 // Result<T>: a value or an error message a user can act on. Used instead of exceptions across
-// component boundaries.
+// component boundaries. Result<T, E> carries another kind of error (the embedded API server's
+// metav1.Status); error() gives the message of an Error, the error itself otherwise.
 #pragma once
 
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <variant>
 
@@ -12,10 +14,10 @@ struct Error {
   std::string message;
 };
 
-template <class T> class [[nodiscard]] Result {
+template <class T, class E = Error> class [[nodiscard]] Result {
 public:
-  Result(T value) : v_(std::move(value)) {}     // NOLINT(google-explicit-constructor)
-  Result(Error error) : v_(std::move(error)) {} // NOLINT(google-explicit-constructor)
+  Result(T value) : v_(std::move(value)) {} // NOLINT(google-explicit-constructor)
+  Result(E error) : v_(std::move(error)) {} // NOLINT(google-explicit-constructor)
 
   bool ok() const { return v_.index() == 0; }
   explicit operator bool() const { return ok(); }
@@ -25,13 +27,18 @@ public:
   T* operator->() { return &value(); }
   const T& operator*() const { return value(); }
   const T* operator->() const { return &value(); }
-  const std::string& error() const { return std::get<1>(v_).message; }
+  decltype(auto) error() const {
+    if constexpr (std::is_same_v<E, Error>)
+      return (std::get<1>(v_).message);
+    else
+      return (std::get<1>(v_));
+  }
 
 private:
-  std::variant<T, Error> v_;
+  std::variant<T, E> v_;
 };
 
-template <> class [[nodiscard]] Result<void> {
+template <> class [[nodiscard]] Result<void, Error> {
 public:
   Result() = default;
   Result(Error error) : error_(std::move(error.message)), ok_(false) {} // NOLINT

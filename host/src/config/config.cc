@@ -1,5 +1,7 @@
 #include "config/config.h"
 
+#include <kuscia_host/kube_text.hpp>
+
 #include "common/listen_address.h"
 
 #include "common/yaml_json.h"
@@ -57,24 +59,41 @@ struct Schema {
       Type::kString, "log level", "", {"trace", "debug", "info", "warn", "error", "off"}};
   SchemaNode mode{Type::kString,
                   "deployment mode: centralized (one cluster, many domains) or p2p (one domain)",
-                  "centralized",
+                  defaults::kMode,
                   {"centralized", "p2p"}};
-  SchemaNode hostLogLevel{
-      Type::kString, "host log level", "info", {"trace", "debug", "info", "warn", "error", "off"}};
-  SchemaNode logFormat{Type::kString, "log line format", "text", {"text", "json"}};
+  SchemaNode hostLogLevel{Type::kString,
+                          "host log level",
+                          defaults::kLogLevel,
+                          {"trace", "debug", "info", "warn", "error", "off"}};
+  SchemaNode logFormat{Type::kString, "log line format", defaults::kLogFormat, {"text", "json"}};
   SchemaNode listen{Type::kString, "address:port to listen on; port 0 picks a free port",
-                    "127.0.0.1:9464"};
+                    defaults::kAdminListen};
   SchemaNode admin{Type::kMap, "the admin HTTP server (/livez, /readyz, /metrics)"};
-  SchemaNode workerThreads{
-      Type::kInteger, "threads running plugin callbacks and I/O", "2", {}, {}, {}, nullptr, 1, 64};
+  SchemaNode workerThreads{Type::kInteger,
+                           "threads running plugin callbacks and I/O",
+                           std::to_string(defaults::kWorkerThreads),
+                           {},
+                           {},
+                           {},
+                           nullptr,
+                           1,
+                           64};
   SchemaNode kubeconfig{Type::kString, "path of a kubeconfig file"};
   SchemaNode inCluster{Type::kBoolean, "use the pod's service account", "false"};
   SchemaNode embeddedListen{Type::kString, "address the embedded API server listens on",
-                            "127.0.0.1:0"};
+                            defaults::kEmbeddedListen};
   SchemaNode kubeconfigOut{Type::kString, "where the embedded API server writes its kubeconfig"};
   SchemaNode embedded{Type::kMap, "run the embedded Kubernetes-compatible API server in the host"};
-  SchemaNode qps{Type::kNumber, "client-side rate limit for writes and lists, requests/s", "50"};
-  SchemaNode burst{Type::kInteger, "client-side rate limit burst", "100", {}, {}, {}, nullptr, 1,
+  SchemaNode qps{Type::kNumber, "client-side rate limit for writes and lists, requests/s",
+                 std::to_string(defaults::kQps)};
+  SchemaNode burst{Type::kInteger,
+                   "client-side rate limit burst",
+                   std::to_string(defaults::kBurst),
+                   {},
+                   {},
+                   {},
+                   nullptr,
+                   1,
                    100000};
   SchemaNode cluster{
       Type::kMap,
@@ -251,13 +270,6 @@ private:
   std::vector<ConfigDiagnostic>& out_;
 };
 
-bool isDnsLabel(const std::string& s) {
-  if (s.empty() || s.size() > 63) return false;
-  for (char c : s)
-    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-')) return false;
-  return s.front() != '-' && s.back() != '-';
-}
-
 std::string describeDirProblem(const std::string& dir) {
   std::error_code ec;
   if (!std::filesystem::path(dir).is_absolute()) return "plugin directory must be an absolute path";
@@ -346,7 +358,7 @@ void extract(const YAML::Node& root, Validator& v, const ConfigLoadOptions& opti
     DomainConfig dc;
     dc.id = d["id"].Scalar();
     int line = d["id"].Mark().line + 1;
-    if (!isDnsLabel(dc.id))
+    if (!sdk::isDnsLabel(dc.id))
       v.error(d["id"], path + ".id",
               "'" + dc.id +
                   "' is not a valid domain id (lowercase letters, digits and '-', at most 63)");

@@ -8,6 +8,8 @@
 #include <utility>
 #include <vector>
 
+#include "common/defaults.h"
+
 namespace kuscia_host {
 
 struct PluginEntry {
@@ -33,19 +35,19 @@ struct ClusterConfig {
   enum class Source { kNone, kKubeconfig, kInCluster, kEmbedded };
   Source source = Source::kNone;
   std::string kubeconfig;
-  std::string embeddedListen = "127.0.0.1:0";
+  std::string embeddedListen = defaults::kEmbeddedListen;
   std::string embeddedKubeconfigOut;
-  double qps = 50;
-  int burst = 100;
+  double qps = defaults::kQps;
+  int burst = defaults::kBurst;
 };
 
 struct HostConfig {
   std::string file;
-  std::string mode = "centralized";
-  std::string logLevel = "info";
-  std::string logFormat = "text";
-  std::string adminListen = "127.0.0.1:9464";
-  int workerThreads = 2;
+  std::string mode = defaults::kMode;
+  std::string logLevel = defaults::kLogLevel;
+  std::string logFormat = defaults::kLogFormat;
+  std::string adminListen = defaults::kAdminListen;
+  int workerThreads = defaults::kWorkerThreads;
   ClusterConfig cluster;
   std::vector<std::string> pluginDirs;
   std::vector<DomainConfig> domains;

@@ -32,89 +32,22 @@ std::vector<std::string> splitTerms(const std::string& s) {
   return out;
 }
 
-bool validKey(const std::string& k) {
-  if (k.empty() || k.size() > 316) return false;
-  return std::all_of(k.begin(), k.end(), [](char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.' ||
-           c == '/';
-  });
-}
-
 } // namespace
 
 Result<LabelSelector> LabelSelector::parse(const std::string& text) {
-  LabelSelector sel;
-  for (const auto& t : splitTerms(text)) {
-    if (t.empty()) return makeError("invalid label selector \"" + text + "\": empty term");
-    Term term;
-    auto lower = t;
-    if (t[0] == '!') {
-      term.key = trim(t.substr(1));
-      term.op = Op::kNotExists;
-    } else if (auto p = t.find(" notin ");
-               p != std::string::npos || t.find(" in ") != std::string::npos) {
-      bool notin = p != std::string::npos;
-      auto pos = notin ? p : t.find(" in ");
-      term.key = trim(t.substr(0, pos));
-      term.op = notin ? Op::kNotIn : Op::kIn;
-      auto rest = trim(t.substr(pos + (notin ? 7 : 4)));
-      if (rest.size() < 2 || rest.front() != '(' || rest.back() != ')')
-        return makeError("invalid label selector \"" + text +
-                         "\": expected (values) after in/notin");
-      for (const auto& v : splitTerms(rest.substr(1, rest.size() - 2)))
-        term.values.push_back(trim(v));
-    } else if (auto ne = t.find("!="); ne != std::string::npos) {
-      term.key = trim(t.substr(0, ne));
-      term.op = Op::kNotEq;
-      term.values = {trim(t.substr(ne + 2))};
-    } else if (auto eq = t.find('='); eq != std::string::npos) {
-      term.key = trim(t.substr(0, eq));
-      term.op = Op::kEq;
-      auto v = t.substr(eq + 1);
-      if (!v.empty() && v[0] == '=') v = v.substr(1);
-      term.values = {trim(v)};
-    } else {
-      term.key = t;
-      term.op = Op::kExists;
-    }
-    if (!validKey(term.key))
-      return makeError("invalid label selector \"" + text + "\": bad key \"" + term.key + "\"");
-    sel.terms_.push_back(std::move(term));
-  }
-  return sel;
+  std::string error;
+  auto sel = sdk::LabelSelector::parse(text, &error);
+  if (!sel) return makeError(error);
+  return LabelSelector(std::move(*sel));
 }
 
 bool LabelSelector::matches(const nlohmann::json& labels) const {
-  return matches([&labels](std::string_view key) -> std::optional<std::string_view> {
+  return selector_.matches([&labels](std::string_view key) -> std::optional<std::string_view> {
     if (labels.is_object())
       if (auto it = labels.find(key); it != labels.end() && it->is_string())
         return std::string_view(it->get_ref<const std::string&>());
     return std::nullopt;
   });
-}
-
-bool LabelSelector::matches(const LabelLookup& label) const {
-  for (const auto& t : terms_) {
-    std::optional<std::string_view> v = label(t.key);
-    bool in = v && std::find(t.values.begin(), t.values.end(), *v) != t.values.end();
-    switch (t.op) {
-    case Op::kExists:
-      if (!v) return false;
-      break;
-    case Op::kNotExists:
-      if (v) return false;
-      break;
-    case Op::kEq:
-    case Op::kIn:
-      if (!in) return false;
-      break;
-    case Op::kNotEq:
-    case Op::kNotIn:
-      if (in) return false;
-      break;
-    }
-  }
-  return true;
 }
 
 Result<FieldSelector> FieldSelector::parse(const std::string& text) {

@@ -2,6 +2,8 @@
 // selectors the embedded server supports (metadata.name, metadata.namespace; = == !=).
 #pragma once
 
+#include <kuscia_host/label_selector.hpp>
+
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -13,23 +15,21 @@
 
 namespace kuscia_host::k8s {
 
+// The SDK's parser and matcher (label_selector.hpp): one meaning for the host, the embedded API
+// server and the SDK's fake host.
 class LabelSelector {
 public:
+  LabelSelector() = default; // matches everything
   static Result<LabelSelector> parse(const std::string& text);
   bool matches(const nlohmann::json& labels) const; // labels: object or null
   // A label's value by key, nullopt when the object does not have it.
   using LabelLookup = std::function<std::optional<std::string_view>(std::string_view)>;
-  bool matches(const LabelLookup& label) const;
-  bool empty() const { return terms_.empty(); }
+  bool matches(const LabelLookup& label) const { return selector_.matches(label); }
+  bool empty() const { return selector_.empty(); }
 
 private:
-  enum class Op { kEq, kNotEq, kIn, kNotIn, kExists, kNotExists };
-  struct Term {
-    std::string key;
-    Op op;
-    std::vector<std::string> values;
-  };
-  std::vector<Term> terms_;
+  explicit LabelSelector(sdk::LabelSelector s) : selector_(std::move(s)) {}
+  sdk::LabelSelector selector_;
 };
 
 class FieldSelector {

@@ -1,7 +1,5 @@
 #include "k8s/values.h"
 
-#include <ctime>
-
 namespace kuscia_host::k8s {
 
 std::optional<bool> parseGoBool(const std::string& s) {
@@ -14,15 +12,6 @@ std::optional<bool> parseGoBool(const std::string& s) {
 bool goBoolOr(const std::optional<std::string>& value, bool fallback) {
   if (!value) return fallback;
   return parseGoBool(*value).value_or(fallback);
-}
-
-std::string formatTime(int64_t unixNanos) {
-  auto t = static_cast<std::time_t>(unixNanos / 1000000000);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
 }
 
 } // namespace kuscia_host::k8s

@@ -1,5 +1,5 @@
-// Scalar encodings of the Kubernetes wire format: Go-style booleans in query parameters and
-// metav1.Time.
+// Scalar encodings of the Kubernetes wire format: Go-style booleans in query parameters (times
+// are the SDK's kube_text.hpp, one implementation for the host and the plugins).
 #pragma once
 
 #include <cstdint>
@@ -14,8 +14,5 @@ std::optional<bool> parseGoBool(const std::string& s);
 
 // A query parameter as a Go boolean: absent or malformed is `fallback`.
 bool goBoolOr(const std::optional<std::string>& value, bool fallback);
-
-// RFC 3339, UTC, whole seconds (metav1.Time), e.g. 2024-05-01T10:00:00Z.
-std::string formatTime(int64_t unixNanos);
 
 } // namespace kuscia_host::k8s

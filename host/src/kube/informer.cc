@@ -382,7 +382,7 @@ void Informer::onWatchData(uint64_t gen, std::string_view bytes) {
     }
     ++watchEvents_;
     eventSeries_[static_cast<std::size_t>(*type)]->add(1);
-    if (*type != EventType::kError && *type != EventType::kUnknown &&
+    if (*type != WatchEventType::kError && *type != WatchEventType::kUnknown &&
         wentBackwards(scratch_.resourceVersion, lastRv_)) {
       noteError("resourceVersion went backwards (" + scratch_.resourceVersion + " after " +
                 lastRv_ + "): the server lost its state; relisting");
@@ -390,14 +390,14 @@ void Informer::onWatchData(uint64_t gen, std::string_view bytes) {
       break;
     }
     switch (*type) {
-    case EventType::kAdded:
-    case EventType::kModified:
-    case EventType::kDeleted:
+    case WatchEventType::kAdded:
+    case WatchEventType::kModified:
+    case WatchEventType::kDeleted:
       apply(*type, scratch_);
       lastRv_ = scratch_.resourceVersion;
       break;
-    case EventType::kBookmark: lastRv_ = scratch_.resourceVersion; break;
-    case EventType::kError:
+    case WatchEventType::kBookmark: lastRv_ = scratch_.resourceVersion; break;
+    case WatchEventType::kError:
       if (scratch_.code == 410) {
         watchExpired_ = true;
         noteError("watch expired (410 " + scratch_.reason + "): relisting");
@@ -406,7 +406,7 @@ void Informer::onWatchData(uint64_t gen, std::string_view bytes) {
         noteError("watch ERROR event " + std::to_string(scratch_.code) + ": " + scratch_.message);
       }
       break;
-    case EventType::kUnknown: break; // ignored, as upstream clients do
+    case WatchEventType::kUnknown: break; // ignored, as upstream clients do
     }
     if (watchExpired_ || watchBroken_) break;
   }
@@ -415,15 +415,15 @@ void Informer::onWatchData(uint64_t gen, std::string_view bytes) {
   if (stream_) stream_->cancel();
 }
 
-void Informer::apply(EventType type, const Projected& object) {
+void Informer::apply(WatchEventType type, const Projected& object) {
   if (!namespace_.empty() && object.namespaceName != namespace_) return;
   RecordPtr rec = RecordPtr::make(object, keepRaw_);
   RecordPtr before;
   {
     std::unique_lock lock(cacheMu_);
-    before = type == EventType::kDeleted ? cache_.erase(rec->key()) : cache_.put(rec);
+    before = type == WatchEventType::kDeleted ? cache_.erase(rec->key()) : cache_.put(rec);
   }
-  if (type == EventType::kDeleted) {
+  if (type == WatchEventType::kDeleted) {
     // The last state: the event's object, seen by those who saw the object before.
     for (const auto& s : subs_)
       if ((before && s->matches(*before)) || (!before && s->matches(*rec)))

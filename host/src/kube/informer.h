@@ -28,6 +28,8 @@
 
 namespace kuscia_host::kube {
 
+// What an informer delivers to a subscriber; the values are the ABI's KH_EVENT_* (plugin_kube.cc
+// checks it at compile time).
 enum class ChangeType { kAdded = 1, kModified = 2, kDeleted = 3, kSynced = 4 };
 
 // What a subscriber declared (kh_subscription_t, validated).
@@ -122,7 +124,7 @@ private:
   void watch();
   void onWatchData(uint64_t gen, std::string_view bytes);
   void onWatchDone(uint64_t gen, Result<HttpResponse> r);
-  void apply(EventType type, const Projected& object);
+  void apply(WatchEventType type, const Projected& object);
   void after(std::chrono::milliseconds delay, std::function<void()> fn);
   std::chrono::milliseconds nextBackoff();
   void noteError(const std::string& what);

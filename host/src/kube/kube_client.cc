@@ -108,7 +108,7 @@ KubeClient::find(uint64_t id) const {
   return it->second;
 }
 
-Result<HttpRequest> KubeClient::toHttp(const KubeWrite& w) {
+Result<HttpRequest> KubeClient::toHttp(const KubeRequest& w) {
   if (w.version.empty() || w.resource.empty())
     return makeError("kube request needs a version and a resource");
   if (const std::string* bad = k8s::badPathSegment(
@@ -118,7 +118,7 @@ Result<HttpRequest> KubeClient::toHttp(const KubeWrite& w) {
   HttpRequest r;
   r.timeout = std::chrono::milliseconds(30000);
   switch (w.verb) {
-  case KubeWrite::Verb::kCreate: {
+  case KubeRequest::Verb::kCreate: {
     if (!json::accept(w.body)) return makeError("create: the body is not valid JSON");
     r.method = "POST";
     r.target = path;
@@ -126,9 +126,9 @@ Result<HttpRequest> KubeClient::toHttp(const KubeWrite& w) {
     r.contentType = "application/json";
     return r;
   }
-  case KubeWrite::Verb::kPatch: {
+  case KubeRequest::Verb::kPatch: {
     if (w.name.empty()) return makeError("patch: the object's name is missing");
-    const bool merge = w.patchType == KubeWrite::PatchType::kMerge;
+    const bool merge = w.patchType == KubeRequest::PatchType::kMerge;
     // Validated without a DOM unless a precondition has to be added to the patch.
     auto first = w.body.find_first_not_of(" \t\r\n");
     if (!json::accept(w.body)) return makeError("patch: the body is not valid JSON");
@@ -156,7 +156,7 @@ Result<HttpRequest> KubeClient::toHttp(const KubeWrite& w) {
     r.body = patch.dump();
     return r;
   }
-  case KubeWrite::Verb::kDelete: {
+  case KubeRequest::Verb::kDelete: {
     if (w.name.empty()) return makeError("delete: the object's name is missing");
     r.method = "DELETE";
     r.target = path + "/" + w.name;
@@ -174,13 +174,13 @@ Result<HttpRequest> KubeClient::toHttp(const KubeWrite& w) {
   return makeError("unknown kube request verb");
 }
 
-Result<void> KubeClient::write(const KubeWrite& w, std::function<void(KubeWriteResult)> done) {
+Result<void> KubeClient::write(const KubeRequest& w, std::function<void(KubeResult)> done) {
   auto http = toHttp(w);
   if (!http) return makeError(http.error());
   static const char* kVerbs[] = {"patch", "create", "delete"};
   ApiCall call{kVerbs[static_cast<int>(w.verb)], std::move(http.value()), true, 10};
   api_->call(std::move(call), [done = std::move(done)](Result<HttpResponse> r) {
-    KubeWriteResult out;
+    KubeResult out;
     if (!r) {
       out.message = r.error();
       return done(std::move(out));

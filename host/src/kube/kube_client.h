@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "common/defaults.h"
 #include "common/result.h"
 #include "kube/api_client.h"
 #include "kube/cluster_access.h"
@@ -24,7 +25,7 @@
 namespace kuscia_host::kube {
 
 // A plugin write (kh_kube_request_t, copied).
-struct KubeWrite {
+struct KubeRequest {
   enum class Verb { kPatch, kCreate, kDelete };
   enum class PatchType { kMerge, kJson };
   Verb verb = Verb::kPatch;
@@ -34,15 +35,15 @@ struct KubeWrite {
   std::string resourceVersion; // precondition, optional
 };
 
-struct KubeWriteResult {
+struct KubeResult {
   int httpCode = 0; // 0: no HTTP answer (message says why)
   std::string body;
   std::string message; // Status.message on failure, "" on success
 };
 
 struct KubeClientOptions {
-  double qps = 50;
-  int burst = 100;
+  double qps = defaults::kQps;
+  int burst = defaults::kBurst;
   ReflectorOptions reflector;
 };
 
@@ -69,9 +70,9 @@ public:
   const std::vector<std::shared_ptr<Informer>>& informers() const { return informers_; }
 
   // Checks and sends a write; `done` runs once, on an io thread. Errors: invalid request.
-  Result<void> write(const KubeWrite& w, std::function<void(KubeWriteResult)> done);
+  Result<void> write(const KubeRequest& w, std::function<void(KubeResult)> done);
   // The request path and body a write becomes (exposed for tests).
-  static Result<HttpRequest> toHttp(const KubeWrite& w);
+  static Result<HttpRequest> toHttp(const KubeRequest& w);
 
   ApiClient& api() { return *api_; }
   KubeMetrics& metrics() { return metrics_; }

@@ -405,8 +405,8 @@ Decoder::Decoder(const FieldPaths& paths, Options options)
     : impl_(std::make_unique<Impl>(paths, options)) {}
 Decoder::~Decoder() = default;
 
-Result<EventType> Decoder::decodeEvent(std::string_view frame, std::size_t capacity,
-                                       Projected& out) {
+Result<WatchEventType> Decoder::decodeEvent(std::string_view frame, std::size_t capacity,
+                                            Projected& out) {
   Impl& m = *impl_;
   out.clear();
   out.values.resize(m.paths.size());
@@ -438,21 +438,22 @@ Result<EventType> Decoder::decodeEvent(std::string_view frame, std::size_t capac
   if (type.empty()) return makeError("the event has no type");
   if (!haveObject) return makeError("the " + type + " event has no object");
   m.resolveDeferred(out);
-  EventType et = EventType::kUnknown;
+  WatchEventType et = WatchEventType::kUnknown;
   if (type == "ADDED")
-    et = EventType::kAdded;
+    et = WatchEventType::kAdded;
   else if (type == "MODIFIED")
-    et = EventType::kModified;
+    et = WatchEventType::kModified;
   else if (type == "DELETED")
-    et = EventType::kDeleted;
+    et = WatchEventType::kDeleted;
   else if (type == "BOOKMARK")
-    et = EventType::kBookmark;
+    et = WatchEventType::kBookmark;
   else if (type == "ERROR")
-    et = EventType::kError;
-  if ((et == EventType::kAdded || et == EventType::kModified || et == EventType::kDeleted) &&
+    et = WatchEventType::kError;
+  if ((et == WatchEventType::kAdded || et == WatchEventType::kModified ||
+       et == WatchEventType::kDeleted) &&
       !m.checkMetadata(out))
     return makeError(m.error);
-  if (et == EventType::kBookmark && out.resourceVersion.empty())
+  if (et == WatchEventType::kBookmark && out.resourceVersion.empty())
     return makeError("BOOKMARK without metadata.resourceVersion");
   return et;
 }

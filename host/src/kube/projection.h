@@ -59,7 +59,9 @@ struct Projected {
   std::string key() const;
 };
 
-enum class EventType { kAdded, kModified, kDeleted, kBookmark, kError, kUnknown };
+// The type of one event on a watch stream, as the API server sends it (informer.h's ChangeType is
+// what the informer then delivers to subscribers).
+enum class WatchEventType { kAdded, kModified, kDeleted, kBookmark, kError, kUnknown };
 
 struct ListMeta {
   std::string resourceVersion;
@@ -80,7 +82,7 @@ public:
 
   // Decodes one watch event. `capacity` is how many bytes are readable from frame.data() (at
   // least frame.size() + 64 avoids a copy). Errors say what is wrong with the event.
-  Result<EventType> decodeEvent(std::string_view frame, std::size_t capacity, Projected& out);
+  Result<WatchEventType> decodeEvent(std::string_view frame, std::size_t capacity, Projected& out);
 
   // Decodes a LIST page item by item. onItem runs for every well-formed item; onBadItem with a
   // reason for every item skipped. A malformed page is an error.

@@ -63,8 +63,8 @@ KubeBridge::Lookup KubeClientBridge::list(uint64_t subscription, const std::stri
   return Lookup::kOk;
 }
 
-Result<void> KubeClientBridge::write(const kube::KubeWrite& write,
-                                     std::function<void(kube::KubeWriteResult)> done) {
+Result<void> KubeClientBridge::write(const kube::KubeRequest& write,
+                                     std::function<void(kube::KubeResult)> done) {
   return client_.write(write, std::move(done));
 }
 

@@ -46,8 +46,8 @@ public:
   virtual Lookup list(uint64_t subscription, const std::string& labelSelector,
                       const Visitor& visit) = 0;
   // Sends a write; `done` runs once, on an io thread. Errors: the request is invalid.
-  virtual Result<void> write(const kube::KubeWrite& write,
-                             std::function<void(kube::KubeWriteResult)> done) = 0;
+  virtual Result<void> write(const kube::KubeRequest& write,
+                             std::function<void(kube::KubeResult)> done) = 0;
 };
 
 class KubeClientBridge final : public KubeBridge {
@@ -58,8 +58,8 @@ public:
   Lookup get(uint64_t subscription, std::string_view key, const Visitor& visit) override;
   Lookup list(uint64_t subscription, const std::string& labelSelector,
               const Visitor& visit) override;
-  Result<void> write(const kube::KubeWrite& write,
-                     std::function<void(kube::KubeWriteResult)> done) override;
+  Result<void> write(const kube::KubeRequest& write,
+                     std::function<void(kube::KubeResult)> done) override;
 
 private:
   kube::KubeClient& client_;

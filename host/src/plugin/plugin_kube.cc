@@ -85,6 +85,12 @@ kh_status_t PluginKube::subscribe(const kh_subscription_t* sub, uint64_t* outId,
   return KH_OK;
 }
 
+// A change is handed to the plugin as the ABI's event type of the same value.
+static_assert(static_cast<kh_event_type_t>(kube::ChangeType::kAdded) == KH_EVENT_ADDED);
+static_assert(static_cast<kh_event_type_t>(kube::ChangeType::kModified) == KH_EVENT_MODIFIED);
+static_assert(static_cast<kh_event_type_t>(kube::ChangeType::kDeleted) == KH_EVENT_DELETED);
+static_assert(static_cast<kh_event_type_t>(kube::ChangeType::kSynced) == KH_EVENT_SYNCED);
+
 void PluginKube::deliver(uint64_t subscription, kube::ChangeType type, const KubeObject& object) {
   if (stopping_ || !cb_.event) return;
   cb_.post([this, subscription, type, o = object] {
@@ -175,20 +181,20 @@ kh_status_t PluginKube::request(const kh_kube_request_t* req, uint64_t* outId, s
     err = "kube_request: the request is NULL or too small";
     return KH_ERR_INVALID_ARGUMENT;
   }
-  kube::KubeWrite w;
+  kube::KubeRequest w;
   switch (req->verb) {
-  case KH_KUBE_PATCH: w.verb = kube::KubeWrite::Verb::kPatch; break;
-  case KH_KUBE_CREATE: w.verb = kube::KubeWrite::Verb::kCreate; break;
-  case KH_KUBE_DELETE: w.verb = kube::KubeWrite::Verb::kDelete; break;
+  case KH_KUBE_PATCH: w.verb = kube::KubeRequest::Verb::kPatch; break;
+  case KH_KUBE_CREATE: w.verb = kube::KubeRequest::Verb::kCreate; break;
+  case KH_KUBE_DELETE: w.verb = kube::KubeRequest::Verb::kDelete; break;
   default:
     err = "kube_request: unknown verb " + std::to_string(req->verb);
     return KH_ERR_INVALID_ARGUMENT;
   }
-  if (w.verb == kube::KubeWrite::Verb::kPatch) {
+  if (w.verb == kube::KubeRequest::Verb::kPatch) {
     if (req->patch_type == KH_PATCH_MERGE)
-      w.patchType = kube::KubeWrite::PatchType::kMerge;
+      w.patchType = kube::KubeRequest::PatchType::kMerge;
     else if (req->patch_type == KH_PATCH_JSON)
-      w.patchType = kube::KubeWrite::PatchType::kJson;
+      w.patchType = kube::KubeRequest::PatchType::kJson;
     else {
       err = "kube_request: unknown patch type " + std::to_string(req->patch_type);
       return KH_ERR_INVALID_ARGUMENT;
@@ -208,7 +214,7 @@ kh_status_t PluginKube::request(const kh_kube_request_t* req, uint64_t* outId, s
     id = ++nextRequestId_;
     pending_[id] = req->user_tag;
   }
-  auto sent = bridge_->write(w, [this, id](kube::KubeWriteResult r) {
+  auto sent = bridge_->write(w, [this, id](kube::KubeResult r) {
     cb_.post([this, id, r = std::move(r)] { complete(id, r); });
   });
   if (!sent) {
@@ -221,7 +227,7 @@ kh_status_t PluginKube::request(const kh_kube_request_t* req, uint64_t* outId, s
   return KH_OK;
 }
 
-void PluginKube::complete(uint64_t id, const kube::KubeWriteResult& result) {
+void PluginKube::complete(uint64_t id, const kube::KubeResult& result) {
   uint64_t tag;
   {
     std::lock_guard lock(mu_);

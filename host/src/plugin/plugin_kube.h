@@ -54,7 +54,7 @@ public:
 private:
   bool owns(uint64_t subscription) const;
   void deliver(uint64_t subscription, kube::ChangeType type, const KubeObject& object);
-  void complete(uint64_t id, const kube::KubeWriteResult& result);
+  void complete(uint64_t id, const kube::KubeResult& result);
 
   KubeBridge* bridge_;
   std::string domain_;

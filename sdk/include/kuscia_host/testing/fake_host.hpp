@@ -17,6 +17,7 @@
 #define KUSCIA_HOST_TESTING_FAKE_HOST_HPP
 
 #include <kuscia_host/abi.h>
+#include <kuscia_host/label_selector.hpp>
 
 #include <algorithm>
 #include <cstdint>
@@ -160,107 +161,6 @@ private:
 
   std::string_view s_;
   std::size_t i_ = 0;
-};
-
-// Kubernetes label selectors, as the host parses them: =, ==, !=, in, notin, key, !key.
-class Selector {
-public:
-  static std::optional<Selector> parse(std::string_view text) {
-    Selector sel;
-    for (auto& t : split(std::string(text))) {
-      if (t.empty()) return std::nullopt;
-      Term term;
-      std::size_t p;
-      if (t[0] == '!') {
-        term.key = trim(t.substr(1));
-        term.op = kNotExists;
-      } else if ((p = t.find(" notin ")) != std::string::npos ||
-                 (p = t.find(" in ")) != std::string::npos) {
-        bool notin = t.compare(p, 7, " notin ") == 0;
-        term.key = trim(t.substr(0, p));
-        term.op = notin ? kNotIn : kIn;
-        std::string rest = trim(t.substr(p + (notin ? 7 : 4)));
-        if (rest.size() < 2 || rest.front() != '(' || rest.back() != ')') return std::nullopt;
-        for (auto& v : split(rest.substr(1, rest.size() - 2)))
-          term.values.push_back(trim(v));
-      } else if ((p = t.find("!=")) != std::string::npos) {
-        term.key = trim(t.substr(0, p));
-        term.op = kNotEq;
-        term.values = {trim(t.substr(p + 2))};
-      } else if ((p = t.find('=')) != std::string::npos) {
-        term.key = trim(t.substr(0, p));
-        term.op = kEq;
-        std::string v = t.substr(p + 1);
-        if (!v.empty() && v[0] == '=') v = v.substr(1);
-        term.values = {trim(v)};
-      } else {
-        term.key = t;
-        term.op = kExists;
-      }
-      if (term.key.empty() || term.key.size() > 316) return std::nullopt;
-      for (char c : term.key)
-        if (!(std::isalnum(static_cast<unsigned char>(c)) || std::strchr("-_./", c) != nullptr))
-          return std::nullopt;
-      sel.terms_.push_back(std::move(term));
-    }
-    return sel;
-  }
-  bool empty() const { return terms_.empty(); }
-  bool matches(const std::map<std::string, std::string>& labels) const {
-    for (const auto& t : terms_) {
-      auto it = labels.find(t.key);
-      bool has = it != labels.end();
-      bool in = has && std::find(t.values.begin(), t.values.end(), it->second) != t.values.end();
-      switch (t.op) {
-      case kExists:
-        if (!has) return false;
-        break;
-      case kNotExists:
-        if (has) return false;
-        break;
-      case kEq:
-      case kIn:
-        if (!in) return false;
-        break;
-      case kNotEq:
-      case kNotIn:
-        if (in) return false;
-        break;
-      }
-    }
-    return true;
-  }
-
-private:
-  enum Op { kEq, kNotEq, kIn, kNotIn, kExists, kNotExists };
-  struct Term {
-    std::string key;
-    Op op;
-    std::vector<std::string> values;
-  };
-  static std::string trim(const std::string& s) {
-    auto b = s.find_first_not_of(" \t");
-    if (b == std::string::npos) return "";
-    return s.substr(b, s.find_last_not_of(" \t") - b + 1);
-  }
-  static std::vector<std::string> split(const std::string& s) {
-    std::vector<std::string> out;
-    int depth = 0;
-    std::string cur;
-    for (char c : s) {
-      if (c == '(') ++depth;
-      if (c == ')') --depth;
-      if (c == ',' && depth == 0) {
-        out.push_back(trim(cur));
-        cur.clear();
-      } else {
-        cur += c;
-      }
-    }
-    if (!trim(cur).empty() || !out.empty()) out.push_back(trim(cur));
-    return out;
-  }
-  std::vector<Term> terms_;
 };
 
 } // namespace detail
@@ -733,7 +633,7 @@ private:
     if (badSegment({&r.group, &r.version, &r.resource, &r.namespaceName}) != nullptr)
       return fail(err, len, "subscribe: not a valid group, version, resource or namespace name",
                   KH_ERR_INVALID_ARGUMENT);
-    if (!detail::Selector::parse(r.labelSelector))
+    if (!sdk::LabelSelector::parse(r.labelSelector))
       return fail(err, len, "subscribe: label selector '" + r.labelSelector + "' is invalid",
                   KH_ERR_INVALID_ARGUMENT);
     for (const auto& f : r.fields)
@@ -771,12 +671,19 @@ private:
     auto* h = self(c);
     if (visitor == nullptr) return KH_ERR_INVALID_ARGUMENT;
     if (!h->owns(sub)) return KH_ERR_NOT_FOUND;
-    auto sel = detail::Selector::parse(str(selector));
+    auto sel = sdk::LabelSelector::parse(str(selector));
     if (!sel) return KH_ERR_INVALID_ARGUMENT;
     if (!sel->empty() && !h->cachesLabels(sub)) return KH_ERR_FAILED_PRECONDITION;
     std::vector<CachedObject> matching; // the visitor may call back into the host
-    for (const auto& [key, o] : h->cache_[sub])
-      if (sel->matches(o.labels)) matching.push_back(o);
+    for (const auto& entry : h->cache_[sub]) {
+      const auto& labels = entry.second.labels;
+      if (sel->matches([&labels](std::string_view key) -> std::optional<std::string_view> {
+            auto it = labels.find(std::string(key));
+            if (it == labels.end()) return std::nullopt;
+            return std::string_view(it->second);
+          }))
+        matching.push_back(entry.second);
+    }
     for (const auto& o : matching)
       if (visitOne(o, visitor, user) != 0) break;
     return KH_OK;
