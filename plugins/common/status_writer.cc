@@ -13,8 +13,6 @@ std::vector<sdk::ConfigKey> statusWriterKeys() {
   return {taskNamespaceKey(),
           {"coalesceMillis", "integer", "50",
            "changes to one task within this window make one status write (0..60000; 0: at once)"},
-          {"retryMaxMillis", "integer", "30000",
-           "longest wait between retries of a failed status write (100..600000)"},
           {"yieldAfterOverwrites", "integer", "2",
            "another writer replacing a field this plugin wrote this many times within 60 s makes "
            "the plugin stop writing that field of that entry (1..100)"}};
@@ -23,23 +21,23 @@ std::vector<sdk::ConfigKey> statusWriterKeys() {
 void readStatusWriterConfig(const sdk::ConfigReader& r, StatusWriterConfig& c) {
   c.taskNamespace = readTaskNamespace(r);
   c.coalesceMillis = r.integer("coalesceMillis", c.coalesceMillis, 0, 60000);
-  c.retryMaxMillis = r.integer("retryMaxMillis", c.retryMaxMillis, 100, 600000);
   c.yieldAfterOverwrites = static_cast<int>(r.integer("yieldAfterOverwrites", 2, 1, 100));
 }
 
 StatusWriter::StatusWriter(sdk::Host host, const StatusWriterConfig& config,
                            std::string metricPrefix, Diff diff, Written written)
     : StatusWriter(host,
-                   Options{config.taskNamespace, config.coalesceMillis, 200, config.retryMaxMillis,
-                           std::move(metricPrefix), config.yieldAfterOverwrites},
+                   Options{config.taskNamespace, config.coalesceMillis, std::move(metricPrefix),
+                           config.yieldAfterOverwrites},
                    std::move(diff), std::move(written)) {}
 
 StatusWriter::StatusWriter(sdk::Host host, Options options, Diff diff, Written written)
     : host_(host), options_(std::move(options)), diff_(std::move(diff)),
       written_(std::move(written)),
       writes_(host.counter(options_.metricPrefix + "_status_writes_total",
-                           "KusciaTask status merge patches, by result (ok; retried: no answer, "
-                           "409, 429 or 5xx; gone: 404; failed: refused by the server)",
+                           "KusciaTask status merge patches, by result (ok; conflict: 409, decided "
+                           "again; gone: 404; failed: refused by the server; unsent: the instance "
+                           "stopped first)",
                            {"result"})),
       bytes_(host.counter(options_.metricPrefix + "_status_patch_bytes_total",
                           "Bytes of KusciaTask status merge patches sent")),
@@ -51,18 +49,8 @@ void StatusWriter::forget(const std::string& task) {
   if (it != tasks_.end() && it->second.request == 0 && it->second.timer == 0) tasks_.erase(it);
 }
 
-StatusWriter::TaskState& StatusWriter::state(const std::string& task) {
-  auto it = tasks_.find(task);
-  if (it == tasks_.end())
-    it =
-        tasks_
-            .emplace(task, TaskState{Backoff(options_.retryInitialMillis, options_.retryMaxMillis)})
-            .first;
-  return it->second;
-}
-
 void StatusWriter::changed(const std::string& task) {
-  TaskState& st = state(task);
+  TaskState& st = tasks_[task];
   st.dirty = true;
   if (st.request != 0 || st.timer != 0) return; // flushed when those complete
   schedule(task, st, options_.coalesceMillis);
@@ -79,7 +67,7 @@ void StatusWriter::schedule(const std::string& task, TaskState& st, int64_t dela
 }
 
 void StatusWriter::flush(const std::string& task) {
-  TaskState& st = state(task);
+  TaskState& st = tasks_[task];
   st.timer = 0;
   if (st.request != 0) return;
   if (int64_t hold = contest_.holdMillis(task); hold > 0) {
@@ -116,12 +104,11 @@ bool StatusWriter::onKubeResult(const sdk::KubeResult& result) {
   Sent sent = std::move(it->second);
   requests_.erase(it);
   const std::string& task = sent.task;
-  TaskState& st = state(task);
+  TaskState& st = tasks_[task];
   st.request = 0;
   const int code = result.httpCode;
   if (code >= 200 && code < 300) {
     writes_.add(1, {"ok"});
-    st.backoff.reset();
     contest_.wrote(task, sent.status, result.body);
     written_(task, sent.status);
     if (st.dirty) schedule(task, st, options_.coalesceMillis);
@@ -130,24 +117,29 @@ bool StatusWriter::onKubeResult(const sdk::KubeResult& result) {
   if (code == 404) { // the task is gone: its next appearance calls changed() again
     writes_.add(1, {"gone"});
     st.dirty = false;
-    st.backoff.reset();
     return true;
   }
-  if (code == 400 || code == 403 || code == 415 || code == 422) {
-    // Refused as it is: retrying the same patch cannot help; the next change tries again.
-    writes_.add(1, {"failed"});
-    host_.error("status patch of task " + task + " refused (" + std::to_string(code) +
+  if (code == 409) { // the task changed under the write: decide again from what it holds now
+    writes_.add(1, {"conflict"});
+    st.dirty = true;
+    if (st.timer == 0) schedule(task, st, options_.coalesceMillis);
+    return true;
+  }
+  if (code == 0 || code == 429 || code >= 500) {
+    // The host retries these until the answer is final; one reaches here only when the instance
+    // stops first. Nothing more is written by this instance.
+    writes_.add(1, {"unsent"});
+    st.dirty = true;
+    host_.debug("status patch of task " + task + " not completed (" +
+                (code == 0 ? std::string("no answer") : std::to_string(code)) +
                 "): " + std::string(result.message));
-    st.backoff.reset();
     return true;
   }
-  writes_.add(1, {"retried"});
-  const int64_t wait = st.backoff.next();
-  host_.debug("status patch of task " + task + " failed (" +
-              (code == 0 ? std::string("no answer") : std::to_string(code)) + ": " +
-              std::string(result.message) + "); retrying in " + std::to_string(wait) + " ms");
-  st.dirty = true;
-  if (st.timer == 0) schedule(task, st, wait);
+  // Refused as it is (400, 403, 415, 422, ...): the same patch cannot succeed; the next change
+  // tries again.
+  writes_.add(1, {"failed"});
+  host_.error("status patch of task " + task + " refused (" + std::to_string(code) +
+              "): " + std::string(result.message));
   return true;
 }
 

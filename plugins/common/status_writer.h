@@ -1,9 +1,10 @@
 // Writes one plugin instance's part of KusciaTask statuses, with the discipline upstream lacks:
 // JSON merge patches on kusciatasks/<task>/status that carry only what differs (never a
 // full-object PUT, never a write when nothing differs), at most one write in flight per task,
-// changes to one task coalesced within a window, and failures (no answer, 409, 429, 5xx)
-// retried with exponential backoff until they succeed: nothing is dropped while the task exists.
-// A 404 (the task is gone) ends the retries; the next change of the task starts again.
+// changes to one task coalesced within a window. Transient failures (429, 5xx, no answer) are
+// retried by the host, the one layer that retries, until the answer is final: nothing is dropped
+// while the task exists. A 409 decides again from the task as it is now; a 404 (the task is
+// gone) ends it until the task appears again.
 // It never fights another writer of the same fields (write_contest.h): the plugin reports each
 // task as it sees it through observed(); fields someone else keeps replacing are yielded, and
 // fields someone keeps removing are written again ever more slowly.
@@ -32,11 +33,10 @@ namespace kuscia_host::plugins {
 struct StatusWriterConfig {
   std::string taskNamespace = "cross-domain";
   int64_t coalesceMillis = 50;
-  int64_t retryMaxMillis = 30000;
   int yieldAfterOverwrites = 2;
 };
-// Their keys (taskNamespace, coalesceMillis, retryMaxMillis, yieldAfterOverwrites), for the
-// plugin's table of keys.
+// Their keys (taskNamespace, coalesceMillis, yieldAfterOverwrites), for the plugin's table of
+// keys.
 std::vector<sdk::ConfigKey> statusWriterKeys();
 // Throws sdk::ConfigError naming the key.
 void readStatusWriterConfig(const sdk::ConfigReader& r, StatusWriterConfig& c);
@@ -46,8 +46,6 @@ public:
   struct Options {
     std::string taskNamespace = "cross-domain";
     int64_t coalesceMillis = 50;
-    int64_t retryInitialMillis = 200;
-    int64_t retryMaxMillis = 30000;
     // Names the metric families "<metricPrefix>_status_writes_total",
     // "<metricPrefix>_status_patch_bytes_total" and the contest's (write_contest.h).
     std::string metricPrefix;
@@ -86,12 +84,10 @@ public:
 
 private:
   struct TaskState {
-    Backoff backoff;
     bool dirty = false;
     uint64_t timer = 0;
     uint64_t request = 0;
   };
-  TaskState& state(const std::string& task);
   void schedule(const std::string& task, TaskState& st, int64_t delayMillis);
   void flush(const std::string& task);
 

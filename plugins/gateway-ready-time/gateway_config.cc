@@ -18,7 +18,8 @@ const std::vector<sdk::ConfigKey>& gatewayConfigKeys() {
        "the written time: 'seconds' (RFC 3339 UTC whole seconds, as upstream writes and "
        "parses) or 'millis' (with milliseconds)"},
       {"retryMaxMillis", "integer", "30000",
-       "longest wait between retries of a failed annotation write (100..600000)"},
+       "longest wait between Envoy admin reads after failures, and before deciding again after "
+       "a conflicting change of the service (100..600000)"},
   };
   return keys;
 }

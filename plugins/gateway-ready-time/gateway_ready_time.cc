@@ -30,7 +30,7 @@ GatewayReadyTime::GatewayReadyTime(sdk::Host host, std::string_view /*domain*/,
           {}, durationBuckets())),
       writes_(host.counter("kuscia_gateway_ready_time_writes_total",
                            "ready-time annotation writes, by result (ok, conflict: the service "
-                           "changed meanwhile, retried, gone, failed)",
+                           "changed meanwhile, gone, failed, unsent)",
                            {"result"})) {
   sdk::Subscription services;
   services.version = "v1";
@@ -189,8 +189,8 @@ void GatewayReadyTime::onKubeResult(const sdk::KubeResult& r) {
                  "): " + std::string(r.message));
     return;
   }
-  writes_.add(1, {"retried"});
-  retry(key, s->second);
+  // 429, 5xx or no answer: the host retried until the instance stopped; nothing more to do.
+  writes_.add(1, {"unsent"});
 }
 
 } // namespace kuscia_host::plugins::gateway

@@ -487,6 +487,26 @@ TEST_F(InformerTest, WritesWithPreconditionsRetriesAndStatusMessages) {
   EXPECT_EQ(write(patch).httpCode, 200);
   EXPECT_EQ(metric(client_->metrics().requestRetries, {"patch", "429"}), 2);
   EXPECT_EQ(metric(client_->metrics().requestRetries, {"patch", "503"}), 1);
+  // A write is retried until its answer is final, past any count (the one layer that retries),
+  // and not after its requester has gone.
+  fault("respond?path=/api/v1/namespaces/alice/pods/p0&method=PATCH&status=429&count=12"
+        "&retryAfter=0");
+  patch.body = R"({"status":{"phase":"Pending"}})";
+  EXPECT_EQ(write(patch).httpCode, 200);
+  EXPECT_EQ(metric(client_->metrics().requestRetries, {"patch", "429"}), 14);
+  fault("respond?path=/api/v1/namespaces/alice/pods/p0&method=PATCH&status=429&count=1000000"
+        "&retryAfter=0");
+  std::atomic<bool> gone{false};
+  patch.abandoned = [&gone] { return gone.load(); };
+  std::promise<KubeResult> abandoned;
+  ASSERT_TRUE(client_->write(patch, [&](KubeResult r) { abandoned.set_value(std::move(r)); }).ok());
+  ASSERT_TRUE(eventually([&] {
+    return metric(client_->metrics().requestRetries, {"patch", "429"}) >= 16;
+  }));
+  gone = true;
+  EXPECT_EQ(abandoned.get_future().get().httpCode, 429); // the last answer, no more tries
+  fault("reset");
+  patch.abandoned = nullptr;
   // Create, delete with a stale precondition, delete.
   KubeRequest create;
   create.verb = KubeRequest::Verb::kCreate;

@@ -93,35 +93,28 @@ Result<void> Daemon::connectCluster() {
   return {};
 }
 
-Result<void> Daemon::start() {
-  // The embedded API server comes up before any plugin, and the cluster client before any
-  // plugin can subscribe.
-  if (config_.cluster.source == ClusterConfig::Source::kEmbedded) {
-    if (auto r = startEmbeddedApiServer(); !r) {
-      shutdown();
-      return r;
-    }
-  }
-  if (auto r = connectCluster(); !r) {
-    shutdown();
-    return r;
-  }
+Result<void> Daemon::tolerate(bool required, const std::string& error,
+                              const std::function<void()>& disable) {
+  if (required) return makeError(error);
+  logger_->error("{} (required: false, instance disabled)", error);
+  disable();
+  return {};
+}
+
+Result<void> Daemon::createInstances() {
   HostServices services{runtime_, metrics_,          hostMetrics_, logs_,
                         clock_,   kubeBridge_.get(), &routes_};
-  // Load and create every instance; a required failure aborts, an optional one disables.
   for (const auto& domain : config_.domains) {
     for (const auto& entry : domain.plugins) {
       std::string id = entry.name + "/" + domain.id;
       auto lib = library(entry);
       if (!lib) {
-        if (entry.required) {
-          shutdown();
-          return makeError(lib.error());
-        }
-        logger_->error("{} (required: false, instance {} disabled)", lib.error(), id);
-        health_.add("plugin:" + id, [reason = lib.error()] {
-          return HealthStatus{false, false, "disabled (required: false): " + reason};
+        auto r = tolerate(entry.required, lib.error(), [&] {
+          health_.add("plugin:" + id, [reason = lib.error()] {
+            return HealthStatus{false, false, "disabled (required: false): " + reason};
+          });
         });
+        if (!r) return r;
         continue;
       }
       InstanceOptions opts;
@@ -134,42 +127,58 @@ Result<void> Daemon::start() {
       auto* raw = instance.get();
       health_.add("plugin:" + id, [raw] { return raw->health(); });
       instances_.push_back(std::move(instance));
-      if (auto r = raw->create(); !r) {
-        if (entry.required) {
-          shutdown();
+      if (auto created = raw->create(); !created)
+        if (auto r =
+                tolerate(entry.required, created.error(), [&] { raw->disable(created.error()); });
+            !r)
           return r;
-        }
-        logger_->error("{} (required: false, instance disabled)", r.error());
-        raw->disable(r.error());
-      }
     }
   }
+  return {};
+}
 
+Result<void> Daemon::startAdmin() {
   mountPluginRoutes();
-  runtime_.start();
   std::string listen = options_.adminListen.empty() ? config_.adminListen : options_.adminListen;
   auto ep = admin_.listen(listen);
-  if (!ep) {
-    shutdown();
-    return makeError(ep.error());
-  }
+  if (!ep) return makeError(ep.error());
   adminEndpoint_ = ep.value();
   logger_->info("admin server listening on {}:{}", ep->address().to_string(), ep->port());
   if (auto warning = exposureWarning(ep->address()); !warning.empty()) logger_->warn("{}", warning);
+  return {};
+}
 
+Result<void> Daemon::startInstances() {
   for (auto& instance : instances_) {
     if (instance->state() != InstanceState::kCreated) continue;
-    if (auto r = instance->start(); !r) {
-      if (instance->required()) {
-        shutdown();
-        return r;
-      }
-      logger_->error("{} (required: false, instance disabled)", r.error());
-      instance->stop();
-      instance->disable(r.error());
+    if (auto started = instance->start(); !started) {
+      auto r = tolerate(instance->required(), started.error(), [&] {
+        instance->stop();
+        instance->disable(started.error());
+      });
+      if (!r) return r;
       continue;
     }
     logger_->info("started {}", instance->id());
+  }
+  return {};
+}
+
+Result<void> Daemon::start() {
+  auto steps = [this]() -> Result<void> {
+    // The embedded API server comes up before any plugin, and the cluster client before any
+    // plugin can subscribe; a required instance that fails stops everything.
+    if (config_.cluster.source == ClusterConfig::Source::kEmbedded)
+      if (auto r = startEmbeddedApiServer(); !r) return r;
+    if (auto r = connectCluster(); !r) return r;
+    if (auto r = createInstances(); !r) return r;
+    runtime_.start();
+    if (auto r = startAdmin(); !r) return r;
+    return startInstances();
+  };
+  if (auto r = steps(); !r) {
+    shutdown();
+    return r;
   }
   // Events flow once every instance has started.
   if (kube_) kube_->start(health_);

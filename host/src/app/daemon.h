@@ -6,6 +6,7 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/signal_set.hpp>
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -65,6 +66,14 @@ private:
   Result<std::shared_ptr<PluginLibrary>> library(const PluginEntry& entry);
   Result<void> startEmbeddedApiServer();
   Result<void> connectCluster();
+  // Loads and creates every instance; then starts the admin server; then the instances.
+  Result<void> createInstances();
+  Result<void> startAdmin();
+  Result<void> startInstances();
+  // An instance failed with `error`: a required one fails the start (the error), an optional one
+  // is disabled by `disable` and the host goes on.
+  Result<void> tolerate(bool required, const std::string& error,
+                        const std::function<void()>& disable);
   void updateInstanceGauges();
   // Mounts every prefix plugin instances registered on the admin server.
   void mountPluginRoutes();

@@ -2,9 +2,12 @@
 #include <kuscia_host/timeline.hpp>
 
 #include <CLI/CLI.hpp>
+#include <filesystem>
 #include <fstream>
+#include <functional>
 #include <future>
 #include <iostream>
+#include <memory>
 #include <mutex>
 #include <sstream>
 
@@ -182,125 +185,202 @@ int runApiServer(apiserver::ServerOptions options, const std::string& kubeconfig
 
 namespace {
 
+// A subcommand: its CLI::App (set when added) and what it runs once parsed.
+struct Command {
+  CLI::App* app = nullptr;
+  std::function<int()> run;
+};
+
+Command addRun(CLI::App& app) {
+  struct Options {
+    std::string config, adminListen;
+    std::vector<std::string> pluginDirs;
+  };
+  auto o = std::make_shared<Options>();
+  auto* cmd = app.add_subcommand("run", "Run the host daemon until SIGTERM or SIGINT");
+  cmd->add_option("-c,--config", o->config, "Host config file (YAML)")->required();
+  cmd->add_option("--plugin-dir", o->pluginDirs,
+                  "Extra plugin directory searched before pluginDirs (absolute; repeatable)");
+  cmd->add_option("--admin-listen", o->adminListen,
+                  "Override admin.listen (host:port; port 0 picks a free port)");
+  return {cmd, [o] { return runHost(o->config, o->pluginDirs, o->adminListen); }};
+}
+
+int checkConfig(const std::string& configPath, const std::vector<std::string>& pluginDirs) {
+  auto config = loadOrReport(configPath, pluginDirs);
+  if (!config) return kExitUsage;
+  // The plugins, through the loader `run` uses: what run refuses, check-config refuses.
+  auto plugins = checkPlugins(*config);
+  for (const auto& w : plugins.warnings)
+    std::cerr << "warning: " << w.str() << "\n";
+  for (const auto& e : plugins.errors)
+    std::cerr << e.str() << "\n";
+  if (!plugins.errors.empty()) {
+    std::cerr << "kuscia-host: " << plugins.errors.size() << " error(s) in " << configPath << "\n";
+    return kExitUsage;
+  }
+  std::size_t n = 0;
+  for (const auto& d : config->domains)
+    n += d.plugins.size();
+  std::cout << configPath << ": ok (" << config->domains.size() << " domain(s), " << n
+            << " plugin instance(s), mode " << config->mode << ")\n";
+  return kExitOk;
+}
+
+Command addCheckConfig(CLI::App& app) {
+  struct Options {
+    std::string config;
+    std::vector<std::string> pluginDirs;
+  };
+  auto o = std::make_shared<Options>();
+  auto* cmd = app.add_subcommand("check-config",
+                                 "Validate a config file (and find its plugins) without running");
+  cmd->add_option("-c,--config", o->config, "Host config file (YAML)")->required();
+  cmd->add_option("--plugin-dir", o->pluginDirs,
+                  "Extra plugin directory searched before pluginDirs (absolute; repeatable)");
+  cmd->footer("Config keys:\n" + configReference());
+  return {cmd, [o] { return checkConfig(o->config, o->pluginDirs); }};
+}
+
+struct ApiServerCommandOptions {
+  apiserver::ServerOptions api;
+  std::string kubeconfigOut, auditLog, clientCaPath;
+  int bookmarkMs = 5000;
+};
+
+int apiServerCommand(ApiServerCommandOptions& o) {
+  o.api.api.bookmarkInterval = std::chrono::milliseconds(o.bookmarkMs);
+  if (!o.clientCaPath.empty()) {
+    if (!o.api.tls) {
+      std::cerr << "kuscia-host: --client-ca needs --tls\n";
+      return kExitUsage;
+    }
+    std::ifstream in(o.clientCaPath);
+    std::stringstream pem;
+    pem << in.rdbuf();
+    o.api.clientCaPem = pem.str();
+    if (!in || o.api.clientCaPem.find("-----BEGIN CERTIFICATE-----") == std::string::npos) {
+      std::cerr << "kuscia-host: --client-ca " << o.clientCaPath
+                << ": not a readable PEM certificate file\n";
+      return kExitUsage;
+    }
+  }
+  return runApiServer(o.api, o.kubeconfigOut, o.auditLog);
+}
+
+Command addApiServer(CLI::App& app) {
+  auto o = std::make_shared<ApiServerCommandOptions>();
+  auto* cmd = app.add_subcommand(
+      "apiserver",
+      "Run the embedded Kubernetes-compatible API server alone (state in memory only)");
+  cmd->add_option("--listen", o->api.listen, "host:port to listen on; port 0 picks a free port")
+      ->capture_default_str();
+  cmd->add_option("--kubeconfig-out", o->kubeconfigOut,
+                  "Write a kubeconfig for clients to this file");
+  cmd->add_option("--audit-log", o->auditLog,
+                  "Append one JSON line per resource request (verb, objectRef, "
+                  "responseStatus.code, userAgent) to this file");
+  cmd->add_flag("--tls", o->api.tls,
+                "Serve HTTPS with a CA and certificate generated at start; clients need the "
+                "bearer token (both are in the kubeconfig)");
+  cmd->add_option("--token", o->api.token,
+                  "With --tls: the bearer token to require (default: random)");
+  cmd->add_option("--client-ca", o->clientCaPath,
+                  "With --tls: client certificates signed by this CA (PEM file) authenticate "
+                  "too, without the token")
+      ->check(CLI::ExistingFile);
+  cmd->add_flag("--fault-injection", o->api.faultInjection,
+                "Serve /debug/faults/* for tests (drop watches, compact history, inject errors "
+                "and latency)");
+  cmd->add_option("--bookmark-interval-ms", o->bookmarkMs,
+                  "Interval of BOOKMARK events on watches that ask for them")
+      ->capture_default_str()
+      ->check(CLI::Range(10, 3600000));
+  cmd->add_option("--history", o->api.historyLimit,
+                  "Watch events kept for resuming watches; older resourceVersions get 410 Expired")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 10000000));
+  return {cmd, [o] { return apiServerCommand(*o); }};
+}
+
+Command addDemo(CLI::App& app) {
+  auto demo = std::make_shared<DemoOptions>();
+  auto* cmd = app.add_subcommand(
+      "demo", "The whole product on one machine: an embedded cluster, domains alice and bob, the "
+              "simulated agent and the timeline plugins; submits tasks and prints their timelines");
+  cmd->add_flag("--p2p", demo->p2p,
+                "Two hosts, each with its own embedded API server (one per party), the task "
+                "created in both");
+  cmd->add_option("--tasks", demo->tasks, "Two-party tasks to submit")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000));
+  cmd->add_flag("--exit-when-done", demo->exitWhenDone,
+                "Exit once every task's timeline is complete (default: serve until Ctrl-C)");
+  cmd->add_option("--output", demo->outputDir, "Write each task's timeline as DIR/<task>.json");
+  cmd->add_option("--plugin-dir", demo->pluginDirs,
+                  "Directory searched first for the plugins (absolute; repeatable)");
+  cmd->add_option("--admin-listen", demo->adminListen,
+                  "The admin server (the web page, the timeline API); with --p2p bob's host uses "
+                  "the next port")
+      ->capture_default_str();
+  cmd->add_option("--work-dir", demo->workDir,
+                  "Where the kubeconfigs and the log go (default /tmp/kuscia-host-demo-<uid>)");
+  cmd->add_option("--phase-millis", demo->phaseMillis,
+                  "The simulated agent's pace: about this long per startup phase")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 60000));
+  cmd->add_option("--timeout", demo->timeoutSeconds, "Give up waiting after this many seconds")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 3600));
+  return {cmd, [demo] {
+            for (const auto& d : demo->pluginDirs)
+              if (!std::filesystem::path(d).is_absolute()) {
+                std::cerr << "kuscia-host: --plugin-dir must be an absolute path: " << d << "\n";
+                return kExitUsage;
+              }
+            return runDemo(*demo, std::cout, std::cerr);
+          }};
+}
+
+Command addTimeline(CLI::App& app) {
+  struct Options {
+    std::string task, output = "table", taskNamespace = "cross-domain";
+    std::vector<std::string> kubeconfigs;
+  };
+  auto o = std::make_shared<Options>();
+  auto* cmd = app.add_subcommand(
+      "timeline", "Print a KusciaTask's startup timeline from any cluster: every pod and service "
+                  "of every party, each time and the durations between phases");
+  cmd->add_option("task", o->task, "The KusciaTask's name")->required();
+  cmd->add_option("--kubeconfig", o->kubeconfigs,
+                  "A cluster to read the task from (repeatable: p2p, one per party's cluster; the "
+                  "entries are merged). Default: in-cluster, else $KUBECONFIG or ~/.kube/config");
+  cmd->add_option("-n,--namespace", o->taskNamespace, "The task's namespace")
+      ->capture_default_str();
+  cmd->add_option("-o,--output", o->output, "table, json or gantt")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"table", "json", "gantt"}));
+  return {cmd, [o] { return printTimeline(o->task, o->taskNamespace, o->kubeconfigs, o->output); }};
+}
+
+Command addVersion(CLI::App& app) {
+  auto* cmd = app.add_subcommand(
+      "version", "Print the version, the plugin ABI version and the default plugin directory");
+  return {cmd, [] {
+            std::cout << "kuscia-host " << kVersion << "\nplugin ABI " << kAbiVersion
+                      << "\nplugin directory " << installedPluginDir().string() << "\n";
+            return kExitOk;
+          }};
+}
+
 int runMain(int argc, char** argv) {
   CLI::App app{
       "kuscia-host: task-startup observability for Kuscia deployments.\n"
       "Loads plugins (.so) through a stable C ABI and serves /livez, /readyz and /metrics."};
   app.set_version_flag("--version", std::string("kuscia-host ") + kVersion);
   app.require_subcommand(1);
-
-  std::string configPath;
-  std::vector<std::string> pluginDirs;
-  std::string adminListen;
-
-  auto* run = app.add_subcommand("run", "Run the host daemon until SIGTERM or SIGINT");
-  run->add_option("-c,--config", configPath, "Host config file (YAML)")->required();
-  run->add_option("--plugin-dir", pluginDirs,
-                  "Extra plugin directory searched before pluginDirs (absolute; repeatable)");
-  run->add_option("--admin-listen", adminListen,
-                  "Override admin.listen (host:port; port 0 picks a free port)");
-
-  auto* check = app.add_subcommand("check-config",
-                                   "Validate a config file (and find its plugins) without running");
-  check->add_option("-c,--config", configPath, "Host config file (YAML)")->required();
-  check->add_option("--plugin-dir", pluginDirs,
-                    "Extra plugin directory searched before pluginDirs (absolute; repeatable)");
-  check->footer("Config keys:\n" + configReference());
-
-  apiserver::ServerOptions apiOptions;
-  std::string kubeconfigOut;
-  std::string auditLog;
-  int bookmarkMs = 5000;
-  auto* apiserverCmd = app.add_subcommand(
-      "apiserver",
-      "Run the embedded Kubernetes-compatible API server alone (state in memory only)");
-  apiserverCmd
-      ->add_option("--listen", apiOptions.listen,
-                   "host:port to listen on; port 0 picks a free port")
-      ->capture_default_str();
-  apiserverCmd->add_option("--kubeconfig-out", kubeconfigOut,
-                           "Write a kubeconfig for clients to this file");
-  apiserverCmd->add_option("--audit-log", auditLog,
-                           "Append one JSON line per resource request (verb, objectRef, "
-                           "responseStatus.code, userAgent) to this file");
-  apiserverCmd->add_flag(
-      "--tls", apiOptions.tls,
-      "Serve HTTPS with a CA and certificate generated at start; clients need the bearer "
-      "token (both are in the kubeconfig)");
-  apiserverCmd->add_option("--token", apiOptions.token,
-                           "With --tls: the bearer token to require (default: random)");
-  std::string clientCaPath;
-  apiserverCmd
-      ->add_option("--client-ca", clientCaPath,
-                   "With --tls: client certificates signed by this CA (PEM file) authenticate "
-                   "too, without the token")
-      ->check(CLI::ExistingFile);
-  apiserverCmd->add_flag(
-      "--fault-injection", apiOptions.faultInjection,
-      "Serve /debug/faults/* for tests (drop watches, compact history, inject errors and latency)");
-  apiserverCmd
-      ->add_option("--bookmark-interval-ms", bookmarkMs,
-                   "Interval of BOOKMARK events on watches that ask for them")
-      ->capture_default_str()
-      ->check(CLI::Range(10, 3600000));
-  apiserverCmd
-      ->add_option("--history", apiOptions.historyLimit,
-                   "Watch events kept for resuming watches; older resourceVersions get 410 Expired")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 10000000));
-
-  DemoOptions demo;
-  auto* demoCmd = app.add_subcommand(
-      "demo", "The whole product on one machine: an embedded cluster, domains alice and bob, the "
-              "simulated agent and the timeline plugins; submits tasks and prints their timelines");
-  demoCmd->add_flag("--p2p", demo.p2p,
-                    "Two hosts, each with its own embedded API server (one per party), the task "
-                    "created in both");
-  demoCmd->add_option("--tasks", demo.tasks, "Two-party tasks to submit")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 1000));
-  demoCmd->add_flag("--exit-when-done", demo.exitWhenDone,
-                    "Exit once every task's timeline is complete (default: serve until Ctrl-C)");
-  demoCmd->add_option("--output", demo.outputDir, "Write each task's timeline as DIR/<task>.json");
-  demoCmd->add_option("--plugin-dir", demo.pluginDirs,
-                      "Directory searched first for the plugins (absolute; repeatable)");
-  demoCmd
-      ->add_option("--admin-listen", demo.adminListen,
-                   "The admin server (the web page, the timeline API); with --p2p bob's host "
-                   "uses the next port")
-      ->capture_default_str();
-  demoCmd->add_option("--work-dir", demo.workDir,
-                      "Where the kubeconfigs and the log go (default /tmp/kuscia-host-demo-<uid>)");
-  demoCmd
-      ->add_option("--phase-millis", demo.phaseMillis,
-                   "The simulated agent's pace: about this long per startup phase")
-      ->capture_default_str()
-      ->check(CLI::Range(0, 60000));
-  demoCmd->add_option("--timeout", demo.timeoutSeconds, "Give up waiting after this many seconds")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 3600));
-
-  std::string timelineTask;
-  std::vector<std::string> timelineKubeconfigs;
-  std::string timelineOutput = "table";
-  std::string timelineNamespace = "cross-domain";
-  auto* timelineCmd = app.add_subcommand(
-      "timeline", "Print a KusciaTask's startup timeline from any cluster: every pod and service "
-                  "of every party, each time and the durations between phases");
-  timelineCmd->add_option("task", timelineTask, "The KusciaTask's name")->required();
-  timelineCmd->add_option("--kubeconfig", timelineKubeconfigs,
-                          "A cluster to read the task from (repeatable: p2p, one per party's "
-                          "cluster; the entries are merged). Default: in-cluster, else "
-                          "$KUBECONFIG or ~/.kube/config");
-  timelineCmd->add_option("-n,--namespace", timelineNamespace, "The task's namespace")
-      ->capture_default_str();
-  timelineCmd->add_option("-o,--output", timelineOutput, "table, json or gantt")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"table", "json", "gantt"}));
-
-  auto* version = app.add_subcommand(
-      "version", "Print the version, the plugin ABI version and the default plugin directory");
-
+  const std::vector<Command> commands = {addRun(app),  addCheckConfig(app), addApiServer(app),
+                                         addDemo(app), addTimeline(app),    addVersion(app)};
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -313,63 +393,8 @@ int runMain(int argc, char** argv) {
     app.exit(e);
     return kExitUsage;
   }
-
-  if (*version) {
-    std::cout << "kuscia-host " << kVersion << "\nplugin ABI " << kAbiVersion
-              << "\nplugin directory " << installedPluginDir().string() << "\n";
-    return kExitOk;
-  }
-  if (*check) {
-    auto config = loadOrReport(configPath, pluginDirs);
-    if (!config) return kExitUsage;
-    // The plugins, through the loader `run` uses: what run refuses, check-config refuses.
-    auto plugins = checkPlugins(*config);
-    for (const auto& w : plugins.warnings)
-      std::cerr << "warning: " << w.str() << "\n";
-    for (const auto& e : plugins.errors)
-      std::cerr << e.str() << "\n";
-    if (!plugins.errors.empty()) {
-      std::cerr << "kuscia-host: " << plugins.errors.size() << " error(s) in " << configPath
-                << "\n";
-      return kExitUsage;
-    }
-    std::size_t n = 0;
-    for (const auto& d : config->domains)
-      n += d.plugins.size();
-    std::cout << configPath << ": ok (" << config->domains.size() << " domain(s), " << n
-              << " plugin instance(s), mode " << config->mode << ")\n";
-    return kExitOk;
-  }
-  if (*run) return runHost(configPath, pluginDirs, adminListen);
-  if (*demoCmd) {
-    for (const auto& d : demo.pluginDirs)
-      if (!std::filesystem::path(d).is_absolute()) {
-        std::cerr << "kuscia-host: --plugin-dir must be an absolute path: " << d << "\n";
-        return kExitUsage;
-      }
-    return runDemo(demo, std::cout, std::cerr);
-  }
-  if (*timelineCmd)
-    return printTimeline(timelineTask, timelineNamespace, timelineKubeconfigs, timelineOutput);
-  if (*apiserverCmd) {
-    apiOptions.api.bookmarkInterval = std::chrono::milliseconds(bookmarkMs);
-    if (!clientCaPath.empty()) {
-      if (!apiOptions.tls) {
-        std::cerr << "kuscia-host: --client-ca needs --tls\n";
-        return kExitUsage;
-      }
-      std::ifstream in(clientCaPath);
-      std::stringstream pem;
-      pem << in.rdbuf();
-      apiOptions.clientCaPem = pem.str();
-      if (!in || apiOptions.clientCaPem.find("-----BEGIN CERTIFICATE-----") == std::string::npos) {
-        std::cerr << "kuscia-host: --client-ca " << clientCaPath
-                  << ": not a readable PEM certificate file\n";
-        return kExitUsage;
-      }
-    }
-    return runApiServer(apiOptions, kubeconfigOut, auditLog);
-  }
+  for (const auto& c : commands)
+    if (c.app->parsed()) return c.run();
   return kExitUsage;
 }
 

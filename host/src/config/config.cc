@@ -284,6 +284,149 @@ std::string describeDirProblem(const std::string& dir) {
 // ---------------------------------------------------------------------------------------------
 // Extraction of the typed config (after schema validation) plus the checks that span keys.
 // ---------------------------------------------------------------------------------------------
+void checkListen(const YAML::Node& n, Validator& v, const std::string& key,
+                 const std::string& value) {
+  std::string h;
+  unsigned short p = 0;
+  if (!parseListenAddress(value, h, p)) v.error(n, key, "expected host:port, got '" + value + "'");
+}
+
+void extractCluster(const YAML::Node& cl, Validator& v, ClusterConfig& c) {
+  int sources = 0;
+  if (auto n = cl["kubeconfig"]) {
+    ++sources;
+    c.source = ClusterConfig::Source::kKubeconfig;
+    c.kubeconfig = n.Scalar();
+  }
+  if (auto n = cl["inCluster"]; n && n.Scalar() == "true") {
+    ++sources;
+    c.source = ClusterConfig::Source::kInCluster;
+  }
+  if (auto n = cl["embedded"]) {
+    ++sources;
+    c.source = ClusterConfig::Source::kEmbedded;
+    if (n["listen"]) c.embeddedListen = n["listen"].Scalar();
+    if (auto out = n["kubeconfigOut"]) {
+      c.embeddedKubeconfigOut = out.Scalar();
+      auto parent = std::filesystem::path(c.embeddedKubeconfigOut).parent_path();
+      if (!std::filesystem::path(c.embeddedKubeconfigOut).is_absolute())
+        v.error(out, "cluster.embedded.kubeconfigOut", "must be an absolute path");
+      else if (!std::filesystem::is_directory(parent) || ::access(parent.c_str(), W_OK) != 0)
+        v.error(out, "cluster.embedded.kubeconfigOut",
+                "cannot write into " + parent.string() +
+                    " (the directory must exist and be writable)");
+    }
+    checkListen(n, v, "cluster.embedded.listen", c.embeddedListen);
+  }
+  if (sources > 1) v.error(cl, "cluster", "set only one of kubeconfig, inCluster and embedded");
+  if (auto n = cl["qps"]) c.qps = n.as<double>();
+  if (auto n = cl["burst"]) c.burst = n.as<int>();
+}
+
+// --plugin-dir first, then the file's pluginDirs, else the defaults that exist.
+void extractPluginDirs(const YAML::Node& root, Validator& v, const ConfigLoadOptions& options,
+                       std::vector<std::string>& out) {
+  for (const auto& d : options.extraPluginDirs)
+    out.push_back(d);
+  auto dirs = root["pluginDirs"];
+  if (!dirs) {
+    for (const auto& d : options.defaultPluginDirs)
+      if (describeDirProblem(d).empty()) out.push_back(d);
+    return;
+  }
+  for (std::size_t i = 0; i < dirs.size(); ++i) {
+    std::string dir = dirs[i].Scalar();
+    if (auto problem = describeDirProblem(dir); !problem.empty()) {
+      v.error(dirs[i], "pluginDirs[" + std::to_string(i) + "]", problem + ": " + dir);
+      continue;
+    }
+    out.push_back(dir);
+  }
+}
+
+// The plugin's settings as JSON, with where each key is for messages about them.
+void extractPluginConfig(const YAML::Node& n, Validator& v, const std::string& ppath,
+                         PluginEntry& pe) {
+  pe.configMark = {n.Mark().line + 1, n.Mark().column + 1};
+  if (n.IsMap())
+    for (const auto& kv : n)
+      pe.configKeyMarks[kv.first.Scalar()] = {kv.first.Mark().line + 1, kv.first.Mark().column + 1};
+  nlohmann::json j;
+  try {
+    j = yamlToJson(n);
+  } catch (const YAML::ParserException& e) {
+    // The plugin's config is JSON text, which must be UTF-8; YAML scalars are bytes.
+    v.error(n, ppath + ".config", e.msg);
+  }
+  if (!j.is_null() && !j.is_object())
+    v.error(n, ppath + ".config", "expected a mapping of plugin settings");
+  pe.configJson = j.is_object() ? j.dump() : "{}";
+}
+
+// `path`, or <name>.so in the first plugin directory that has it.
+void resolvePluginPath(const YAML::Node& p, Validator& v, const std::string& ppath,
+                       const std::vector<std::string>& pluginDirs, PluginEntry& pe) {
+  if (auto n = p["path"]) {
+    pe.path = n.Scalar();
+    std::error_code ec;
+    if (!std::filesystem::path(pe.path).is_absolute())
+      v.error(n, ppath + ".path", "plugin path must be absolute: " + pe.path);
+    else if (!std::filesystem::is_regular_file(pe.path, ec))
+      v.error(n, ppath + ".path", "no plugin file at " + pe.path);
+    return;
+  }
+  for (const auto& dir : pluginDirs) {
+    std::error_code ec;
+    auto candidate = std::filesystem::path(dir) / (pe.name + ".so");
+    if (std::filesystem::is_regular_file(candidate, ec)) {
+      pe.path = candidate.string();
+      return;
+    }
+  }
+  std::string dirs;
+  for (const auto& dir : pluginDirs)
+    dirs += (dirs.empty() ? "" : ", ") + dir;
+  v.error(p["name"], ppath + ".name",
+          "unknown plugin '" + pe.name + "': no " + pe.name + ".so in " +
+              (dirs.empty() ? std::string("any plugin directory (set pluginDirs)") : dirs));
+}
+
+PluginEntry extractPlugin(const YAML::Node& p, Validator& v, const std::string& ppath,
+                          const std::vector<std::string>& pluginDirs) {
+  PluginEntry pe;
+  pe.name = p["name"].Scalar();
+  pe.line = p["name"].Mark().line + 1;
+  pe.column = p["name"].Mark().column + 1;
+  pe.keyPath = ppath;
+  if (auto n = p["required"]) pe.required = n.Scalar() == "true";
+  if (auto n = p["logLevel"]) pe.logLevel = n.Scalar();
+  if (auto n = p["config"]) extractPluginConfig(n, v, ppath, pe);
+  resolvePluginPath(p, v, ppath, pluginDirs, pe);
+  return pe;
+}
+
+DomainConfig extractDomain(const YAML::Node& d, Validator& v, const std::string& path,
+                           const std::vector<std::string>& pluginDirs) {
+  DomainConfig dc;
+  dc.id = d["id"].Scalar();
+  if (!sdk::isDnsLabel(dc.id))
+    v.error(d["id"], path + ".id",
+            "'" + dc.id +
+                "' is not a valid domain id (lowercase letters, digits and '-', at most 63)");
+  std::map<std::string, int> pluginLines;
+  auto plugins = d["plugins"];
+  for (std::size_t j = 0; plugins && j < plugins.size(); ++j) {
+    std::string ppath = path + ".plugins[" + std::to_string(j) + "]";
+    PluginEntry pe = extractPlugin(plugins[j], v, ppath, pluginDirs);
+    if (auto [pos, inserted] = pluginLines.emplace(pe.name, pe.line); !inserted)
+      v.error(plugins[j]["name"], ppath + ".name",
+              "plugin '" + pe.name + "' is enabled twice for domain '" + dc.id +
+                  "' (first at line " + std::to_string(pos->second) + ")");
+    dc.plugins.push_back(std::move(pe));
+  }
+  return dc;
+}
+
 void extract(const YAML::Node& root, Validator& v, const ConfigLoadOptions& options,
              HostConfig& c) {
   if (auto n = root["mode"]) c.mode = n.Scalar();
@@ -292,142 +435,20 @@ void extract(const YAML::Node& root, Validator& v, const ConfigLoadOptions& opti
   if (auto n = root["workerThreads"]) c.workerThreads = n.as<int>();
   if (auto admin = root["admin"]; admin && admin["listen"]) {
     c.adminListen = admin["listen"].Scalar();
-    std::string h;
-    unsigned short p = 0;
-    if (!parseListenAddress(c.adminListen, h, p))
-      v.error(admin["listen"], "admin.listen", "expected host:port, got '" + c.adminListen + "'");
+    checkListen(admin["listen"], v, "admin.listen", c.adminListen);
   }
-  if (auto cl = root["cluster"]) {
-    int sources = 0;
-    if (auto n = cl["kubeconfig"]) {
-      ++sources;
-      c.cluster.source = ClusterConfig::Source::kKubeconfig;
-      c.cluster.kubeconfig = n.Scalar();
-    }
-    if (auto n = cl["inCluster"]; n && n.Scalar() == "true") {
-      ++sources;
-      c.cluster.source = ClusterConfig::Source::kInCluster;
-    }
-    if (auto n = cl["embedded"]) {
-      ++sources;
-      c.cluster.source = ClusterConfig::Source::kEmbedded;
-      if (n["listen"]) c.cluster.embeddedListen = n["listen"].Scalar();
-      if (n["kubeconfigOut"]) {
-        c.cluster.embeddedKubeconfigOut = n["kubeconfigOut"].Scalar();
-        auto parent = std::filesystem::path(c.cluster.embeddedKubeconfigOut).parent_path();
-        if (!std::filesystem::path(c.cluster.embeddedKubeconfigOut).is_absolute())
-          v.error(n["kubeconfigOut"], "cluster.embedded.kubeconfigOut", "must be an absolute path");
-        else if (!std::filesystem::is_directory(parent) || ::access(parent.c_str(), W_OK) != 0)
-          v.error(n["kubeconfigOut"], "cluster.embedded.kubeconfigOut",
-                  "cannot write into " + parent.string() +
-                      " (the directory must exist and be writable)");
-      }
-      std::string h;
-      unsigned short p = 0;
-      if (!parseListenAddress(c.cluster.embeddedListen, h, p))
-        v.error(n, "cluster.embedded.listen",
-                "expected host:port, got '" + c.cluster.embeddedListen + "'");
-    }
-    if (sources > 1) v.error(cl, "cluster", "set only one of kubeconfig, inCluster and embedded");
-    if (auto n = cl["qps"]) c.cluster.qps = n.as<double>();
-    if (auto n = cl["burst"]) c.cluster.burst = n.as<int>();
-  }
-
-  for (const auto& d : options.extraPluginDirs)
-    c.pluginDirs.push_back(d);
-  if (!root["pluginDirs"]) {
-    for (const auto& d : options.defaultPluginDirs)
-      if (describeDirProblem(d).empty()) c.pluginDirs.push_back(d);
-  }
-  if (auto dirs = root["pluginDirs"]) {
-    for (std::size_t i = 0; i < dirs.size(); ++i) {
-      std::string dir = dirs[i].Scalar();
-      if (auto problem = describeDirProblem(dir); !problem.empty()) {
-        v.error(dirs[i], "pluginDirs[" + std::to_string(i) + "]", problem + ": " + dir);
-        continue;
-      }
-      c.pluginDirs.push_back(dir);
-    }
-  }
-
+  if (auto cl = root["cluster"]) extractCluster(cl, v, c.cluster);
+  extractPluginDirs(root, v, options, c.pluginDirs);
   auto domains = root["domains"];
   std::map<std::string, int> domainLines;
   for (std::size_t i = 0; i < domains.size(); ++i) {
-    const auto d = domains[i];
     std::string path = "domains[" + std::to_string(i) + "]";
-    DomainConfig dc;
-    dc.id = d["id"].Scalar();
-    int line = d["id"].Mark().line + 1;
-    if (!sdk::isDnsLabel(dc.id))
-      v.error(d["id"], path + ".id",
-              "'" + dc.id +
-                  "' is not a valid domain id (lowercase letters, digits and '-', at most 63)");
-    if (auto [pos, inserted] = domainLines.emplace(dc.id, line); !inserted)
-      v.error(d["id"], path + ".id",
+    DomainConfig dc = extractDomain(domains[i], v, path, c.pluginDirs);
+    if (auto [pos, inserted] = domainLines.emplace(dc.id, domains[i]["id"].Mark().line + 1);
+        !inserted)
+      v.error(domains[i]["id"], path + ".id",
               "duplicate domain '" + dc.id + "' (first at line " + std::to_string(pos->second) +
                   ")");
-    std::map<std::string, int> pluginLines;
-    if (auto plugins = d["plugins"]) {
-      for (std::size_t j = 0; j < plugins.size(); ++j) {
-        const auto p = plugins[j];
-        std::string ppath = path + ".plugins[" + std::to_string(j) + "]";
-        PluginEntry pe;
-        pe.name = p["name"].Scalar();
-        pe.line = p["name"].Mark().line + 1;
-        pe.column = p["name"].Mark().column + 1;
-        pe.keyPath = ppath;
-        if (auto [pos, inserted] = pluginLines.emplace(pe.name, pe.line); !inserted)
-          v.error(p["name"], ppath + ".name",
-                  "plugin '" + pe.name + "' is enabled twice for domain '" + dc.id +
-                      "' (first at line " + std::to_string(pos->second) + ")");
-        if (auto n = p["required"]) pe.required = n.Scalar() == "true";
-        if (auto n = p["logLevel"]) pe.logLevel = n.Scalar();
-        if (auto n = p["config"]) {
-          pe.configMark = {n.Mark().line + 1, n.Mark().column + 1};
-          if (n.IsMap())
-            for (const auto& kv : n)
-              pe.configKeyMarks[kv.first.Scalar()] = {kv.first.Mark().line + 1,
-                                                      kv.first.Mark().column + 1};
-          nlohmann::json j2;
-          try {
-            j2 = yamlToJson(n);
-          } catch (const YAML::ParserException& e) {
-            // The plugin's config is JSON text, which must be UTF-8; YAML scalars are bytes.
-            v.error(n, ppath + ".config", e.msg);
-          }
-          if (!j2.is_null() && !j2.is_object())
-            v.error(n, ppath + ".config", "expected a mapping of plugin settings");
-          pe.configJson = j2.is_object() ? j2.dump() : "{}";
-        }
-        if (auto n = p["path"]) {
-          pe.path = n.Scalar();
-          std::error_code ec;
-          if (!std::filesystem::path(pe.path).is_absolute())
-            v.error(n, ppath + ".path", "plugin path must be absolute: " + pe.path);
-          else if (!std::filesystem::is_regular_file(pe.path, ec))
-            v.error(n, ppath + ".path", "no plugin file at " + pe.path);
-        } else {
-          for (const auto& dir : c.pluginDirs) {
-            std::error_code ec;
-            auto candidate = std::filesystem::path(dir) / (pe.name + ".so");
-            if (std::filesystem::is_regular_file(candidate, ec)) {
-              pe.path = candidate.string();
-              break;
-            }
-          }
-          if (pe.path.empty()) {
-            std::string dirs;
-            for (const auto& dir : c.pluginDirs)
-              dirs += (dirs.empty() ? "" : ", ") + dir;
-            v.error(
-                p["name"], ppath + ".name",
-                "unknown plugin '" + pe.name + "': no " + pe.name + ".so in " +
-                    (dirs.empty() ? std::string("any plugin directory (set pluginDirs)") : dirs));
-          }
-        }
-        dc.plugins.push_back(std::move(pe));
-      }
-    }
     c.domains.push_back(std::move(dc));
   }
   if (c.domains.empty()) v.error(domains, "domains", "at least one domain is required");

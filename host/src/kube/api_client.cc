@@ -42,7 +42,7 @@ ApiClient::ApiClient(boost::asio::io_context& io, std::shared_ptr<HttpTransport>
 std::chrono::milliseconds ApiClient::retryDelay(const Result<HttpResponse>& r, int attempt,
                                                 int maxRetries) {
   using std::chrono::milliseconds;
-  if (attempt > maxRetries) return milliseconds(-1);
+  if (maxRetries >= 0 && attempt > maxRetries) return milliseconds(-1);
   // Exponential from 200 ms, capped at 10 s, when the server gives no Retry-After.
   auto backoff = milliseconds(std::min<int64_t>(10000, int64_t{200} << std::min(attempt - 1, 10)));
   if (!r) return backoff; // connection refused, reset, timed out
@@ -121,10 +121,13 @@ void ApiClient::send(const std::shared_ptr<ApiCall>& c, int n,
                          c->http.target, c->http.body.size(), r ? code : r.error(), secs * 1e3,
                          r ? r->body.size() : 0);
     auto delay = retryDelay(r, n, c->maxRetries);
-    if (delay.count() < 0 || self->stopped_) return (*done)(std::move(r));
+    if (delay.count() < 0 || self->stopped_ || (c->abandoned && c->abandoned()))
+      return (*done)(std::move(r));
     self->metrics_.requestRetries->series({c->verb, code})->add(1);
-    self->logger_->debug("{} {}: {}; retry {} of {} in {} ms", c->http.method, c->http.target,
-                         r ? "HTTP " + code : r.error(), n, c->maxRetries, delay.count());
+    self->logger_->debug("{} {}: {}; retry {}{} in {} ms", c->http.method, c->http.target,
+                         r ? "HTTP " + code : r.error(), n,
+                         c->maxRetries < 0 ? "" : " of " + std::to_string(c->maxRetries),
+                         delay.count());
     auto timer = std::make_shared<boost::asio::steady_timer>(self->io_, delay);
     timer->async_wait([self, timer, c, n, done](const boost::system::error_code&) {
       self->attempt(c, n + 1, done);

@@ -40,7 +40,9 @@ struct ApiCall {
   std::string verb; // for metrics: list, get, create, patch, delete
   HttpRequest http;
   bool rateLimited = true;
-  int maxRetries = 10;
+  int maxRetries = 10; // -1: until the answer is final or `abandoned` says so
+  // Whether the caller no longer wants the answer (checked before each retry); may be empty.
+  std::function<bool()> abandoned;
 };
 
 class ApiClient : public std::enable_shared_from_this<ApiClient> {

@@ -178,7 +178,9 @@ Result<void> KubeClient::write(const KubeRequest& w, std::function<void(KubeResu
   auto http = toHttp(w);
   if (!http) return makeError(http.error());
   static const char* kVerbs[] = {"patch", "create", "delete"};
-  ApiCall call{kVerbs[static_cast<int>(w.verb)], std::move(http.value()), true, 10};
+  // The one place transient failures of writes are retried (backoff, Retry-After), for as long
+  // as the requester wants the answer: plugins never retry them themselves.
+  ApiCall call{kVerbs[static_cast<int>(w.verb)], std::move(http.value()), true, -1, w.abandoned};
   api_->call(std::move(call), [done = std::move(done)](Result<HttpResponse> r) {
     KubeResult out;
     if (!r) {

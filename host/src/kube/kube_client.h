@@ -33,6 +33,9 @@ struct KubeRequest {
   PatchType patchType = PatchType::kMerge;
   std::string body;
   std::string resourceVersion; // precondition, optional
+  // Transient failures (429, 5xx, no answer) are retried until the answer is final or this says
+  // the requester is gone (may be empty: then until the client stops).
+  std::function<bool()> abandoned;
 };
 
 struct KubeResult {

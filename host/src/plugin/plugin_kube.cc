@@ -208,6 +208,7 @@ kh_status_t PluginKube::request(const kh_kube_request_t* req, uint64_t* outId, s
   w.subresource = str(req->subresource);
   if (req->body != nullptr) w.body.assign(req->body, req->body_len);
   w.resourceVersion = str(req->resource_version);
+  w.abandoned = [flag = abandoned_] { return flag->load(); };
   uint64_t id;
   {
     std::lock_guard lock(mu_);

@@ -45,7 +45,10 @@ public:
   kh_status_t request(const kh_kube_request_t* req, uint64_t* outId, std::string& err);
 
   // No more events and no new requests; any thread.
-  void stop() { stopping_ = true; }
+  void stop() {
+    stopping_ = true;
+    *abandoned_ = true;
+  }
   // Completes every pending request with http_code 0. On the executor, after stop().
   void failPending();
   // Requests sent and not yet completed.
@@ -61,6 +64,8 @@ private:
   Callbacks cb_;
   std::atomic<bool> creating_{false};
   std::atomic<bool> stopping_{false};
+  // Shared with the requests in flight: their retries end when the instance stops.
+  std::shared_ptr<std::atomic<bool>> abandoned_ = std::make_shared<std::atomic<bool>>(false);
   mutable std::mutex mu_;
   std::map<uint64_t, bool> subscriptions_; // id -> caches labels (selector or /metadata/labels)
   uint64_t nextRequestId_ = 0;

@@ -197,8 +197,11 @@ typedef int32_t kh_patch_type_t;
 #define KH_PATCH_MERGE 1 /* application/merge-patch+json */
 #define KH_PATCH_JSON 2  /* application/json-patch+json */
 
-/* An asynchronous write. The host rate-limits and retries transient failures (429, 5xx,
- * connection errors); the final outcome arrives through on_kube_result. */
+/* An asynchronous write. The host rate-limits it and retries transient failures (429, 5xx,
+ * connection errors) with exponential backoff, honouring Retry-After, until the answer is final
+ * (success, or another error) or the instance stops: a plugin does not retry them itself. The
+ * final outcome arrives through on_kube_result (http_code 0 only when the instance stopped first
+ * or the request could not be sent at all). */
 typedef struct kh_kube_request {
   uint32_t struct_size;
   kh_kube_verb_t verb;

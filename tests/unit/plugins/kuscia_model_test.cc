@@ -118,8 +118,8 @@ TEST(StatusWriterConfigTest, EveryStatusWritingPluginTakesTheSameKeys) {
   std::vector<std::string> names;
   for (const auto& k : statusWriterKeys())
     names.push_back(k.key);
-  EXPECT_EQ(names, (std::vector<std::string>{"taskNamespace", "coalesceMillis", "retryMaxMillis",
-                                             "yieldAfterOverwrites"}));
+  EXPECT_EQ(names,
+            (std::vector<std::string>{"taskNamespace", "coalesceMillis", "yieldAfterOverwrites"}));
   StatusWriterConfig c;
   readStatusWriterConfig(sdk::ConfigReader(R"({"yieldAfterOverwrites": 5})", statusWriterKeys()),
                          c);

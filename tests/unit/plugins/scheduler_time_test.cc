@@ -25,9 +25,9 @@ TEST(SchedulerConfigTest, DefaultsAndRejections) {
   testing::FakeHost host;
   EXPECT_FALSE(host.create(descriptor(), R"({"coalesce": 1})"));
   EXPECT_NE(host.error().find("unknown config key 'coalesce'"), std::string::npos);
-  auto bad = testing::FakeHost::validateConfig(descriptor(), R"({"retryMaxMillis": 5})");
+  auto bad = testing::FakeHost::validateConfig(descriptor(), R"({"coalesceMillis": -5})");
   ASSERT_TRUE(bad);
-  EXPECT_EQ(bad->first, "retryMaxMillis");
+  EXPECT_EQ(bad->first, "coalesceMillis");
 }
 
 TEST(SchedulerTimeTest, FillsScheduleTimeOnlyOnceThePodIsScheduled) {
