@@ -73,8 +73,10 @@ kh_status_t PluginKube::subscribe(const kh_subscription_t* sub, uint64_t* outId,
   spec.wantRaw = sub->want_raw != 0;
   bool labels = !spec.labelSelector.empty() || std::find(spec.fields.begin(), spec.fields.end(),
                                                          "/metadata/labels") != spec.fields.end();
-  auto id = bridge_->subscribe(std::move(spec), [this](uint64_t s, kube::ChangeType t,
-                                                       const KubeObject& o) { deliver(s, t, o); });
+  auto id =
+      bridge_->subscribe(std::move(spec), [this](uint64_t s, kube::ChangeType t, KubeObject o) {
+        deliver(s, t, std::move(o));
+      });
   if (!id) {
     err = "subscribe: " + id.error();
     return KH_ERR_INVALID_ARGUMENT;
@@ -91,9 +93,10 @@ static_assert(static_cast<kh_event_type_t>(kube::ChangeType::kModified) == KH_EV
 static_assert(static_cast<kh_event_type_t>(kube::ChangeType::kDeleted) == KH_EVENT_DELETED);
 static_assert(static_cast<kh_event_type_t>(kube::ChangeType::kSynced) == KH_EVENT_SYNCED);
 
-void PluginKube::deliver(uint64_t subscription, kube::ChangeType type, const KubeObject& object) {
+void PluginKube::deliver(uint64_t subscription, kube::ChangeType type, KubeObject object) {
   if (stopping_ || !cb_.event) return;
-  cb_.post([this, subscription, type, o = object] {
+  // The view is built once per subscriber (kube_bridge.cc) and moved to the executor.
+  cb_.post([this, subscription, type, o = std::move(object)] {
     if (stopping_) return;
     kh_event_t ev{};
     ev.struct_size = sizeof ev;

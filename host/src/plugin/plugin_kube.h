@@ -56,7 +56,7 @@ public:
 
 private:
   bool owns(uint64_t subscription) const;
-  void deliver(uint64_t subscription, kube::ChangeType type, const KubeObject& object);
+  void deliver(uint64_t subscription, kube::ChangeType type, KubeObject object);
   void complete(uint64_t id, const kube::KubeResult& result);
 
   KubeBridge* bridge_;
