@@ -73,7 +73,7 @@ configure_and_build() {
 }
 
 # B1's instructions per event, counted by callgrind inside Informer::ingest only (these machines
-# have no hardware counters); the target is at most 150k.
+# have no hardware counters); the target is at most 75k.
 b1_instructions() {
   say "benchmark: B1 instructions per event (callgrind, 3,000 events; takes a minute or two)"
   local out log events ir
@@ -88,7 +88,7 @@ b1_instructions() {
     say "B1 instructions: callgrind gave no count"
     return 1
   fi
-  printf '  B1 instructions: %d per event inside Informer::ingest (target <= 150000)\n' $((ir / events))
+  printf '  B1 instructions: %d per event inside Informer::ingest (target <= 75000)\n' $((ir / events))
 }
 
 # clang-tidy (.clang-tidy) over the daemon's and the plugins' sources; needs a configured build.
