@@ -7,29 +7,10 @@ namespace kuscia_host::k8s {
 namespace {
 
 std::string trim(const std::string& s) {
-  auto b = s.find_first_not_of(" \t");
-  if (b == std::string::npos) return "";
-  auto e = s.find_last_not_of(" \t");
-  return s.substr(b, e - b + 1);
+  return sdk::LabelSelector::trim(s);
 }
-
-// Splits on commas that are not inside parentheses.
 std::vector<std::string> splitTerms(const std::string& s) {
-  std::vector<std::string> out;
-  int depth = 0;
-  std::string cur;
-  for (char c : s) {
-    if (c == '(') ++depth;
-    if (c == ')') --depth;
-    if (c == ',' && depth == 0) {
-      out.push_back(trim(cur));
-      cur.clear();
-    } else {
-      cur += c;
-    }
-  }
-  if (!trim(cur).empty() || !out.empty()) out.push_back(trim(cur));
-  return out;
+  return sdk::LabelSelector::split(s);
 }
 
 } // namespace

@@ -64,6 +64,31 @@ public:
 
   bool empty() const { return terms_.empty(); }
 
+  // The selector syntax's pieces, shared with the host's field selectors: a term without its
+  // surrounding blanks, and the comma-separated terms outside parentheses.
+  static std::string trim(const std::string& s) {
+    auto b = s.find_first_not_of(" \t");
+    if (b == std::string::npos) return "";
+    return s.substr(b, s.find_last_not_of(" \t") - b + 1);
+  }
+  static std::vector<std::string> split(const std::string& s) {
+    std::vector<std::string> out;
+    int depth = 0;
+    std::string cur;
+    for (char c : s) {
+      if (c == '(') ++depth;
+      if (c == ')') --depth;
+      if (c == ',' && depth == 0) {
+        out.push_back(trim(cur));
+        cur.clear();
+      } else {
+        cur += c;
+      }
+    }
+    if (!trim(cur).empty() || !out.empty()) out.push_back(trim(cur));
+    return out;
+  }
+
   // `label(key)`: the label's value (something convertible to std::string_view), or nullopt
   // when the object does not have it.
   template <class Lookup> bool matches(Lookup&& label) const {
@@ -104,30 +129,6 @@ private:
       return std::isalnum(static_cast<unsigned char>(c)) || std::strchr("-_./", c) != nullptr;
     });
   }
-  static std::string trim(const std::string& s) {
-    auto b = s.find_first_not_of(" \t");
-    if (b == std::string::npos) return "";
-    return s.substr(b, s.find_last_not_of(" \t") - b + 1);
-  }
-  // Splits on commas that are not inside parentheses.
-  static std::vector<std::string> split(const std::string& s) {
-    std::vector<std::string> out;
-    int depth = 0;
-    std::string cur;
-    for (char c : s) {
-      if (c == '(') ++depth;
-      if (c == ')') --depth;
-      if (c == ',' && depth == 0) {
-        out.push_back(trim(cur));
-        cur.clear();
-      } else {
-        cur += c;
-      }
-    }
-    if (!trim(cur).empty() || !out.empty()) out.push_back(trim(cur));
-    return out;
-  }
-
   std::vector<Term> terms_;
 };
 
