@@ -46,6 +46,8 @@ void SchedulerTime::onEvent(const sdk::Event& e) {
       writer_.forget(task);
       return;
     }
+    // Held only while this instance has pods of the task: nothing else is its to write.
+    if (pods_.members(task).empty()) return release(task);
     json f = parseFields(e.fieldsJson, 2);
     tasks_[task] = f[0].is_object() ? f[0] : json::object();
     writer_.observed(task, e.resourceVersion, tasks_[task], f[1]);
@@ -53,7 +55,12 @@ void SchedulerTime::onEvent(const sdk::Event& e) {
     return;
   }
   if (e.subscriptionId != podSub_) return;
-  if (e.type == KH_EVENT_DELETED) return (void)pods_.apply(key, e.type, e.uid, "");
+  if (e.type == KH_EVENT_DELETED) {
+    auto it = pods_.find(key);
+    std::string task = it != pods_.end() ? it->second.task : "";
+    pods_.apply(key, e.type, e.uid, "");
+    return release(task);
+  }
   json f = parseFields(e.fieldsJson, kFieldCount);
   Pod* found = pods_.apply(key, e.type, e.uid, fieldString(f, kTask));
   if (found == nullptr) return;
@@ -93,9 +100,22 @@ json SchedulerTime::patch(const Pod& p, const json* entry) const {
   return out.empty() ? json() : out;
 }
 
+void SchedulerTime::release(const std::string& task) {
+  if (!pods_.members(task).empty()) return;
+  if (tasks_.erase(task) > 0) writer_.forget(task);
+}
+
 void SchedulerTime::touch(const std::string& task) {
   auto t = tasks_.find(task);
-  if (t == tasks_.end()) return;
+  if (t == tasks_.end()) { // not held yet: as the host's cache has it
+    json pods;
+    host().cacheGet(taskSub_, config_.taskNamespace + "/" + task, [&pods](const sdk::Object& o) {
+      json f = parseFields(o.fieldsJson, 2);
+      pods = f[0].is_object() ? f[0] : json::object();
+    });
+    if (pods.is_null()) return; // applied when the task appears
+    t = tasks_.emplace(task, std::move(pods)).first;
+  }
   for (const auto& key : pods_.members(task)) {
     auto e = t->second.find(key);
     if (!patch(pods_.at(key), e == t->second.end() ? nullptr : &*e).is_null())

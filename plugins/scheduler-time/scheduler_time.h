@@ -24,6 +24,7 @@ namespace kuscia_host::plugins::scheduler {
 
 class SchedulerTime final : public sdk::Plugin {
 public:
+  std::size_t heldTasks() const { return tasks_.size(); }
   SchedulerTime(sdk::Host host, std::string_view domain, std::string_view configJson);
   static void validateConfig(std::string_view configJson) { parseSchedulerConfig(configJson); }
 
@@ -42,13 +43,15 @@ private:
     bool loggedMalformed = false;
   };
   nlohmann::json patch(const Pod& p, const nlohmann::json* entry) const;
+  // Lets the task go when this instance has no pod of it left.
+  void release(const std::string& task);
   void touch(const std::string& task);
 
   SchedulerConfig config_;
   uint64_t podSub_ = 0, taskSub_ = 0;
   TaskObjects<Pod> pods_;                       // this domain's task pods, "<ns>/<name>"
   TaskIndex taskPods_;                          // which task each pod belongs to
-  std::map<std::string, nlohmann::json> tasks_; // task -> podStatuses
+  std::map<std::string, nlohmann::json> tasks_; // task -> podStatuses, while it has our pods
   sdk::Metric malformed_;
   StatusWriter writer_;
 };

@@ -140,8 +140,14 @@ std::optional<Time> TaskTimeline::readTime(const json& value, const std::string&
 
 void TaskTimeline::onPod(const sdk::Event& e) {
   std::string key(e.key);
-  // A deleted pod's recorded times stay in the status; only the memory of the pod goes.
-  if (e.type == KH_EVENT_DELETED) return (void)pods_.apply(key, e.type, e.uid, "");
+  // A deleted pod's recorded times stay in the status; only the memory of the pod goes (and of
+  // its task, when it was the instance's last object of it).
+  if (e.type == KH_EVENT_DELETED) {
+    auto it = pods_.find(key);
+    std::string task = it != pods_.end() ? it->second.task : "";
+    pods_.apply(key, e.type, e.uid, "");
+    return release(task);
+  }
   json f = parseFields(e.fieldsJson, kPodFieldCount);
   Pod* found = pods_.apply(key, e.type, e.uid, fieldString(f, kPodTask));
   if (found == nullptr) return; // not a task's pod
@@ -252,7 +258,12 @@ void TaskTimeline::observe(Service& s) {
 
 void TaskTimeline::onService(const sdk::Event& e) {
   std::string key(e.key);
-  if (e.type == KH_EVENT_DELETED) return (void)services_.apply(key, e.type, e.uid, "");
+  if (e.type == KH_EVENT_DELETED) {
+    auto it = services_.find(key);
+    std::string task = it != services_.end() ? it->second.task : "";
+    services_.apply(key, e.type, e.uid, "");
+    return release(task);
+  }
   json f = parseFields(e.fieldsJson, kSvcFieldCount);
   Service* found = services_.apply(key, e.type, e.uid, fieldString(f, kSvcTask));
   if (found == nullptr) return;
@@ -274,6 +285,17 @@ void TaskTimeline::onEndpoints(const sdk::Event& e) {
   endpoints_[key] = endpointsHaveAddress(parseFields(e.fieldsJson, 1)[0]);
 }
 
+TaskTimeline::Task TaskTimeline::taskFrom(std::string_view fieldsJson) {
+  json f = parseFields(fieldsJson, kTaskFieldCount);
+  Task t;
+  t.exists = true;
+  t.podStatuses = f[kTaskPods].is_object() ? std::move(f[kTaskPods]) : json::object();
+  t.serviceStatuses = f[kTaskServices].is_object() ? std::move(f[kTaskServices]) : json::object();
+  t.phase = fieldString(f, kTaskPhase);
+  t.createTime = fieldString(f, kTaskCreate);
+  return t;
+}
+
 void TaskTimeline::onTask(const sdk::Event& e) {
   std::string name(nameOf(e.key));
   if (e.type == KH_EVENT_DELETED) {
@@ -281,22 +303,39 @@ void TaskTimeline::onTask(const sdk::Event& e) {
     writer_.forget(name);
     return;
   }
-  json f = parseFields(e.fieldsJson, kTaskFieldCount);
+  // A task without an object of this domain in memory has nothing for this instance to write:
+  // it is not held (the routes read it from the host's cache when asked).
+  if (pods_.members(name).empty() && services_.members(name).empty()) return release(name);
   Task& t = tasks_[name];
-  t.exists = true;
-  t.podStatuses = f[kTaskPods].is_object() ? f[kTaskPods] : json::object();
-  t.serviceStatuses = f[kTaskServices].is_object() ? f[kTaskServices] : json::object();
+  t = taskFrom(e.fieldsJson);
   writer_.observed(name, e.resourceVersion, t.podStatuses, t.serviceStatuses);
-  t.phase = fieldString(f, kTaskPhase);
-  t.createTime = fieldString(f, kTaskCreate);
   // What this host knows may be missing (a pod seen first, or fields another writer removed).
   touch(name);
 }
 
+TaskTimeline::Task* TaskTimeline::findTask(const std::string& name) {
+  if (auto it = tasks_.find(name); it != tasks_.end()) return &it->second;
+  auto t = cachedTask(name);
+  if (!t) return nullptr; // applied when the task appears
+  return &tasks_.emplace(name, std::move(*t)).first->second;
+}
+
+std::optional<TaskTimeline::Task> TaskTimeline::cachedTask(const std::string& name) const {
+  std::optional<Task> t;
+  host().cacheGet(taskSub_, config_.taskNamespace + "/" + name,
+                  [&t](const sdk::Object& o) { t = taskFrom(o.fieldsJson); });
+  return t;
+}
+
+void TaskTimeline::release(const std::string& name) {
+  if (!pods_.members(name).empty() || !services_.members(name).empty()) return;
+  if (tasks_.erase(name) > 0) writer_.forget(name);
+}
+
 void TaskTimeline::touch(const std::string& task) {
-  auto it = tasks_.find(task);
-  if (it == tasks_.end() || !it->second.exists) return; // applied when the task appears
-  const Task& t = it->second;
+  Task* held = findTask(task);
+  if (held == nullptr) return;
+  const Task& t = *held;
   bool differs = false;
   for (const auto& key : pods_.members(task)) {
     auto e = t.podStatuses.find(key);

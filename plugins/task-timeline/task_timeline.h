@@ -72,6 +72,9 @@ public:
   // The merge patch's "status" that brings `task` to the desired state; null when none.
   nlohmann::json diff(const std::string& task);
   const TimelineConfig& config() const { return config_; }
+  // Tasks this instance holds in memory: those with a pod or service of its domain still in
+  // memory (work in flight); a finished task's memory goes with its last object.
+  std::size_t heldTasks() const { return tasks_.size(); }
 
 private:
   struct Pod {
@@ -102,6 +105,15 @@ private:
   void onService(const sdk::Event& e);
   void onEndpoints(const sdk::Event& e);
   void onTask(const sdk::Event& e);
+  // A task's record from its projected fields.
+  static Task taskFrom(std::string_view fieldsJson);
+  // The task as held, else as the host's cache has it (then held from now on); nullptr when
+  // neither has it.
+  Task* findTask(const std::string& name);
+  // The task as the host's cache has it, without holding it.
+  std::optional<Task> cachedTask(const std::string& name) const;
+  // Lets the task go when this instance has no pod or service of it left.
+  void release(const std::string& name);
   // Reads a time field; a present but malformed value is counted and logged once per object.
   std::optional<Time> readTime(const nlohmann::json& value, const std::string& what,
                                const std::string& key, bool& logged);

@@ -61,19 +61,25 @@ json TaskTimeline::entryTimeline(const std::string& task, const std::string& key
 }
 
 std::optional<json> TaskTimeline::timeline(const std::string& task) const {
-  auto t = tasks_.find(task);
+  // Held while this instance has objects of it; otherwise as the host's cache has it.
+  std::optional<Task> cached;
+  const Task* t = nullptr;
+  if (auto it = tasks_.find(task); it != tasks_.end())
+    t = &it->second;
+  else if ((cached = cachedTask(task)))
+    t = &*cached;
   const auto& ownPods = pods_.members(task);
   const auto& ownServices = services_.members(task);
-  bool known = (t != tasks_.end() && t->second.exists) || !ownPods.empty() || !ownServices.empty();
+  bool known = (t != nullptr && t->exists) || !ownPods.empty() || !ownServices.empty();
   if (!known) return std::nullopt;
   json entries = json::object();
   json doc = {{"task", task}, {"namespace", config_.taskNamespace}};
-  if (t != tasks_.end() && t->second.exists) {
-    if (!t->second.phase.empty()) doc["phase"] = t->second.phase;
-    if (!t->second.createTime.empty()) doc["createTime"] = t->second.createTime;
-    for (const auto& [key, entry] : t->second.podStatuses.items())
+  if (t != nullptr && t->exists) {
+    if (!t->phase.empty()) doc["phase"] = t->phase;
+    if (!t->createTime.empty()) doc["createTime"] = t->createTime;
+    for (const auto& [key, entry] : t->podStatuses.items())
       entries[key] = entryTimeline(task, key, entry, true);
-    for (const auto& [key, entry] : t->second.serviceStatuses.items())
+    for (const auto& [key, entry] : t->serviceStatuses.items())
       entries[key] = entryTimeline(task, key, entry, false);
   }
   // Objects of this domain whose entries are not written yet (the task is not there, or the
@@ -102,13 +108,16 @@ std::optional<json> TaskTimeline::timeline(const std::string& task) const {
 }
 
 json TaskTimeline::taskList() const {
+  // Every task the host's cache has (finished ones included), read on demand.
   json tasks = json::object();
-  for (const auto& [name, t] : tasks_) {
-    if (!t.exists) continue;
-    tasks[name] = {{"phase", t.phase},
-                   {"createTime", t.createTime},
-                   {"entries", t.podStatuses.size() + t.serviceStatuses.size()}};
-  }
+  host().cacheList(taskSub_, "", [&tasks](const sdk::Object& o) {
+    Task t = taskFrom(o.fieldsJson);
+    tasks[std::string(nameOf(o.key))] = {
+        {"phase", t.phase},
+        {"createTime", t.createTime},
+        {"entries", t.podStatuses.size() + t.serviceStatuses.size()}};
+    return false;
+  });
   return {{"tasks", std::move(tasks)}};
 }
 

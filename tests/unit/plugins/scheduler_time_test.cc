@@ -70,6 +70,29 @@ TEST(SchedulerTimeTest, EnabledLaterItFillsPodsAlreadyRunningAndCreatesMissingEn
                             "podPhase":"Running","scheduleTime":"2024-05-20T08:00:01Z"})"));
 }
 
+TEST(SchedulerTimeTest, HoldsOnlyTheTasksOfItsPods) {
+  testing::FakeHost host("alice");
+  ASSERT_TRUE(host.create(descriptor(), R"({"coalesceMillis": 0})")) << host.error();
+  ASSERT_TRUE(host.start());
+  auto* plugin = sdk::pluginObject<SchedulerTime>(host.instance());
+  for (int i = 0; i < 20; ++i) {
+    json t = fixture("kusciatask.json");
+    t["metadata"]["name"] = "done-" + std::to_string(i);
+    t["status"]["phase"] = "Succeeded";
+    deliver(host, "kusciatasks", KH_EVENT_ADDED, t);
+  }
+  EXPECT_EQ(plugin->heldTasks(), 0u);
+  json task = fixture("kusciatask.json");
+  task["status"]["podStatuses"][kPodKey].erase("scheduleTime");
+  deliver(host, "kusciatasks", KH_EVENT_ADDED, task);
+  json pod = fixture("pod.json");
+  deliver(host, "pods", KH_EVENT_ADDED, pod); // the task comes from the host's cache
+  EXPECT_EQ(plugin->heldTasks(), 1u);
+  ASSERT_EQ(host.requests().size(), 1u);
+  deliver(host, "pods", KH_EVENT_DELETED, pod);
+  EXPECT_EQ(plugin->heldTasks(), 0u);
+}
+
 TEST(SchedulerTimeTest, YieldsScheduleTimeToAWriterThatKeepsReplacingIt) {
   testing::FakeHost host("alice");
   ASSERT_TRUE(host.create(descriptor(), R"({"coalesceMillis": 0, "yieldAfterOverwrites": 3})"))

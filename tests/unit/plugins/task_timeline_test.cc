@@ -496,6 +496,48 @@ TEST_F(TimelineTest, ChangesToOneTaskWithinTheWindowMakeOneWrite) {
   EXPECT_TRUE(status["serviceStatuses"].contains(kSvcKey));
 }
 
+TEST_F(TimelineTest, AFinishedTaskIsNotHeldOnceItsObjectsAreGone) {
+  start();
+  // A month of finished tasks, their pods and services already deleted (as Kuscia does): the
+  // instance holds none of them, and writes nothing.
+  for (int i = 0; i < 50; ++i) {
+    json t = fixture("kusciatask.json");
+    t["metadata"]["name"] = "done-" + std::to_string(i);
+    t["metadata"]["uid"] = "uid-done-" + std::to_string(i);
+    t["status"]["phase"] = "Succeeded";
+    deliver(host_, "kusciatasks", KH_EVENT_ADDED, t);
+  }
+  EXPECT_EQ(plugin().heldTasks(), 0u);
+  EXPECT_TRUE(host_.requests().empty());
+  // Their timelines are still served, read from the host's cache.
+  auto r = host_.httpGet("/api/v1/timelines/done-7");
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(json::parse(r.body)["phase"], "Succeeded");
+  EXPECT_EQ(json::parse(r.body)["entries"][kPodKey]["times"]["readyTime"], "2024-05-20T08:00:09Z");
+  EXPECT_EQ(json::parse(host_.httpGet("/api/v1/timelines").body)["tasks"].size(), 50u);
+  // A task in flight is held while this domain has objects of it, and let go with the last.
+  deliver(host_, "kusciatasks", KH_EVENT_ADDED, task_);
+  deliver(host_, "pods", KH_EVENT_ADDED, pod_);
+  deliver(host_, "services", KH_EVENT_ADDED, svc_);
+  acceptWrites();
+  EXPECT_EQ(plugin().heldTasks(), 1u);
+  EXPECT_EQ(podEntry()["readyTime"], "2024-05-20T08:00:09Z");
+  deliver(host_, "pods", KH_EVENT_DELETED, pod_);
+  EXPECT_EQ(plugin().heldTasks(), 1u); // its service is still there
+  deliver(host_, "services", KH_EVENT_DELETED, svc_);
+  EXPECT_EQ(plugin().heldTasks(), 0u);
+  bumpVersion(task_);
+  task_["status"]["phase"] = "Succeeded";
+  deliver(host_, "kusciatasks", KH_EVENT_MODIFIED, task_);
+  EXPECT_EQ(plugin().heldTasks(), 0u);
+  // A pod seen after its task was let go brings it back from the cache, and is written.
+  json again = freshPod("0f1e2d3c-new-uid", "2024-05-20T08:05:00Z");
+  deliver(host_, "pods", KH_EVENT_ADDED, again);
+  EXPECT_EQ(plugin().heldTasks(), 1u);
+  acceptWrites();
+  EXPECT_EQ(podEntry()["createTime"], "2024-05-20T08:05:00Z");
+}
+
 TEST_F(TimelineTest, ServesItsWebPageAtUi) {
   start();
   for (const char* path : {"/ui", "/ui/"}) {
