@@ -18,6 +18,12 @@
 //       Ready transition stored to the status patch with its readyTime stored, the host's CPU
 //       seconds and peak RSS; then every time of every entry compared with what was written:
 //       lost or wrong must be 0. (`--host <kuscia-host>`, `--load-tasks N`, `--load-window S`.)
+//   B7  finished tasks: the host (task-timeline, gateway-ready-time, scheduler-time for alice and
+//       bob) started against N finished two-party tasks (1 pod and 3 services per party, every
+//       time in the status, no pods or services left): its peak RSS (VmHWM, before it stops)
+//       above the same host against an empty namespace, per finished task (target <= 1 KiB),
+//       the time to /readyz (target <= 5 s at 100,000) and its writes (target 0).
+//       (`--finished 20000,100000`.)
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -430,6 +436,13 @@ public:
     }
   }
   unsigned short port() const { return port_; }
+  // The process's resident set now, in MiB (/proc/<pid>/status VmRSS); -1 when unreadable.
+  double rssMiB(const std::string& field = "VmRSS") const {
+    std::ifstream in("/proc/" + std::to_string(pid_) + "/status");
+    for (std::string line; std::getline(in, line);)
+      if (line.rfind(field + ":", 0) == 0) return std::stod(line.substr(field.size() + 1)) / 1024.0;
+    return -1;
+  }
   // SIGTERM, then the exit status and the child's resource use (CPU, peak RSS).
   int stop(rusage& usage) {
     kill(pid_, SIGTERM);
@@ -694,6 +707,8 @@ void l1(std::size_t tasks, double windowSeconds, const std::string& hostBinary) 
   Connection admin(host.port());
   admin.request(http::verb::get, "/metrics");
   std::string metrics = admin.body();
+  // The host's own peak (wait4's ru_maxrss would also count this process's image at the spawn).
+  const double peakRssMiB = host.rssMiB("VmHWM");
   rusage usage{};
   int exitCode = host.stop(usage);
   server.store().setObserver(nullptr);
@@ -722,11 +737,155 @@ void l1(std::size_t tasks, double windowSeconds, const std::string& hostBinary) 
               latencies.size(), percentile(latencies, 0.5) / 1e3, percentile(latencies, 0.99) / 1e3,
               percentile(latencies, 1.0) / 1e3);
   std::printf("  host: %.2f CPU seconds (%.2f ms per task), peak RSS %.1f MiB, exit %d\n", cpu,
-              cpu * 1e3 / n, static_cast<double>(usage.ru_maxrss) / 1024.0, exitCode);
+              cpu * 1e3 / n, peakRssMiB, exitCode);
   std::printf("  times compared: %zu; lost %zu, wrong %zu (target 0)%s%s\n", fields, lost, wrong,
               example.empty() ? "" : "; first: ", example.c_str());
   if (lost + wrong > 0 || exitCode != 0)
     throw std::runtime_error("L1: times lost or wrong, or the host failed");
+}
+
+// --- B7 -------------------------------------------------------------------------------------
+
+// A finished two-party task as Kuscia leaves it for 30 days: its status complete (1 pod and 3
+// services per party, every time in place), its pods and services already deleted.
+json finishedStatus(const std::string& task) {
+  json pods = json::object();
+  json services = json::object();
+  for (const char* d : {"alice", "bob"}) {
+    std::string pod = task + "-0";
+    pods[std::string(d) + "/" + pod] = {{"namespace", d},
+                                        {"podName", pod},
+                                        {"podPhase", "Succeeded"},
+                                        {"createTime", "2026-11-01T08:00:00Z"},
+                                        {"scheduleTime", "2026-11-01T08:00:01Z"},
+                                        {"startTime", "2026-11-01T08:00:02Z"},
+                                        {"readyTime", "2026-11-01T08:00:09Z"}};
+    for (const char* port : {"spu", "fed", "global"}) {
+      std::string svc = pod + "-" + port;
+      services[std::string(d) + "/" + svc] = {{"namespace", d},
+                                              {"serviceName", svc},
+                                              {"createTime", "2026-11-01T08:00:00Z"},
+                                              {"readyTime", "2026-11-01T08:00:10Z"}};
+    }
+  }
+  return {{"phase", "Succeeded"},
+          {"startTime", "2026-11-01T08:00:00Z"},
+          {"completionTime", "2026-11-01T08:10:00Z"},
+          {"podStatuses", pods},
+          {"serviceStatuses", services}};
+}
+
+struct FinishedRun {
+  double readySeconds = 0;
+  double peakRssMiB = 0;
+  double rssMiB = 0;   // after it is ready and settled
+  double cacheMiB = 0; // the informers' records (kuscia_host_kube_cache_bytes)
+  double cpuSeconds = 0;
+  double writes = 0;
+  std::size_t statusBytes = 0; // of one task's projected timing maps, as sent
+};
+
+// The host (task-timeline, gateway-ready-time and scheduler-time for alice and bob) started
+// against a namespace holding `finished` finished tasks, until it is ready and has had a second
+// to write; then stopped.
+FinishedRun finishedRun(std::size_t finished, const std::string& hostBinary) {
+  std::ostringstream logOut;
+  LogManager logs{LogFormat::kText, spdlog::level::warn, logOut};
+  SystemClock clock;
+  Runtime runtime{1};
+  apiserver::ServerOptions serverOptions;
+  serverOptions.historyLimit = 1000;
+  apiserver::ApiServer server(runtime.io(), clock, logs.logger("apiserver"), serverOptions);
+  auto ep = server.start();
+  if (!ep) throw std::runtime_error(ep.error());
+  runtime.start();
+  auto dir = std::filesystem::temp_directory_path() / ("kh-b7-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  std::string kubeconfig = (dir / "kubeconfig").string();
+  if (auto r = server.writeKubeconfig(kubeconfig); !r) throw std::runtime_error(r.error());
+  Connection c(ep->port());
+  for (const auto& ns : {"alice", "bob", "cross-domain"})
+    c.request(http::verb::post, "/api/v1/namespaces", json{{"metadata", {{"name", ns}}}}.dump());
+  const std::string tasks = "/apis/kuscia.secretflow/v1alpha1/namespaces/cross-domain/kusciatasks";
+  FinishedRun out;
+  for (std::size_t i = 0; i < finished; ++i) {
+    std::string name = "done-" + std::to_string(i);
+    if (c.request(http::verb::post, tasks, taskObject(name, {"alice", "bob"}).dump()) != 201)
+      throw std::runtime_error("B7: creating " + name + ": HTTP " + c.body());
+    json status = finishedStatus(name);
+    if (i == 0)
+      out.statusBytes =
+          status["podStatuses"].dump().size() + status["serviceStatuses"].dump().size();
+    if (c.request(http::verb::patch, tasks + "/" + name + "/status",
+                  json{{"status", status}}.dump(), "application/merge-patch+json") != 200)
+      throw std::runtime_error("B7: the status of " + name + ": " + c.body());
+    if ((i + 1) % 20000 == 0) {
+      std::printf("  ... %zu finished tasks stored\n", i + 1);
+      std::fflush(stdout);
+    }
+  }
+  std::string config = (dir / "host.yaml").string();
+  {
+    std::ofstream f(config);
+    f << "mode: centralized\ncluster:\n  kubeconfig: " << kubeconfig << "\npluginDirs: ["
+      << KH_PLUGIN_DIR << "]\ndomains:\n";
+    for (const char* d : {"alice", "bob"})
+      f << "  - id: " << d
+        << "\n    plugins:\n      - name: task-timeline\n      - name: gateway-ready-time\n"
+           "      - name: scheduler-time\n";
+  }
+  auto started = Clock::now();
+  HostProcess host(hostBinary, config, (dir / "host.log").string());
+  Connection admin(host.port());
+  while (admin.request(http::verb::get, "/readyz") != 200) {
+    if (Clock::now() - started > std::chrono::minutes(5))
+      throw std::runtime_error("B7: the host was not ready within 5 minutes");
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  out.readySeconds = std::chrono::duration<double>(Clock::now() - started).count();
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  out.rssMiB = host.rssMiB();
+  // The host's own peak so far: wait4's ru_maxrss also counts this (large) process's image at
+  // the spawn, before the exec.
+  out.peakRssMiB = host.rssMiB("VmHWM");
+  admin.request(http::verb::get, "/metrics");
+  std::string metrics = admin.body();
+  out.cacheMiB = metricSum(metrics, "kuscia_host_kube_cache_bytes") / (1024.0 * 1024.0);
+  out.writes = metricSum(metrics, "kuscia_timeline_status_writes_total") +
+               metricSum(metrics, "kuscia_scheduler_time_status_writes_total") +
+               metricSum(metrics, "kuscia_gateway_ready_time_writes_total");
+  rusage usage{};
+  if (int code = host.stop(usage); code != 0)
+    throw std::runtime_error("B7: the host exited " + std::to_string(code));
+  out.cpuSeconds = static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
+                   static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6;
+  server.stop();
+  runtime.stop();
+  std::filesystem::remove_all(dir);
+  return out;
+}
+
+// B7: what a month of finished tasks costs a host: peak RSS above the same host against an empty
+// namespace, per finished task (target at most 1 KiB), time to ready, and writes (target 0).
+void b7(const std::vector<std::size_t>& sizes, const std::string& hostBinary) {
+  if (hostBinary.empty()) throw std::runtime_error("B7 needs --host <kuscia-host binary>");
+  std::printf("\nB7 finished tasks: a host (task-timeline, gateway-ready-time, scheduler-time for "
+              "alice and bob) started against finished two-party tasks\n");
+  FinishedRun empty = finishedRun(0, hostBinary);
+  std::printf("  empty namespace: peak RSS %.1f MiB (%.1f MiB once ready), ready in %.2f s\n",
+              empty.peakRssMiB, empty.rssMiB, empty.readySeconds);
+  for (std::size_t n : sizes) {
+    FinishedRun r = finishedRun(n, hostBinary);
+    double perTask = (r.peakRssMiB - empty.peakRssMiB) * 1024 * 1024 / static_cast<double>(n);
+    double settledPerTask = (r.rssMiB - empty.rssMiB) * 1024 * 1024 / static_cast<double>(n);
+    std::printf("  %zu finished tasks: peak RSS %.1f MiB, %.0f bytes per finished task above the "
+                "empty namespace (target <= 1024; the projected timing text of one task is %zu "
+                "bytes); once ready %.1f MiB, %.0f bytes per task (the informers' records %.1f "
+                "MiB); ready in %.2f s, %.2f CPU s, %.0f writes (target 0)\n",
+                n, r.peakRssMiB, perTask, r.statusBytes, r.rssMiB, settledPerTask, r.cacheMiB,
+                r.readySeconds, r.cpuSeconds, r.writes);
+    std::fflush(stdout);
+  }
 }
 
 int run(int argc, char** argv) {
@@ -735,6 +894,7 @@ int run(int argc, char** argv) {
   std::size_t replays = 100;
   std::size_t loadTasks = 1000;
   double loadWindow = 30;
+  std::vector<std::size_t> finished = {20000, 100000};
   std::string host;
   std::string only;
   for (int i = 1; i + 1 < argc; i += 2) {
@@ -753,12 +913,18 @@ int run(int argc, char** argv) {
       host = argv[i + 1];
     else if (k == "--only")
       only = argv[i + 1];
-    else
+    else if (k == "--finished") {
+      finished.clear();
+      std::stringstream ss(argv[i + 1]);
+      for (std::string n; std::getline(ss, n, ',');)
+        finished.push_back(std::stoul(n));
+    } else
       throw std::runtime_error("unknown option " + k);
   }
   if (only.empty() || only == "B3") b3(transitions, tasks);
   if (only.empty() || only == "B4") b4(replays);
   if (only.empty() || only == "L1") l1(loadTasks, loadWindow, host);
+  if (only.empty() || only == "B7") b7(finished, host);
   return 0;
 }
 

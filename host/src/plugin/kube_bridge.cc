@@ -17,11 +17,21 @@ KubeObject view(const kube::Subscription& sub, const kube::Record& r) {
 
 } // namespace
 
+void KubeObject::materialize() {
+  if (!record || subscription == nullptr) return;
+  *this = view(*subscription, *record);
+}
+
 Result<uint64_t> KubeClientBridge::subscribe(kube::SubscriptionSpec spec, EventSink sink) {
   return client_.subscribe(std::move(spec),
                            [sink = std::move(sink)](const kube::Subscription& s, kube::ChangeType t,
                                                     const kube::RecordPtr& r) {
-                             sink(s.id(), t, r ? view(s, *r) : KubeObject{});
+                             KubeObject o;
+                             if (r) {
+                               o.record = r;
+                               o.subscription = &s;
+                             }
+                             sink(s.id(), t, std::move(o));
                            });
 }
 

@@ -21,6 +21,12 @@ struct KubeObject {
   std::string resourceVersion;
   std::string fieldsJson;
   std::string rawJson; // only for subscriptions that want the raw object
+  // An event's object is this record as `subscription` sees it, rendered into the strings above
+  // by materialize() when the plugin gets it: a queued event holds a reference, not a copy of
+  // the fields' text (an initial sync of many objects queues one per subscriber).
+  kube::RecordPtr record;
+  const kube::Subscription* subscription = nullptr;
+  void materialize();
 };
 
 class KubeBridge {

@@ -95,9 +95,10 @@ static_assert(static_cast<kh_event_type_t>(kube::ChangeType::kSynced) == KH_EVEN
 
 void PluginKube::deliver(uint64_t subscription, kube::ChangeType type, KubeObject object) {
   if (stopping_ || !cb_.event) return;
-  // The view is built once per subscriber (kube_bridge.cc) and moved to the executor.
-  cb_.post([this, subscription, type, o = std::move(object)] {
+  // Queued as a reference to the cached record; rendered for this subscriber when it runs.
+  cb_.post([this, subscription, type, o = std::move(object)]() mutable {
     if (stopping_) return;
+    o.materialize();
     kh_event_t ev{};
     ev.struct_size = sizeof ev;
     ev.subscription_id = subscription;
