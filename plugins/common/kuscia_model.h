@@ -56,14 +56,12 @@ private:
 template <class T> class TaskObjects {
 public:
   using Map = std::map<std::string, T>;
-  // Applies an event of the object `key`: DELETED (task ignored) or one that names no task is
-  // forgotten (nullptr); otherwise its record, fresh when its UID changed (a new incarnation
-  // under the same name), now belonging to `task`.
-  T* apply(const std::string& key, kh_event_type_t type, std::string_view uid,
-           const std::string& task) {
-    if (type == KH_EVENT_DELETED || task.empty()) {
-      objects_.erase(key);
-      index_.erase(key);
+  // The object `key` as an event shows it: one that names no task is forgotten (nullptr);
+  // otherwise its record, fresh when its UID changed (a new incarnation under the same name),
+  // now belonging to `task`.
+  T* apply(const std::string& key, std::string_view uid, const std::string& task) {
+    if (task.empty()) {
+      forget(key);
       return nullptr;
     }
     index_.assign(key, task);
@@ -77,6 +75,15 @@ public:
     }
     o.task = task;
     return &o;
+  }
+  // The object is gone: the task it belonged to ("" when none).
+  std::string forget(const std::string& key) {
+    auto it = objects_.find(key);
+    if (it == objects_.end()) return "";
+    std::string task = std::move(it->second.task);
+    objects_.erase(it);
+    index_.erase(key);
+    return task;
   }
   const std::set<std::string>& members(const std::string& task) const {
     return index_.members(task);

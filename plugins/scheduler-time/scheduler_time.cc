@@ -55,14 +55,9 @@ void SchedulerTime::onEvent(const sdk::Event& e) {
     return;
   }
   if (e.subscriptionId != podSub_) return;
-  if (e.type == KH_EVENT_DELETED) {
-    auto it = pods_.find(key);
-    std::string task = it != pods_.end() ? it->second.task : "";
-    pods_.apply(key, e.type, e.uid, "");
-    return release(task);
-  }
+  if (e.type == KH_EVENT_DELETED) return release(pods_.forget(key));
   json f = parseFields(e.fieldsJson, kFieldCount);
-  Pod* found = pods_.apply(key, e.type, e.uid, fieldString(f, kTask));
+  Pod* found = pods_.apply(key, e.uid, fieldString(f, kTask));
   if (found == nullptr) return;
   Pod& p = *found;
   const std::string& task = p.task;

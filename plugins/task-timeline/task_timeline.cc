@@ -142,14 +142,9 @@ void TaskTimeline::onPod(const sdk::Event& e) {
   std::string key(e.key);
   // A deleted pod's recorded times stay in the status; only the memory of the pod goes (and of
   // its task, when it was the instance's last object of it).
-  if (e.type == KH_EVENT_DELETED) {
-    auto it = pods_.find(key);
-    std::string task = it != pods_.end() ? it->second.task : "";
-    pods_.apply(key, e.type, e.uid, "");
-    return release(task);
-  }
+  if (e.type == KH_EVENT_DELETED) return release(pods_.forget(key));
   json f = parseFields(e.fieldsJson, kPodFieldCount);
-  Pod* found = pods_.apply(key, e.type, e.uid, fieldString(f, kPodTask));
+  Pod* found = pods_.apply(key, e.uid, fieldString(f, kPodTask));
   if (found == nullptr) return; // not a task's pod
   Pod& p = *found;
   const std::string& task = p.task;
@@ -258,14 +253,9 @@ void TaskTimeline::observe(Service& s) {
 
 void TaskTimeline::onService(const sdk::Event& e) {
   std::string key(e.key);
-  if (e.type == KH_EVENT_DELETED) {
-    auto it = services_.find(key);
-    std::string task = it != services_.end() ? it->second.task : "";
-    services_.apply(key, e.type, e.uid, "");
-    return release(task);
-  }
+  if (e.type == KH_EVENT_DELETED) return release(services_.forget(key));
   json f = parseFields(e.fieldsJson, kSvcFieldCount);
-  Service* found = services_.apply(key, e.type, e.uid, fieldString(f, kSvcTask));
+  Service* found = services_.apply(key, e.uid, fieldString(f, kSvcTask));
   if (found == nullptr) return;
   Service& s = *found;
   const std::string& task = s.task;

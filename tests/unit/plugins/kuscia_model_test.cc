@@ -68,17 +68,18 @@ struct Obj {
 
 TEST(KusciaModelTest, TaskObjectsStartANewRecordForANewIncarnation) {
   TaskObjects<Obj> objs;
-  Obj* o = objs.apply("alice/p", KH_EVENT_ADDED, "uid-1", "t1");
+  Obj* o = objs.apply("alice/p", "uid-1", "t1");
   ASSERT_NE(o, nullptr);
   EXPECT_EQ(o->namespaceName, "alice");
   EXPECT_EQ(o->name, "p");
   o->seen = 1;
-  EXPECT_EQ(objs.apply("alice/p", KH_EVENT_MODIFIED, "uid-1", "t1")->seen, 1);
-  EXPECT_EQ(objs.apply("alice/p", KH_EVENT_MODIFIED, "uid-2", "t1")->seen, 0); // recreated
-  EXPECT_EQ(objs.apply("alice/p", KH_EVENT_MODIFIED, "uid-2", ""), nullptr);   // no task now
+  EXPECT_EQ(objs.apply("alice/p", "uid-1", "t1")->seen, 1);
+  EXPECT_EQ(objs.apply("alice/p", "uid-2", "t1")->seen, 0); // recreated
+  EXPECT_EQ(objs.apply("alice/p", "uid-2", ""), nullptr);   // no task now
   EXPECT_TRUE(objs.members("t1").empty());
-  objs.apply("alice/q", KH_EVENT_ADDED, "uid-3", "t1");
-  EXPECT_EQ(objs.apply("alice/q", KH_EVENT_DELETED, "uid-3", "t1"), nullptr);
+  objs.apply("alice/q", "uid-3", "t1");
+  EXPECT_EQ(objs.forget("alice/q"), "t1"); // deleted: the task it belonged to
+  EXPECT_EQ(objs.forget("alice/q"), "");
   EXPECT_EQ(objs.size(), 0u);
 }
 
