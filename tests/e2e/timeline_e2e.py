@@ -448,6 +448,7 @@ def p2p_mode():
     check(eventually(lambda: h.metric_sum("kuscia_timeline_yielded_fields_total") >= fields, 30),
           "alice's host yields all %d fields the fighter keeps replacing (%s)"
           % (fields, h.metric_sum("kuscia_timeline_yielded_fields_total")))
+    time.sleep(2)  # a write sent just before the last yield has landed
     before = writes()
     time.sleep(5)
     check(writes() == before, "then its status writes stop (%d in 5 s)" % (writes() - before))
