@@ -106,7 +106,8 @@ public:
   void onStart() override {
     Guard g(*this);
     trace(traceFile_, "start " + domain_);
-    startedAt_.set(static_cast<double>(host().wallTimeNanos() / 1000000000));
+    const int64_t wholeSeconds = host().wallTimeNanos() / 1000000000;
+    startedAt_.set(static_cast<double>(wholeSeconds));
     if (failStart_) throw std::runtime_error("probe start failure requested");
     if (notReady_) host().setReady(false, "waiting for nothing");
     for (int64_t i = 0; i < timers_; ++i)
