@@ -457,6 +457,41 @@ private:
   unsigned short port_ = 0;
 };
 
+// The cluster of L1 and B7: an embedded API server in this process, its kubeconfig in a
+// directory of its own, and the namespaces alice, bob and cross-domain.
+struct BenchCluster {
+  BenchCluster(std::size_t historyLimit, const std::string& name) {
+    apiserver::ServerOptions options;
+    options.historyLimit = historyLimit;
+    server = std::make_unique<apiserver::ApiServer>(runtime.io(), clock, logs.logger("apiserver"),
+                                                    options);
+    auto ep = server->start();
+    if (!ep) throw std::runtime_error(ep.error());
+    port = ep->port();
+    runtime.start();
+    dir = std::filesystem::temp_directory_path() / (name + "-" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir);
+    kubeconfig = (dir / "kubeconfig").string();
+    if (auto r = server->writeKubeconfig(kubeconfig); !r) throw std::runtime_error(r.error());
+    Connection c(port);
+    for (const auto& ns : {"alice", "bob", "cross-domain"})
+      c.request(http::verb::post, "/api/v1/namespaces", json{{"metadata", {{"name", ns}}}}.dump());
+  }
+  ~BenchCluster() {
+    server->stop();
+    runtime.stop();
+    std::filesystem::remove_all(dir);
+  }
+  std::ostringstream logOut;
+  LogManager logs{LogFormat::kText, spdlog::level::warn, logOut};
+  SystemClock clock;
+  Runtime runtime{1};
+  std::unique_ptr<apiserver::ApiServer> server;
+  unsigned short port = 0;
+  std::filesystem::path dir;
+  std::string kubeconfig;
+};
+
 void l1(std::size_t tasks, double windowSeconds, const std::string& hostBinary) {
   if (hostBinary.empty()) throw std::runtime_error("L1 needs --host <kuscia-host binary>");
   const std::vector<std::string> parties = {"alice", "bob"};
@@ -466,23 +501,11 @@ void l1(std::size_t tasks, double windowSeconds, const std::string& hostBinary) 
               "%.0f s; host in its own process\n",
               tasks, podsPerParty, ports.size(), windowSeconds);
   std::fflush(stdout);
-  std::ostringstream logOut;
-  LogManager logs{LogFormat::kText, spdlog::level::warn, logOut};
-  SystemClock clock;
-  Runtime runtime{1};
-  apiserver::ServerOptions serverOptions;
-  serverOptions.historyLimit = 200000;
-  apiserver::ApiServer server(runtime.io(), clock, logs.logger("apiserver"), serverOptions);
-  auto ep = server.start();
-  if (!ep) throw std::runtime_error(ep.error());
-  runtime.start();
-  auto dir = std::filesystem::temp_directory_path() / ("kh-load-" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
-  std::string kubeconfig = (dir / "kubeconfig").string();
-  if (auto r = server.writeKubeconfig(kubeconfig); !r) throw std::runtime_error(r.error());
-  Connection c(ep->port());
-  for (const auto& ns : {"alice", "bob", "cross-domain"})
-    c.request(http::verb::post, "/api/v1/namespaces", json{{"metadata", {{"name", ns}}}}.dump());
+  BenchCluster cluster(200000, "kh-load");
+  apiserver::ApiServer& server = *cluster.server;
+  const auto& dir = cluster.dir;
+  const auto& kubeconfig = cluster.kubeconfig;
+  Connection c(cluster.port);
   // The host as an operator would run it at this scale: the defaults, with the client's rate
   // limit raised from 50 to 2000 requests per second (8 writes per task).
   std::string config = (dir / "host.yaml").string();
@@ -712,9 +735,6 @@ void l1(std::size_t tasks, double windowSeconds, const std::string& hostBinary) 
   rusage usage{};
   int exitCode = host.stop(usage);
   server.store().setObserver(nullptr);
-  server.stop();
-  runtime.stop();
-  std::filesystem::remove_all(dir);
 
   auto n = static_cast<double>(tasks);
   double writes = metricSum(metrics, "kuscia_timeline_status_writes_total", "result=\"ok\"");
@@ -789,23 +809,10 @@ struct FinishedRun {
 // against a namespace holding `finished` finished tasks, until it is ready and has had a second
 // to write; then stopped.
 FinishedRun finishedRun(std::size_t finished, const std::string& hostBinary) {
-  std::ostringstream logOut;
-  LogManager logs{LogFormat::kText, spdlog::level::warn, logOut};
-  SystemClock clock;
-  Runtime runtime{1};
-  apiserver::ServerOptions serverOptions;
-  serverOptions.historyLimit = 1000;
-  apiserver::ApiServer server(runtime.io(), clock, logs.logger("apiserver"), serverOptions);
-  auto ep = server.start();
-  if (!ep) throw std::runtime_error(ep.error());
-  runtime.start();
-  auto dir = std::filesystem::temp_directory_path() / ("kh-b7-" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
-  std::string kubeconfig = (dir / "kubeconfig").string();
-  if (auto r = server.writeKubeconfig(kubeconfig); !r) throw std::runtime_error(r.error());
-  Connection c(ep->port());
-  for (const auto& ns : {"alice", "bob", "cross-domain"})
-    c.request(http::verb::post, "/api/v1/namespaces", json{{"metadata", {{"name", ns}}}}.dump());
+  BenchCluster cluster(1000, "kh-b7");
+  const auto& dir = cluster.dir;
+  const auto& kubeconfig = cluster.kubeconfig;
+  Connection c(cluster.port);
   const std::string tasks = "/apis/kuscia.secretflow/v1alpha1/namespaces/cross-domain/kusciatasks";
   FinishedRun out;
   for (std::size_t i = 0; i < finished; ++i) {
@@ -859,9 +866,6 @@ FinishedRun finishedRun(std::size_t finished, const std::string& hostBinary) {
     throw std::runtime_error("B7: the host exited " + std::to_string(code));
   out.cpuSeconds = static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
                    static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6;
-  server.stop();
-  runtime.stop();
-  std::filesystem::remove_all(dir);
   return out;
 }
 
