@@ -38,13 +38,6 @@ uint64_t responseVersion(std::string_view body) {
   return end == std::string_view::npos ? 0 : versionNumber(body.substr(at + 1, end - at - 1));
 }
 
-std::string pathOf(std::string_view group, std::string_view entry, std::string_view field) {
-  std::string p;
-  p.reserve(group.size() + entry.size() + field.size() + 2);
-  p.append(group).append(1, '\n').append(entry).append(1, '\n').append(field);
-  return p;
-}
-
 void prune(std::deque<int64_t>& times, int64_t now) {
   while (!times.empty() && now - times.front() > WriteContest::kWindowMillis)
     times.pop_front();
@@ -97,12 +90,12 @@ void WriteContest::wrote(const std::string& task, const json& status,
       for (const auto& [field, value] : fields.items()) {
         if (identifying(field)) continue;
         auto instant = value.is_string() ? parseTime(value.get<std::string>()) : std::nullopt;
-        std::string path = pathOf(group, entry, field);
+        FieldKey key{group, entry, field};
         if (!instant) { // cleared: nothing of ours to defend
-          if (auto it = t.fields.find(path); it != t.fields.end()) it->second.written.reset();
+          if (auto it = t.fields.find(key); it != t.fields.end()) it->second.written.reset();
           continue;
         }
-        Field& f = t.fields[path];
+        Field& f = t.fields[key];
         f.written = instant;
         f.writtenText = value.get<std::string>();
         f.writtenVersion = version;
@@ -122,18 +115,14 @@ void WriteContest::observed(const std::string& task, std::string_view resourceVe
     Field& field = f->second;
     if (field.written && !(field.writtenVersion != 0 && version != 0 &&
                            version <= field.writtenVersion)) { // not an event older than the write
-      const std::string& path = f->first;
-      auto nl1 = path.find('\n');
-      auto nl2 = path.find('\n', nl1 + 1);
-      std::string group = path.substr(0, nl1);
-      std::string entryKey = path.substr(nl1 + 1, nl2 - nl1 - 1);
-      const json* entry = member(group == "podStatuses" ? podStatuses : serviceStatuses, entryKey);
-      const json* value = entry != nullptr ? member(*entry, path.substr(nl2 + 1)) : nullptr;
+      const FieldKey& key = f->first;
+      const json* entry =
+          member(key.group == "podStatuses" ? podStatuses : serviceStatuses, key.entry);
+      const json* value = entry != nullptr ? member(*entry, key.field) : nullptr;
       if (value != nullptr && value->is_null()) value = nullptr;
       auto have = value != nullptr && value->is_string() ? parseTime(value->get<std::string>())
                                                          : std::nullopt;
-      if (!have || !sameTime(*have, *field.written))
-        overwritten(task, t, path, field, entry, value);
+      if (!have || !sameTime(*have, *field.written)) overwritten(task, t, key, field, entry, value);
     }
     prune(field.replaced, now);
     prune(field.removed, now);
@@ -145,7 +134,7 @@ void WriteContest::observed(const std::string& task, std::string_view resourceVe
   if (t.fields.empty() && t.holdUntilMillis <= now) tasks_.erase(it);
 }
 
-void WriteContest::overwritten(const std::string& task, Task& t, const std::string& path, Field& f,
+void WriteContest::overwritten(const std::string& task, Task& t, const FieldKey& key, Field& f,
                                const json* entry, const json* value) {
   int64_t now = nowMillis();
   prune(f.replaced, now);
@@ -155,7 +144,7 @@ void WriteContest::overwritten(const std::string& task, Task& t, const std::stri
   overwrites_.add(1, {replaced ? "replaced" : "removed"});
   if (static_cast<int>(f.replaced.size()) >= yieldAfter_ ||
       static_cast<int>(f.removed.size()) >= kRemovalsToYield) {
-    yield(task, path, f, entry, replaced ? value->dump() : std::string("nothing (removed)"));
+    yield(task, t, key, f, entry, replaced ? value->dump() : std::string("nothing (removed)"));
   } else if (f.removed.size() >= 2) {
     int64_t hold = std::min<int64_t>(
         kMaxHoldMillis, int64_t{1000} << std::min<std::size_t>(f.removed.size() - 2, 16));
@@ -164,23 +153,19 @@ void WriteContest::overwritten(const std::string& task, Task& t, const std::stri
   f.written.reset(); // counted once; the next write records it again
 }
 
-void WriteContest::yield(const std::string& task, const std::string& path, Field& f,
+void WriteContest::yield(const std::string& task, Task& t, const FieldKey& key, Field& f,
                          const json* entry, const std::string& theirs) {
-  auto nl1 = path.find('\n');
-  auto nl2 = path.find('\n', nl1 + 1);
-  std::string entryKey = path.substr(nl1 + 1, nl2 - nl1 - 1);
-  std::string field = path.substr(nl2 + 1);
   f.yielded = true;
   // The incarnation yielded: this host's own createTime of the entry (what it wrote last), else
   // the status's.
-  auto own = tasks_[task].fields.find(pathOf(path.substr(0, nl1), entryKey, "createTime"));
+  auto own = t.fields.find(FieldKey{key.group, key.entry, "createTime"});
   const json* create = entry != nullptr ? member(*entry, "createTime") : nullptr;
-  if (own != tasks_[task].fields.end() && !own->second.writtenText.empty())
+  if (own != t.fields.end() && !own->second.writtenText.empty())
     f.createTime = own->second.writtenText;
   else
     f.createTime = create != nullptr && create->is_string() ? create->get<std::string>() : "";
-  yieldedMetric_.add(1, {field.c_str()});
-  host_.warn("task " + task + " " + entryKey + ": " + field +
+  yieldedMetric_.add(1, {key.field.c_str()});
+  host_.warn("task " + task + " " + key.entry + ": " + key.field +
              " yielded to another writer, which wrote " + theirs + " over this host's \"" +
              f.writtenText + "\" " + std::to_string(std::max(f.replaced.size(), f.removed.size())) +
              " times within " + std::to_string(kWindowMillis / 1000) +
@@ -207,7 +192,7 @@ json WriteContest::filter(const std::string& task, json status) {
           createField != nullptr && createField->is_string() ? createField->get<std::string>() : "";
       bool anyTime = false;
       for (auto field = patch.begin(); field != patch.end();) {
-        auto y = t.fields.find(pathOf(group, e.key(), field.key()));
+        auto y = t.fields.find(FieldKey{group, e.key(), field.key()});
         if (y != t.fields.end() && y->second.yielded) {
           if (!create.empty() && !y->second.createTime.empty() &&
               !sameInstant(create, y->second.createTime)) {
@@ -240,7 +225,8 @@ bool WriteContest::yielded(const std::string& task, std::string_view group, std:
                            std::string_view field) const {
   auto it = tasks_.find(task);
   if (it == tasks_.end()) return false;
-  auto f = it->second.fields.find(pathOf(group, entry, field));
+  auto f =
+      it->second.fields.find(FieldKey{std::string(group), std::string(entry), std::string(field)});
   return f != it->second.fields.end() && f->second.yielded;
 }
 

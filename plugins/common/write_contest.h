@@ -33,6 +33,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <tuple>
 
 namespace kuscia_host::plugins {
 
@@ -74,14 +75,21 @@ private:
     bool yielded = false;
     std::string createTime; // of the entry when yielded: a new incarnation starts afresh
   };
+  // A field of an entry: "podStatuses" or "serviceStatuses", "<ns>/<name>", the field's name.
+  struct FieldKey {
+    std::string group, entry, field;
+    bool operator<(const FieldKey& o) const {
+      return std::tie(group, entry, field) < std::tie(o.group, o.entry, o.field);
+    }
+  };
   struct Task {
-    std::map<std::string, Field> fields; // "<group>\n<entry>\n<field>"
+    std::map<FieldKey, Field> fields;
     int64_t holdUntilMillis = 0;
   };
   int64_t nowMillis() const;
-  void overwritten(const std::string& task, Task& t, const std::string& path, Field& f,
+  void overwritten(const std::string& task, Task& t, const FieldKey& key, Field& f,
                    const nlohmann::json* entry, const nlohmann::json* value);
-  void yield(const std::string& task, const std::string& path, Field& f,
+  void yield(const std::string& task, Task& t, const FieldKey& key, Field& f,
              const nlohmann::json* entry, const std::string& theirs);
 
   sdk::Host host_;
