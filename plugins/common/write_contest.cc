@@ -38,9 +38,10 @@ uint64_t responseVersion(std::string_view body) {
   return end == std::string_view::npos ? 0 : versionNumber(body.substr(at + 1, end - at - 1));
 }
 
-void prune(std::deque<int64_t>& times, int64_t now) {
-  while (!times.empty() && now - times.front() > WriteContest::kWindowMillis)
-    times.pop_front();
+void prune(std::vector<int64_t>& times, int64_t now) {
+  times.erase(times.begin(), std::find_if(times.begin(), times.end(), [now](int64_t t) {
+                return now - t <= WriteContest::kWindowMillis;
+              }));
 }
 
 const json* member(const json& object, const std::string& key) {

@@ -27,13 +27,13 @@
 #include <kuscia_host/plugin.hpp>
 
 #include <cstdint>
-#include <deque>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <tuple>
+#include <vector>
 
 namespace kuscia_host::plugins {
 
@@ -70,8 +70,10 @@ private:
   struct Field {
     std::optional<int64_t> written; // our last write's instant, until an overwrite is seen
     std::string writtenText;
-    uint64_t writtenVersion = 0;           // the task's resourceVersion after it (0: unknown)
-    std::deque<int64_t> replaced, removed; // monotonic millis of overwrites in the window
+    uint64_t writtenVersion = 0; // the task's resourceVersion after it (0: unknown)
+    // Monotonic millis of overwrites in the window: a few at most, and empty (no allocation) for
+    // almost every field (an empty std::deque allocates; a field record exists per time written).
+    std::vector<int64_t> replaced, removed;
     bool yielded = false;
     std::string createTime; // of the entry when yielded: a new incarnation starts afresh
   };
