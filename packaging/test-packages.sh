@@ -163,6 +163,8 @@ domains:
 YAML
 chmod 0755 "$work" "$svc"
 chmod 0644 "$svc/kuscia-host.yaml"
+# The background job opens its redirection asynchronously: the file exists before the poll reads it.
+: >"$svc/err"
 $sudo runuser -u kuscia-host -- kuscia-host run --config "$svc/kuscia-host.yaml" 2>"$svc/err" &
 pid=$!
 ready=""
