@@ -6,7 +6,8 @@
 //   {"task", "namespace", "phase", "createTime",
 //    "entries": {"<ns>/<name>": {"kind": "pod"|"service", "namespace", "name", "podPhase",
 //                                "times": {"createTime", "scheduleTime", "startTime", "readyTime",
-//                                          "firstReadyTime"},
+//                                          "firstReadyTime", "imagePullStartTime",
+//                                          "imagePullEndTime", "containersStartTime"},
 //                                "durations": {"createToStart": seconds, ...},
 //                                "missing": ["readyTime", ...], "negative": ["createToStart"],
 //                                "waiting": {"phase", "reason", "message", "since", "seconds"}}}}
@@ -15,6 +16,11 @@
 // firstReadyTime, when the source knows it (task-timeline does for its own domain's pods), is the
 // first Ready=True of the pod's incarnation, and the "...ToReady" durations start the startup
 // from it: a readiness flap after startup does not lengthen the startup.
+//
+// imagePullStartTime (the first Pulling Event), imagePullEndTime (the last Pulled Event) and
+// containersStartTime (every container running) come from the pod and its Events, never from
+// the status (Kuscia's CRD has no such fields); "reasons" ({"<phase>": {"reason", "message"}})
+// keeps why each phase of the critical path waited (timeline_summary.hpp).
 //
 // Entries are an object keyed like the status maps, so that documents of several sources (the
 // instances of several domains) merge key by key.
@@ -41,6 +47,7 @@ inline constexpr Span kPodSpans[] = {{"createToSchedule", "createTime", "schedul
                                      {"createToStart", "createTime", "startTime"},
                                      {"startToReady", "startTime", "readyTime"},
                                      {"createToReady", "createTime", "readyTime"}};
+inline constexpr Span kImagePullSpan = {"imagePull", "imagePullStartTime", "imagePullEndTime"};
 inline constexpr Span kServiceSpans[] = {{"createToReady", "createTime", "readyTime"}};
 // The times of an entry, in phase order. scheduleTime exists only with scheduler-time, so its
 // absence is never "missing".
@@ -68,10 +75,11 @@ inline nlohmann::json entry(std::string_view key, const nlohmann::json& status, 
   if (pod) {
     for (const char* f : kPodTimes)
       collect(f);
-    if (status.is_object() && status.contains("firstReadyTime") &&
-        status["firstReadyTime"].is_string())
-      if (auto t = normalizeTime(status["firstReadyTime"].get<std::string>()))
-        times["firstReadyTime"] = *t;
+    // Times only some sources know: never "missing".
+    for (const char* field :
+         {"firstReadyTime", "imagePullStartTime", "imagePullEndTime", "containersStartTime"})
+      if (status.is_object() && status.contains(field) && status[field].is_string())
+        if (auto t = normalizeTime(status[field].get<std::string>())) times[field] = *t;
   } else
     for (const char* f : kServiceTimes)
       collect(f);
@@ -88,10 +96,11 @@ inline nlohmann::json entry(std::string_view key, const nlohmann::json& status, 
     durations[s.name] = seconds;
     if (seconds < 0) negative.push_back(s.name);
   };
-  if (pod)
+  if (pod) {
     for (const Span& s : kPodSpans)
       span(s);
-  else
+    span(kImagePullSpan);
+  } else
     for (const Span& s : kServiceSpans)
       span(s);
   if (pod && status.is_object() && status.contains("podPhase"))
@@ -100,6 +109,8 @@ inline nlohmann::json entry(std::string_view key, const nlohmann::json& status, 
   out["durations"] = std::move(durations);
   out["missing"] = std::move(missing);
   out["negative"] = std::move(negative);
+  if (status.is_object() && status.contains("reasons") && status["reasons"].is_object())
+    out["reasons"] = status["reasons"];
   return out;
 }
 

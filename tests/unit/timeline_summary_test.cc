@@ -1,0 +1,240 @@
+// The task-level summary and critical path (sdk/include/kuscia_host/timeline_summary.hpp) on
+// hand-made timelines: each case says who should be blamed and why.
+#include <kuscia_host/timeline.hpp>
+#include <kuscia_host/timeline_summary.hpp>
+
+#include <gtest/gtest.h>
+
+#include <initializer_list>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace {
+
+using nlohmann::json;
+namespace tl = kuscia_host::sdk::timeline;
+
+// "2026-12-01T10:00:SS" + seconds past 10:00:00 (whole seconds, as Kuscia writes them).
+std::string at(int seconds) {
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "2026-12-01T10:%02d:%02dZ", seconds / 60, seconds % 60);
+  return buf;
+}
+int64_t nanosAt(int seconds) {
+  return *kuscia_host::sdk::parseTime(at(seconds));
+}
+
+struct Doc {
+  json doc = {{"task", "t1"}, {"createTime", at(0)}, {"entries", json::object()}};
+  // A pod: the times given as seconds from the task's creation (negative: absent).
+  Doc& pod(const std::string& key, std::initializer_list<std::pair<const char*, int>> times,
+           json reasons = json()) {
+    json status = {{"podPhase", "Running"}};
+    for (auto [field, s] : times)
+      status[field] = at(s);
+    if (!reasons.is_null()) status["reasons"] = reasons;
+    doc["entries"][key] = tl::entry(key, status, true);
+    return *this;
+  }
+  Doc& service(const std::string& key, int create, int ready = -1) {
+    json status = {{"createTime", at(create)}};
+    if (ready >= 0) status["readyTime"] = at(ready);
+    doc["entries"][key] = tl::entry(key, status, false);
+    return *this;
+  }
+  json summary(int now = 600) const { return tl::summarize(doc, nanosAt(now)); }
+};
+
+std::vector<std::string> pathOf(const json& summary) {
+  std::vector<std::string> out;
+  for (const auto& p : summary["criticalPath"])
+    out.push_back(p["entry"].get<std::string>() + ":" + p["phase"].get<std::string>());
+  return out;
+}
+
+// A party whose pod started late is the last party and carries the blame.
+TEST(TimelineSummary, SlowPartyIsLastAndBlamed) {
+  Doc d;
+  d.pod("alice/t1-0", {{"createTime", 1}, {"startTime", 2}, {"readyTime", 5}});
+  d.pod("bob/t1-0", {{"createTime", 1}, {"startTime", 30}, {"readyTime", 32}});
+  json s = d.summary();
+  EXPECT_TRUE(s["complete"]);
+  EXPECT_EQ(s["startupSeconds"], 32);
+  EXPECT_EQ(s["allReadyTime"], at(32));
+  EXPECT_EQ(s["lastParty"], "bob");
+  EXPECT_EQ(s["parties"]["alice"]["startupSeconds"], 5);
+  EXPECT_EQ(s["parties"]["bob"]["readyTime"], at(32));
+  EXPECT_EQ(pathOf(s), (std::vector<std::string>{"bob/t1-0:creating", "bob/t1-0:accepting",
+                                                 "bob/t1-0:readiness"}));
+  EXPECT_EQ(s["blame"]["entry"], "bob/t1-0");
+  EXPECT_EQ(s["blame"]["party"], "bob");
+  EXPECT_EQ(s["blame"]["phase"], "accepting");
+  EXPECT_EQ(s["blame"]["seconds"], 29);
+}
+
+// A slow image pull is its own phase, with the reason it waited for.
+TEST(TimelineSummary, SlowImagePullIsBlamedWithItsReason) {
+  Doc d;
+  d.pod("alice/t1-0",
+        {{"createTime", 1},
+         {"startTime", 2},
+         {"imagePullStartTime", 3},
+         {"imagePullEndTime", 43},
+         {"containersStartTime", 44},
+         {"readyTime", 46}},
+        {{"pulling", {{"reason", "Pulled"}, {"message", "Successfully pulled image in 40s"}}}});
+  json s = d.summary();
+  EXPECT_EQ(pathOf(s), (std::vector<std::string>{"alice/t1-0:creating", "alice/t1-0:accepting",
+                                                 "alice/t1-0:pulling", "alice/t1-0:starting",
+                                                 "alice/t1-0:readiness"}));
+  // The pulling phase starts where accepting ended (the sandbox set-up before the first pull
+  // belongs to it); the entry's times keep the pull itself.
+  EXPECT_EQ(s["criticalPath"][2]["from"], at(2));
+  EXPECT_EQ(s["blame"]["phase"], "pulling");
+  EXPECT_EQ(s["blame"]["seconds"], 41);
+  EXPECT_EQ(s["blame"]["reason"], "Pulled");
+  EXPECT_EQ(d.doc["entries"]["alice/t1-0"]["durations"]["imagePull"], 40);
+}
+
+// Only a Pulled Event (the image was present): no pulling phase, never guessed.
+TEST(TimelineSummary, PulledWithoutPullingHasNoPullingPhase) {
+  Doc d;
+  d.pod("alice/t1-0", {{"createTime", 1},
+                       {"startTime", 2},
+                       {"imagePullEndTime", 3},
+                       {"containersStartTime", 4},
+                       {"readyTime", 9}});
+  EXPECT_EQ(pathOf(d.summary()),
+            (std::vector<std::string>{"alice/t1-0:creating", "alice/t1-0:accepting",
+                                      "alice/t1-0:starting", "alice/t1-0:readiness"}));
+}
+
+// A service programmed late, long after its pod was ready: the gateway is blamed.
+TEST(TimelineSummary, ServiceProgrammedLateIsBlamed) {
+  Doc d;
+  d.pod("alice/t1-0", {{"createTime", 1}, {"startTime", 2}, {"readyTime", 5}});
+  d.service("alice/t1-0-fed", 1, 40);
+  json s = d.summary();
+  EXPECT_EQ(s["lastParty"], "alice");
+  EXPECT_EQ(pathOf(s),
+            (std::vector<std::string>{"alice/t1-0:creating", "alice/t1-0:accepting",
+                                      "alice/t1-0:readiness", "alice/t1-0-fed:programming"}));
+  EXPECT_EQ(s["blame"]["entry"], "alice/t1-0-fed");
+  EXPECT_EQ(s["blame"]["phase"], "programming");
+  EXPECT_EQ(s["blame"]["from"], at(5)); // from the moment its pod was ready
+  EXPECT_EQ(s["blame"]["seconds"], 35);
+}
+
+// A service that waited for its slow pod: the path goes through the pod, which is blamed.
+TEST(TimelineSummary, ServiceWaitingForItsPodBlamesThePod) {
+  Doc d;
+  d.pod("alice/t1-0", {{"createTime", 1}, {"startTime", 25}, {"readyTime", 28}});
+  d.service("alice/t1-0-fed", 1, 29);
+  json s = d.summary();
+  EXPECT_EQ(s["criticalPath"].back()["entry"], "alice/t1-0-fed");
+  EXPECT_EQ(s["criticalPath"].back()["seconds"], 1);
+  EXPECT_EQ(s["blame"]["entry"], "alice/t1-0");
+  EXPECT_EQ(s["blame"]["phase"], "accepting");
+}
+
+// One pod of several is slow: the path names it alone.
+TEST(TimelineSummary, OnePodOfSeveral) {
+  Doc d;
+  for (int i = 0; i < 4; ++i)
+    d.pod("alice/t1-" + std::to_string(i),
+          {{"createTime", 1}, {"startTime", 2}, {"readyTime", i == 2 ? 50 : 6}});
+  json s = d.summary();
+  EXPECT_EQ(s["blame"]["entry"], "alice/t1-2");
+  EXPECT_EQ(s["blame"]["phase"], "readiness");
+  EXPECT_EQ(s["parties"]["alice"]["entries"], 4);
+}
+
+// A pod that flapped after startup: its first ready ends the startup, not the latest.
+TEST(TimelineSummary, FlappingPodUsesFirstReady) {
+  Doc d;
+  d.pod("alice/t1-0",
+        {{"createTime", 1}, {"startTime", 2}, {"firstReadyTime", 4}, {"readyTime", 300}});
+  d.pod("bob/t1-0", {{"createTime", 1}, {"startTime", 2}, {"readyTime", 10}});
+  json s = d.summary();
+  EXPECT_EQ(s["startupSeconds"], 10);
+  EXPECT_EQ(s["lastParty"], "bob");
+}
+
+// A container restarted after startup: its later start time is not a phase end.
+TEST(TimelineSummary, TimesAfterReadyAreNotPhaseEnds) {
+  Doc d;
+  d.pod("alice/t1-0",
+        {{"createTime", 1}, {"startTime", 2}, {"containersStartTime", 90}, {"readyTime", 8}});
+  EXPECT_EQ(pathOf(d.summary()),
+            (std::vector<std::string>{"alice/t1-0:creating", "alice/t1-0:accepting",
+                                      "alice/t1-0:readiness"}));
+}
+
+// Clocks that disagree: negative phases are kept as they are and never blamed.
+TEST(TimelineSummary, ClockSkewKeepsNegativePhasesUnblamed) {
+  Doc d;
+  d.pod("bob/t1-0", {{"createTime", 5}, {"startTime", 3}, {"readyTime", 12}});
+  json s = d.summary();
+  ASSERT_EQ(s["criticalPath"].size(), 3U);
+  EXPECT_EQ(s["criticalPath"][1]["phase"], "accepting");
+  EXPECT_EQ(s["criticalPath"][1]["seconds"], -2);
+  EXPECT_EQ(s["blame"]["phase"], "readiness");
+  EXPECT_EQ(s["blame"]["seconds"], 9);
+}
+
+// Ties at one second go to the entry created first, then to a pod over a service.
+TEST(TimelineSummary, TiesBreakByCreationThenKind) {
+  Doc d;
+  d.pod("alice/t1-0", {{"createTime", 3}, {"startTime", 4}, {"readyTime", 20}});
+  d.pod("bob/t1-0", {{"createTime", 1}, {"startTime", 4}, {"readyTime", 20}});
+  EXPECT_EQ(d.summary()["lastParty"], "bob");
+  Doc e;
+  e.pod("alice/t1-0", {{"createTime", 1}, {"startTime", 4}, {"readyTime", 20}});
+  e.service("alice/zz", 1, 20);
+  EXPECT_EQ(e.summary()["criticalPath"].back()["entry"], "alice/t1-0");
+}
+
+// An incomplete task: no startup or path; the entries still waiting, longest first, and blame
+// on the longest, ongoing, with its reason.
+TEST(TimelineSummary, IncompleteTaskNamesWhatItWaitsFor) {
+  Doc d;
+  d.pod("alice/t1-0", {{"createTime", 1}, {"startTime", 2}, {"readyTime", 5}});
+  d.pod("bob/t1-0", {{"createTime", 1}, {"startTime", 3}, {"imagePullStartTime", 4}},
+        {{"pulling", {{"reason", "ImagePullBackOff"}, {"message", "Back-off pulling image"}}}});
+  d.service("bob/t1-0-fed", 2);
+  json s = d.summary(100);
+  EXPECT_FALSE(s["complete"]);
+  EXPECT_FALSE(s.contains("startupSeconds"));
+  EXPECT_FALSE(s.contains("criticalPath"));
+  EXPECT_EQ(s["parties"]["alice"]["startupSeconds"], 5);
+  EXPECT_FALSE(s["parties"]["bob"].contains("readyTime"));
+  ASSERT_EQ(s["pending"].size(), 2U);
+  EXPECT_EQ(s["pending"][0]["entry"], "bob/t1-0-fed"); // waiting since 2 s
+  EXPECT_EQ(s["pending"][1]["phase"], "pulling");
+  EXPECT_EQ(s["pending"][1]["reason"], "ImagePullBackOff");
+  EXPECT_EQ(s["blame"]["entry"], "bob/t1-0-fed");
+  EXPECT_EQ(s["blame"]["ongoing"], true);
+  EXPECT_EQ(s["blame"]["seconds"], 98);
+}
+
+// The phase an unstarted pod waits in: scheduling until scheduled, then accepting.
+TEST(TimelineSummary, PendingPodPhases) {
+  Doc d;
+  d.pod("alice/t1-0", {{"createTime", 1}});
+  EXPECT_EQ(d.summary()["blame"]["phase"], "scheduling");
+  d.pod("alice/t1-0", {{"createTime", 1}, {"scheduleTime", 2}});
+  EXPECT_EQ(d.summary()["blame"]["phase"], "accepting");
+  EXPECT_EQ(d.summary()["blame"]["from"], at(2));
+  d.pod("alice/t1-0", {{"createTime", 1}, {"startTime", 2}, {"containersStartTime", 3}});
+  EXPECT_EQ(d.summary()["blame"]["phase"], "readiness");
+}
+
+TEST(TimelineSummary, EmptyDocumentIsIncomplete) {
+  json s = tl::summarize(json::object(), 0);
+  EXPECT_FALSE(s["complete"]);
+  EXPECT_TRUE(s["pending"].empty());
+  EXPECT_FALSE(s.contains("blame"));
+}
+
+} // namespace
