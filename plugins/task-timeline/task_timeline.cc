@@ -1,7 +1,10 @@
 #include "task_timeline.h"
 
+#include <kuscia_host/timeline_summary.hpp>
+
 #include <algorithm>
 
+#include "entry_board.h"
 #include "kuscia.h"
 #include "kuscia_model.h"
 #include "kuscia_time.h"
@@ -28,6 +31,24 @@ enum PodField {
 };
 enum ServiceField { kSvcTask, kSvcCreate, kSvcReadyTime, kSvcFieldCount };
 enum TaskField { kTaskPods, kTaskServices, kTaskPhase, kTaskCreate, kTaskFieldCount };
+enum EventField {
+  kEventKind,
+  kEventName,
+  kEventUid,
+  kEventReason,
+  kEventMessage,
+  kEventTime,
+  kEventLast,
+  kEventFirst,
+  kEventFieldCount
+};
+
+// How long the Events of a pod this instance does not know are kept (a pod that is no task's, or
+// one whose Events came before it).
+constexpr int64_t kOrphanEventsNanos = 600LL * 1000000000;
+
+const char* const kCriticalPhases[] = {"creating", "scheduling", "accepting",  "pulling",
+                                       "starting", "readiness",  "programming"};
 
 const std::vector<double>& durationBuckets() {
   static const std::vector<double> b = {0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600};
@@ -75,6 +96,23 @@ TaskTimeline::TaskTimeline(sdk::Host host, std::string_view domain, std::string_
           "kuscia_timeline_service_create_to_ready_seconds",
           "Service creation to its ready-time annotation (programmed in the gateway)", {},
           durationBuckets())),
+      imagePull_(host.histogram("kuscia_timeline_pod_image_pull_seconds",
+                                "A pod's first Pulling Event to its last Pulled Event", {},
+                                durationBuckets())),
+      containersStart_(host.histogram(
+          "kuscia_timeline_pod_containers_start_seconds",
+          "A pod's status.startTime to every container running (image pulls included)", {},
+          durationBuckets())),
+      taskStartup_(
+          host.histogram("kuscia_timeline_task_startup_seconds",
+                         "A task's creation to its last entry ready, as this domain sees the task",
+                         {}, durationBuckets())),
+      criticalPath_(host.counter("kuscia_timeline_critical_path_seconds_total",
+                                 "Seconds of tasks' critical paths spent in each phase",
+                                 {"phase"})),
+      blamed_(host.counter("kuscia_timeline_blamed_tasks_total",
+                           "Tasks whose longest critical-path phase was this party's, by phase",
+                           {"party", "phase"})),
       negative_(host.counter("kuscia_timeline_negative_durations_total",
                              "Durations that came out negative (clocks disagree), by duration",
                              {"duration"})),
@@ -93,6 +131,9 @@ TaskTimeline::TaskTimeline(sdk::Host host, std::string_view domain, std::string_
   serviceSub_ = host.subscribe(domainSubscription(
       "services", {kTaskIdPointer, "/metadata/creationTimestamp", kReadyTimePointer}));
   endpointsSub_ = host.subscribe(domainSubscription("endpoints", {"/subsets"}));
+  eventSub_ = host.subscribe(domainSubscription(
+      "events", {"/involvedObject/kind", "/involvedObject/name", "/involvedObject/uid", "/reason",
+                 "/message", "/eventTime", "/lastTimestamp", "/firstTimestamp"}));
   sdk::Subscription tasks = taskSubscription(config_.taskNamespace);
   tasks.fields.emplace_back("/status/phase");
   tasks.fields.emplace_back("/metadata/creationTimestamp");
@@ -101,9 +142,18 @@ TaskTimeline::TaskTimeline(sdk::Host host, std::string_view domain, std::string_
   host.registerRoute(std::string(kPagePrefix));
 }
 
+TaskTimeline::~TaskTimeline() {
+  for (const auto& [key, p] : pods_)
+    if (!p.published.is_null()) EntryBoard::process().erase(key);
+  for (const auto& [key, s] : services_)
+    if (!s.published.is_null()) EntryBoard::process().erase(key);
+}
+
 void TaskTimeline::onStart() {
   for (const char* phase : {"scheduling", "starting", "ready"})
     stuck_.set(0, {phase});
+  for (const char* phase : kCriticalPhases)
+    criticalPath_.add(0, {phase});
   stuckTimer_ = host().startTimer(5000, 5000);
 }
 
@@ -113,6 +163,7 @@ void TaskTimeline::onEvent(const sdk::Event& e) {
   if (e.subscriptionId == serviceSub_) return onService(e);
   if (e.subscriptionId == endpointsSub_) return onEndpoints(e);
   if (e.subscriptionId == taskSub_) return onTask(e);
+  if (e.subscriptionId == eventSub_) return onPodEvent(e);
 }
 
 void TaskTimeline::onTimer(uint64_t timerId, uint64_t /*userTag*/) {
@@ -142,7 +193,11 @@ void TaskTimeline::onPod(const sdk::Event& e) {
   std::string key(e.key);
   // A deleted pod's recorded times stay in the status; only the memory of the pod goes (and of
   // its task, when it was the instance's last object of it).
-  if (e.type == KH_EVENT_DELETED) return release(pods_.forget(key));
+  if (e.type == KH_EVENT_DELETED) {
+    podEvents_.erase(key);
+    EntryBoard::process().erase(key);
+    return release(pods_.forget(key));
+  }
   json f = parseFields(e.fieldsJson, kPodFieldCount);
   Pod* found = pods_.apply(key, e.uid, fieldString(f, kPodTask));
   if (found == nullptr) return; // not a task's pod
@@ -163,14 +218,83 @@ void TaskTimeline::onPod(const sdk::Event& e) {
     p.scheduled = readTime(sched->value("lastTransitionTime", json()),
                            "PodScheduled lastTransitionTime", key, p.loggedMalformed);
   }
+  if (!p.containersStart)
+    if (auto t = sdk::timeline::containersStartTime(f[kPodContainers]))
+      p.containersStart = Time{*t, formatTime(*t, TimePrecision::kAsGiven)};
+  auto& events = podEvents_[key];
+  if (events.uid != p.uid) events = PodEvents{p.uid, {}, 0};
   if (p.firstReady) {
     p.waiting.reset();
   } else {
     p.waiting = podWaiting(p, conditions, f[kPodContainers], fieldString(f, kPodReason),
                            fieldString(f, kPodMessage));
+    // The phase this reason holds the pod in, kept after the phase ends.
+    const Waiting& w = *p.waiting;
+    const char* phase = w.phase == "scheduling" ? "scheduling"
+                        : w.phase == "starting"
+                            ? "accepting"
+                            : sdk::timeline::waitingReasonPhase(
+                                  w.reason, p.containersStart ? "readiness" : "starting");
+    if (std::string_view(phase) == "readiness" && !p.containersStart) phase = "starting";
+    events.facts.addReason(phase, w.reason, w.message, host().wallTimeNanos(), true);
   }
   observe(p);
+  publish(key, p);
   touch(task);
+}
+
+void TaskTimeline::onPodEvent(const sdk::Event& e) {
+  if (e.type == KH_EVENT_DELETED) return; // Events expire; what they said stays
+  json f = parseFields(e.fieldsJson, kEventFieldCount);
+  if (fieldString(f, kEventKind) != "Pod") return;
+  std::string name = fieldString(f, kEventName);
+  std::string uid = fieldString(f, kEventUid);
+  auto at = sdk::timeline::eventTimeOf(f[kEventTime], f[kEventLast], f[kEventFirst]);
+  if (name.empty() || !at) return;
+  std::string key = std::string(namespaceOf(e.key)) + "/" + name;
+  auto pod = pods_.find(key);
+  // An Event of another incarnation than the pod's is not this pod's.
+  if (pod != pods_.end() && !uid.empty() && pod->second.uid != uid) return;
+  auto& events = podEvents_[key];
+  if (!uid.empty() && events.uid != uid) events = PodEvents{uid, {}, 0};
+  events.lastNanos = host().wallTimeNanos();
+  if (!events.facts.addEvent(fieldString(f, kEventReason), fieldString(f, kEventMessage), *at))
+    return;
+  if (pod == pods_.end()) return; // applied when the pod comes
+  Pod& p = pods_.at(key);
+  observe(p);
+  publish(key, p);
+  touch(p.task);
+}
+
+void TaskTimeline::publish(const std::string& key, Pod& p) {
+  json facts = json::object();
+  if (p.firstReady) facts["firstReadyTime"] = p.firstReady->text;
+  if (p.containersStart) facts["containersStartTime"] = p.containersStart->text;
+  if (auto it = podEvents_.find(key); it != podEvents_.end()) it->second.facts.fill(facts);
+  if (p.waiting)
+    facts["waiting"] = {{"phase", p.waiting->phase},
+                        {"reason", p.waiting->reason},
+                        {"message", p.waiting->message},
+                        {"since", p.waiting->sinceNanos}};
+  if (facts == p.published) return;
+  p.published = facts;
+  EntryBoard::process().put(key, std::move(facts));
+}
+
+void TaskTimeline::publish(const std::string& key, Service& s) {
+  json facts = json::object();
+  if (auto w = serviceWaiting(s)) {
+    s.facts.addReason("programming", w->reason, w->message, host().wallTimeNanos(), true);
+    facts["waiting"] = {{"phase", w->phase},
+                        {"reason", w->reason},
+                        {"message", w->message},
+                        {"since", w->sinceNanos}};
+  }
+  s.facts.fill(facts);
+  if (facts == s.published) return;
+  s.published = facts;
+  EntryBoard::process().put(key, std::move(facts));
 }
 
 Waiting TaskTimeline::podWaiting(const Pod& p, const json& conditions, const json& containers,
@@ -242,6 +366,20 @@ void TaskTimeline::observe(Pod& p) {
     observeDuration(createToReady_, "pod_create_to_ready", *p.create, *p.firstReady);
     if (p.start) observeDuration(startToReady_, "pod_start_to_ready", *p.start, *p.firstReady);
   }
+  if (p.containersStart && p.start && !p.observedContainers) {
+    p.observedContainers = true;
+    observeDuration(containersStart_, "pod_containers_start", *p.start, *p.containersStart);
+  }
+  if (!p.observedPull)
+    if (auto it = podEvents_.find(p.namespaceName + "/" + p.name); it != podEvents_.end()) {
+      auto from = it->second.facts.imagePullStart();
+      auto to = it->second.facts.imagePullEnd();
+      // The pull is over once the containers run (or the pod is ready): no later Pulled comes.
+      if (from && to && (p.containersStart || p.firstReady)) {
+        p.observedPull = true;
+        observeDuration(imagePull_, "pod_image_pull", Time{*from, ""}, Time{*to, ""});
+      }
+    }
 }
 
 void TaskTimeline::observe(Service& s) {
@@ -253,7 +391,10 @@ void TaskTimeline::observe(Service& s) {
 
 void TaskTimeline::onService(const sdk::Event& e) {
   std::string key(e.key);
-  if (e.type == KH_EVENT_DELETED) return release(services_.forget(key));
+  if (e.type == KH_EVENT_DELETED) {
+    EntryBoard::process().erase(key);
+    return release(services_.forget(key));
+  }
   json f = parseFields(e.fieldsJson, kSvcFieldCount);
   Service* found = services_.apply(key, e.uid, fieldString(f, kSvcTask));
   if (found == nullptr) return;
@@ -263,6 +404,7 @@ void TaskTimeline::onService(const sdk::Event& e) {
   if (auto t = readTime(f[kSvcReadyTime], "ready-time annotation", key, s.loggedMalformed))
     s.ready = t;
   observe(s);
+  publish(key, s);
   touch(task);
 }
 
@@ -273,6 +415,8 @@ void TaskTimeline::onEndpoints(const sdk::Event& e) {
     return;
   }
   endpoints_[key] = endpointsHaveAddress(parseFields(e.fieldsJson, 1)[0]);
+  // Why its service waits changed (no address, then not programmed).
+  if (auto it = services_.find(key); it != services_.end()) publish(key, services_.at(key));
 }
 
 TaskTimeline::Task TaskTimeline::taskFrom(std::string_view fieldsJson) {
@@ -290,6 +434,7 @@ void TaskTimeline::onTask(const sdk::Event& e) {
   std::string name(nameOf(e.key));
   if (e.type == KH_EVENT_DELETED) {
     tasks_.erase(name);
+    summarized_.erase(name);
     writer_.forget(name);
     return;
   }
@@ -320,6 +465,7 @@ std::optional<TaskTimeline::Task> TaskTimeline::cachedTask(const std::string& na
 void TaskTimeline::release(const std::string& name) {
   if (!pods_.members(name).empty() || !services_.members(name).empty()) return;
   if (tasks_.erase(name) > 0) writer_.forget(name);
+  summarized_.erase(name);
 }
 
 void TaskTimeline::touch(const std::string& task) {
@@ -341,6 +487,32 @@ void TaskTimeline::touch(const std::string& task) {
       differs = true;
   }
   if (differs) writer_.changed(task);
+  for (const auto& key : pods_.members(task))
+    if (Pod& p = pods_.at(key); p.republish) {
+      p.republish = false;
+      publish(key, p);
+    }
+  summarizeOnce(task);
+}
+
+void TaskTimeline::summarizeOnce(const std::string& task) {
+  if (summarized_.count(task) > 0) return;
+  // Cheap first: every object of this domain ready.
+  for (const auto& key : pods_.members(task))
+    if (!pods_.at(key).firstReady) return;
+  for (const auto& key : services_.members(task))
+    if (!services_.at(key).ready) return;
+  auto doc = timeline(task);
+  if (!doc) return;
+  const json& s = (*doc)["summary"];
+  if (!s.value("complete", false)) return;
+  summarized_.insert(task);
+  if (s.contains("startupSeconds")) taskStartup_.observe(s["startupSeconds"].get<double>());
+  for (const auto& p : s["criticalPath"])
+    if (double seconds = p.value("seconds", 0.0); seconds > 0)
+      criticalPath_.add(seconds, {p.value("phase", "").c_str()});
+  if (s.contains("blame"))
+    blamed_.add(1, {s["blame"].value("party", "").c_str(), s["blame"].value("phase", "").c_str()});
 }
 
 json TaskTimeline::podPatch(Pod& p, const json* entry) const {
@@ -356,8 +528,10 @@ json TaskTimeline::podPatch(Pod& p, const json* entry) const {
   if (same && present && !p.readStatusReady) {
     p.readStatusReady = true;
     if (auto have = entryTime(entry, "readyTime");
-        have && (!p.firstReady || *have < p.firstReady->nanos))
+        have && (!p.firstReady || *have < p.firstReady->nanos)) {
       p.firstReady = Time{*have, formatTime(*have, TimePrecision::kAsGiven)};
+      p.republish = true;
+    }
   }
   // The latest Ready, as Kuscia's controller writes it; a later one in the status stays.
   setTime(patch, entry, "readyTime", p.ready, present && !same, true);
@@ -418,6 +592,12 @@ void TaskTimeline::refreshStuck() {
       ++counts[w->phase];
   for (const auto& [phase, n] : counts)
     stuck_.set(n, {phase.c_str()});
+  // Events of pods this instance never saw (not a task's) go after a while.
+  for (auto it = podEvents_.begin(); it != podEvents_.end();)
+    if (pods_.find(it->first) == pods_.end() && now - it->second.lastNanos > kOrphanEventsNanos)
+      it = podEvents_.erase(it);
+    else
+      ++it;
 }
 
 std::optional<Waiting> TaskTimeline::serviceWaiting(const Service& s) const {

@@ -21,10 +21,17 @@
 //  - service readyTime = the kuscia.secretflow/ready-time annotation (RFC 3339, any offset,
 //    normalised to UTC);
 //  - a recorded time is never cleared because the object was deleted or an event lacks it; a
-//    malformed time leaves the field unset, is logged once per object and counted.
+//    malformed time leaves the field unset, is logged once per object and counted;
+//  - the image pull (the pod's Pulling and Pulled Events), every container running
+//    (containerStatuses) and why each phase waited (Events, waiting reasons) go in the timeline
+//    document only: Kuscia's CRD has no such status fields (kuscia_host/pod_events.hpp);
+//  - each document carries the task's summary and critical path (kuscia_host/timeline_summary.hpp);
+//    a task complete as this domain sees it is observed once in the startup histogram and the
+//    critical-path counters.
 #pragma once
 
 #include <kuscia_host/plugin.hpp>
+#include <kuscia_host/pod_events.hpp>
 
 #include <cstdint>
 #include <map>
@@ -57,6 +64,9 @@ struct Time {
 class TaskTimeline final : public sdk::Plugin {
 public:
   TaskTimeline(sdk::Host host, std::string_view domain, std::string_view configJson);
+  ~TaskTimeline() override;
+  TaskTimeline(const TaskTimeline&) = delete;
+  TaskTimeline& operator=(const TaskTimeline&) = delete;
   static void validateConfig(std::string_view configJson) { parseTimelineConfig(configJson); }
 
   void onStart() override;
@@ -80,16 +90,22 @@ private:
   struct Pod {
     std::string uid, task, namespaceName, name, phase;
     std::optional<Time> create, start, scheduled;
-    std::optional<Time> firstReady; // the first Ready=True of this incarnation
-    std::optional<Time> ready;      // the latest Ready=True
+    std::optional<Time> firstReady;      // the first Ready=True of this incarnation
+    std::optional<Time> ready;           // the latest Ready=True
+    std::optional<Time> containersStart; // the first moment every container ran
     std::optional<Waiting> waiting;
+    nlohmann::json published; // what is on the entry board for it
     bool observedStart = false, observedReady = false, observedSchedule = false;
+    bool observedContainers = false, observedPull = false;
     bool readStatusReady = false; // the status's readyTime was read once for the first ready
+    bool republish = false;       // the first ready was taken from the status
     bool loggedMalformed = false;
   };
   struct Service {
     std::string uid, task, namespaceName, name;
     std::optional<Time> create, ready;
+    sdk::timeline::PodFacts facts; // why programming waited
+    nlohmann::json published;
     bool observed = false;
     bool loggedMalformed = false;
   };
@@ -104,6 +120,7 @@ private:
   void onPod(const sdk::Event& e);
   void onService(const sdk::Event& e);
   void onEndpoints(const sdk::Event& e);
+  void onPodEvent(const sdk::Event& e);
   void onTask(const sdk::Event& e);
   // A task's record from its projected fields.
   static Task taskFrom(std::string_view fieldsJson);
@@ -131,20 +148,35 @@ private:
   void touch(const std::string& task);
   void written(const std::string& task, const nlohmann::json& object);
   void refreshStuck();
+  // Puts this instance's knowledge of a pod or service on the entry board when it changed.
+  void publish(const std::string& key, Pod& p);
+  void publish(const std::string& key, Service& s);
+  // Once per task complete as this domain sees it: the startup histogram, the critical path.
+  void summarizeOnce(const std::string& task);
   nlohmann::json entryTimeline(const std::string& task, const std::string& key,
                                const nlohmann::json& entry, bool pod) const;
 
   TimelineConfig config_;
   std::string domain_;
-  uint64_t podSub_ = 0, serviceSub_ = 0, endpointsSub_ = 0, taskSub_ = 0;
+  uint64_t podSub_ = 0, serviceSub_ = 0, endpointsSub_ = 0, taskSub_ = 0, eventSub_ = 0;
   uint64_t stuckTimer_ = 0;
   TaskObjects<Pod> pods_;                 // this domain's task pods, "<ns>/<name>"
   TaskObjects<Service> services_;         // this domain's task services
   std::map<std::string, bool> endpoints_; // "<ns>/<name>" -> has an address
   std::map<std::string, Task> tasks_;
+  // What pods' Events said, by pod "<ns>/<name>", for the pod's UID; Events may come first. Those
+  // of a pod this instance never sees (not a task's) go after kOrphanEventsSeconds.
+  struct PodEvents {
+    std::string uid;
+    sdk::timeline::PodFacts facts;
+    int64_t lastNanos = 0;
+  };
+  std::map<std::string, PodEvents> podEvents_;
+  std::set<std::string> summarized_; // held tasks already observed complete
 
   sdk::Metric createToSchedule_, createToStart_, startToReady_, createToReady_;
   sdk::Metric serviceCreateToReady_;
+  sdk::Metric imagePull_, containersStart_, taskStartup_, criticalPath_, blamed_;
   sdk::Metric negative_, malformed_, stuck_;
   StatusWriter writer_;
 };

@@ -1,14 +1,17 @@
 // The timeline documents task-timeline serves on the admin server:
 //   GET /api/v1/timelines          {"tasks": {"<task>": {"phase", "createTime", "entries"}}}
-//   GET /api/v1/timelines/<task>   the document of kuscia_host/timeline.hpp, with "waiting"
+//   GET /api/v1/timelines/<task>   the document of kuscia_host/timeline.hpp, with "waiting",
+//                                  and its "summary" (kuscia_host/timeline_summary.hpp)
 // Entries come from the task's status (every party's, as written), completed by the pods and
 // services this instance knows that are not written yet; "waiting" only for this instance's
 // domain. Several instances (centralized mode) answer the same task: the host merges their
 // documents key by key (RFC 7386), which is why entries and tasks are objects, not arrays.
 #include <kuscia_host/timeline.hpp>
+#include <kuscia_host/timeline_summary.hpp>
 
 #include <cmath>
 
+#include "entry_board.h"
 #include "kuscia.h"
 #include "kuscia_time.h"
 #include "task_timeline.h"
@@ -20,9 +23,20 @@ using nlohmann::json;
 
 json TaskTimeline::entryTimeline(const std::string& task, const std::string& key, const json& entry,
                                  bool pod) const {
-  // This host's own meanings beside the status: the first ready of its domain's pods, and the
-  // values of fields it yielded to another writer.
+  // Beside the status: what the instances of this host know of their own domain's entries (the
+  // first ready, the image pull, the containers' start, why each phase waited, what it waits
+  // for now), read from the entry board so that every instance answers alike.
   json own = entry.is_object() ? entry : json::object();
+  json facts = EntryBoard::process().get(key);
+  json waiting;
+  if (facts.is_object())
+    for (auto& [field, value] : facts.items()) {
+      if (field == "waiting")
+        waiting = value;
+      else
+        own[field] = value;
+    }
+  // This instance's values of the fields it yielded to another writer.
   json yielded = json::object();
   const char* group = pod ? "podStatuses" : "serviceStatuses";
   auto mine = [&](const char* field, const std::optional<Time>& t) {
@@ -30,7 +44,6 @@ json TaskTimeline::entryTimeline(const std::string& task, const std::string& key
   };
   if (pod) {
     if (auto p = pods_.find(key); p != pods_.end()) {
-      if (p->second.firstReady) own["firstReadyTime"] = p->second.firstReady->text;
       mine("createTime", p->second.create);
       mine("startTime", p->second.start);
       mine("readyTime", p->second.ready);
@@ -41,21 +54,12 @@ json TaskTimeline::entryTimeline(const std::string& task, const std::string& key
   }
   json out = sdk::timeline::entry(key, own, pod);
   if (!yielded.empty()) out["yielded"] = std::move(yielded);
-  // Why it waits: known only to the instance of the entry's domain.
-  std::optional<Waiting> w;
-  if (pod) {
-    if (auto p = pods_.find(key); p != pods_.end()) w = p->second.waiting;
-  } else if (auto s = services_.find(key); s != services_.end()) {
-    w = serviceWaiting(s->second);
-  }
-  if (w && !out["missing"].empty()) {
-    double seconds =
-        w->sinceNanos > 0 ? secondsBetween(w->sinceNanos, host().wallTimeNanos()) : 0.0;
-    out["waiting"] = {{"phase", w->phase},
-                      {"reason", w->reason},
-                      {"message", w->message},
-                      {"since", w->sinceNanos > 0 ? json(formatTime(w->sinceNanos)) : json()},
-                      {"seconds", std::round(seconds * 1000) / 1000}};
+  if (waiting.is_object() && !out["missing"].empty()) {
+    int64_t since = waiting.value("since", int64_t{0});
+    double seconds = since > 0 ? secondsBetween(since, host().wallTimeNanos()) : 0.0;
+    waiting["since"] = since > 0 ? json(formatTime(since)) : json();
+    waiting["seconds"] = std::round(seconds * 1000) / 1000;
+    out["waiting"] = std::move(waiting);
   }
   return out;
 }
@@ -104,6 +108,7 @@ std::optional<json> TaskTimeline::timeline(const std::string& task) const {
       entries[key] = entryTimeline(task, key, e, false);
     }
   doc["entries"] = std::move(entries);
+  doc["summary"] = sdk::timeline::summarize(doc, host().wallTimeNanos());
   return doc;
 }
 

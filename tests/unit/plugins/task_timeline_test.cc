@@ -74,6 +74,24 @@ protected:
     return p;
   }
 
+  // A pod's Event as kubelet records it (reason, message, time), for the pod's current UID.
+  static json podEvent(const json& pod, const std::string& reason, const std::string& message,
+                       const std::string& at, const std::string& name = "") {
+    const auto& m = pod["metadata"];
+    return {
+        {"metadata",
+         {{"namespace", m["namespace"]},
+          {"name", name.empty() ? m["name"].get<std::string>() + "." + reason : name},
+          {"uid", "event-" + reason + at},
+          {"resourceVersion", "1"}}},
+        {"involvedObject",
+         {{"kind", "Pod"}, {"name", m["name"]}, {"uid", m["uid"]}, {"namespace", m["namespace"]}}},
+        {"reason", reason},
+        {"message", message},
+        {"lastTimestamp", at},
+        {"firstTimestamp", at}};
+  }
+
   testing::FakeHost host_{"alice"};
   json task_, pod_, svc_;
 };
@@ -596,6 +614,133 @@ TEST_F(TimelineTest, NegativeDurationsAreKeptAndFlagged) {
   json doc = json::parse(host_.httpGet("/api/v1/timelines/secretflow-task-psi").body);
   EXPECT_EQ(doc["entries"][kPodKey]["durations"]["createToStart"], -2);
   EXPECT_EQ(doc["entries"][kPodKey]["negative"], json::array({"createToStart"}));
+}
+
+TEST_F(TimelineTest, ImagePullAndReasonsComeFromEventsIntoTheTimelineNotTheStatus) {
+  start();
+  deliver(host_, "kusciatasks", KH_EVENT_ADDED, task_);
+  // Events may come before their pod.
+  deliver(host_, "events", KH_EVENT_ADDED,
+          podEvent(pod_, "Pulling", "Pulling image \"secretflow\"", "2024-05-20T08:00:02Z"));
+  deliver(host_, "pods", KH_EVENT_ADDED, pod_);
+  deliver(host_, "events", KH_EVENT_ADDED,
+          podEvent(pod_, "Failed", "Failed to pull image: i/o timeout", "2024-05-20T08:00:02Z"));
+  deliver(host_, "events", KH_EVENT_ADDED,
+          podEvent(pod_, "Pulled", "Successfully pulled image in 1s", "2024-05-20T08:00:03Z"));
+  // Not this pod's: another incarnation, another kind.
+  json stale = podEvent(pod_, "Pulled", "old", "2024-05-20T08:00:30Z", "old.1");
+  stale["involvedObject"]["uid"] = "another-incarnation";
+  deliver(host_, "events", KH_EVENT_ADDED, stale);
+  json other = podEvent(pod_, "Pulled", "svc", "2024-05-20T08:00:40Z", "svc.1");
+  other["involvedObject"]["kind"] = "Service";
+  deliver(host_, "events", KH_EVENT_ADDED, other);
+  acceptWrites();
+  json e = plugin().timeline(kTask)->at("entries")[kPodKey];
+  EXPECT_EQ(e["times"]["imagePullStartTime"], "2024-05-20T08:00:02Z");
+  EXPECT_EQ(e["times"]["imagePullEndTime"], "2024-05-20T08:00:03Z");
+  EXPECT_EQ(e["times"]["containersStartTime"], "2024-05-20T08:00:04Z");
+  EXPECT_EQ(e["durations"]["imagePull"], 1);
+  // The failure is why the pull waited, kept after the later success.
+  EXPECT_EQ(e["reasons"]["pulling"]["reason"], "Failed");
+  EXPECT_EQ(e["reasons"]["pulling"]["message"], "Failed to pull image: i/o timeout");
+  // Kuscia's CRD has no such fields: the status never gets them.
+  for (const char* field : {"imagePullStartTime", "imagePullEndTime", "containersStartTime"})
+    EXPECT_FALSE(podEntry().contains(field)) << field;
+  EXPECT_EQ(host_.metric("kuscia_timeline_pod_image_pull_seconds"), 1);
+  EXPECT_EQ(host_.metricSum("kuscia_timeline_pod_image_pull_seconds"), 1);
+  EXPECT_EQ(host_.metricSum("kuscia_timeline_pod_containers_start_seconds"), 2);
+}
+
+TEST_F(TimelineTest, TheDocumentSummarizesTheTaskAndACompleteTaskIsObservedOnce) {
+  start();
+  deliver(host_, "kusciatasks", KH_EVENT_ADDED, task_);
+  // The service is not programmed yet: incomplete, and it is what the task waits for.
+  svc_["metadata"]["annotations"].erase("kuscia.secretflow/ready-time");
+  deliver(host_, "services", KH_EVENT_ADDED, svc_);
+  deliver(host_, "pods", KH_EVENT_ADDED, pod_);
+  deliver(host_, "events", KH_EVENT_ADDED,
+          podEvent(pod_, "Pulling", "Pulling image", "2024-05-20T08:00:02Z"));
+  deliver(host_, "events", KH_EVENT_ADDED,
+          podEvent(pod_, "Pulled", "Successfully pulled image", "2024-05-20T08:00:03Z"));
+  acceptWrites();
+  host_.setWallTimeNanos(*parseTime("2024-05-20T08:00:30Z"));
+  json s = json::parse(host_.httpGet("/api/v1/timelines/secretflow-task-psi").body)["summary"];
+  EXPECT_FALSE(s["complete"]);
+  EXPECT_EQ(s["blame"]["entry"], kSvcKey);
+  EXPECT_EQ(s["blame"]["phase"], "programming");
+  EXPECT_EQ(s["blame"]["reason"], "NoEndpoints");
+  EXPECT_EQ(host_.metric("kuscia_timeline_task_startup_seconds"), 0);
+  // Programmed: complete; the path runs through the pod the service exposes.
+  svc_["metadata"]["annotations"]["kuscia.secretflow/ready-time"] = "2024-05-20T08:00:10Z";
+  bumpVersion(svc_);
+  deliver(host_, "services", KH_EVENT_MODIFIED, svc_);
+  acceptWrites();
+  s = plugin().timeline(kTask)->at("summary");
+  EXPECT_TRUE(s["complete"]);
+  EXPECT_EQ(s["startupSeconds"], 12); // 07:59:58 -> 08:00:10
+  EXPECT_EQ(s["lastParty"], "alice");
+  std::vector<std::string> phases;
+  for (const auto& p : s["criticalPath"])
+    phases.push_back(p["phase"]);
+  EXPECT_EQ(phases, (std::vector<std::string>{"creating", "accepting", "pulling", "starting",
+                                              "readiness", "programming"}));
+  EXPECT_EQ(s["blame"]["entry"], kPodKey);
+  EXPECT_EQ(s["blame"]["phase"], "readiness");
+  EXPECT_EQ(s["blame"]["seconds"], 5);
+  EXPECT_EQ(host_.metric("kuscia_timeline_task_startup_seconds"), 1);
+  EXPECT_EQ(host_.metricSum("kuscia_timeline_task_startup_seconds"), 12);
+  EXPECT_EQ(host_.metric("kuscia_timeline_critical_path_seconds_total", "readiness"), 5);
+  EXPECT_EQ(host_.metric("kuscia_timeline_blamed_tasks_total", "alice,readiness"), 1);
+  // Once: later events of the complete task observe nothing more.
+  bumpVersion(pod_);
+  deliver(host_, "pods", KH_EVENT_MODIFIED, pod_);
+  deliver(host_, "kusciatasks", KH_EVENT_MODIFIED, task_);
+  EXPECT_EQ(host_.metric("kuscia_timeline_task_startup_seconds"), 1);
+}
+
+TEST_F(TimelineTest, InstancesOfSeveralDomainsAnswerOneSummary) {
+  // Centralized: alice's and bob's instances in one host; bob's pod pulled its image slowly.
+  testing::FakeHost bob("bob");
+  start();
+  ASSERT_TRUE(bob.create(descriptor(), R"({"coalesceMillis": 0})")) << bob.error();
+  ASSERT_TRUE(bob.start());
+  json bobPod = pod_;
+  bobPod["metadata"]["namespace"] = "bob";
+  bobPod["metadata"]["uid"] = "bob-pod-uid";
+  bobPod["status"]["containerStatuses"][0]["state"]["running"]["startedAt"] =
+      "2024-05-20T08:00:44Z";
+  setReady(bobPod, true, "2024-05-20T08:00:45Z");
+  for (auto* h : {&host_, &bob})
+    deliver(*h, "kusciatasks", KH_EVENT_ADDED, task_);
+  deliver(host_, "pods", KH_EVENT_ADDED, pod_);
+  deliver(bob, "pods", KH_EVENT_ADDED, bobPod);
+  deliver(bob, "events", KH_EVENT_ADDED,
+          podEvent(bobPod, "Pulling", "Pulling image", "2024-05-20T08:00:03Z"));
+  deliver(bob, "events", KH_EVENT_ADDED,
+          podEvent(bobPod, "Pulled", "Successfully pulled image in 40s", "2024-05-20T08:00:43Z"));
+  // Both instances' writes land in the one task.
+  for (int round = 0; round < 3; ++round)
+    for (auto* h : {&host_, &bob})
+      while (!h->pendingRequests().empty()) {
+        auto* r = h->pendingRequests().front();
+        task_.merge_patch(json::parse(r->body));
+        bumpVersion(task_);
+        ASSERT_EQ(h->complete(r->id, 200, task_.dump()), KH_OK);
+        for (auto* to : {&host_, &bob})
+          ASSERT_EQ(deliver(*to, "kusciatasks", KH_EVENT_MODIFIED, task_), KH_OK);
+      }
+  auto* bobPlugin = sdk::pluginObject<TaskTimeline>(bob.instance());
+  json fromAlice = plugin().timeline(kTask)->at("summary");
+  json fromBob = bobPlugin->timeline(kTask)->at("summary");
+  ASSERT_TRUE(fromAlice["complete"]) << fromAlice.dump();
+  EXPECT_EQ(fromAlice, fromBob);
+  EXPECT_EQ(fromAlice["lastParty"], "bob");
+  EXPECT_EQ(fromAlice["blame"]["phase"], "pulling");
+  EXPECT_EQ(fromAlice["blame"]["entry"], "bob/secretflow-task-psi-0");
+  // Alice's instance shows bob's pull, as bob's does.
+  EXPECT_EQ(plugin().timeline(kTask)->at(
+                "entries")["bob/secretflow-task-psi-0"]["times"]["imagePullEndTime"],
+            "2024-05-20T08:00:43Z");
 }
 
 } // namespace
