@@ -14,7 +14,15 @@ using nlohmann::json;
 namespace {
 
 enum TaskField { kParties, kInitiator, kPhase, kTaskFieldCount };
-enum PodField { kPodTask, kPodPhase, kPodConditions, kPodStart, kPodIp, kPodFieldCount };
+enum PodField {
+  kPodTask,
+  kPodPhase,
+  kPodConditions,
+  kPodStart,
+  kPodIp,
+  kPodContainers,
+  kPodFieldCount
+};
 
 // Merges `add` into a conditions array by type (what a strategic merge patch would do).
 json withConditions(json conditions, const json& add) {
@@ -29,6 +37,13 @@ json withConditions(json conditions, const json& add) {
     if (!replaced) conditions.push_back(c);
   }
   return conditions;
+}
+
+// The party's one container, waiting to run (its image being pulled).
+json creatingContainer() {
+  return {{"name", "secretflow"},  {"ready", false},
+          {"started", false},      {"restartCount", 0},
+          {"image", "secretflow"}, {"state", {{"waiting", {{"reason", "ContainerCreating"}}}}}};
 }
 
 // The party's one container, running since `t`.
@@ -63,8 +78,8 @@ SimAgent::SimAgent(sdk::Host host, std::string_view domain, std::string_view con
   pods.resource = "pods";
   pods.scope = KH_SCOPE_ALL;
   pods.labelSelector = "kuscia.secretflow/controller=kusciatask";
-  pods.fields = {kTaskIdPointer, "/status/phase", "/status/conditions", "/status/startTime",
-                 "/status/podIP"};
+  pods.fields = {kTaskIdPointer,      "/status/phase", "/status/conditions",
+                 "/status/startTime", "/status/podIP", "/status/containerStatuses"};
   podSub_ = host.subscribe(pods);
   sdk::Subscription services;
   services.version = "v1";
@@ -113,7 +128,7 @@ void SimAgent::onEvent(const sdk::Event& e) {
     if (e.type == KH_EVENT_DELETED)
       services_.erase(std::string(e.key));
     else
-      services_.insert(std::string(e.key));
+      services_[std::string(e.key)] = fieldString(parseFields(e.fieldsJson, 1), 0);
   }
 }
 
@@ -134,6 +149,14 @@ void SimAgent::onTask(const sdk::Event& e) {
     t.mine = t.mine || (p.is_object() && p.value("domainID", "") == domain_);
   ensure(name);
   settlePhase(name);
+  if ((t.phase == "Succeeded" || t.phase == "Failed") && config_.cleanupMillis >= 0 &&
+      t.cleanupTimer == 0 && !t.cleaned) {
+    try {
+      t.cleanupTimer = host().startTimer(static_cast<uint64_t>(config_.cleanupMillis), 0, kCleanup);
+      timers_[t.cleanupTimer] = name;
+    } catch (const sdk::HostError&) {
+    }
+  }
 }
 
 std::string SimAgent::podName(const std::string& task, const json& party, int index) const {
@@ -294,14 +317,27 @@ void SimAgent::onPod(const sdk::Event& e) {
   p.name = std::string(nameOf(key));
   const json& conds = f[kPodConditions];
   p.conditions = conds.is_array() ? conds.dump() : "[]";
+  p.phase = fieldString(f, kPodPhase);
   auto isTrue = [&](const char* type) {
     const json* c = findCondition(conds, type);
     return c != nullptr && c->value("status", "") == "True";
   };
-  if (fieldString(f, kPodPhase) == "Failed")
+  bool running = false;
+  if (f[kPodContainers].is_array())
+    for (const auto& c : f[kPodContainers])
+      if (c.is_object() && c.contains("state") && c["state"].is_object() &&
+          c["state"].contains("running")) {
+        running = true;
+        const json& r = c["state"]["running"];
+        if (r.is_object() && r.contains("startedAt") && r["startedAt"].is_string())
+          p.startedAt = r["startedAt"].get<std::string>();
+      }
+  if (p.phase == "Failed")
     p.stage = Stage::kFailed;
   else if (isTrue("Ready"))
     p.stage = Stage::kReady;
+  else if (running)
+    p.stage = Stage::kRunning;
   else if (!fieldString(f, kPodStart).empty())
     p.stage = Stage::kStarted;
   else if (isTrue("PodScheduled"))
@@ -312,6 +348,7 @@ void SimAgent::onPod(const sdk::Event& e) {
     creating_.erase(key);
     if (!known && !p.task.empty()) createServices(p.name, p.uid, p.task);
     advance(key);
+    writePodPhase(p);
   }
   if (!p.task.empty()) settlePhase(p.task);
 }
@@ -322,6 +359,7 @@ void SimAgent::advance(const std::string& key) {
   if (p.timer == 0 && p.stage != Stage::kReady) {
     int64_t ms = p.stage == Stage::kCreated     ? config_.scheduleMillis
                  : p.stage == Stage::kScheduled ? config_.startMillis
+                 : p.stage == Stage::kStarted   ? config_.pullMillis
                                                 : config_.readyMillis;
     try {
       p.timer = host().startTimer(static_cast<uint64_t>(delay(ms)), 0, kStep);
@@ -329,7 +367,7 @@ void SimAgent::advance(const std::string& key) {
     } catch (const sdk::HostError&) {
     }
   }
-  if (!p.endpoints && (p.stage == Stage::kStarted || p.stage == Stage::kReady)) {
+  if (!p.endpoints && (p.stage == Stage::kRunning || p.stage == Stage::kReady)) {
     p.endpoints = true;
     try {
       timers_[host().startTimer(static_cast<uint64_t>(delay(config_.endpointsMillis)), 0,
@@ -345,6 +383,7 @@ void SimAgent::onTimer(uint64_t timerId, uint64_t userTag) {
   if (it == timers_.end()) return;
   std::string target = std::move(it->second);
   timers_.erase(it);
+  if (userTag == kCleanup) return cleanup(target);
   if (userTag == kFinish) {
     auto t = tasks_.find(target);
     if (t == tasks_.end()) return;
@@ -384,6 +423,7 @@ void SimAgent::step(const std::string& key) {
   }
   case Stage::kScheduled:
     if (std::uniform_real_distribution<double>(0, 1)(rng_) < config_.failureRate) {
+      recordEvent(p, "Failed", "Failed to pull image \"secretflow\": simulated", t, "Warning");
       status = {{"phase", "Failed"},
                 {"reason", config_.failureReason},
                 {"message", "simulated: the container failed to start"},
@@ -396,19 +436,33 @@ void SimAgent::step(const std::string& key) {
                    {"state", {{"waiting", {{"reason", config_.failureReason}}}}}}}}};
       break;
     }
-    status = {{"phase", "Running"},
+    // The agent accepted the pod; the sandbox is up and the image is being pulled.
+    status = {{"phase", "Pending"},
               {"startTime", t},
               {"hostIP", "172.18.0.2"},
               {"podIP", "10.42.0." + std::to_string(1 + rng_() % 250)},
               {"conditions", withConditions(json::parse(p.conditions),
                                             json::array({condition("Initialized", t)}))},
+              {"containerStatuses", json::array({creatingContainer()})}};
+    recordEvent(p, "Pulling", "Pulling image \"secretflow\"", t);
+    break;
+  case Stage::kStarted: {
+    char pulled[96];
+    std::snprintf(pulled, sizeof pulled, "Successfully pulled image \"secretflow\" in %.3fs",
+                  static_cast<double>(config_.pullMillis) / 1000);
+    recordEvent(p, "Pulled", pulled, t);
+    recordEvent(p, "Created", "Created container secretflow", t);
+    recordEvent(p, "Started", "Started container secretflow", t);
+    status = {{"phase", "Running"},
               {"containerStatuses", json::array({runningContainer(false, t)})}};
     break;
-  case Stage::kStarted:
+  }
+  case Stage::kRunning:
     status = {{"conditions", withConditions(json::parse(p.conditions),
                                             json::array({condition("Ready", t),
                                                          condition("ContainersReady", t)}))},
-              {"containerStatuses", json::array({runningContainer(true, t)})}};
+              {"containerStatuses",
+               json::array({runningContainer(true, p.startedAt.empty() ? t : p.startedAt)})}};
     break;
   case Stage::kReady:
   case Stage::kFailed: return;
@@ -444,6 +498,66 @@ void SimAgent::writeEndpoints(const std::string& key) {
     r.body = ep.dump();
     send(r);
   }
+}
+
+void SimAgent::recordEvent(const Pod& p, const std::string& reason, const std::string& message,
+                           const std::string& at, const std::string& type) {
+  char suffix[24];
+  std::snprintf(suffix, sizeof suffix, ".%016llx",
+                static_cast<unsigned long long>(rng_() ^ ++events_));
+  json event = {{"apiVersion", "v1"},
+                {"kind", "Event"},
+                {"metadata", {{"name", p.name + suffix}, {"namespace", p.namespaceName}}},
+                {"involvedObject",
+                 {{"apiVersion", "v1"},
+                  {"kind", "Pod"},
+                  {"namespace", p.namespaceName},
+                  {"name", p.name},
+                  {"uid", p.uid}}},
+                {"reason", reason},
+                {"message", message},
+                {"type", type},
+                {"count", 1},
+                {"source", {{"component", "sim-agent"}, {"host", domain_ + "-node-0"}}},
+                {"reportingComponent", "sim-agent"},
+                {"firstTimestamp", at},
+                {"lastTimestamp", at}};
+  sdk::KubeRequest r;
+  r.verb = KH_KUBE_CREATE;
+  r.version = "v1";
+  r.resource = "events";
+  r.namespaceName = p.namespaceName;
+  r.body = event.dump();
+  send(r);
+}
+
+void SimAgent::writePodPhase(Pod& p) {
+  if (p.task.empty() || p.phase.empty() || p.phase == p.writtenPhase) return;
+  p.writtenPhase = p.phase;
+  json entry = {{"namespace", p.namespaceName}, {"podName", p.name}, {"podPhase", p.phase}};
+  send(taskStatusPatch(config_.taskNamespace, p.task,
+                       {{"podStatuses", {{p.namespaceName + "/" + p.name, entry}}}}));
+}
+
+void SimAgent::cleanup(const std::string& task) {
+  auto it = tasks_.find(task);
+  if (it != tasks_.end()) {
+    it->second.cleanupTimer = 0;
+    it->second.cleaned = true;
+  }
+  auto remove = [this](const char* resource, const std::string& key) {
+    sdk::KubeRequest r;
+    r.verb = KH_KUBE_DELETE;
+    r.version = "v1";
+    r.resource = resource;
+    r.namespaceName = std::string(namespaceOf(key));
+    r.name = std::string(nameOf(key));
+    send(r);
+  };
+  for (const auto& [key, p] : pods_)
+    if (p.task == task && p.namespaceName == domain_) remove("pods", key);
+  for (const auto& [key, owner] : services_)
+    if (owner == task) remove("services", key);
 }
 
 void SimAgent::settlePhase(const std::string& task) {

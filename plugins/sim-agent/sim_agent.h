@@ -2,12 +2,15 @@
 // controller, scheduler, agent and endpoints controller do, so that the whole product runs on one
 // machine. For each KusciaTask listing its domain as a party it creates the party's pods and
 // services the way Kuscia does (names, labels, annotations, ownerReferences), then moves each pod
-// through scheduled (spec.nodeName, PodScheduled=True), started (status.startTime, phase Running)
-// and ready (Ready and ContainersReady True), and fills the services' Endpoints, with delays drawn
+// through scheduled (spec.nodeName, PodScheduled=True), started (status.startTime, a Pulling
+// Event), running (containers running, phase Running, Pulled, Created and Started Events) and
+// ready (Ready and ContainersReady True), and fills the services' Endpoints, with delays drawn
 // from its config (fixed, uniform or lognormal, seeded). Optionally some pods fail to start.
-// The initiator's instance (every instance in p2p mode, where each cluster has its own copy)
-// moves the task's phase Pending -> Running when all its pods are ready, and Succeeded after
-// runMillis (Failed when a pod failed).
+// Like Kuscia's task controller it keeps each of its pods' podPhase in the task's podStatuses
+// current. The initiator's instance (every instance in p2p mode, where each cluster has its own
+// copy) moves the task's phase Pending -> Running when all its pods are ready, and Succeeded
+// after runMillis (Failed when a pod failed); with cleanupMillis set, a finished task's pods and
+// services are deleted, as Kuscia does.
 //
 // It is level-triggered like the others: a restarted host continues each pod from the stage its
 // status shows.
@@ -37,11 +40,14 @@ public:
   void onKubeResult(const sdk::KubeResult& result) override;
 
 private:
-  enum class Stage { kCreated, kScheduled, kStarted, kReady, kFailed };
+  enum class Stage { kCreated, kScheduled, kStarted, kRunning, kReady, kFailed };
   struct Pod {
     std::string task, name, namespaceName, uid;
     Stage stage = Stage::kCreated;
     std::string conditions = "[]"; // as last seen (JSON): a merge patch replaces the whole list
+    std::string phase;             // status.phase as last seen
+    std::string startedAt;         // its container's start, kept when it becomes ready
+    std::string writtenPhase;      // the podPhase last written to the task's podStatuses
     bool endpoints = false;        // its services' Endpoints are written
     uint64_t timer = 0;            // the next step is scheduled
   };
@@ -50,8 +56,10 @@ private:
     nlohmann::json parties = nlohmann::json::array();
     bool mine = false;        // lists this domain as a party
     uint64_t finishTimer = 0; // Running -> Succeeded
+    uint64_t cleanupTimer = 0;
+    bool cleaned = false;
   };
-  enum Tag : uint64_t { kStep = 1, kEndpoints = 2, kFinish = 3 };
+  enum Tag : uint64_t { kStep = 1, kEndpoints = 2, kFinish = 3, kCleanup = 4 };
 
   void onTask(const sdk::Event& e);
   void onPod(const sdk::Event& e);
@@ -63,6 +71,13 @@ private:
   void advance(const std::string& key);
   void step(const std::string& key);
   void writeEndpoints(const std::string& key);
+  // An Event on the pod, as kubelet records it.
+  void recordEvent(const Pod& p, const std::string& reason, const std::string& message,
+                   const std::string& at, const std::string& type = "Normal");
+  // The pod's podPhase in the task's podStatuses, as Kuscia's task controller keeps it.
+  void writePodPhase(Pod& p);
+  // Deletes a finished task's pods and services of this domain (after cleanupMillis).
+  void cleanup(const std::string& task);
   // The task's phase from its pods: Running, then Succeeded after runMillis, or Failed.
   void settlePhase(const std::string& task);
   int64_t delay(int64_t millis);
@@ -75,12 +90,13 @@ private:
   bool p2p_ = false;
   uint64_t taskSub_ = 0, podSub_ = 0, serviceSub_ = 0;
   std::map<std::string, Task> tasks_;
-  std::map<std::string, Pod> pods_;         // "<ns>/<name>", every namespace (all parties)
-  std::set<std::string> services_;          // "<ns>/<name>" of this domain
-  std::set<std::string> creating_;          // objects whose create is in flight
-  std::map<uint64_t, std::string> timers_;  // timer id -> pod key or task
-  std::map<uint64_t, std::string> creates_; // request id -> pod key being created
+  std::map<std::string, Pod> pods_;             // "<ns>/<name>", every namespace (all parties)
+  std::map<std::string, std::string> services_; // "<ns>/<name>" of this domain -> task
+  std::set<std::string> creating_;              // objects whose create is in flight
+  std::map<uint64_t, std::string> timers_;      // timer id -> pod key or task
+  std::map<uint64_t, std::string> creates_;     // request id -> pod key being created
   std::mt19937_64 rng_;
+  uint64_t events_ = 0; // Events recorded (their names' suffix)
 };
 
 } // namespace kuscia_host::plugins::sim

@@ -11,16 +11,21 @@ const std::vector<sdk::ConfigKey>& simConfigKeys() {
       {"ports", "string", "spu:Cluster,fed:Cluster,global:Domain",
        "the services of each pod, as name:scope (Cluster or Domain), comma-separated"},
       {"phaseMillis", "integer", "1000",
-       "the pace (0..60000): the defaults of the five delays below are 1, 1.5, 2.5, 1.2 and 3 "
+       "the pace (0..60000): the defaults of the six delays below are 1, 1.5, 1, 1.5, 1.2 and 3 "
        "times it"},
       {"scheduleMillis", "integer", "phaseMillis", "pod creation to PodScheduled=True (0..600000)"},
       {"startMillis", "integer", "1.5 x phaseMillis",
-       "scheduled to started: status.startTime, phase Running"},
-      {"readyMillis", "integer", "2.5 x phaseMillis", "started to Ready=True"},
+       "scheduled to started: status.startTime, a Pulling Event"},
+      {"pullMillis", "integer", "phaseMillis",
+       "started to the containers running: a Pulled Event, phase Running"},
+      {"readyMillis", "integer", "1.5 x phaseMillis", "containers running to Ready=True"},
       {"endpointsMillis", "integer", "1.2 x phaseMillis",
        "started to the services' Endpoints addresses"},
       {"runMillis", "integer", "3 x phaseMillis",
        "all pods ready (task Running) to the task Succeeded"},
+      {"cleanupMillis", "integer", "-1",
+       "a finished task's pods and services are deleted this long after it finished, as "
+       "Kuscia does (-1: never)"},
       {"distribution", "string", "fixed",
        "how each delay is drawn around its value: fixed, uniform (within +-spread) or lognormal "
        "(median the value, sigma spread)"},
@@ -64,9 +69,11 @@ SimConfig parseSimConfig(std::string_view json) {
   const int64_t phase = r.integer("phaseMillis", 1000, 0, 60000);
   c.scheduleMillis = r.integer("scheduleMillis", phase, 0, 600000);
   c.startMillis = r.integer("startMillis", phase * 3 / 2, 0, 600000);
-  c.readyMillis = r.integer("readyMillis", phase * 5 / 2, 0, 600000);
+  c.pullMillis = r.integer("pullMillis", phase, 0, 600000);
+  c.readyMillis = r.integer("readyMillis", phase * 3 / 2, 0, 600000);
   c.endpointsMillis = r.integer("endpointsMillis", phase * 6 / 5, 0, 600000);
   c.runMillis = r.integer("runMillis", phase * 3, 0, 86400000);
+  c.cleanupMillis = r.integer("cleanupMillis", -1, -1, 86400000);
   std::string d = r.oneOf("distribution", "fixed", {"fixed", "uniform", "lognormal"});
   c.distribution = d == "uniform"     ? SimConfig::Distribution::kUniform
                    : d == "lognormal" ? SimConfig::Distribution::kLognormal

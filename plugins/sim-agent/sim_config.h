@@ -23,9 +23,11 @@ struct SimConfig {
   std::vector<PortSpec> ports = {{"spu", "Cluster"}, {"fed", "Cluster"}, {"global", "Domain"}};
   int64_t scheduleMillis = 1000;
   int64_t startMillis = 1500;
-  int64_t readyMillis = 2500;
+  int64_t pullMillis = 1000;
+  int64_t readyMillis = 1500;
   int64_t endpointsMillis = 1200;
   int64_t runMillis = 3000;
+  int64_t cleanupMillis = -1; // after a task finished, delete its pods and services; -1 never
   Distribution distribution = Distribution::kFixed;
   double spread = 0.5;
   int64_t seed = 1;

@@ -2,11 +2,14 @@
 """The embedded default end to end: `kuscia-host demo`, `kuscia-host timeline` and the web page.
 
 1. `demo --tasks 3 --exit-when-done` (centralized, and --p2p) exits 0 and prints three timelines,
-   and every KusciaTask it leaves has every pod and service time, ordered.
+   each with its summary, and every KusciaTask it leaves has every pod and service time, ordered;
+   `--scenario slow-party` blames bob's image pull.
 2. `demo --tasks 2` keeps serving: `kubectl get kt` shows the CRD's printer columns and
-   `kubectl get pods` READY, STATUS, RESTARTS and AGE; `timeline <task> --kubeconfig F` prints the
-   times `kubectl get kt -o yaml` shows (table and json); headless Chromium loads the web page and
-   shows a row and the times of every entry (a screenshot is kept next to the test's output).
+   `kubectl get pods` READY, STATUS, RESTARTS and AGE; a finished task's pods are deleted (as Kuscia
+   does) and `timeline <task> --kubeconfig F` still prints the times `kubectl get kt -o yaml` shows
+   (table and json), the image pull from the pods' Events and the summary; `timeline --server`
+   prints what the host's API serves; headless Chromium loads the web page and shows a row and the
+   times of every entry (a screenshot is kept next to the test's output).
 
 usage: demo_e2e.py <kuscia-host> <plugin-dir> <artifact-dir> [--p2p|--browser]
 """
@@ -69,7 +72,26 @@ def exit_when_done(p2p):
     check(len(os.listdir(out)) == 3, "--output wrote three timelines")
     docs = [json.load(open(os.path.join(out, f))) for f in sorted(os.listdir(out))]
     tasks_complete(docs, ["alice", "bob"])  # p2p: the parties' clusters merged
+    for doc in docs:
+        s = doc["summary"]
+        check(s["complete"] and s["startupSeconds"] >= 0 and s["lastParty"] in ("alice", "bob"),
+              "%s: the summary says how long and who finished last: %s" % (doc["task"], s))
+        check(s["criticalPath"][0]["phase"] == "creating" and s["blame"]["phase"],
+              "%s: the critical path from the task's creation, and the blame" % doc["task"])
+    check(r.stdout.count("blame: ") == 3, "a blame line above each table")
     shutil.rmtree(out)
+
+
+def slow_party():
+    # Phases of half a second: bob's pull (4 s) stands out of the one-second resolution.
+    r = subprocess.run([host_bin, "demo", "--tasks", "1", "--exit-when-done", "--phase-millis", "500",
+                        "--scenario", "slow-party", "--plugin-dir", plugin_dir, "--admin-listen", "127.0.0.1:0",
+                        "--work-dir", work], capture_output=True, text=True, timeout=120)
+    print(r.stdout)
+    check(r.returncode == 0, "demo --scenario slow-party exits 0: " + r.stderr[-2000:])
+    check(re.search(r"blame: bob/demo-task-1-0 pulling \d", r.stdout),
+          "the blame line names bob's image pull")
+    check("last party bob" in r.stdout, "bob is the last party")
 
 
 def serving():
@@ -86,9 +108,6 @@ def serving():
         kt = kubectl(kubeconfig, "get", "kt", "-n", "cross-domain")
         check(re.search(r"NAME\s+STARTTIME\s+COMPLETIONTIME\s+LASTRECONCILETIME\s+PHASE", kt),
               "kubectl get kt shows the CRD's printer columns:\n" + kt)
-        pods = kubectl(kubeconfig, "get", "pods", "-n", "alice")
-        check(re.search(r"NAME\s+READY\s+STATUS\s+RESTARTS\s+AGE", pods) and "1/1" in pods,
-              "kubectl get pods shows READY, STATUS, RESTARTS and AGE:\n" + pods)
         # kubectl -w asks for a Table watch: an event during the watch has the list's columns.
         watch = subprocess.Popen(["kubectl", "--kubeconfig", kubeconfig, "--cache-dir", os.path.join(work, "cache"),
                                   "get", "pods", "-n", "alice", "-w", "--request-timeout=4s"],
@@ -99,6 +118,12 @@ def serving():
         check(re.search(r"NAME\s+READY\s+STATUS\s+RESTARTS\s+AGE", watched)
               and re.search(r"watched\s+0/1\s+Pending\s+0\s+\d+s", watched),
               "kubectl get pods -w prints a new pod with the list's columns:\n" + watched)
+        pods = kubectl(kubeconfig, "get", "pods", "-n", "alice")
+        check(re.search(r"NAME\s+READY\s+STATUS\s+RESTARTS\s+AGE", pods) and "watched" in pods,
+              "kubectl get pods shows READY, STATUS, RESTARTS and AGE:\n" + pods)
+        # The finished tasks' pods are deleted, as Kuscia does; their timelines stay.
+        check(eventually(lambda: "demo-task" not in kubectl(kubeconfig, "get", "pods", "-A"), 30),
+              "the finished tasks' pods are deleted")
         task = "demo-task-1"
         yaml_times = json.loads(kubectl(kubeconfig, "get", "kt", task, "-n", "cross-domain", "-o", "json"))["status"]
         table = subprocess.run([host_bin, "timeline", task, "--kubeconfig", kubeconfig], capture_output=True,
@@ -113,6 +138,19 @@ def serving():
                         check(doc["entries"][key]["times"][f] == e[f],
                               "timeline %s %s = kubectl's %s" % (key, f, e[f]))
                         check(e[f][11:19] in table.stdout, "the table shows %s %s" % (key, f))
+        check("startup " in table.stdout and "blame: " in table.stdout, "the summary above the table")
+        pod = doc["entries"]["alice/demo-task-1-0"]["times"]
+        check("imagePullStartTime" in pod and "imagePullEndTime" in pod,
+              "the image pull from the Events, the pod gone: %s" % pod)
+        check(doc["summary"]["complete"], "the summary of the finished task: %s" % doc["summary"])
+        served = json.loads(urllib.request.urlopen("%s/api/v1/timelines/%s" % (url, task), timeout=10).read())
+        via = json.loads(subprocess.run([host_bin, "timeline", task, "--server", url, "-o", "json"],
+                                        capture_output=True, text=True, timeout=30).stdout)
+        check(via["summary"] == served["summary"], "timeline --server prints the API's summary")
+        check(served["summary"]["startupSeconds"] == doc["summary"]["startupSeconds"]
+              and served["summary"]["lastParty"] == doc["summary"]["lastParty"],
+              "the API and the CLI agree on the startup and the last party: %s vs %s"
+              % (served["summary"], doc["summary"]))
         if mode == "--browser":
             browser(url, task, yaml_times)
     finally:
@@ -177,6 +215,7 @@ try:
         serving()
     else:
         exit_when_done(False)
+        slow_party()
         serving()
     print("demo e2e passed (%s)" % mode)
 finally:

@@ -8,6 +8,8 @@
 #include <boost/beast/http.hpp>
 #include <gtest/gtest.h>
 
+#include <tuple>
+
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
@@ -412,6 +414,29 @@ TEST_F(ApiServerTest, SelectorsAndPagination) {
   EXPECT_EQ(call("GET", "/api/v1/pods?fieldSelector=metadata.namespace%3Dbob").body["items"].size(),
             0u);
   EXPECT_EQ(call("GET", "/api/v1/pods?fieldSelector=spec.nodeName%3Dx").status, 400);
+  // Events take their own field labels (what kubectl describe and the timeline CLI ask).
+  for (auto [name, kind, uid] : {std::tuple{"e1", "Pod", "u1"}, std::tuple{"e2", "Pod", "u2"},
+                                 std::tuple{"e3", "Service", "u1"}})
+    ASSERT_EQ(call("POST", "/api/v1/namespaces/alice/events",
+                   {{"apiVersion", "v1"},
+                    {"kind", "Event"},
+                    {"metadata", {{"name", name}}},
+                    {"involvedObject", {{"kind", kind}, {"name", "web"}, {"uid", uid}}},
+                    {"reason", "Pulled"},
+                    {"source", {{"component", "kubelet"}}}})
+                  .status,
+              201);
+  const std::string events = "/api/v1/namespaces/alice/events?fieldSelector=";
+  EXPECT_EQ(call("GET", events + "involvedObject.kind%3DPod,involvedObject.name%3Dweb")
+                .body["items"]
+                .size(),
+            2u);
+  EXPECT_EQ(call("GET", events + "involvedObject.uid%3Du1,reason%3DPulled").body["items"].size(),
+            2u);
+  EXPECT_EQ(
+      call("GET", events + "source%3Dkubelet,involvedObject.kind!%3DPod").body["items"].size(), 1u);
+  EXPECT_EQ(call("GET", std::string(kPods) + "?fieldSelector=involvedObject.name%3Dweb").status,
+            400);
   EXPECT_EQ(call("GET", std::string(kPods) + "?labelSelector=%3D%3D").status, 400);
 
   std::vector<std::string> names;

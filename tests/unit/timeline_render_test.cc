@@ -50,6 +50,29 @@ TEST(TimelineRenderTest, GanttMatchesTheGoldenFile) {
   expectGolden("timeline_gantt.txt", renderTimelineGantt(sdk::timeline::fromTask(storedTask())));
 }
 
+// The task complete: bob ready last, its pod slow to pull its image.
+json completeTask() {
+  json task = storedTask();
+  auto& bob = task["status"]["podStatuses"]["bob/secretflow-task-psi-0"];
+  bob["readyTime"] = "2024-05-20T08:00:30Z";
+  for (const char* s : {"fed", "global", "spu"})
+    task["status"]["serviceStatuses"][std::string("bob/secretflow-task-psi-0-") + s]["readyTime"] =
+        "2024-05-20T08:00:31Z";
+  return task;
+}
+
+TEST(TimelineRenderTest, SummaryTableAndGanttNameTheCriticalPath) {
+  json doc = sdk::timeline::fromTask(completeTask());
+  std::string text =
+      renderTimelineSummary(doc) + renderTimelineTable(doc) + renderTimelineGantt(doc);
+  expectGolden("timeline_summary.txt", text);
+  EXPECT_NE(text.find("startup 33.0s"), std::string::npos) << text; // 07:59:58 -> 08:00:31
+  EXPECT_NE(text.find("last party bob"), std::string::npos);
+  EXPECT_NE(text.find("blame: bob/secretflow-task-psi-0 readiness 27.0s"), std::string::npos);
+  EXPECT_NE(text.find("critical: creating scheduling accepting readiness"), std::string::npos);
+  EXPECT_NE(text.find("RRRR"), std::string::npos); // the critical phase in capitals
+}
+
 TEST(TimelineRenderTest, DocumentFlagsMissingAndNegative) {
   json doc = sdk::timeline::fromTask(storedTask());
   const json& bob = doc["entries"]["bob/secretflow-task-psi-0"];

@@ -259,7 +259,8 @@ ApiResponse ApiHandler::get(const ApiRequest& req, const Target& t) {
 ApiResponse ApiHandler::list(const ApiRequest& req, const Target& t) {
   auto labels = k8s::LabelSelector::parse(param(req, "labelSelector"));
   if (!labels) return errorResponse(badRequest(labels.error()));
-  auto fields = k8s::FieldSelector::parse(param(req, "fieldSelector"));
+  auto fields = k8s::FieldSelector::parse(param(req, "fieldSelector"),
+                                          t.resource->group.empty() ? t.resource->plural : "");
   if (!fields) return errorResponse(badRequest(fields.error()));
   int64_t limit = 0;
   if (auto it = req.query.find("limit"); it != req.query.end() && !it->second.empty()) {
@@ -329,7 +330,8 @@ ApiResponse ApiHandler::watch(const ApiRequest& req, const Target& t) {
                                    {"field", "sendInitialEvents"}}})}}});
   auto labels = k8s::LabelSelector::parse(param(req, "labelSelector"));
   if (!labels) return errorResponse(badRequest(labels.error()));
-  auto fields = k8s::FieldSelector::parse(param(req, "fieldSelector"));
+  auto fields = k8s::FieldSelector::parse(param(req, "fieldSelector"),
+                                          t.resource->group.empty() ? t.resource->plural : "");
   if (!fields) return errorResponse(badRequest(fields.error()));
   WatchFilter f{t.resource, t.namespaceName, labels.value(), fields.value()};
   if (!t.name.empty()) f.fields = k8s::FieldSelector::parse("metadata.name=" + t.name).value();

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <kuscia_host/timeline.hpp>
+#include <kuscia_host/timeline_summary.hpp>
 
 #include <chrono>
 #include <filesystem>
@@ -16,6 +17,7 @@
 #include "app/cluster_reader.h"
 #include "app/daemon.h"
 #include "app/plugin_search.h"
+#include "app/timeline_command.h"
 #include "app/timeline_render.h"
 #include "common/listen_address.h"
 #include "common/version.h"
@@ -34,7 +36,8 @@ const char* const kTasksPath =
 
 // The demo's hosts, as host config files read by the loader `run` uses (plugin search, checks,
 // messages). ${adminListen}, ${workDir} and ${phaseMillis} are filled in; ${domains} by one
-// kDemoDomain per domain.
+// kDemoDomain per domain. sim-agent deletes a finished task's pods and services two phases after
+// it finished, as Kuscia does: the timeline outlives them.
 constexpr const char* kDemoHost = R"(# kuscia-host demo: the embedded default
 mode: ${mode}
 logLevel: info
@@ -49,7 +52,8 @@ ${domains})";
 constexpr const char* kDemoDomain = R"(  - id: ${domain}
     plugins:
       - name: sim-agent
-        config: { phaseMillis: ${phaseMillis}, distribution: uniform, spread: 0.3 }
+        config: { phaseMillis: ${phaseMillis}, distribution: uniform, spread: 0.3,
+                  cleanupMillis: ${cleanupMillis}${simExtra} }
       - name: task-timeline
       - name: gateway-ready-time
       - name: scheduler-time
@@ -104,8 +108,16 @@ Result<std::vector<DemoHost>> startHosts(const DemoOptions& o, const fs::path& w
   for (std::size_t h = 0; h < hostDomains.size(); ++h) {
     DemoHost host{o.p2p ? hostDomains[h][0] : "cluster", "", nullptr};
     std::string domains;
-    for (const auto& d : hostDomains[h])
-      domains += fill(kDemoDomain, {{"domain", d}, {"phaseMillis", std::to_string(o.phaseMillis)}});
+    for (const auto& d : hostDomains[h]) {
+      // slow-party: bob's images take eight phases to pull.
+      std::string extra = o.scenario == "slow-party" && d == "bob"
+                              ? ", pullMillis: " + std::to_string(8 * o.phaseMillis)
+                              : "";
+      domains += fill(kDemoDomain, {{"domain", d},
+                                    {"phaseMillis", std::to_string(o.phaseMillis)},
+                                    {"cleanupMillis", std::to_string(2 * o.phaseMillis)},
+                                    {"simExtra", extra}});
+    }
     std::string text = fill(kDemoHost, {{"mode", o.p2p ? "p2p" : "centralized"},
                                         {"adminListen", shiftPort(o.adminListen, int(h))},
                                         {"workDir", work.string()},
@@ -170,11 +182,15 @@ int waitForTimelines(const DemoOptions& o, const std::vector<std::string>& tasks
   while (true) {
     ready = 0;
     for (const auto& t : tasks) {
+      // As `kuscia-host timeline` reads it: the status, the pods and their Events.
       std::vector<json> parts;
       for (auto& c : clusters)
-        if (auto obj = c->get(std::string(kTasksPath) + "/" + t))
-          parts.push_back(sdk::timeline::fromTask(*obj));
+        if (auto doc = clusterTimeline(*c, "cross-domain", t)) parts.push_back(std::move(*doc));
       docs[t] = mergeTimelines(parts);
+      docs[t]["summary"] =
+          sdk::timeline::summarize(docs[t], std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                                std::chrono::system_clock::now().time_since_epoch())
+                                                .count());
       ready += timelineComplete(docs[t]) && docs[t]["entries"].size() >= entriesPerTask;
     }
     if (ready != lastReady || tty) {
@@ -196,7 +212,9 @@ void printResults(const DemoOptions& o, const std::vector<DemoHost>& hosts,
                   const std::vector<std::string>& tasks, const std::map<std::string, json>& docs,
                   std::ostream& out) {
   for (const auto& t : tasks) {
-    out << "\n" << renderTimelineTable(docs.at(t)) << "\n" << renderTimelineGantt(docs.at(t));
+    out << "\n"
+        << renderTimelineSummary(docs.at(t)) << renderTimelineTable(docs.at(t)) << "\n"
+        << renderTimelineGantt(docs.at(t));
     if (!o.outputDir.empty()) {
       std::error_code ec;
       fs::create_directories(o.outputDir, ec);
@@ -257,6 +275,7 @@ int runDemo(const DemoOptions& o, std::ostream& out, std::ostream& err) {
     return 1;
   }
   out << "kuscia-host " << kVersion << " demo (" << (o.p2p ? "p2p" : "centralized")
+      << (o.scenario == "slow-party" ? ", slow-party: bob's image pulls are slow" : "")
       << "): " << o.tasks << " two-party task(s) submitted to domains alice and bob\n";
   out.flush();
   std::map<std::string, json> docs;

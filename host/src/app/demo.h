@@ -25,6 +25,7 @@ struct DemoOptions {
   std::string workDir;    // kubeconfigs and the log; default /tmp/kuscia-host-demo-<uid>
   int phaseMillis = 1000; // the simulated agent's pace: about this long per phase
   int timeoutSeconds = 120;
+  std::string scenario = "default"; // or "slow-party": bob's image pulls are slow
 };
 
 // Runs the demo; the process exit code.

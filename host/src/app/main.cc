@@ -19,6 +19,7 @@
 #include "app/demo.h"
 #include "app/plugin_checks.h"
 #include "app/plugin_search.h"
+#include "app/timeline_command.h"
 #include "app/timeline_render.h"
 #include "common/install_dirs.h"
 #include "common/version.h"
@@ -76,51 +77,6 @@ int runHost(const std::string& configPath, const std::vector<std::string>& plugi
   }
   daemon.waitForSignal();
   return kExitOk;
-}
-
-// `timeline`: the task from every cluster given, merged, rendered.
-int printTimeline(const std::string& task, const std::string& ns,
-                  const std::vector<std::string>& kubeconfigs, const std::string& output) {
-  std::vector<Result<kube::ClusterAccess>> sources;
-  if (!kubeconfigs.empty()) {
-    for (const auto& k : kubeconfigs)
-      sources.push_back(kube::loadKubeconfig(k));
-  } else if (kube::processEnv()("KUBERNETES_SERVICE_HOST")) {
-    sources.push_back(kube::loadInCluster());
-  } else {
-    sources.push_back(kube::loadKubeconfig(""));
-  }
-  std::vector<nlohmann::json> docs;
-  std::vector<std::string> problems;
-  for (auto& s : sources) {
-    if (!s) {
-      std::cerr << "kuscia-host: " << s.error() << "\n";
-      return kExitUsage;
-    }
-    auto reader = ClusterReader::open(*s);
-    if (!reader) {
-      problems.push_back(reader.error());
-      continue;
-    }
-    auto obj = (*reader)->get("/apis/kuscia.secretflow/v1alpha1/namespaces/" + ns +
-                              "/kusciatasks/" + task);
-    if (!obj) {
-      problems.push_back(obj.error());
-      continue;
-    }
-    docs.push_back(sdk::timeline::fromTask(*obj));
-  }
-  for (const auto& p : problems)
-    std::cerr << "kuscia-host: timeline: " << p << "\n";
-  if (docs.empty()) return kExitFailure;
-  nlohmann::json doc = mergeTimelines(docs);
-  if (output == "json")
-    std::cout << doc.dump(2) << "\n";
-  else if (output == "gantt")
-    std::cout << renderTimelineGantt(doc);
-  else
-    std::cout << renderTimelineTable(doc);
-  return problems.empty() ? kExitOk : kExitFailure;
 }
 
 int runApiServer(apiserver::ServerOptions options, const std::string& kubeconfigOut,
@@ -332,6 +288,11 @@ Command addDemo(CLI::App& app) {
   cmd->add_option("--timeout", demo->timeoutSeconds, "Give up waiting after this many seconds")
       ->capture_default_str()
       ->check(CLI::Range(1, 3600));
+  cmd->add_option("--scenario", demo->scenario,
+                  "default, or slow-party: bob's image pulls take eight phases, so the summary "
+                  "blames bob's pulling")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"default", "slow-party"}));
   return {cmd, [demo] {
             for (const auto& d : demo->pluginDirs)
               if (!std::filesystem::path(d).is_absolute()) {
@@ -343,24 +304,29 @@ Command addDemo(CLI::App& app) {
 }
 
 Command addTimeline(CLI::App& app) {
-  struct Options {
-    std::string task, output = "table", taskNamespace = "cross-domain";
-    std::vector<std::string> kubeconfigs;
-  };
-  auto o = std::make_shared<Options>();
+  auto o = std::make_shared<TimelineOptions>();
   auto* cmd = app.add_subcommand(
-      "timeline", "Print a KusciaTask's startup timeline from any cluster: every pod and service "
-                  "of every party, each time and the durations between phases");
+      "timeline", "Print a KusciaTask's startup: the summary (startup, last party, the phase to "
+                  "blame, the critical path) above every pod and service of every party, each "
+                  "time and the durations between phases");
   cmd->add_option("task", o->task, "The KusciaTask's name")->required();
-  cmd->add_option("--kubeconfig", o->kubeconfigs,
-                  "A cluster to read the task from (repeatable: p2p, one per party's cluster; the "
-                  "entries are merged). Default: in-cluster, else $KUBECONFIG or ~/.kube/config");
+  auto* kubeconfig = cmd->add_option(
+      "--kubeconfig", o->kubeconfigs,
+      "A cluster to read the task, its pods and their Events from (repeatable: p2p, one per "
+      "party's cluster; merged, then summarised). Default: in-cluster, else $KUBECONFIG or "
+      "~/.kube/config");
+  cmd->add_option("--server", o->server,
+                  "Ask a kuscia-host's admin server instead (http://HOST:PORT): the document it "
+                  "serves at /api/v1/timelines/TASK")
+      ->excludes(kubeconfig);
   cmd->add_option("-n,--namespace", o->taskNamespace, "The task's namespace")
       ->capture_default_str();
   cmd->add_option("-o,--output", o->output, "table, json or gantt")
       ->capture_default_str()
       ->check(CLI::IsMember({"table", "json", "gantt"}));
-  return {cmd, [o] { return printTimeline(o->task, o->taskNamespace, o->kubeconfigs, o->output); }};
+  cmd->add_flag("-w,--watch", o->watch,
+                "Redraw every second until the task is ready (or it failed or finished)");
+  return {cmd, [o] { return runTimeline(*o, std::cout, std::cerr); }};
 }
 
 Command addVersion(CLI::App& app) {

@@ -1,12 +1,14 @@
 #include "app/timeline_render.h"
 
 #include <kuscia_host/kube_text.hpp>
+#include <kuscia_host/timeline_summary.hpp>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <map>
 #include <optional>
+#include <tuple>
 
 namespace kuscia_host {
 
@@ -42,12 +44,75 @@ std::string pad(std::string s, std::size_t w) {
   return s;
 }
 
-std::optional<int64_t> timeOf(const json& e, const char* field) {
-  if (!e.contains("times") || !e["times"].contains(field)) return std::nullopt;
-  return sdk::parseTime(e["times"][field].get<std::string>());
+// The summary of the document (computed now when the source gave none).
+json summaryOf(const json& doc) {
+  if (doc.contains("summary") && doc["summary"].is_object()) return doc["summary"];
+  return sdk::timeline::summarize(doc, 0);
+}
+
+// "readiness 5.0s (ContainersNotReady: message)" of a summary phase.
+std::string phaseText(const json& p, bool withEntry) {
+  std::string out = withEntry ? p.value("entry", std::string()) + " " : std::string();
+  out += p.value("phase", std::string());
+  if (p.contains("seconds")) out += " " + seconds(p["seconds"].get<double>());
+  if (p.value("ongoing", false)) out += " so far";
+  if (p.contains("reason")) {
+    out += " (" + p["reason"].get<std::string>();
+    if (p.contains("message")) out += ": " + p["message"].get<std::string>();
+    out += ")";
+  }
+  return out;
+}
+
+// The critical path's phases of each entry, in order.
+std::map<std::string, std::vector<std::string>> criticalPhases(const json& summary) {
+  std::map<std::string, std::vector<std::string>> out;
+  for (const auto& p : summary.value("criticalPath", json::array()))
+    out[p.value("entry", std::string())].push_back(p.value("phase", std::string()));
+  return out;
 }
 
 } // namespace
+
+std::string renderTimelineSummary(const json& doc) {
+  json s = summaryOf(doc);
+  std::string out;
+  const json parties = s.value("parties", json::object());
+  int entries = 0, ready = 0;
+  for (const auto& [name, p] : parties.items()) {
+    entries += p.value("entries", 0);
+    ready += p.value("readyEntries", 0);
+  }
+  if (s.value("complete", false)) {
+    out += "startup " +
+           (s.contains("startupSeconds") ? seconds(s["startupSeconds"].get<double>())
+                                         : std::string("?")) +
+           ", all ready at " + clock(s.value("allReadyTime", std::string())) + "; last party " +
+           s.value("lastParty", std::string()) + "\n";
+    if (s.contains("blame")) out += "blame: " + phaseText(s["blame"], true) + "\n";
+  } else {
+    out += "startup not complete: " + std::to_string(ready) + " of " + std::to_string(entries) +
+           " entries ready\n";
+    if (s.contains("blame")) out += "waiting longest: " + phaseText(s["blame"], true) + "\n";
+  }
+  std::string line;
+  for (const auto& [name, p] : parties.items()) {
+    line += line.empty() ? "parties: " : ", ";
+    line += name + " ";
+    if (p.contains("startupSeconds"))
+      line += seconds(p["startupSeconds"].get<double>());
+    else
+      line += std::to_string(p.value("readyEntries", 0)) + "/" +
+              std::to_string(p.value("entries", 0)) + " ready";
+  }
+  if (!line.empty()) out += line + "\n";
+  if (s.contains("criticalPath") && !s["criticalPath"].empty()) {
+    out += "critical path:\n";
+    for (const auto& p : s["criticalPath"])
+      out += "  " + pad(p.value("entry", std::string()), 0) + " " + phaseText(p, false) + "\n";
+  }
+  return out;
+}
 
 json mergeTimelines(const std::vector<json>& docs) {
   json out = json::object();
@@ -89,6 +154,7 @@ std::string renderTimelineTable(const json& doc) {
   for (const auto& c : kColumns)
     rows[0].emplace_back(c.title);
   bool skew = false, unscheduled = false;
+  auto critical = criticalPhases(summaryOf(doc));
   for (const auto& [key, e] : entries.items()) {
     bool pod = e.value("kind", "") == "pod";
     std::vector<std::string> row = {key, pod ? "pod" : "service"};
@@ -117,11 +183,18 @@ std::string renderTimelineTable(const json& doc) {
       }
       row.push_back(cell);
     }
+    std::string note;
+    if (auto c = critical.find(key); c != critical.end()) {
+      note = "critical:";
+      for (const auto& phase : c->second)
+        note += " " + phase;
+    }
     if (e.contains("waiting")) {
       const json& w = e["waiting"];
-      row.push_back("waiting (" + w.value("phase", std::string()) +
-                    "): " + w.value("reason", std::string()));
+      note += std::string(note.empty() ? "" : "; ") + "waiting (" +
+              w.value("phase", std::string()) + "): " + w.value("reason", std::string());
     }
+    if (!note.empty()) row.push_back(note);
     rows.push_back(std::move(row));
   }
   std::vector<std::size_t> widths(rows[0].size(), 0);
@@ -136,7 +209,7 @@ std::string renderTimelineTable(const json& doc) {
       line.pop_back();
     out += line + "\n";
   }
-  out += "  * the slowest entry of a phase";
+  out += "  * the slowest entry of a phase; critical: its phases on the task's critical path";
   if (skew) out += "; ! negative: the clocks that wrote these times disagree (clock skew)";
   if (unscheduled) out += "; - no scheduleTime (scheduler-time not enabled)";
   out += "\n";
@@ -146,52 +219,84 @@ std::string renderTimelineTable(const json& doc) {
 std::string renderTimelineGantt(const json& doc, int width) {
   const json entries = doc.value("entries", json::object());
   std::optional<int64_t> first, last;
-  for (const auto& [key, e] : entries.items())
-    for (const char* f : {"createTime", "scheduleTime", "startTime", "readyTime"})
-      if (auto t = timeOf(e, f)) {
-        first = first ? std::min(*first, *t) : *t;
-        last = last ? std::max(*last, *t) : *t;
-      }
+  auto widen = [&](int64_t t) {
+    first = first ? std::min(*first, t) : t;
+    last = last ? std::max(*last, t) : t;
+  };
+  std::optional<int64_t> taskCreate;
+  if (doc.contains("createTime") && doc["createTime"].is_string())
+    taskCreate = sdk::parseTime(doc["createTime"].get<std::string>());
+  if (taskCreate) widen(*taskCreate);
+  std::map<std::string, std::vector<sdk::timeline::Phase>> phases;
+  for (const auto& [key, e] : entries.items()) {
+    phases[key] = sdk::timeline::phasesOf(key, e);
+    for (const auto& p : phases[key]) {
+      widen(p.from);
+      if (p.to) widen(*p.to);
+    }
+  }
   if (!first) return "  (no times yet)\n";
   double span = static_cast<double>(*last - *first) / 1e9;
   double scale = span > 0 ? width / span : 0; // columns per second
   auto col = [&](int64_t t) {
-    return static_cast<int>(std::lround(static_cast<double>(t - *first) / 1e9 * scale));
+    return std::clamp(static_cast<int>(std::lround(static_cast<double>(t - *first) / 1e9 * scale)),
+                      0, width);
   };
+  // The critical path's segments of each entry, in columns: a service's programming may be on it
+  // only from the moment its pod was ready.
+  std::map<std::string, std::vector<std::tuple<std::string, int, int>>> critical;
+  for (const auto& p : summaryOf(doc).value("criticalPath", json::array())) {
+    auto from = sdk::parseTime(p.value("from", std::string()));
+    auto to = sdk::parseTime(p.value("to", std::string()));
+    if (from && to)
+      critical[p.value("entry", std::string())].emplace_back(p.value("phase", std::string()),
+                                                             col(*from), col(*to));
+  }
   std::size_t labelWidth = 0;
   for (const auto& [key, e] : entries.items())
     labelWidth = std::max(labelWidth, key.size());
-  std::string out = "  " + pad("", labelWidth) + " 0s" + std::string(std::max(0, width - 5), ' ') +
-                    seconds(span) + "\n";
-  for (const auto& [key, e] : entries.items()) {
+  // The axis: seconds from the task's creation (or the first time known).
+  std::string axis(static_cast<std::size_t>(width + 8), ' ');
+  int ticks = std::max(1, std::min(4, width / 15));
+  for (int i = 0; i <= ticks; ++i) {
+    int c = width * i / ticks;
+    char buf[32];
+    std::snprintf(buf, sizeof buf, span >= 10 ? "%.0fs" : "%.1fs", span * i / ticks);
+    std::string label = buf;
+    int at = std::min(c, static_cast<int>(axis.size()) - static_cast<int>(label.size()));
+    axis.replace(static_cast<std::size_t>(at), label.size(), label);
+  }
+  while (!axis.empty() && axis.back() == ' ')
+    axis.pop_back();
+  std::string out = "  " + pad("", labelWidth) + " " + axis + "\n";
+  for (const auto& [key, list] : phases) {
     std::string bar(static_cast<std::size_t>(width + 1), ' ');
-    bool pod = e.value("kind", "") == "pod";
-    // Phases in order, each drawn with its own mark up to the next known time.
-    std::vector<std::pair<const char*, char>> phases =
-        pod ? std::vector<std::pair<const char*, char>>{{"createTime", 's'},
-                                                        {"scheduleTime", '-'},
-                                                        {"startTime", '='},
-                                                        {"readyTime", '|'}}
-            : std::vector<std::pair<const char*, char>>{{"createTime", '~'}, {"readyTime", '|'}};
-    std::optional<int> from;
-    char mark = ' ';
-    for (const auto& [field, m] : phases) {
-      auto t = timeOf(e, field);
-      if (!t) continue;
-      int c = std::clamp(col(*t), 0, width);
-      if (from)
-        for (int i = *from; i < c; ++i)
-          bar[static_cast<std::size_t>(i)] = mark;
-      from = c;
-      mark = m;
+    const auto& onPath = critical[key];
+    for (const auto& p : list) {
+      char mark = p.phase == "scheduling"    ? 's'
+                  : p.phase == "accepting"   ? 'a'
+                  : p.phase == "pulling"     ? 'p'
+                  : p.phase == "starting"    ? 'c'
+                  : p.phase == "readiness"   ? 'r'
+                  : p.phase == "programming" ? 'g'
+                                             : '?';
+      int from = col(p.from);
+      int to = p.to ? col(*p.to) : width;
+      for (int i = from; i < std::max(to, from + 1) && i <= width; ++i) {
+        bool onTheWay = std::any_of(onPath.begin(), onPath.end(), [&](const auto& c) {
+          return std::get<0>(c) == p.phase && i >= std::get<1>(c) &&
+                 i < std::max(std::get<2>(c), std::get<1>(c) + 1);
+        });
+        bar[static_cast<std::size_t>(i)] = onTheWay ? static_cast<char>(mark - 'a' + 'A') : mark;
+      }
+      if (!p.to) bar[static_cast<std::size_t>(std::min(to, width))] = '>';
     }
-    if (from) bar[static_cast<std::size_t>(*from)] = mark == '|' ? '|' : '>';
     while (!bar.empty() && bar.back() == ' ')
       bar.pop_back();
     out += "  " + pad(key, labelWidth) + " " + bar + "\n";
   }
-  out += "  pods: s created, - scheduled, = started, | ready; services: ~ created, | ready; "
-         "> still waiting\n";
+  out += "  s scheduling, a accepting, p pulling, c starting, r readiness, g programming; "
+         "CAPITALS: on the critical path; > still waiting\n";
   return out;
 }
 

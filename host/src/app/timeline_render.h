@@ -1,7 +1,9 @@
 // Renders a task's timeline document (sdk/include/kuscia_host/timeline.hpp) for a terminal: a
 // table (every entry, each time, the durations between phases; the slowest entry of each phase
-// marked, negative durations flagged as clock skew, missing times shown as pending) and a text
-// Gantt chart (one row per pod and service on a shared time axis). Used by `kuscia-host
+// marked, negative durations flagged as clock skew, missing times shown as pending, each entry's
+// critical-path phases named), the summary above it, and a text Gantt chart (one row per pod and
+// service, one letter per phase, capitals on the critical path, a time axis in seconds from the
+// task's creation). Used by `kuscia-host
 // timeline` and `kuscia-host demo`.
 #pragma once
 
@@ -12,6 +14,9 @@
 namespace kuscia_host {
 
 std::string renderTimelineTable(const nlohmann::json& doc);
+// The task-level answer (kuscia_host/timeline_summary.hpp): startup, last party, blame, parties,
+// the critical path; from the document's "summary" (computed when it has none).
+std::string renderTimelineSummary(const nlohmann::json& doc);
 // `width`: columns of the chart area.
 std::string renderTimelineGantt(const nlohmann::json& doc, int width = 60);
 

@@ -31,7 +31,29 @@ bool LabelSelector::matches(const nlohmann::json& labels) const {
   });
 }
 
-Result<FieldSelector> FieldSelector::parse(const std::string& text) {
+namespace {
+
+bool supportedField(const std::string& field, const std::string& resource) {
+  if (field == "metadata.name" || field == "metadata.namespace") return true;
+  if (resource != "events") return false;
+  static const char* const kEventFields[] = {"involvedObject.kind",
+                                             "involvedObject.namespace",
+                                             "involvedObject.name",
+                                             "involvedObject.uid",
+                                             "involvedObject.apiVersion",
+                                             "involvedObject.fieldPath",
+                                             "involvedObject.resourceVersion",
+                                             "reason",
+                                             "reportingComponent",
+                                             "source",
+                                             "type"};
+  return std::find(std::begin(kEventFields), std::end(kEventFields), field) !=
+         std::end(kEventFields);
+}
+
+} // namespace
+
+Result<FieldSelector> FieldSelector::parse(const std::string& text, const std::string& resource) {
   FieldSelector sel;
   for (const auto& t : splitTerms(text)) {
     Term term;
@@ -50,7 +72,7 @@ Result<FieldSelector> FieldSelector::parse(const std::string& text) {
     } else {
       return makeError("invalid field selector \"" + text + "\"");
     }
-    if (term.field != "metadata.name" && term.field != "metadata.namespace")
+    if (!supportedField(term.field, resource))
       return makeError("field label not supported: " + term.field);
     sel.terms_.push_back(std::move(term));
   }
@@ -59,9 +81,18 @@ Result<FieldSelector> FieldSelector::parse(const std::string& text) {
 
 bool FieldSelector::matches(const nlohmann::json& object) const {
   for (const auto& t : terms_) {
-    const auto& meta = object["metadata"];
-    std::string key = t.field == "metadata.name" ? "name" : "namespace";
-    std::string v = meta.is_object() && meta.contains(key) ? meta[key].get<std::string>() : "";
+    // An event's "source" is its source.component.
+    std::string path = t.field == "source" ? "source.component" : t.field;
+    const nlohmann::json* at = &object;
+    for (std::size_t start = 0; at != nullptr && start <= path.size();) {
+      auto dot = path.find('.', start);
+      std::string key =
+          path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
+      at = at->is_object() && at->contains(key) ? &at->at(key) : nullptr;
+      if (dot == std::string::npos) break;
+      start = dot + 1;
+    }
+    std::string v = at != nullptr && at->is_string() ? at->get<std::string>() : "";
     if ((v == t.value) != t.equal) return false;
   }
   return true;

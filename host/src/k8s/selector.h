@@ -34,12 +34,14 @@ private:
 
 class FieldSelector {
 public:
-  static Result<FieldSelector> parse(const std::string& text);
+  // The field labels every resource takes (metadata.name, metadata.namespace), and those of
+  // `resource` as Kubernetes defines them (events: involvedObject.*, reason, type, source, ...).
+  static Result<FieldSelector> parse(const std::string& text, const std::string& resource = "");
   bool matches(const nlohmann::json& object) const;
 
 private:
   struct Term {
-    std::string field; // metadata.name / metadata.namespace
+    std::string field; // a dotted path: metadata.name, involvedObject.uid, ...
     bool equal;
     std::string value;
   };

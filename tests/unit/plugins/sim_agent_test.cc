@@ -105,7 +105,8 @@ TEST(SimAgentTest, IgnoresTasksWithoutItsDomain) {
 TEST(SimAgentTest, MovesThePodThroughItsStagesAfterTheDelays) {
   testing::FakeHost host("alice");
   ASSERT_TRUE(host.create(descriptor(), R"({"scheduleMillis": 100, "startMillis": 200,
-                                            "readyMillis": 300, "endpointsMillis": 50})"));
+                                            "pullMillis": 100, "readyMillis": 300,
+                                            "endpointsMillis": 50})"));
   ASSERT_TRUE(host.start());
   deliver(host, "kusciatasks", KH_EVENT_ADDED, task());
   json pod = acceptPod(host);
@@ -121,13 +122,38 @@ TEST(SimAgentTest, MovesThePodThroughItsStagesAfterTheDelays) {
             "alice-node-0");
   pod["status"] = st;
   deliver(host, "pods", KH_EVENT_MODIFIED, pod);
+  // Started: the agent accepted it (startTime) and pulls the image, as a Pulling Event says.
   host.advanceMillis(200);
   st = json::parse(last(host, "pods", KH_KUBE_PATCH, "status")->body)["status"];
-  EXPECT_EQ(st["phase"], "Running");
+  EXPECT_EQ(st["phase"], "Pending");
   ASSERT_TRUE(st.contains("startTime"));
   EXPECT_EQ(st["conditions"].size(), 2u); // PodScheduled kept, Initialized added
+  const auto* pulling = last(host, "events", KH_KUBE_CREATE);
+  ASSERT_NE(pulling, nullptr);
+  json ev = json::parse(pulling->body);
+  EXPECT_EQ(ev["reason"], "Pulling");
+  EXPECT_EQ(ev["involvedObject"]["uid"], "pod-uid-1");
+  EXPECT_EQ(ev["involvedObject"]["kind"], "Pod");
+  EXPECT_EQ(ev["lastTimestamp"], st["startTime"]);
   pod["status"] = st;
   deliver(host, "pods", KH_EVENT_MODIFIED, pod);
+  // Pulled: the container runs, the pod is Running.
+  host.advanceMillis(100);
+  st = json::parse(last(host, "pods", KH_KUBE_PATCH, "status")->body)["status"];
+  EXPECT_EQ(st["phase"], "Running");
+  EXPECT_TRUE(st["containerStatuses"][0]["state"].contains("running"));
+  std::vector<std::string> reasons;
+  for (const auto& r : host.requests())
+    if (r.resource == "events") reasons.push_back(json::parse(r.body)["reason"]);
+  EXPECT_EQ(reasons, (std::vector<std::string>{"Pulling", "Pulled", "Created", "Started"}));
+  pod["status"].update(st);
+  deliver(host, "pods", KH_EVENT_MODIFIED, pod);
+  // Like Kuscia's controller, it keeps the task's podPhase current.
+  const auto* phase = last(host, "kusciatasks", KH_KUBE_PATCH, "status");
+  ASSERT_NE(phase, nullptr);
+  EXPECT_EQ(
+      json::parse(phase->body)["status"]["podStatuses"]["alice/secretflow-task-psi-0"]["podPhase"],
+      "Running");
   host.advanceMillis(50);
   EXPECT_NE(last(host, "endpoints", KH_KUBE_CREATE), nullptr); // addresses before Ready
   host.advanceMillis(250);
@@ -177,6 +203,31 @@ TEST(SimAgentTest, TheTaskRunsWhenItsPodsAreReadyThenSucceeds) {
   json done = json::parse(last(host, "kusciatasks", KH_KUBE_PATCH, "status")->body)["status"];
   EXPECT_EQ(done["phase"], "Succeeded");
   EXPECT_TRUE(done.contains("completionTime"));
+}
+
+TEST(SimAgentTest, AFinishedTasksPodsAndServicesAreDeletedWithCleanup) {
+  testing::FakeHost host("alice", "p2p");
+  ASSERT_TRUE(host.create(descriptor(), R"({"cleanupMillis": 100})"));
+  ASSERT_TRUE(host.start());
+  json t = task();
+  deliver(host, "kusciatasks", KH_EVENT_ADDED, t);
+  json pod = acceptPod(host);
+  for (const auto& r : host.requests())
+    if (r.resource == "services" && r.verb == KH_KUBE_CREATE)
+      deliver(host, "services", KH_EVENT_ADDED, json::parse(r.body));
+  t["status"] = {{"phase", "Succeeded"}};
+  t["metadata"]["resourceVersion"] = "2";
+  deliver(host, "kusciatasks", KH_EVENT_MODIFIED, t);
+  host.advanceMillis(99);
+  EXPECT_EQ(last(host, "pods", KH_KUBE_DELETE), nullptr);
+  host.advanceMillis(1);
+  const auto* del = last(host, "pods", KH_KUBE_DELETE);
+  ASSERT_NE(del, nullptr);
+  EXPECT_EQ(del->name, "secretflow-task-psi-0");
+  int services = 0;
+  for (const auto& r : host.requests())
+    services += r.resource == "services" && r.verb == KH_KUBE_DELETE;
+  EXPECT_EQ(services, 3);
 }
 
 } // namespace
