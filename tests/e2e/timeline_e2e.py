@@ -272,6 +272,39 @@ def finish_startup(cluster, party, i=0):
         add_endpoints(cluster, party, s["metadata"]["name"])
 
 
+def pull_events(cluster, party, name, start, end):
+    """kubelet's Pulling and Pulled Events for the pod, at times the test chooses."""
+    uid = cluster.get("pod", name, party)["metadata"]["uid"]
+    for reason, at in (("Pulling", start), ("Pulled", end)):
+        cluster.apply({"apiVersion": "v1", "kind": "Event",
+                       "metadata": {"name": "%s.%s" % (name, reason.lower()), "namespace": party},
+                       "involvedObject": {"kind": "Pod", "name": name, "namespace": party, "uid": uid},
+                       "reason": reason, "message": "%s image \"secretflow\"" % reason,
+                       "type": "Normal", "firstTimestamp": at, "lastTimestamp": at})
+
+
+def check_summary(doc, cluster, parties):
+    """The document's summary against the times the test put in the objects: the startup ends at
+    the latest ready of the parties' entries, counted from the task's creation."""
+    s = doc["summary"]
+    status = cluster.task()["status"]
+    created = cluster.task()["metadata"]["creationTimestamp"]
+    readies = {k: e["readyTime"] for g in ("podStatuses", "serviceStatuses")
+               for k, e in status.get(g, {}).items() if k.split("/")[0] in parties}
+    last = max(readies.values())
+    seconds = lambda a, b: (time.mktime(time.strptime(b, "%Y-%m-%dT%H:%M:%SZ"))
+                            - time.mktime(time.strptime(a, "%Y-%m-%dT%H:%M:%SZ")))
+    check(s["complete"] and s["allReadyTime"] == last, "the summary is complete at %s: %s" % (last, s))
+    check(s["startupSeconds"] == seconds(created, last),
+          "startupSeconds = the last ready - the task's creation (%s)" % s.get("startupSeconds"))
+    check(sorted(s["parties"]) == sorted(parties), "the parties it sees: %s" % sorted(s["parties"]))
+    check(readies.get(s["criticalPath"][-1]["entry"]) == last and s["lastParty"] ==
+          s["criticalPath"][-1]["entry"].split("/")[0], "the path ends at a last-ready entry")
+    check(s["criticalPath"][0]["phase"] == "creating" and s["criticalPath"][0]["from"] == created,
+          "the path starts at the task's creation")
+    return s
+
+
 def least_privilege(clusters):
     """Every request the hosts made is allowed by the ClusterRole of config/k8s/rbac.yaml, and
     every rule of it was needed: the role grants what the plugins use and nothing more."""
@@ -323,6 +356,27 @@ def centralized():
         check(ordered(e) and "readyTime" in e, "%s complete and ordered: %s" % (key, e))
     check(all("scheduleTime" not in e for e in status["podStatuses"].values()),
           "scheduleTime absent without scheduler-time")
+
+    # The summary, and bob's image pull from its pod's Events (times the test chooses: the pull
+    # ran from the pod's start to its ready).
+    bob_pod = "bob/%s-0" % TASK
+    bob_start, bob_ready = status["podStatuses"][bob_pod]["startTime"], status["podStatuses"][bob_pod]["readyTime"]
+    pull_events(c, "bob", "%s-0" % TASK, bob_start, bob_ready)
+
+    def doc():
+        return json.loads(h.admin("/api/v1/timelines/" + TASK)[1])
+    check(eventually(lambda: doc()["entries"][bob_pod]["times"].get("imagePullEndTime") == bob_ready),
+          "the image pull from the Events: %s" % doc()["entries"][bob_pod]["times"])
+    check("imagePullEndTime" not in c.task()["status"]["podStatuses"][bob_pod],
+          "the image pull is not in the status (Kuscia's CRD has no such field)")
+    summary = check_summary(doc(), c, PARTIES)
+    check(summary["lastParty"] == "bob", "bob started last")
+    pulling = [p for p in summary["criticalPath"] if p["phase"] == "pulling"]
+    check(pulling and pulling[0]["entry"] == bob_pod and pulling[0]["to"] == bob_ready,
+          "bob's pull is on the critical path: %s" % summary["criticalPath"])
+    check(eventually(lambda: h.metric('kuscia_timeline_task_startup_seconds_count\\{plugin="task-timeline",'
+                                      'domain="alice"\\}') == 1),
+          "the task's startup is observed once in the histogram")
     check(h.metric('kuscia_timeline_status_writes_total\\{plugin="task-timeline",domain="alice",result="ok"\\}') >= 1,
           "/metrics counts the status writes")
 
@@ -435,6 +489,8 @@ def p2p_mode():
               "%s's cluster: its party's entries hold the objects' own times: %s" % (party, status_matches(c, party)))
         other = [p for p in PARTIES if p != party][0]
         st = c.task()["status"]
+        doc = json.loads(hosts[party].admin("/api/v1/timelines/" + TASK)[1])
+        check_summary(doc, c, [party])  # a host sees its own party only
         check(not any(k.startswith(other + "/") for k in st.get("podStatuses", {})),
               "%s's host writes only its own party's entries" % party)
 
