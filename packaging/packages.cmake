@@ -30,8 +30,9 @@ install(FILES ${kh_generated}/kuscia-host.1.gz DESTINATION ${CMAKE_INSTALL_MANDI
   COMPONENT host)
 install(FILES ${PROJECT_SOURCE_DIR}/config/kuscia-host.yaml
   DESTINATION ${KUSCIA_HOST_CONFIG_INSTALL_DIR} COMPONENT host)
-# Prometheus recording rules for the timeline histograms (README: Prometheus).
+# Prometheus recording and alerting rules (docs/operators/prometheus.md).
 install(FILES ${PROJECT_SOURCE_DIR}/config/prometheus/kuscia-host-rules.yml
+  ${PROJECT_SOURCE_DIR}/config/prometheus/kuscia-host-alerts.yml
   DESTINATION ${CMAKE_INSTALL_DATAROOTDIR}/kuscia-host/prometheus COMPONENT host)
 install(FILES ${kh_pkg_dir}/systemd/kuscia-host.service DESTINATION lib/systemd/system
   COMPONENT host)

@@ -35,6 +35,7 @@ host_bin, plugin_dir = sys.argv[1], sys.argv[2]
 work = tempfile.mkdtemp()
 rules = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "config", "prometheus",
                      "kuscia-host-rules.yml")
+alerts = os.path.join(os.path.dirname(rules), "kuscia-host-alerts.yml")
 procs = []
 DOMAINS = ("alice", "bob")
 
@@ -74,9 +75,9 @@ try:
     config = os.path.join(work, "prometheus.yml")
     with open(config, "w") as f:
         f.write("global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
-                "rule_files:\n  - %s\n"
+                "rule_files:\n  - %s\n  - %s\n"
                 "scrape_configs:\n  - job_name: kuscia-host\n    file_sd_configs:\n"
-                "      - files: ['%s']\n        refresh_interval: 1s\n" % (rules, targets))
+                "      - files: ['%s']\n        refresh_interval: 1s\n" % (rules, alerts, targets))
     prom = subprocess.Popen(["prometheus", "--config.file=" + config, "--storage.tsdb.path=" + os.path.join(work, "data"),
                              "--web.listen-address=127.0.0.1:0", "--log.level=warn"],
                             stdout=subprocess.DEVNULL, stderr=open(os.path.join(work, "prometheus.log"), "w"))
@@ -118,11 +119,12 @@ try:
           "promtool check metrics passes on /metrics (%d lines): %s%s" % (metrics.count("\n"), r.stdout, r.stderr))
     for plugin in ("task-timeline", "gateway-ready-time", "scheduler-time", "sim-agent"):
         check('plugin="%s"' % plugin in metrics, "/metrics has series of %s" % plugin)
-    r = subprocess.run(["promtool", "check", "rules", rules], capture_output=True, text=True)
+    r = subprocess.run(["promtool", "check", "rules", rules, alerts], capture_output=True, text=True)
     check(r.returncode == 0, "promtool check rules passes on the shipped rules: " + r.stdout + r.stderr)
 
     # The histograms, per domain, as Prometheus stored them.
     for hist in ("kuscia_timeline_pod_create_to_ready_seconds", "kuscia_timeline_pod_create_to_start_seconds",
+                 "kuscia_timeline_task_startup_seconds", "kuscia_timeline_pod_image_pull_seconds",
                  "kuscia_timeline_pod_start_to_ready_seconds", "kuscia_timeline_service_create_to_ready_seconds"):
         counts = eventually(lambda: (lambda c: c if all(c.get(d, 0) > 0 for d in DOMAINS) else None)(
             query("sum by (domain) (%s_count)" % hist)), 30)
@@ -137,6 +139,11 @@ try:
         query("domain:kuscia_timeline_pod_create_to_ready_seconds:p99_1h")), 30)
     check(recorded, "the recording rule gives it too: %s"
           % (recorded or query("domain:kuscia_timeline_pod_create_to_ready_seconds:p99_1h")))
+    # The alerting rules are loaded (and, the demo's tasks being fast and unstuck, inactive).
+    groups = json.loads(get(api + "rules"))["data"]["groups"]
+    names = {r["name"]: r.get("state") for g in groups for r in g["rules"] if r["type"] == "alerting"}
+    check(set(names) == {"KusciaTaskEntriesStuck", "KusciaTaskStartupSlow", "KusciaPartyBlameJump"}
+          and set(names.values()) == {"inactive"}, "Prometheus loaded the alerting rules: %s" % names)
     print("prometheus e2e passed")
 except SystemExit:
     for name in ("demo.out", "prometheus.log"):
