@@ -20,18 +20,39 @@ const char* timelinePageHtml() {
   nav li:hover, nav li.selected { background: #e3e8f1; }
   nav small { color: #667; display: block; }
   section { flex: 1; min-width: 0; background: #fff; border-radius: 6px; padding: 14px; }
-  .row { display: flex; align-items: center; height: 24px; }
-  .label { width: 320px; flex: none; font-family: monospace; font-size: 12px; overflow: hidden;
+  h2 { margin: 0 0 6px; font-size: 17px; }
+  .summary { background: #f1f4f9; border-left: 4px solid #3d7bd9; padding: 8px 12px; margin: 8px 0; }
+  .summary.incomplete { border-left-color: #e0a526; }
+  .summary .big { font-size: 16px; font-weight: 600; }
+  .summary .blame { margin-top: 2px; } .summary .why { color: #555; }
+  .row { display: flex; align-items: center; height: 22px; }
+  .row.party { height: 26px; margin-top: 6px; font-weight: 600; }
+  .label { width: 300px; flex: none; font-family: monospace; font-size: 12px; overflow: hidden;
            text-overflow: ellipsis; white-space: nowrap; }
+  .row.party .label { font-family: inherit; font-size: 13px; }
   .lane { position: relative; flex: 1; height: 14px; background: #eef0f4; border-radius: 3px; }
-  .seg { position: absolute; top: 0; height: 14px; border-radius: 2px; }
-  .schedule { background: #b8c4d9; } .start { background: #7ea6e0; } .ready { background: #3d7bd9; }
-  .service { background: #9bd08c; } .waiting { background: repeating-linear-gradient(45deg,
-    #f3c96b, #f3c96b 4px, #f7dc9d 4px, #f7dc9d 8px); }
-  .legend span { display: inline-block; width: 12px; height: 10px; margin: 0 4px 0 12px; }
+  .row.party .lane { background: none; border-bottom: 1px dashed #c9cfda; height: 10px; }
+  .seg { position: absolute; top: 0; height: 14px; border-radius: 2px; min-width: 2px; }
+  .ph-scheduling { background: #c3cde0; } .ph-accepting { background: #9db6de; }
+  .ph-pulling { background: #b58be0; } .ph-starting { background: #6f9ee6; }
+  .ph-readiness { background: #3d7bd9; } .ph-programming { background: #9bd08c; }
+  .ph-creating { background: #e5e7ec; }
+  .seg.ongoing { background-image: repeating-linear-gradient(45deg, transparent, transparent 4px,
+    rgba(255,255,255,.6) 4px, rgba(255,255,255,.6) 8px); }
+  .crit { position: absolute; top: -3px; height: 18px; border: 2px solid #d6336c;
+          border-radius: 3px; box-sizing: border-box; pointer-events: none; }
+  .readymark { position: absolute; top: -4px; width: 3px; height: 18px; background: #2b8a3e; }
+  .axis { position: relative; height: 20px; margin-left: 300px; border-bottom: 1px solid #c9cfda;
+          font-size: 11px; color: #556; }
+  .tick { position: absolute; bottom: 0; border-left: 1px solid #c9cfda; height: 6px; }
+  .tick span { position: absolute; bottom: 7px; left: -10px; white-space: nowrap; }
+  .legend { font-size: 12px; margin: 6px 0; }
+  .legend span { display: inline-block; width: 12px; height: 10px; margin: 0 4px 0 10px; }
+  .legend .critkey { border: 2px solid #d6336c; background: none; }
   table { border-collapse: collapse; margin-top: 14px; font-size: 12px; width: 100%; }
-  th, td { text-align: left; padding: 3px 8px; border-bottom: 1px solid #eef0f4; }
-  td.time { font-family: monospace; white-space: nowrap; } td.key { white-space: nowrap; } .pending { color: #a06a00; } .negative { color: #c0392b; }
+  th, td { text-align: left; padding: 3px 8px; border-bottom: 1px solid #eef0f4; vertical-align: top; }
+  td.time { font-family: monospace; white-space: nowrap; } td.key { white-space: nowrap; }
+  .pending { color: #a06a00; } .negative { color: #c0392b; } .critical { color: #d6336c; }
   #error { color: #c0392b; }
 </style>
 </head>
@@ -41,25 +62,35 @@ const char* timelinePageHtml() {
   <nav><ul id="tasks"></ul></nav>
   <section>
     <h2 id="title">Loading&hellip;</h2>
+    <div id="summary" class="summary"><div id="startup" class="big"></div>
+      <div id="blame" class="blame"></div><div id="parties" class="why"></div></div>
     <p id="error"></p>
     <div class="legend">
-      <span class="schedule"></span>created&rarr;scheduled <span class="start"></span>scheduled&rarr;started
-      <span class="ready"></span>started&rarr;ready <span class="service"></span>service created&rarr;ready
-      <span class="waiting"></span>still waiting
+      <span class="ph-scheduling"></span>scheduling <span class="ph-accepting"></span>accepting
+      <span class="ph-pulling"></span>pulling <span class="ph-starting"></span>starting
+      <span class="ph-readiness"></span>readiness <span class="ph-programming"></span>programming
+      <span class="critkey"></span>critical path <span class="readymark"></span>party ready
     </div>
+    <div id="axis" class="axis"></div>
     <div id="chart"></div>
     <table id="table"><thead></thead><tbody></tbody></table>
   </section>
 </main>
 <script>
 "use strict";
-const TIMES = ["createTime", "scheduleTime", "startTime", "readyTime"];
-// readyTime is the latest Ready; the startup bars end at the first one when it is known.
-const TABLE_TIMES = [...TIMES, "firstReadyTime"];
-function barTimes(e) {
-  return e.times.firstReadyTime ? {...e.times, readyTime: e.times.firstReadyTime} : e.times;
-}
+// Everything drawn comes from the timeline document (/api/v1/timelines/<task>): each entry's
+// "phases" and the task's "summary" are computed by the host, the page only draws them. Every
+// value is set as text (textContent, setAttribute), never parsed as markup.
+const params = new URLSearchParams(location.search);
+const REFRESH_MS = Math.max(200, Number(params.get("refresh")) || 2000);
+const TIMES = ["createTime", "scheduleTime", "startTime", "imagePullStartTime", "imagePullEndTime",
+               "containersStartTime", "readyTime", "firstReadyTime"];
+const TITLES = {createTime: "create", scheduleTime: "schedule", startTime: "start",
+                imagePullStartTime: "pull start", imagePullEndTime: "pull end",
+                containersStartTime: "containers", readyTime: "ready", firstReadyTime: "first ready"};
 let current = decodeURIComponent(location.hash.slice(1));
+let draws = 0;
+const states = []; // "starting" / "complete" of the task shown, as each redraw changed it
 
 function el(tag, attrs, text) {
   const e = document.createElement(tag);
@@ -93,52 +124,140 @@ async function loadTasks() {
 }
 
 function ms(text) { return text ? Date.parse(text) : NaN; }
+function secs(v) { return (Math.round(v * 10) / 10).toFixed(1) + " s"; }
+function why(p) {
+  return p.reason ? p.reason + (p.message ? ": " + p.message : "") : "";
+}
+function phaseText(p) {
+  return p.entry + " " + p.phase + " " + (p.seconds === undefined ? "" : secs(p.seconds)) +
+      (p.ongoing ? " so far" : "");
+}
+
+function drawSummary(doc) {
+  const s = doc.summary || {};
+  const box = document.getElementById("summary");
+  box.className = "summary" + (s.complete ? "" : " incomplete");
+  const startup = document.getElementById("startup");
+  const parties = Object.entries(s.parties || {});
+  if (s.complete) {
+    startup.textContent = "Startup " + (s.startupSeconds === undefined ? "?" : secs(s.startupSeconds)) +
+        " \u00b7 last party " + s.lastParty;
+    startup.setAttribute("data-startup-seconds", String(s.startupSeconds));
+  } else {
+    const ready = parties.reduce((n, [, p]) => n + p.readyEntries, 0);
+    const all = parties.reduce((n, [, p]) => n + p.entries, 0);
+    startup.textContent = "Starting: " + ready + " of " + all + " entries ready";
+    startup.removeAttribute("data-startup-seconds");
+  }
+  const blame = document.getElementById("blame");
+  blame.replaceChildren();
+  if (s.blame) {
+    blame.appendChild(el("b", {}, s.complete ? "Blame: " : "Waiting longest: "));
+    blame.appendChild(document.createTextNode(phaseText(s.blame)));
+    if (why(s.blame)) blame.appendChild(el("span", {class: "why"}, " \u2014 " + why(s.blame)));
+    blame.setAttribute("data-entry", s.blame.entry);
+    blame.setAttribute("data-phase", s.blame.phase);
+  }
+  document.getElementById("parties").textContent = parties.map(([name, p]) =>
+      name + (p.startupSeconds !== undefined ? " ready after " + secs(p.startupSeconds)
+                                             : " " + p.readyEntries + "/" + p.entries + " ready"))
+      .join(" \u00b7 ");
+}
+
+// Tick spacing: a round number of seconds giving at most eight ticks.
+function tickStep(spanSeconds) {
+  for (const s of [0.5, 1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 1800, 3600])
+    if (spanSeconds / s <= 8) return s;
+  return 7200;
+}
 
 function drawTask(doc) {
   document.getElementById("title").textContent =
       doc.task + (doc.phase ? " (" + doc.phase + ")" : "") +
       (doc.createTime ? ", created " + doc.createTime : "");
+  drawSummary(doc);
+  const s = doc.summary || {};
   const entries = Object.entries(doc.entries || {});
-  let first = Infinity, last = -Infinity;
   const now = Date.now();
+  let first = ms(doc.createTime), last = -Infinity;
   for (const [, e] of entries)
-    for (const f of TIMES) {
-      const t = ms(barTimes(e)[f]);
-      if (!isNaN(t)) { first = Math.min(first, t); last = Math.max(last, t); }
+    for (const p of e.phases || []) {
+      const from = ms(p.from), to = p.to ? ms(p.to) : now;
+      if (isNaN(first) || from < first) first = from;
+      last = Math.max(last, from, to);
     }
-  if (entries.some(([, e]) => e.missing.length)) last = Math.max(last, now);
-  const span = Math.max(1, last - first);
-  const pct = t => ((t - first) / span * 100).toFixed(2) + "%";
+  if (isNaN(first)) first = now;
+  const span = Math.max(1000, last - first);
+  const pct = t => ((t - first) / span * 100).toFixed(3) + "%";
+  const width = (a, b) => "calc(" + pct(b) + " - " + pct(a) + ")";
+  // The axis: seconds from the task's creation.
+  const axis = document.getElementById("axis");
+  axis.replaceChildren();
+  const step = tickStep(span / 1000);
+  for (let t = 0; t <= span / 1000 + 1e-9; t += step) {
+    const tick = el("div", {class: "tick", "data-tick": t});
+    tick.style.left = pct(first + t * 1000);
+    tick.appendChild(el("span", {}, "+" + t + "s"));
+    axis.appendChild(tick);
+  }
+  const critical = {};
+  for (const p of s.criticalPath || []) (critical[p.entry] = critical[p.entry] || []).push(p);
   const chart = document.getElementById("chart");
   chart.replaceChildren();
+  const byParty = {};
   for (const [key, e] of entries) {
-    const row = el("div", {class: "row", "data-entry": key});
-    row.appendChild(el("div", {class: "label", title: key}, key));
-    const lane = el("div", {class: "lane"});
-    const marks = e.kind === "pod"
-        ? [["createTime", "schedule"], ["scheduleTime", "start"], ["startTime", "ready"]]
-        : [["createTime", "service"]];
-    const times = barTimes(e);
-    const known = TIMES.filter(f => times[f]).map(f => [f, ms(times[f])]);
-    for (const [from, cls] of marks) {
-      const start = ms(times[from]);
-      if (isNaN(start)) continue;
-      const next = known.find(([f, t]) => TIMES.indexOf(f) > TIMES.indexOf(from) && t >= start);
-      const end = next ? next[1] : now;
-      const seg = el("div", {class: "seg " + (next ? cls : "waiting")});
-      seg.style.left = pct(start);
-      seg.style.width = "calc(" + pct(end) + " - " + pct(start) + " + 2px)";
-      seg.title = key + "\n" + TIMES.filter(f => e.times[f]).map(f => f + ": " + e.times[f])
-          .join("\n") + (e.waiting ? "\nwaiting: " + e.waiting.reason : "");
-      lane.appendChild(seg);
-    }
-    row.appendChild(lane);
-    chart.appendChild(row);
+    const party = key.split("/")[0];
+    (byParty[party] = byParty[party] || []).push([key, e]);
   }
+  for (const party of Object.keys(byParty).sort()) {
+    const info = (s.parties || {})[party] || {};
+    const head = el("div", {class: "row party", "data-party": party});
+    head.appendChild(el("div", {class: "label"}, party + (info.startupSeconds !== undefined
+        ? " \u00b7 ready after " + secs(info.startupSeconds)
+        : " \u00b7 " + (info.readyEntries || 0) + "/" + (info.entries || 0) + " ready")));
+    const headLane = el("div", {class: "lane"});
+    if (info.readyTime) {
+      const mark = el("div", {class: "readymark", "data-party-ready": party, title:
+                              party + " ready at " + info.readyTime});
+      mark.style.left = pct(ms(info.readyTime));
+      headLane.appendChild(mark);
+    }
+    head.appendChild(headLane);
+    chart.appendChild(head);
+    for (const [key, e] of byParty[party]) {
+      const row = el("div", {class: "row", "data-entry": key});
+      row.appendChild(el("div", {class: "label", title: key}, key));
+      const lane = el("div", {class: "lane"});
+      for (const p of e.phases || []) {
+        const from = ms(p.from), to = p.to ? ms(p.to) : now;
+        const seg = el("div", {class: "seg ph-" + p.phase + (p.to ? "" : " ongoing"),
+                               "data-phase": p.phase,
+                               title: p.phase + " " + (p.seconds === undefined ? "" : secs(p.seconds)) +
+                                   (p.to ? "" : " so far") + (why(p) ? "\n" + why(p) : "") +
+                                   "\n" + p.from + (p.to ? " \u2192 " + p.to : "")});
+        seg.style.left = pct(from);
+        seg.style.width = width(from, Math.max(to, from));
+        lane.appendChild(seg);
+      }
+      for (const p of critical[key] || []) {
+        const from = ms(p.from), to = ms(p.to);
+        const box = el("div", {class: "crit", "data-critical": "true", "data-phase": p.phase});
+        box.style.left = pct(Math.min(from, to));
+        box.style.width = width(Math.min(from, to), Math.max(from, to));
+        lane.appendChild(box);
+      }
+      row.appendChild(lane);
+      chart.appendChild(row);
+    }
+  }
+  drawTable(entries, critical);
+}
+
+function drawTable(entries, critical) {
   const table = document.getElementById("table");
   const head = el("tr");
-  for (const h of ["entry", "kind", ...TABLE_TIMES, "create\u2192start", "start\u2192ready",
-                   "create\u2192ready", "waiting"])
+  for (const h of ["entry", "kind", ...TIMES.map(f => TITLES[f]), "create\u2192ready",
+                   "critical", "why (per phase)"])
     head.appendChild(el("th", {}, h));
   table.tHead.replaceChildren(head);
   const body = table.tBodies[0];
@@ -147,7 +266,7 @@ function drawTask(doc) {
     const tr = el("tr", {"data-entry": key});
     tr.appendChild(el("td", {class: "key"}, key));
     tr.appendChild(el("td", {}, e.kind));
-    for (const f of TABLE_TIMES) {
+    for (const f of TIMES) {
       const has = Boolean(e.times[f]);
       // The time of day; the whole timestamp in the tooltip.
       const text = has ? e.times[f].slice(11, 19) : (e.missing.includes(f) ? "pending" : "");
@@ -155,13 +274,20 @@ function drawTask(doc) {
       if (has) attrs.title = e.times[f];
       tr.appendChild(el("td", attrs, text));
     }
-    for (const d of ["createToStart", "startToReady", "createToReady"]) {
-      const v = e.durations[d];
-      const neg = e.negative.includes(d);
-      tr.appendChild(el("td", {class: neg ? "negative" : ""},
-                        v === undefined ? "" : v.toFixed(1) + "s" + (neg ? " (clock skew)" : "")));
-    }
-    tr.appendChild(el("td", {}, e.waiting ? e.waiting.reason + ": " + e.waiting.message : ""));
+    const d = e.durations.createToReady;
+    const neg = e.negative.includes("createToReady");
+    tr.appendChild(el("td", {class: neg ? "negative" : ""},
+                      d === undefined ? "" : secs(d) + (neg ? " (clock skew)" : "")));
+    tr.appendChild(el("td", {class: "critical"},
+                      (critical[key] || []).map(p => p.phase).join(", ")));
+    const reasons = [];
+    for (const p of e.phases || [])
+      if (why(p)) reasons.push(p.phase + (p.to ? "" : " (now)") + ": " + why(p));
+    if (e.waiting && !reasons.length)
+      reasons.push(e.waiting.phase + " (now): " + e.waiting.reason + ": " + e.waiting.message);
+    const cell = el("td", {class: "reasons"});
+    for (const r of reasons) cell.appendChild(el("div", {}, r));
+    tr.appendChild(cell);
     body.appendChild(tr);
   }
 }
@@ -174,6 +300,12 @@ async function refresh() {
     else document.getElementById("title").textContent = "No tasks yet";
     error.textContent = "";
     document.body.setAttribute("data-loaded", "true");
+    // Redrawn in place (no reload): the count and the states seen show the live updates.
+    document.body.setAttribute("data-draws", String(++draws));
+    const state = document.getElementById("summary").classList.contains("incomplete")
+        ? "starting" : "complete";
+    if (states[states.length - 1] !== state) states.push(state);
+    document.body.setAttribute("data-states", states.join(","));
   } catch (e) {
     error.textContent = String(e.message || e);
   }
@@ -184,7 +316,7 @@ window.addEventListener("hashchange", () => {
   refresh();
 });
 refresh();
-setInterval(refresh, 2000);
+setInterval(refresh, REFRESH_MS);
 </script>
 </body>
 </html>

@@ -109,6 +109,7 @@ std::optional<json> TaskTimeline::timeline(const std::string& task) const {
     }
   doc["entries"] = std::move(entries);
   doc["summary"] = sdk::timeline::summarize(doc, host().wallTimeNanos());
+  sdk::timeline::addPhases(doc, host().wallTimeNanos());
   return doc;
 }
 

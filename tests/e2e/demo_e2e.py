@@ -180,7 +180,49 @@ def browser(url, task, status):
             if f in e:
                 check(e[f] in dom, "the page shows %s %s" % (key, f))
     check(os.path.getsize(shot) > 10000, "screenshot kept: " + shot)
+    # The task-level answer at a glance: the summary, the axis, the critical path, party marks.
+    check(re.search(r'data-startup-seconds="[0-9.]+"[^>]*>Startup [0-9.]+ s \S+ last party (alice|bob)', dom),
+          "the summary header: startup and last party")
+    check(re.search(r'id="blame"[^>]*data-phase="[a-z]+"', dom) or re.search(r'data-phase="[a-z]+"[^>]*id="blame"', dom)
+          or 'Blame: </b>' in dom, "the blame line")
+    check(len(re.findall(r'class="tick" data-tick="', dom)) >= 2, "a time axis with ticks in seconds")
+    check(dom.count('data-critical="true"') >= 2, "the critical path marked on the bars")
+    check('data-party-ready="alice"' in dom and 'data-party-ready="bob"' in dom, "each party's ready mark")
+    live(url, common)
     hostile(url, common)
+
+
+def live(url, common):
+    """A task the test moves while the page is open: the page redraws from starting to complete
+    without a reload (a pod entry of a party no sim-agent serves, its readyTime set after 2 s)."""
+    kubeconfig = os.path.join(work, "cluster.kubeconfig")
+    task = {"apiVersion": "kuscia.secretflow/v1alpha1", "kind": "KusciaTask",
+            "metadata": {"name": "live", "namespace": "cross-domain"},
+            "spec": {"initiator": "dave", "parties": [{"domainID": "dave", "appImageRef": "x"}]}}
+    path = os.path.join(work, "live.json")
+    with open(path, "w") as f:
+        json.dump(task, f)
+    kubectl(kubeconfig, "create", "-f", path)
+    created = json.loads(kubectl(kubeconfig, "get", "kt", "live", "-n", "cross-domain", "-o", "json"))[
+        "metadata"]["creationTimestamp"]
+    entry = {"namespace": "dave", "podName": "live-0", "podPhase": "Running", "createTime": created,
+             "startTime": created}
+    patch = lambda e: kubectl(kubeconfig, "patch", "kt", "live", "-n", "cross-domain", "--subresource=status",
+                              "--type=merge", "-p", json.dumps({"status": {"podStatuses": {"dave/live-0": e}}}))
+    patch(entry)
+    import threading
+    timer = threading.Timer(2.0, lambda: patch(dict(entry, readyTime=created)))
+    timer.start()
+    # Virtual time pauses while the page's fetches are in flight: 750 redraws take real seconds.
+    budget = [a for a in common if not a.startswith("--virtual-time-budget")] + ["--virtual-time-budget=150000"]
+    dom = subprocess.run(budget + ["--dump-dom", "%s/ui/?refresh=200#live" % url], capture_output=True,
+                         text=True, timeout=180).stdout
+    timer.join()
+    states = re.search(r'data-states="([^"]*)"', dom)
+    draws = re.search(r'data-draws="(\d+)"', dom)
+    check(states and states.group(1) == "starting,complete" and int(draws.group(1)) > 1,
+          "the page redrew the task live, from starting to complete, without a reload: %s, %s draws"
+          % (states and states.group(1), draws and draws.group(1)))
 
 
 def hostile(url, common):
@@ -200,6 +242,23 @@ def hostile(url, common):
                             "createTime": "2026-01-01T00:00:00Z"}}}}
     kubectl(kubeconfig, "patch", "kt", "hostile", "-n", "cross-domain", "--subresource=status",
             "--type=merge", "-p", json.dumps(status))
+    # A pod of alice's for the task whose container waits with markup for a reason: alice's
+    # task-timeline carries it into the entry's reasons, the summary and the table.
+    pod = {"apiVersion": "v1", "kind": "Pod",
+           "metadata": {"name": "hostile-0", "namespace": "alice",
+                        "annotations": {"kuscia.secretflow/task-id": "hostile"}},
+           "spec": {"containers": [{"name": "c", "image": "x"}]}}
+    with open(path, "w") as f:
+        json.dump(pod, f)
+    kubectl(kubeconfig, "create", "-f", path)
+    kubectl(kubeconfig, "patch", "pod", "hostile-0", "-n", "alice", "--subresource=status", "--type=merge", "-p",
+            json.dumps({"status": {"phase": "Pending", "startTime": "2026-01-01T00:00:01Z", "containerStatuses": [
+                {"name": "c", "ready": False, "restartCount": 0, "image": "x", "imageID": "",
+                 "state": {"waiting": {"reason": "ErrImagePull", "message": markup}}}]}}))
+    doc = lambda: json.loads(urllib.request.urlopen(url + "/api/v1/timelines/hostile", timeout=10).read())
+    check(eventually(lambda: "alice/hostile-0" in doc()["entries"]
+                     and "ErrImagePull" in json.dumps(doc()["entries"]["alice/hostile-0"].get("phases"))),
+          "the hostile reason reached the timeline")
     dom = subprocess.run(common + ["--dump-dom", "%s/ui/#hostile" % url], capture_output=True, text=True,
                          timeout=120).stdout
     check('data-loaded="true"' in dom, "the page loaded the hostile task")

@@ -230,6 +230,17 @@ TEST(TimelineSummary, PendingPodPhases) {
   EXPECT_EQ(d.summary()["blame"]["phase"], "readiness");
 }
 
+// A pull that fails before any Pulling Event is seen: the pod waits in pulling, with the reason.
+TEST(TimelineSummary, APullFailureWithoutEventsIsPulling) {
+  Doc d;
+  d.pod("alice/t1-0", {{"createTime", 1}, {"startTime", 2}},
+        {{"pulling", {{"reason", "ErrImagePull"}, {"message", "not found"}}}});
+  json s = d.summary(10);
+  EXPECT_EQ(s["blame"]["phase"], "pulling");
+  EXPECT_EQ(s["blame"]["reason"], "ErrImagePull");
+  EXPECT_EQ(s["blame"]["seconds"], 8);
+}
+
 TEST(TimelineSummary, EmptyDocumentIsIncomplete) {
   json s = tl::summarize(json::object(), 0);
   EXPECT_FALSE(s["complete"]);

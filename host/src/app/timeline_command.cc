@@ -117,6 +117,7 @@ Result<json> gather(const TimelineOptions& o, std::vector<std::string>& problems
   // p2p: each party's cluster holds its own entries; the summary is of the merged task.
   json doc = mergeTimelines(docs);
   doc["summary"] = sdk::timeline::summarize(doc, wallNanos());
+  sdk::timeline::addPhases(doc, wallNanos());
   return doc;
 }
 

@@ -9,6 +9,7 @@
 //               "pending": [phase, ...]}
 //   phase: {"entry": "<ns>/<name>", "party", "phase", "from", "to", "seconds", "reason",
 //           "message"}   ("ongoing": true and no "to" for a pending phase)
+// addPhases() also sets each entry's "phases" (the same objects), for drawing.
 //
 // The algorithm (docs/design/critical-path.md has a worked example):
 //  1. An entry's startup ends at its ready time: a pod's first Ready (firstReadyTime when the
@@ -169,14 +170,18 @@ inline std::vector<Phase> phasesOf(std::string_view key, const nlohmann::json& e
     // Not ready yet: the pending phase is the one after the last time it reached.
     Phase pending = out.back();
     out.pop_back();
+    auto hasReason = [&entry](const char* phase) {
+      return entry.contains("reasons") && entry["reasons"].is_object() &&
+             entry["reasons"].contains(phase);
+    };
     bool scheduled = detail::timeOf(entry, "scheduleTime") ||
                      (entry.contains("waiting") && entry["waiting"].is_object() &&
                       entry["waiting"].value("phase", "") == "starting");
     if (!detail::timeOf(entry, "startTime"))
       pending.phase = scheduled ? "accepting" : "scheduling";
-    else if (detail::timeOf(entry, "imagePullStartTime") &&
-             !detail::timeOf(entry, "imagePullEndTime"))
-      pending.phase = "pulling";
+    else if (!detail::timeOf(entry, "imagePullEndTime") &&
+             (detail::timeOf(entry, "imagePullStartTime") || hasReason("pulling")))
+      pending.phase = "pulling"; // a Pulling Event, or a pull failure, and no Pulled yet
     else if (!detail::timeOf(entry, "containersStartTime"))
       pending.phase = "starting";
     else
@@ -187,6 +192,19 @@ inline std::vector<Phase> phasesOf(std::string_view key, const nlohmann::json& e
     out.push_back(std::move(pending));
   }
   return out;
+}
+
+// Sets each entry's "phases" (phasesOf, as JSON, the last one "ongoing" while the entry is not
+// ready): what the web page and the Gantt chart draw.
+inline void addPhases(nlohmann::json& doc, int64_t nowNanos) {
+  if (!doc.contains("entries") || !doc["entries"].is_object()) return;
+  for (auto& [key, entry] : doc["entries"].items()) {
+    if (!entry.is_object()) continue;
+    nlohmann::json list = nlohmann::json::array();
+    for (const Phase& p : phasesOf(key, entry))
+      list.push_back(detail::toJson(p, nowNanos));
+    entry["phases"] = std::move(list);
+  }
 }
 
 // The summary of a timeline document ({"createTime", "entries"}); `nowNanos` dates the pending
