@@ -1,10 +1,14 @@
 // What the bundled plugins read from outside: times as objects and annotations carry them (RFC
-// 3339), and each plugin's JSON config through the SDK's config reader. The first byte picks the
-// parser. A time that parses formats back to a text that parses to the same instant.
+// 3339), each plugin's JSON config through the SDK's config reader, and timeline documents as
+// another host or a merge of clusters may give them (the summary and the phases must never throw).
+// The first byte picks the parser. A time that parses formats back to a text that parses to the
+// same instant.
 #include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
+
+#include <kuscia_host/timeline_summary.hpp>
 
 #include "fuzz_support.h"
 #include "gateway_config.h"
@@ -20,7 +24,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
   if (size == 0) return 0;
   std::string_view in(reinterpret_cast<const char*>(data) + 1, size - 1);
   try {
-    switch (data[0] % 5) {
+    switch (data[0] % 6) {
     case 0: {
       auto t = parseTime(in);
       if (!t) return 0;
@@ -42,7 +46,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
     case 1: (void)timeline::parseTimelineConfig(in); break;
     case 2: (void)gateway::parseGatewayConfig(in); break;
     case 3: (void)scheduler::parseSchedulerConfig(in); break;
-    default: (void)sim::parseSimConfig(in); break;
+    case 4: (void)sim::parseSimConfig(in); break;
+    default: {
+      auto doc = nlohmann::json::parse(in, nullptr, false);
+      if (doc.is_discarded()) return 0;
+      auto summary = kuscia_host::sdk::timeline::summarize(doc, 1700000000000000000);
+      if (!summary.is_object() || !summary.contains("complete"))
+        kh_fuzz::fail("a summary without \"complete\"");
+      kuscia_host::sdk::timeline::addPhases(doc, 1700000000000000000);
+      break;
+    }
     }
   } catch (const kuscia_host::sdk::ConfigError&) {
     // The documented way a config is refused: it names the key.

@@ -90,6 +90,18 @@ for selector, cfg in ((1, {"coalesceMillis": 20, "stuckAfterSeconds": 300}),
                       (4, {"podsPerParty": 2, "ports": [{"name": "spu", "scope": "Cluster"}],
                            "distribution": "lognormal", "spread": 0.5, "failureRate": 0.1})):
     seed("fuzz_plugin_inputs", bytes([selector]) + dump(cfg).encode())
+# Timeline documents (selector 5): complete with a pull and a service, and incomplete.
+doc = {"task": "t1", "createTime": "2024-05-20T07:59:58Z", "entries": {
+    "alice/t1-0": {"kind": "pod", "times": {"createTime": "2024-05-20T08:00:00Z", "startTime": "2024-05-20T08:00:02Z",
+                                            "imagePullStartTime": "2024-05-20T08:00:02Z",
+                                            "imagePullEndTime": "2024-05-20T08:00:07Z",
+                                            "readyTime": "2024-05-20T08:00:09Z"},
+                   "reasons": {"pulling": {"reason": "Pulled", "message": "in 5s"}}},
+    "alice/t1-0-fed": {"kind": "service", "times": {"createTime": "2024-05-20T08:00:00Z",
+                                                    "readyTime": "2024-05-20T08:00:10Z"}},
+    "bob/t1-0": {"kind": "pod", "times": {"createTime": "2024-05-20T08:00:00Z"},
+                 "waiting": {"phase": "scheduling", "reason": "Unschedulable"}}}}
+seed("fuzz_plugin_inputs", bytes([5]) + dump(doc).encode())
 
 pod = objects[0]
 patches = [

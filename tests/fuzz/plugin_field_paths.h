@@ -23,6 +23,18 @@ inline constexpr const char* kPointers[] = {
     "/subsets",
     "/spec/type",
     "/spec/externalName",
+    "/status/containerStatuses",
+    "/status/podIP",
+    "/status/reason",
+    "/status/message",
+    "/involvedObject/kind",
+    "/involvedObject/name",
+    "/involvedObject/uid",
+    "/reason",
+    "/message",
+    "/eventTime",
+    "/lastTimestamp",
+    "/firstTimestamp",
 };
 
 // The pointers above, compiled once for the process.

@@ -1,12 +1,15 @@
 // The task-level summary and critical path (sdk/include/kuscia_host/timeline_summary.hpp) on
 // hand-made timelines: each case says who should be blamed and why.
+#include <kuscia_host/pod_events.hpp>
 #include <kuscia_host/timeline.hpp>
 #include <kuscia_host/timeline_summary.hpp>
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <initializer_list>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -239,6 +242,68 @@ TEST(TimelineSummary, APullFailureWithoutEventsIsPulling) {
   EXPECT_EQ(s["blame"]["phase"], "pulling");
   EXPECT_EQ(s["blame"]["reason"], "ErrImagePull");
   EXPECT_EQ(s["blame"]["seconds"], 8);
+}
+
+// The worked example of docs/design/critical-path.md, as written there.
+TEST(TimelineSummary, TheWorkedExampleOfTheDocs) {
+  Doc d;
+  d.pod("alice/t1-0", {{"createTime", 1},
+                       {"startTime", 2},
+                       {"imagePullStartTime", 2},
+                       {"imagePullEndTime", 4},
+                       {"containersStartTime", 5},
+                       {"readyTime", 7}});
+  d.service("alice/t1-0-fed", 1, 8);
+  d.pod("bob/t1-0", {{"createTime", 1},
+                     {"startTime", 3},
+                     {"imagePullStartTime", 3},
+                     {"imagePullEndTime", 38},
+                     {"containersStartTime", 39},
+                     {"readyTime", 40}});
+  d.service("bob/t1-0-fed", 1, 41);
+  json s = d.summary();
+  EXPECT_EQ(s["startupSeconds"], 41);
+  EXPECT_EQ(s["parties"]["alice"]["startupSeconds"], 8);
+  EXPECT_EQ(s["lastParty"], "bob");
+  EXPECT_EQ(pathOf(s), (std::vector<std::string>{
+                           "bob/t1-0:creating", "bob/t1-0:accepting", "bob/t1-0:pulling",
+                           "bob/t1-0:starting", "bob/t1-0:readiness", "bob/t1-0-fed:programming"}));
+  std::vector<double> seconds;
+  for (const auto& p : s["criticalPath"])
+    seconds.push_back(p["seconds"]);
+  EXPECT_EQ(seconds, (std::vector<double>{1, 2, 35, 1, 1, 1}));
+  EXPECT_EQ(s["blame"]["entry"], "bob/t1-0");
+  EXPECT_EQ(s["blame"]["phase"], "pulling");
+  EXPECT_EQ(s["blame"]["seconds"], 35);
+}
+
+// A pod's Events give the same facts in any order (a watch and a list order them differently):
+// the first Pulling, the last Pulled, a failure kept over a later success.
+TEST(PodFacts, TheSameInAnyOrder) {
+  std::vector<std::tuple<std::string, std::string, int>> events = {
+      {"Scheduled", "assigned", 1},
+      {"Pulling", "Pulling image a", 2},
+      {"Failed", "Failed to pull image a: timeout", 3},
+      {"Pulling", "Pulling image a", 4},
+      {"Pulled", "Successfully pulled image a", 6},
+      {"Created", "Created", 6},
+      {"Started", "Started", 6}};
+  json first;
+  std::sort(events.begin(), events.end());
+  do {
+    tl::PodFacts f;
+    for (const auto& [reason, message, at] : events)
+      f.addEvent(reason, message, nanosAt(at));
+    json got = json::object();
+    f.fill(got);
+    if (first.is_null()) first = got;
+    ASSERT_EQ(got, first);
+  } while (std::next_permutation(events.begin(), events.end()));
+  EXPECT_EQ(first["imagePullStartTime"], at(2));
+  EXPECT_EQ(first["imagePullEndTime"], at(6));
+  EXPECT_EQ(first["reasons"]["pulling"]["reason"], "Failed");
+  EXPECT_EQ(first["reasons"]["starting"]["reason"], "Started");
+  EXPECT_EQ(first["reasons"]["scheduling"]["reason"], "Scheduled");
 }
 
 TEST(TimelineSummary, EmptyDocumentIsIncomplete) {

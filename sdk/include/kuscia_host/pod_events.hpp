@@ -24,6 +24,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <tuple>
 
 namespace kuscia_host::sdk::timeline {
 
@@ -134,13 +135,25 @@ public:
       const Reason& have = it->second;
       if (have.waiting && !waiting) return false;
       if (have.waiting == waiting && at < have.at) return false;
-      if (have.reason == reason && have.message == message && have.at == at) return false;
+      // At the same instant (whole seconds), whatever the order they came in: the later step of
+      // the lifecycle (Pulled over Pulling, Started over Created), then the greater text.
+      if (have.waiting == waiting && at == have.at &&
+          std::tuple(rank(reason), reason, message) <= std::tuple(rank(have.reason),
+                                                                  std::string_view(have.reason),
+                                                                  std::string_view(have.message)))
+        return false;
     }
     reasons_[phase] = {std::string(reason), std::string(message), at, waiting};
     return true;
   }
 
   std::optional<int64_t> imagePullStart() const { return pullStart_; }
+  // The order of the events of one phase in a pod's lifecycle.
+  static int rank(std::string_view reason) {
+    return reason == "Pulled" || reason == "Started" || reason == "Scheduled" ? 2
+           : reason == "Pulling" || reason == "Created"                       ? 1
+                                                                              : 0;
+  }
   std::optional<int64_t> imagePullEnd() const { return pullEnd_; }
   bool empty() const { return !pullStart_ && !pullEnd_ && reasons_.empty(); }
   // {"<phase>": {"reason", "message"}} as the timeline document's entry holds it.

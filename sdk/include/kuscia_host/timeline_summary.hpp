@@ -87,8 +87,15 @@ inline std::optional<int64_t> timeOf(const nlohmann::json& entry, const char* fi
   return parseTime(it->get<std::string>());
 }
 
+// obj[key] when it is a string, else "" (documents from elsewhere may hold anything).
+inline std::string text(const nlohmann::json& obj, const char* key) {
+  if (!obj.is_object()) return "";
+  auto it = obj.find(key);
+  return it != obj.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
 inline bool isPod(const nlohmann::json& entry) {
-  return entry.is_object() && entry.value("kind", "") == "pod";
+  return text(entry, "kind") == "pod";
 }
 
 inline std::string partyOf(std::string_view key) {
@@ -105,8 +112,8 @@ inline void withReason(Phase& p, const nlohmann::json& entry) {
   const auto& reasons = entry["reasons"];
   auto it = reasons.find(p.phase);
   if (it == reasons.end() || !it->is_object()) return;
-  p.reason = it->value("reason", "");
-  p.message = it->value("message", "");
+  p.reason = text(*it, "reason");
+  p.message = text(*it, "message");
 }
 
 inline nlohmann::json toJson(const Phase& p, std::optional<int64_t> now = {}) {
@@ -176,7 +183,7 @@ inline std::vector<Phase> phasesOf(std::string_view key, const nlohmann::json& e
     };
     bool scheduled = detail::timeOf(entry, "scheduleTime") ||
                      (entry.contains("waiting") && entry["waiting"].is_object() &&
-                      entry["waiting"].value("phase", "") == "starting");
+                      detail::text(entry["waiting"], "phase") == "starting");
     if (!detail::timeOf(entry, "startTime"))
       pending.phase = scheduled ? "accepting" : "scheduling";
     else if (!detail::timeOf(entry, "imagePullEndTime") &&
