@@ -211,6 +211,9 @@ def live(url, common):
                               "--type=merge", "-p", json.dumps({"status": {"podStatuses": {"dave/live-0": e}}}))
     patch(entry)
     import threading
+    # `timeline --watch` redraws until the task is ready, then exits 0.
+    watch = subprocess.Popen([host_bin, "timeline", "live", "--kubeconfig", kubeconfig, "--watch"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     timer = threading.Timer(2.0, lambda: patch(dict(entry, readyTime=created)))
     timer.start()
     # Virtual time pauses while the page's fetches are in flight: 750 redraws take real seconds.
@@ -220,6 +223,10 @@ def live(url, common):
     timer.join()
     states = re.search(r'data-states="([^"]*)"', dom)
     draws = re.search(r'data-draws="(\d+)"', dom)
+    out, err = watch.communicate(timeout=60)
+    check(watch.returncode == 0 and "startup not complete" in out and "\n---\n" in out
+          and out.rstrip().split("---")[-1].lstrip().startswith("startup "),
+          "timeline --watch redrew until the task was ready, then exited: %s%s" % (out[-600:], err))
     check(states and states.group(1) == "starting,complete" and int(draws.group(1)) > 1,
           "the page redrew the task live, from starting to complete, without a reload: %s, %s draws"
           % (states and states.group(1), draws and draws.group(1)))
