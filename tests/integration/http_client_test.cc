@@ -7,7 +7,7 @@
 #include <future>
 #include <sstream>
 
-#include "apiserver/certs.h"
+#include "httpd/tls.h"
 #include "apiserver/server.h"
 #include "logging/logging.h"
 #include "runtime/runtime.h"
@@ -104,7 +104,7 @@ TEST_F(HttpClientTest, TlsWithTokenVerifiesTheServer) {
 
 TEST_F(HttpClientTest, TlsRefusesAServerOutsideTheConfiguredCa) {
   start(true);
-  auto other = apiserver::generateCertificates("other", {"127.0.0.1"});
+  auto other = httpd::generateCertificates("other", {"127.0.0.1"});
   ASSERT_TRUE(other.ok());
   ClusterAccess wrongCa = access_;
   wrongCa.caPem = other->caCertPem;

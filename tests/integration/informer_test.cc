@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "apiserver/certs.h"
+#include "httpd/tls.h"
 #include "apiserver/server.h"
 #include "app/daemon.h"
 #include "config/config.h"
@@ -641,7 +641,7 @@ TEST_F(InformerTest, DaemonCompletesPendingWritesWithCodeZeroOnStop) {
 }
 
 TEST(InformerTlsTest, BearerTokenAndClientCertificate) {
-  auto clientCerts = apiserver::generateCertificates("kuscia-host-test-client", {}, false);
+  auto clientCerts = httpd::generateCertificates("kuscia-host-test-client", {}, false);
   ASSERT_TRUE(clientCerts.ok()) << clientCerts.error();
   std::ostringstream logOut;
   LogManager logs{LogFormat::kText, spdlog::level::warn, logOut};

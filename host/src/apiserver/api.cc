@@ -5,7 +5,7 @@
 #include <variant>
 #include <yaml-cpp/yaml.h>
 
-#include "apiserver/certs.h"
+#include "httpd/tls.h"
 #include "apiserver/patch.h"
 #include "apiserver/table.h"
 #include "common/yaml_json.h"
@@ -82,7 +82,7 @@ std::string mediaType(const std::string& contentType) {
 }
 
 std::string newUid() {
-  std::string h = randomHex(32);
+  std::string h = httpd::randomHex(32);
   h[12] = '4';
   h[16] = "89ab"[h[16] % 4];
   return h.substr(0, 8) + "-" + h.substr(8, 4) + "-" + h.substr(12, 4) + "-" + h.substr(16, 4) +

@@ -6,9 +6,9 @@
 #include <filesystem>
 #include <fstream>
 
-#include "apiserver/certs.h"
 #include "common/base64.h"
 #include "common/listen_address.h"
+#include "httpd/tls.h"
 #include "k8s/values.h"
 
 namespace kuscia_host::apiserver {
@@ -100,39 +100,13 @@ ApiServer::~ApiServer() {
 }
 
 Result<void> ApiServer::setUpTls(const std::string& address) {
-  auto certs = generateCertificates("kuscia-host-apiserver", {address, "localhost"});
+  auto certs = httpd::generateCertificates("kuscia-host-apiserver", {address, "localhost"});
   if (!certs) return makeError("apiserver: " + certs.error());
   caPem_ = certs->caCertPem;
-  auto ssl = std::make_shared<net::ssl::context>(net::ssl::context::tls_server);
-  ssl->set_options(net::ssl::context::default_workarounds | net::ssl::context::no_sslv2 |
-                   net::ssl::context::no_sslv3 | net::ssl::context::no_tlsv1 |
-                   net::ssl::context::no_tlsv1_1);
-  boost::system::error_code ec;
-  ssl->use_certificate_chain(net::buffer(certs->certPem), ec);
-  if (!ec) ssl->use_private_key(net::buffer(certs->keyPem), net::ssl::context::pem, ec);
-  if (ec) return makeError("apiserver: TLS setup failed: " + ec.message());
-  if (!options_.clientCaPem.empty()) {
-    ssl->add_certificate_authority(net::buffer(options_.clientCaPem), ec);
-    if (ec) return makeError("apiserver: the client CA is unusable: " + ec.message());
-    ssl->set_verify_mode(net::ssl::verify_peer); // optional: tokens work without one
-  }
-  // ALPN: offer http/1.1 only (clients asking for h2 fall back).
-  SSL_CTX_set_alpn_select_cb(
-      ssl->native_handle(),
-      [](SSL*, const unsigned char** out, unsigned char* outlen, const unsigned char* in,
-         unsigned int inlen, void*) -> int {
-        static const unsigned char kHttp11[] = {8, 'h', 't', 't', 'p', '/', '1', '.', '1'};
-        unsigned char* sel = nullptr;
-        if (SSL_select_next_proto(&sel, outlen, kHttp11, sizeof kHttp11, in, inlen) ==
-            OPENSSL_NPN_NEGOTIATED) {
-          *out = sel;
-          return SSL_TLSEXT_ERR_OK;
-        }
-        return SSL_TLSEXT_ERR_NOACK;
-      },
-      nullptr);
-  token_ = options_.token.empty() ? randomHex(40) : options_.token;
-  ssl_ = std::move(ssl);
+  auto ssl = httpd::serverTlsContext(certs->certPem, certs->keyPem, options_.clientCaPem);
+  if (!ssl) return makeError("apiserver: TLS setup failed: " + ssl.error());
+  token_ = options_.token.empty() ? httpd::randomHex(40) : options_.token;
+  ssl_ = std::move(ssl.value());
   return {};
 }
 

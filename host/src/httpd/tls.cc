@@ -1,16 +1,17 @@
-#include "apiserver/certs.h"
+#include "httpd/tls.h"
 
 #include <openssl/bio.h>
 #include <openssl/evp.h>
 #include <openssl/pem.h>
 #include <openssl/rand.h>
+#include <openssl/ssl.h>
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
 
 #include <memory>
 #include <stdexcept>
 
-namespace kuscia_host::apiserver {
+namespace kuscia_host::httpd {
 namespace {
 
 struct Free {
@@ -125,4 +126,41 @@ Result<CertificateSet> generateCertificates(const std::string& commonName,
   return CertificateSet{pem(ca.get()), pem(caKey.get()), pem(leaf.get()), pem(leafKey.get())};
 }
 
-} // namespace kuscia_host::apiserver
+Result<std::shared_ptr<boost::asio::ssl::context>>
+serverTlsContext(const std::string& certPem, const std::string& keyPem,
+                 const std::string& clientCaPem) {
+  namespace ssl = boost::asio::ssl;
+  auto ctx = std::make_shared<ssl::context>(ssl::context::tls_server);
+  ctx->set_options(ssl::context::default_workarounds | ssl::context::no_sslv2 |
+                   ssl::context::no_sslv3 | ssl::context::no_tlsv1 | ssl::context::no_tlsv1_1);
+  boost::system::error_code ec;
+  ctx->use_certificate_chain(boost::asio::buffer(certPem), ec);
+  if (ec) return makeError("the certificate is unusable: " + ec.message());
+  ctx->use_private_key(boost::asio::buffer(keyPem), ssl::context::pem, ec);
+  if (ec) return makeError("the private key is unusable: " + ec.message());
+  if (SSL_CTX_check_private_key(ctx->native_handle()) != 1)
+    return makeError("the private key does not match the certificate");
+  if (!clientCaPem.empty()) {
+    ctx->add_certificate_authority(boost::asio::buffer(clientCaPem), ec);
+    if (ec) return makeError("the client CA is unusable: " + ec.message());
+    ctx->set_verify_mode(ssl::verify_peer); // optional: a client without one is served
+  }
+  // ALPN: offer http/1.1 only (clients asking for h2 fall back).
+  SSL_CTX_set_alpn_select_cb(
+      ctx->native_handle(),
+      [](SSL*, const unsigned char** out, unsigned char* outlen, const unsigned char* in,
+         unsigned int inlen, void*) -> int {
+        static const unsigned char kHttp11[] = {8, 'h', 't', 't', 'p', '/', '1', '.', '1'};
+        unsigned char* sel = nullptr;
+        if (SSL_select_next_proto(&sel, outlen, kHttp11, sizeof kHttp11, in, inlen) ==
+            OPENSSL_NPN_NEGOTIATED) {
+          *out = sel;
+          return SSL_TLSEXT_ERR_OK;
+        }
+        return SSL_TLSEXT_ERR_NOACK;
+      },
+      nullptr);
+  return ctx;
+}
+
+} // namespace kuscia_host::httpd
