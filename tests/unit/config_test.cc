@@ -256,6 +256,57 @@ TEST(ConfigTest, ListenAddresses) {
   EXPECT_EQ(r.errors[0].keyPath, "admin.listen");
 }
 
+TEST(ConfigTest, AdminAccessIsValidatedWithLinesAndKeys) {
+  test::TempDir dir;
+  std::string tokens = (dir.path() / "tokens").string();
+  test::writeFile(tokens, "t0ken prometheus\n");
+  // Off loopback with no authentication: refused, naming the keys to set.
+  auto r = parse("admin:\n  listen: 0.0.0.0:9464\ndomains:\n  - id: alice\n");
+  ASSERT_EQ(r.errors.size(), 1u);
+  EXPECT_EQ(r.errors[0].line, 2);
+  EXPECT_EQ(r.errors[0].keyPath, "admin.listen");
+  EXPECT_NE(r.errors[0].message.find("admin.auth"), std::string::npos);
+  EXPECT_NE(r.errors[0].message.find("admin.allowUnauthenticated"), std::string::npos);
+  EXPECT_TRUE(parse("admin: {listen: '0.0.0.0:9464', allowUnauthenticated: true}\n"
+                    "domains: [{id: alice}]\n")
+                  .config);
+  // Tokens off loopback need TLS.
+  r = parse("admin: {listen: '0.0.0.0:9464', auth: token, tokenFile: " + tokens +
+            "}\ndomains: [{id: alice}]\n");
+  ASSERT_FALSE(r.errors.empty());
+  EXPECT_NE(firstError(r).find("admin.tls"), std::string::npos) << firstError(r);
+  r = parse("admin:\n  listen: 0.0.0.0:9464\n  tls: {selfSigned: true}\n  auth: token\n"
+            "  tokenFile: " +
+            tokens + "\ndomains: [{id: alice}]\n");
+  ASSERT_TRUE(r.config) << firstError(r);
+  EXPECT_TRUE(r.config->adminAccess.tls && r.config->adminAccess.selfSigned);
+  EXPECT_EQ(r.config->adminAccess.auth, AdminAccess::Auth::kToken);
+  EXPECT_EQ(r.config->adminAccess.tokenFile, tokens);
+  // Each inconsistency at its key and line.
+  struct Case {
+    std::string admin, key, words;
+  };
+  for (const auto& c : std::vector<Case>{
+           {"  auth: token\n", "admin.auth", "tokenFile"},
+           {"  auth: kubernetes\n", "admin.auth", "set cluster"},
+           {"  tokenFile: " + tokens + "\n", "admin.tokenFile", "only read with auth: token"},
+           {"  clientCAFile: " + tokens + "\n", "admin.clientCAFile", "need admin.tls"},
+           {"  tls: {certFile: /nonexistent.crt, keyFile: /nonexistent.key}\n",
+            "admin.tls.certFile", "cannot read"},
+           {"  tls: {selfSigned: true, certFile: " + tokens + "}\n", "admin.tls", "either"},
+           {"  tls: {keyFile: " + tokens + "}\n", "admin.tls", "certFile and keyFile"},
+           {"  auth: everyone\n", "admin.auth", "not one of"}}) {
+    r = parse("admin:\n" + c.admin + "domains: [{id: alice}]\n");
+    ASSERT_FALSE(r.errors.empty()) << c.admin;
+    EXPECT_EQ(r.errors[0].keyPath, c.key) << c.admin;
+    EXPECT_EQ(r.errors[0].line, 2) << c.admin;
+    EXPECT_NE(r.errors[0].message.find(c.words), std::string::npos) << r.errors[0].str();
+  }
+  EXPECT_TRUE(isLoopbackListen("127.0.0.1:1") && isLoopbackListen("[::1]:1") &&
+              isLoopbackListen("localhost:1") && !isLoopbackListen("0.0.0.0:1") &&
+              !isLoopbackListen("10.0.0.1:1") && !isLoopbackListen("[::]:1"));
+}
+
 TEST(ConfigTest, ReferenceListsEveryKey) {
   auto ref = configReference();
   for (const char* key :

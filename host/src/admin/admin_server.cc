@@ -24,16 +24,18 @@ HttpResponse livezResponse() {
   return textResponse(200, "ok\n");
 }
 
-HttpResponse readyzResponse(const HealthRegistry& health, const HttpRequest& req) {
+HttpResponse readyzResponse(const HealthRegistry& health, const HttpRequest& req, bool detailed) {
   bool verbose = req.has("verbose");
   bool ready = true;
   std::string lines;
   for (const auto& [name, st] : health.evaluate()) {
     if (st.counted && !st.ok) ready = false;
+    if (!detailed) continue;
     const char* mark = st.ok ? "[+]" : st.counted ? "[-]" : "[!]";
     if (verbose || (st.counted && !st.ok) || !st.counted)
       lines += std::string(mark) + name + " " + st.detail + "\n";
   }
+  if (!detailed) return ready ? textResponse(200, "ok\n") : textResponse(503, "not ok\n");
   if (ready) {
     if (!verbose) return textResponse(200, "ok\n" + lines);
     return textResponse(200, lines + "readyz check passed\n");
@@ -47,10 +49,9 @@ std::string exposureWarning(const boost::asio::ip::address& address) {
       boost::asio::ip::make_address_v4(boost::asio::ip::v4_mapped, address.to_v6()).is_loopback())
     return {};
   return "the admin server listens on " + address.to_string() +
-         ", not a loopback address: it has no authentication, and /metrics and the "
-         "plugins' routes are open to every client that reaches it (bind 127.0.0.1 and put an "
-         "authenticating proxy in front, or restrict the address with a firewall or network "
-         "policy)";
+         ", not a loopback address, without authentication (admin.allowUnauthenticated): "
+         "/metrics and the plugins' routes are open to every client that reaches it (set "
+         "admin.auth, or restrict the address with a firewall or network policy)";
 }
 
 HttpResponse metricsResponse(const MetricsRegistry& metrics) {
@@ -61,10 +62,7 @@ HttpResponse metricsResponse(const MetricsRegistry& metrics) {
 }
 
 AdminServer::AdminServer(boost::asio::io_context& io, std::shared_ptr<spdlog::logger> logger)
-    : server_(io, std::move(logger), adminOptions(),
-              [this](const httpd::Request& req, const std::shared_ptr<httpd::Exchange>& ex) {
-                dispatch(req, [ex](HttpResponse r) { ex->respond(std::move(r)); });
-              }) {}
+    : io_(io), logger_(std::move(logger)) {}
 
 AdminServer::~AdminServer() {
   stop();
@@ -94,6 +92,19 @@ void AdminServer::routePrefix(const std::string& prefix, AsyncHttpHandler handle
 }
 
 void AdminServer::dispatch(const HttpRequest& req, std::function<void(HttpResponse)> reply) const {
+  // Open to everyone (kubelet's probes): /livez, and /readyz saying ok or not.
+  bool open = req.path == "/livez" || (req.path == "/readyz" && !req.has("verbose"));
+  if (!authEnabled() || open) return route(req, std::move(reply));
+  auth_->check(req, [this, req, reply](std::optional<AdminIdentity> who,
+                                       std::optional<HttpResponse> refusal) {
+    if (!who) return reply(std::move(*refusal));
+    HttpRequest authenticated = req;
+    authenticated.user = who->user;
+    route(authenticated, reply);
+  });
+}
+
+void AdminServer::route(const HttpRequest& req, std::function<void(HttpResponse)> reply) const {
   const AsyncHttpHandler* handler = nullptr;
   if (auto it = exact_.find(req.path); it != exact_.end()) {
     handler = &it->second;
@@ -116,12 +127,20 @@ HttpResponse AdminServer::dispatch(const HttpRequest& req) const {
   return out;
 }
 
-Result<boost::asio::ip::tcp::endpoint> AdminServer::listen(const std::string& address) {
-  return server_.listen(address);
+Result<boost::asio::ip::tcp::endpoint>
+AdminServer::listen(const std::string& address, std::shared_ptr<boost::asio::ssl::context> tls) {
+  if (server_) server_->stop();
+  server_ = std::make_unique<httpd::Server>(
+      io_, logger_, adminOptions(),
+      [this](const httpd::Request& req, const std::shared_ptr<httpd::Exchange>& ex) {
+        dispatch(req, [ex](HttpResponse r) { ex->respond(std::move(r)); });
+      },
+      std::move(tls));
+  return server_->listen(address);
 }
 
 void AdminServer::stop() {
-  server_.stop();
+  if (server_) server_->stop();
 }
 
 } // namespace kuscia_host

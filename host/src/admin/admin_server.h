@@ -1,5 +1,7 @@
 // The admin HTTP server: /livez, /readyz, /metrics and whatever routes components add, on the
-// shared HTTP server (httpd/). Loopback by default. GET and HEAD only.
+// shared HTTP server (httpd/), plain or TLS. Loopback by default. GET and HEAD only. With
+// authentication (admin_auth.h) every path but /livez and /readyz needs an identity allowed to
+// get it; /readyz says more than ok or not (?verbose) only to one.
 #pragma once
 
 #include <boost/asio/io_context.hpp>
@@ -12,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "admin/admin_auth.h"
 #include "common/result.h"
 #include "httpd/server.h"
 #include "metrics/registry.h"
@@ -28,12 +31,13 @@ using AsyncHttpHandler =
 
 // The standard endpoints.
 HttpResponse livezResponse();
-HttpResponse readyzResponse(const HealthRegistry& health, const HttpRequest& req);
+// `detailed`: the failing checks (and with ?verbose every check); otherwise only ok or not ok.
+HttpResponse readyzResponse(const HealthRegistry& health, const HttpRequest& req,
+                            bool detailed = true);
 HttpResponse metricsResponse(const MetricsRegistry& metrics);
 
-// The warning to log when the admin server listens on `address`, "" for a loopback address. The
-// admin server has no authentication: /metrics and the plugins' routes are open to
-// whoever reaches the address.
+// The warning to log when the admin server listens on `address` without authentication, "" for
+// a loopback address: /metrics and the plugins' routes are open to whoever reaches it.
 std::string exposureWarning(const boost::asio::ip::address& address);
 
 class AdminServer {
@@ -48,8 +52,14 @@ public:
   void routePrefix(const std::string& prefix, HttpHandler handler);
   void routePrefix(const std::string& prefix, AsyncHttpHandler handler);
 
-  // Binds and starts accepting on "host:port" (port 0: any free port); returns the bound endpoint.
-  Result<boost::asio::ip::tcp::endpoint> listen(const std::string& address);
+  // Who may read it (before listen()); none by default.
+  void setAuth(std::shared_ptr<AdminAuth> auth) { auth_ = std::move(auth); }
+  bool authEnabled() const { return auth_ && auth_->enabled(); }
+
+  // Binds and starts accepting on "host:port" (port 0: any free port), HTTPS with `tls`; returns
+  // the bound endpoint.
+  Result<boost::asio::ip::tcp::endpoint>
+  listen(const std::string& address, std::shared_ptr<boost::asio::ssl::context> tls = nullptr);
   void stop();
 
   // Dispatches one request to its route (GET/HEAD only); `reply` runs once. Used by the server
@@ -59,9 +69,14 @@ public:
   HttpResponse dispatch(const HttpRequest& req) const;
 
 private:
+  void route(const HttpRequest& req, std::function<void(HttpResponse)> reply) const;
+
+  boost::asio::io_context& io_;
+  std::shared_ptr<spdlog::logger> logger_;
   std::map<std::string, AsyncHttpHandler> exact_;
   std::vector<std::pair<std::string, AsyncHttpHandler>> prefixes_;
-  httpd::Server server_;
+  std::shared_ptr<AdminAuth> auth_;
+  std::unique_ptr<httpd::Server> server_;
 };
 
 } // namespace kuscia_host

@@ -6,7 +6,12 @@
 #include <csignal>
 #include <future>
 
+#include <fstream>
+#include <sstream>
+
+#include "common/listen_address.h"
 #include "common/version.h"
+#include "httpd/tls.h"
 
 namespace kuscia_host {
 
@@ -19,7 +24,10 @@ Daemon::Daemon(HostConfig config, DaemonOptions options, LogManager& logs, const
     info.value()->series({kVersion, kAbiVersion})->set(1);
   }
   admin_.route("/livez", [](const HttpRequest&) { return livezResponse(); });
-  admin_.route("/readyz", [this](const HttpRequest& r) { return readyzResponse(health_, r); });
+  // With authentication, /readyz says ok or not to everyone, and more to an identity (?verbose).
+  admin_.route("/readyz", [this](const HttpRequest& r) {
+    return readyzResponse(health_, r, !admin_.authEnabled() || !r.user.empty());
+  });
   admin_.route("/metrics", [this](const HttpRequest&) { return metricsResponse(metrics_); });
 }
 
@@ -137,14 +145,102 @@ Result<void> Daemon::createInstances() {
   return {};
 }
 
+namespace {
+
+Result<std::string> readPem(const std::string& key, const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  if (!in) return makeError(key + ": cannot read " + path);
+  return text.str();
+}
+
+} // namespace
+
+Result<std::shared_ptr<boost::asio::ssl::context>>
+Daemon::adminTls(const std::string& listen) const {
+  const AdminAccess& a = config_.adminAccess;
+  if (!a.tls) return std::shared_ptr<boost::asio::ssl::context>();
+  std::string certPem, keyPem, caPem;
+  if (a.selfSigned) {
+    std::string host;
+    unsigned short port = 0;
+    parseListenAddress(listen, host, port);
+    std::vector<std::string> names = {"localhost", "127.0.0.1"};
+    char hostname[256] = {};
+    if (::gethostname(hostname, sizeof hostname - 1) == 0 && hostname[0] != '\0')
+      names.emplace_back(hostname);
+    if (!host.empty() && host != "0.0.0.0" && host != "::") names.push_back(host);
+    auto certs = httpd::generateCertificates("kuscia-host-admin", names);
+    if (!certs) return makeError("admin.tls.selfSigned: " + certs.error());
+    certPem = certs->certPem;
+    keyPem = certs->keyPem;
+    logger_->info("admin.tls: a self-signed certificate for {} (clients verify it with "
+                  "insecure_skip_verify, or use certFile/keyFile)",
+                  names.front());
+  } else {
+    auto cert = readPem("admin.tls.certFile", a.certFile);
+    if (!cert) return makeError(cert.error());
+    auto key = readPem("admin.tls.keyFile", a.keyFile);
+    if (!key) return makeError(key.error());
+    certPem = *cert;
+    keyPem = *key;
+  }
+  if (!a.clientCAFile.empty()) {
+    auto ca = readPem("admin.clientCAFile", a.clientCAFile);
+    if (!ca) return makeError(ca.error());
+    caPem = *ca;
+  }
+  auto ctx = httpd::serverTlsContext(certPem, keyPem, caPem);
+  if (!ctx) return makeError("admin.tls: " + ctx.error());
+  return ctx.value();
+}
+
+std::shared_ptr<AdminAuth> Daemon::adminAuth() {
+  const AdminAccess& a = config_.adminAccess;
+  AdminAuthOptions o;
+  o.mode = a.auth == AdminAccess::Auth::kToken        ? AdminAuthOptions::Mode::kToken
+           : a.auth == AdminAccess::Auth::kKubernetes ? AdminAuthOptions::Mode::kKubernetes
+                                                      : AdminAuthOptions::Mode::kNone;
+  o.tokenFile = a.tokenFile;
+  o.clientCertificates = !a.clientCAFile.empty();
+  if (kube_) {
+    // Reviews go to the cluster the host talks to, outside the write budget (AdminAuth has its
+    // own rate), never retried: a caller that cannot be checked now is told so.
+    o.review = [this](const std::string& path, std::string body,
+                      AdminAuthOptions::ReviewDone done) {
+      kube::ApiCall call;
+      call.verb = "create";
+      call.http = {"POST", path, std::move(body), "application/json",
+                   std::chrono::milliseconds(10000)};
+      call.rateLimited = false;
+      call.maxRetries = 0;
+      kube_->api().call(std::move(call), [done](Result<kube::HttpResponse> r) {
+        if (!r) return done(0, "");
+        done(r->status, r->body);
+      });
+    };
+  }
+  return std::make_shared<AdminAuth>(std::move(o), clock_, metrics_, logs_.logger("admin"));
+}
+
 Result<void> Daemon::startAdmin() {
   mountPluginRoutes();
   std::string listen = options_.adminListen.empty() ? config_.adminListen : options_.adminListen;
-  auto ep = admin_.listen(listen);
+  // --admin-listen may move it off loopback: the same refusal as the config's.
+  if (auto problem = adminExposureProblem(listen, config_.adminAccess); !problem.empty())
+    return makeError(problem);
+  auto tls = adminTls(listen);
+  if (!tls) return makeError(tls.error());
+  admin_.setAuth(adminAuth());
+  auto ep = admin_.listen(listen, tls.value());
   if (!ep) return makeError(ep.error());
   adminEndpoint_ = ep.value();
-  logger_->info("admin server listening on {}:{}", ep->address().to_string(), ep->port());
-  if (auto warning = exposureWarning(ep->address()); !warning.empty()) logger_->warn("{}", warning);
+  logger_->info("admin server listening on {}:{}{}", ep->address().to_string(), ep->port(),
+                tls.value() ? " (TLS)" : "");
+  if (!admin_.authEnabled())
+    if (auto warning = exposureWarning(ep->address()); !warning.empty())
+      logger_->warn("{}", warning);
   return {};
 }
 

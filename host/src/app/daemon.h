@@ -69,6 +69,9 @@ private:
   // Loads and creates every instance; then starts the admin server; then the instances.
   Result<void> createInstances();
   Result<void> startAdmin();
+  // The admin server's TLS context (nullptr: plain HTTP) and who may read it.
+  Result<std::shared_ptr<boost::asio::ssl::context>> adminTls(const std::string& listen) const;
+  std::shared_ptr<AdminAuth> adminAuth();
   Result<void> startInstances();
   // An instance failed with `error`: a required one fails the start (the error), an optional one
   // is disabled by `disable` and the host goes on.

@@ -64,6 +64,12 @@ int runHost(const std::string& configPath, const std::vector<std::string>& plugi
             const std::string& adminListen) {
   auto config = loadOrReport(configPath, pluginDirs);
   if (!config) return kExitUsage;
+  // --admin-listen may move the admin server off loopback: refused like the config would be.
+  if (!adminListen.empty())
+    if (auto problem = adminExposureProblem(adminListen, config->adminAccess); !problem.empty()) {
+      std::cerr << "kuscia-host: --admin-listen: " << problem << "\n";
+      return kExitUsage;
+    }
   LogManager logs(config->logFormat == "json" ? LogFormat::kJson : LogFormat::kText,
                   parseLogLevel(config->logLevel).value_or(spdlog::level::info));
   auto log = logs.logger("host");

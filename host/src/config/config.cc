@@ -1,5 +1,7 @@
 #include "config/config.h"
 
+#include <boost/asio/ip/address.hpp>
+
 #include <kuscia_host/kube_text.hpp>
 
 #include "common/listen_address.h"
@@ -68,7 +70,25 @@ struct Schema {
   SchemaNode logFormat{Type::kString, "log line format", defaults::kLogFormat, {"text", "json"}};
   SchemaNode listen{Type::kString, "address:port to listen on; port 0 picks a free port",
                     defaults::kAdminListen};
-  SchemaNode admin{Type::kMap, "the admin HTTP server (/livez, /readyz, /metrics)"};
+  SchemaNode admin{Type::kMap, "the admin HTTP server (/livez, /readyz, /metrics, plugin routes)"};
+  SchemaNode certFile{Type::kString, "PEM certificate (chain) the admin server presents"};
+  SchemaNode keyFile{Type::kString, "PEM private key of certFile"};
+  SchemaNode selfSigned{Type::kBoolean,
+                        "generate a CA and a certificate at start instead of certFile/keyFile",
+                        "false"};
+  SchemaNode tls{Type::kMap, "serve HTTPS: certFile and keyFile, or selfSigned: true"};
+  SchemaNode auth{Type::kString,
+                  "who may read everything but /livez and /readyz: none, token (tokenFile), or "
+                  "kubernetes (TokenReview and SubjectAccessReview against the cluster)",
+                  "none",
+                  {"none", "token", "kubernetes"}};
+  SchemaNode tokenFile{Type::kString,
+                       "auth: token: one 'token name' pair per line (# comments), re-read when it "
+                       "changes"};
+  SchemaNode clientCAFile{Type::kString,
+                          "PEM CA whose client certificates authenticate too (needs tls)"};
+  SchemaNode allowUnauthenticated{Type::kBoolean,
+                                  "the only way to serve off loopback with auth: none", "false"};
   SchemaNode workerThreads{Type::kInteger,
                            "threads running plugin callbacks and I/O",
                            std::to_string(defaults::kWorkerThreads),
@@ -116,7 +136,13 @@ struct Schema {
   SchemaNode root{Type::kMap, "kuscia-host configuration"};
 
   Schema() {
-    admin.fields = {{"listen", &listen}};
+    tls.fields = {{"certFile", &certFile}, {"keyFile", &keyFile}, {"selfSigned", &selfSigned}};
+    admin.fields = {{"listen", &listen},
+                    {"tls", &tls},
+                    {"auth", &auth},
+                    {"tokenFile", &tokenFile},
+                    {"clientCAFile", &clientCAFile},
+                    {"allowUnauthenticated", &allowUnauthenticated}};
     embedded.fields = {{"listen", &embeddedListen}, {"kubeconfigOut", &kubeconfigOut}};
     cluster.fields = {{"kubeconfig", &kubeconfig},
                       {"inCluster", &inCluster},
@@ -291,6 +317,65 @@ void checkListen(const YAML::Node& n, Validator& v, const std::string& key,
   if (!parseListenAddress(value, h, p)) v.error(n, key, "expected host:port, got '" + value + "'");
 }
 
+// A file the host reads at start: it must be there and readable.
+void checkReadable(const YAML::Node& n, Validator& v, const std::string& key) {
+  const std::string& path = n.Scalar();
+  if (path.empty() || path[0] != '/') return v.error(n, key, "must be an absolute path");
+  if (::access(path.c_str(), R_OK) != 0)
+    v.error(n, key, "cannot read " + path + ": " + std::strerror(errno));
+}
+
+void extractAdmin(const YAML::Node& admin, Validator& v, HostConfig& c) {
+  AdminAccess& a = c.adminAccess;
+  if (auto n = admin["listen"]) {
+    c.adminListen = n.Scalar();
+    checkListen(n, v, "admin.listen", c.adminListen);
+  }
+  if (auto tls = admin["tls"]) {
+    a.tls = true;
+    a.selfSigned = tls["selfSigned"] && tls["selfSigned"].Scalar() == "true";
+    bool files = tls["certFile"] || tls["keyFile"];
+    if (a.selfSigned && files)
+      v.error(tls, "admin.tls", "set either certFile and keyFile, or selfSigned: true");
+    else if (!a.selfSigned && !(tls["certFile"] && tls["keyFile"]))
+      v.error(tls, "admin.tls", "set certFile and keyFile (PEM), or selfSigned: true");
+    for (const char* key : {"certFile", "keyFile"})
+      if (auto n = tls[key]) checkReadable(n, v, std::string("admin.tls.") + key);
+    if (auto n = tls["certFile"]) a.certFile = n.Scalar();
+    if (auto n = tls["keyFile"]) a.keyFile = n.Scalar();
+  }
+  std::string auth = admin["auth"] ? admin["auth"].Scalar() : "none";
+  a.auth = auth == "token"        ? AdminAccess::Auth::kToken
+           : auth == "kubernetes" ? AdminAccess::Auth::kKubernetes
+                                  : AdminAccess::Auth::kNone;
+  if (auto n = admin["tokenFile"]) {
+    a.tokenFile = n.Scalar();
+    if (a.auth != AdminAccess::Auth::kToken)
+      v.error(n, "admin.tokenFile", "only read with auth: token (auth is " + auth + ")");
+    else
+      checkReadable(n, v, "admin.tokenFile");
+  } else if (a.auth == AdminAccess::Auth::kToken) {
+    v.error(admin["auth"], "admin.auth", "auth: token needs admin.tokenFile");
+  }
+  if (auto n = admin["clientCAFile"]) {
+    a.clientCAFile = n.Scalar();
+    if (!a.tls)
+      v.error(n, "admin.clientCAFile", "client certificates need admin.tls");
+    else
+      checkReadable(n, v, "admin.clientCAFile");
+  }
+  if (a.auth == AdminAccess::Auth::kKubernetes && c.cluster.source == ClusterConfig::Source::kNone)
+    v.error(admin["auth"], "admin.auth",
+            "auth: kubernetes asks the cluster (TokenReview, SubjectAccessReview): set cluster");
+  a.allowUnauthenticated =
+      admin["allowUnauthenticated"] && admin["allowUnauthenticated"].Scalar() == "true";
+  std::string host;
+  unsigned short port = 0;
+  if (!parseListenAddress(c.adminListen, host, port)) return; // already reported
+  if (std::string problem = adminExposureProblem(c.adminListen, a); !problem.empty())
+    v.error(admin["listen"] ? admin["listen"] : admin, "admin.listen", problem);
+}
+
 void extractCluster(const YAML::Node& cl, Validator& v, ClusterConfig& c) {
   int sources = 0;
   if (auto n = cl["kubeconfig"]) {
@@ -433,11 +518,8 @@ void extract(const YAML::Node& root, Validator& v, const ConfigLoadOptions& opti
   if (auto n = root["logLevel"]) c.logLevel = n.Scalar();
   if (auto n = root["logFormat"]) c.logFormat = n.Scalar();
   if (auto n = root["workerThreads"]) c.workerThreads = n.as<int>();
-  if (auto admin = root["admin"]; admin && admin["listen"]) {
-    c.adminListen = admin["listen"].Scalar();
-    checkListen(admin["listen"], v, "admin.listen", c.adminListen);
-  }
   if (auto cl = root["cluster"]) extractCluster(cl, v, c.cluster);
+  if (auto admin = root["admin"]) extractAdmin(admin, v, c);
   extractPluginDirs(root, v, options, c.pluginDirs);
   auto domains = root["domains"];
   std::map<std::string, int> domainLines;
@@ -458,6 +540,31 @@ void extract(const YAML::Node& root, Validator& v, const ConfigLoadOptions& opti
 }
 
 } // namespace
+
+bool isLoopbackListen(const std::string& listen) {
+  std::string host;
+  unsigned short port = 0;
+  if (!parseListenAddress(listen, host, port)) return false;
+  if (host == "localhost") return true;
+  boost::system::error_code ec;
+  auto address = boost::asio::ip::make_address(host, ec);
+  if (ec) return false;
+  if (address.is_v6() && address.to_v6().is_v4_mapped())
+    address = boost::asio::ip::make_address_v4(boost::asio::ip::v4_mapped, address.to_v6());
+  return address.is_loopback();
+}
+
+std::string adminExposureProblem(const std::string& listen, const AdminAccess& access) {
+  if (isLoopbackListen(listen)) return "";
+  if (access.auth == AdminAccess::Auth::kNone && !access.allowUnauthenticated)
+    return "the admin server would listen on " + listen +
+           ", off loopback, with no authentication: set admin.auth (token or kubernetes), or "
+           "admin.allowUnauthenticated: true to serve every client that reaches it";
+  if (access.auth != AdminAccess::Auth::kNone && !access.tls)
+    return "the admin server would take bearer tokens over plain HTTP on " + listen +
+           ": set admin.tls (certFile and keyFile, or selfSigned: true)";
+  return "";
+}
 
 std::string ConfigDiagnostic::str() const {
   std::ostringstream s;

@@ -41,12 +41,30 @@ struct ClusterConfig {
   int burst = defaults::kBurst;
 };
 
+// Who may read the admin server, and over what (docs/operators/admin-http.md).
+struct AdminAccess {
+  enum class Auth { kNone, kToken, kKubernetes };
+  bool tls = false;        // admin.tls is set: serve HTTPS
+  bool selfSigned = false; // a certificate generated at start (its CA logged and kept in memory)
+  std::string certFile, keyFile;
+  Auth auth = Auth::kNone;
+  std::string tokenFile;    // auth: token
+  std::string clientCAFile; // client certificates signed by it authenticate too
+  bool allowUnauthenticated = false;
+};
+
+// Whether "host:port" listens on loopback only (127.0.0.0/8, ::1, localhost).
+bool isLoopbackListen(const std::string& listen);
+// The refusal to serve the admin endpoints off loopback without authentication, "" when allowed.
+std::string adminExposureProblem(const std::string& listen, const AdminAccess& access);
+
 struct HostConfig {
   std::string file;
   std::string mode = defaults::kMode;
   std::string logLevel = defaults::kLogLevel;
   std::string logFormat = defaults::kLogFormat;
   std::string adminListen = defaults::kAdminListen;
+  AdminAccess adminAccess;
   int workerThreads = defaults::kWorkerThreads;
   ClusterConfig cluster;
   std::vector<std::string> pluginDirs;

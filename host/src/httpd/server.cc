@@ -24,6 +24,25 @@ using tcp = net::ip::tcp;
 
 namespace {
 
+// The Kubernetes identity of a client certificate: the subject's CN is the user, each O a group.
+void subjectOf(X509* cert, std::string& user, std::vector<std::string>& groups) {
+  X509_NAME* name = X509_get_subject_name(cert);
+  auto text = [name](int index) {
+    ASN1_STRING* data = X509_NAME_ENTRY_get_data(X509_NAME_get_entry(name, index));
+    unsigned char* utf8 = nullptr;
+    int n = ASN1_STRING_to_UTF8(&utf8, data);
+    std::string out = n > 0
+                          ? std::string(reinterpret_cast<char*>(utf8), static_cast<std::size_t>(n))
+                          : std::string();
+    OPENSSL_free(utf8);
+    return out;
+  };
+  if (int i = X509_NAME_get_index_by_NID(name, NID_commonName, -1); i >= 0) user = text(i);
+  for (int i = X509_NAME_get_index_by_NID(name, NID_organizationName, -1); i >= 0;
+       i = X509_NAME_get_index_by_NID(name, NID_organizationName, i))
+    groups.push_back(text(i));
+}
+
 constexpr auto kLingerTimeout = std::chrono::seconds(2);
 constexpr std::size_t kLingerLimit = std::size_t{4} * 1024 * 1024;
 constexpr auto kHandshakeTimeout = std::chrono::seconds(30);
@@ -110,6 +129,7 @@ public:
           SSL* ssl = self->stream_.native_handle();
           if (X509* peer = SSL_get1_peer_certificate(ssl)) {
             self->clientCert_ = SSL_get_verify_result(ssl) == X509_V_OK;
+            if (self->clientCert_) subjectOf(peer, self->certUser_, self->certGroups_);
             X509_free(peer);
           }
           self->read();
@@ -192,6 +212,8 @@ private:
     req.userAgent = std::string(msg[http::field::user_agent]);
     req.body = msg.body();
     req.clientCertVerified = clientCert_;
+    req.clientCertUser = certUser_;
+    req.clientCertGroups = certGroups_;
     version_ = msg.version();
     keepAlive_ = msg.keep_alive();
     head_ = msg.method() == http::verb::head;
@@ -342,6 +364,8 @@ private:
   bool keepAlive_ = true;
   bool head_ = false;
   bool clientCert_ = false;
+  std::string certUser_;                // its subject's common name
+  std::vector<std::string> certGroups_; // its subject's organizations
   std::atomic<bool> answered_{false};
   std::shared_ptr<ChunkSource> source_;
   std::string chunk_;

@@ -37,6 +37,9 @@ struct Request {
   std::string userAgent;
   std::string body;
   bool clientCertVerified = false; // TLS: the client sent a certificate the server's CA signed
+  std::string clientCertUser;      // its subject's common name (when verified)
+  std::vector<std::string> clientCertGroups; // its subject's organizations
+  std::string user; // who the admin server authenticated ("" when nobody or no auth)
 
   bool has(const std::string& param) const { return query.count(param) > 0; }
   // The query parameter, nullopt when absent.
