@@ -114,8 +114,8 @@ TEST(AdminListenTest, RefusesBadAddresses) {
 }
 
 // Loopback (v4, v6, v4-mapped) is quiet; any other address, the wildcard included, gets a warning
-// that says the server is unauthenticated (allowUnauthenticated). (The warning's address is not bound here: tests bind
-// 127.0.0.1 only.)
+// that says the server is unauthenticated (allowUnauthenticated). (The warning's address is not
+// bound here: tests bind 127.0.0.1 only.)
 TEST(AdminListenTest, WarnsWhenNotLoopback) {
   using boost::asio::ip::make_address;
   for (const char* quiet : {"127.0.0.1", "127.0.0.2", "::1", "::ffff:127.0.0.1"})
