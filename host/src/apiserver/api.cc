@@ -1,14 +1,16 @@
 #include "apiserver/api.h"
 
+#include "apiserver/review.h"
+
 #include <kuscia_host/kube_text.hpp>
 #include <random>
 #include <variant>
 #include <yaml-cpp/yaml.h>
 
-#include "httpd/tls.h"
 #include "apiserver/patch.h"
 #include "apiserver/table.h"
 #include "common/yaml_json.h"
+#include "httpd/tls.h"
 #include "k8s/paths.h"
 #include "k8s/values.h"
 
@@ -210,6 +212,8 @@ ApiResponse ApiHandler::resourceRequest(const ApiRequest& req, const Target& t) 
           badRequest(std::string("invalid boolean value for ") + b + ": " + it->second));
   }
   bool isWatch = k8s::goBoolOr(req.param("watch"), false);
+  if (t.resource->plural == "tokenreviews" || t.resource->plural == "subjectaccessreviews")
+    return review(req, t);
   if (t.name.empty()) {
     if (req.method == "GET") return isWatch ? watch(req, t) : list(req, t);
     if (req.method == "POST") {
@@ -225,6 +229,33 @@ ApiResponse ApiHandler::resourceRequest(const ApiRequest& req, const Target& t) 
   }
   return errorResponse(
       methodNotAllowed("the server does not allow this method on the requested resource"));
+}
+
+ApiResponse ApiHandler::review(const ApiRequest& req, const Target& t) {
+  if (req.method != "POST" || !t.name.empty())
+    return errorResponse(methodNotAllowed("reviews are only created (POST)"));
+  auto body = parseBody(req.body);
+  if (auto* error = std::get_if<ApiResponse>(&body)) return *error;
+  const json& review = std::get<json>(body);
+  Result<json> answer = makeError("");
+  if (t.resource->plural == "tokenreviews") {
+    answer = answerTokenReview(review, options_.tokens);
+  } else {
+    answer =
+        answerSubjectAccessReview(review, [this](const std::string& plural, const std::string& ns) {
+          std::vector<json> out;
+          const ResourceInfo* r = registry_.find("rbac.authorization.k8s.io", "v1", plural);
+          if (r == nullptr) return out;
+          auto listed = store_.list(*r, ns, k8s::LabelSelector::parse("").value(),
+                                    k8s::FieldSelector::parse("").value(), 0, "");
+          if (!listed) return out;
+          for (const auto& text : listed.value().items)
+            out.push_back(json::parse(*text, nullptr, false));
+          return out;
+        });
+  }
+  if (!answer) return errorResponse(badRequest(answer.error()));
+  return jsonResponse(201, *answer);
 }
 
 std::optional<ApiResponse> ApiHandler::tooLarge(const ApiRequest& req) {

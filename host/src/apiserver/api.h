@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "apiserver/resources.h"
+#include "apiserver/review.h"
 #include "apiserver/store.h"
 #include "apiserver/watch.h"
 #include "httpd/server.h"
@@ -52,6 +53,8 @@ struct ApiOptions {
   // How long a request for a resourceVersion newer than the store waits before the 504 (upstream
   // waits up to 3 s for its watch cache).
   std::chrono::milliseconds tooLargeWait{3000};
+  // Identities for TokenReview (and bearer tokens), from --token-auth-file.
+  std::map<std::string, Identity> tokens;
 };
 
 class ApiHandler {
@@ -77,6 +80,8 @@ private:
   ApiResponse update(const ApiRequest& req, const Target& t);
   ApiResponse patch(const ApiRequest& req, const Target& t);
   ApiResponse remove(const ApiRequest& req, const Target& t);
+  // TokenReview and SubjectAccessReview: answered, never stored.
+  ApiResponse review(const ApiRequest& req, const Target& t);
   // The 504 for a resourceVersion query parameter newer than the store, if it is one.
   std::optional<ApiResponse> tooLarge(const ApiRequest& req);
 

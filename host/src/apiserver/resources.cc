@@ -40,6 +40,10 @@ ResourceRegistry ResourceRegistry::withDefaults() {
     builtin("rbac.authorization.k8s.io", plural, singular, kind, {}, plural.find("cluster") != 0,
             false);
   }
+  // Reviews for delegated authentication and authorization: created, answered, never stored.
+  builtin("authentication.k8s.io", "tokenreviews", "tokenreview", "TokenReview", {}, false, false);
+  builtin("authorization.k8s.io", "subjectaccessreviews", "subjectaccessreview",
+          "SubjectAccessReview", {}, false, false);
   builtin("apiextensions.k8s.io", "customresourcedefinitions", "customresourcedefinition",
           "CustomResourceDefinition", {"crd", "crds"}, false, true);
   for (const auto& manifest : embeddedCrdManifests()) {

@@ -199,7 +199,11 @@ void ApiServer::serve(const ApiRequest& req, const std::shared_ptr<httpd::Exchan
 
 bool ApiServer::authorized(const ApiRequest& req) const {
   if (!ssl_) return true; // plain HTTP on loopback: anonymous, like kubectl over http
-  return req.clientCertVerified || req.authorization == "Bearer " + token_;
+  if (req.clientCertVerified || req.authorization == "Bearer " + token_) return true;
+  // The identities of --token-auth-file authenticate too, as with kube-apiserver.
+  constexpr std::string_view kBearer = "Bearer ";
+  return req.authorization.rfind(kBearer, 0) == 0 &&
+         options_.api.tokens.count(req.authorization.substr(kBearer.size())) > 0;
 }
 
 std::string ApiServer::url() const {

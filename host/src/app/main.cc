@@ -206,7 +206,7 @@ Command addCheckConfig(CLI::App& app) {
 
 struct ApiServerCommandOptions {
   apiserver::ServerOptions api;
-  std::string kubeconfigOut, auditLog, clientCaPath;
+  std::string kubeconfigOut, auditLog, clientCaPath, tokenAuthFile;
   int bookmarkMs = 5000;
 };
 
@@ -226,6 +226,18 @@ int apiServerCommand(ApiServerCommandOptions& o) {
                 << ": not a readable PEM certificate file\n";
       return kExitUsage;
     }
+  }
+  if (!o.tokenAuthFile.empty()) {
+    std::ifstream in(o.tokenAuthFile);
+    std::stringstream text;
+    text << in.rdbuf();
+    auto tokens = apiserver::parseTokenAuthFile(text.str());
+    if (!in || !tokens) {
+      std::cerr << "kuscia-host: --token-auth-file " << o.tokenAuthFile << ": "
+                << (in ? tokens.error() : std::string("cannot read it")) << "\n";
+      return kExitUsage;
+    }
+    o.api.api.tokens = std::move(*tokens);
   }
   return runApiServer(o.api, o.kubeconfigOut, o.auditLog);
 }
@@ -250,6 +262,11 @@ Command addApiServer(CLI::App& app) {
   cmd->add_option("--client-ca", o->clientCaPath,
                   "With --tls: client certificates signed by this CA (PEM file) authenticate "
                   "too, without the token")
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--token-auth-file", o->tokenAuthFile,
+                  "Identities for TokenReview and bearer tokens, as kube-apiserver's: "
+                  "token,user,uid,\"group1,group2\" per line; SubjectAccessReviews are answered "
+                  "from the RBAC objects stored")
       ->check(CLI::ExistingFile);
   cmd->add_flag("--fault-injection", o->api.faultInjection,
                 "Serve /debug/faults/* for tests (drop watches, compact history, inject errors "
