@@ -68,7 +68,13 @@ def main():
 
     role = json.loads(kubectl("get", "clusterrole", "kuscia-host", "-o", "json"))
     verbs = {v for rule in role["rules"] for v in rule["verbs"]}
-    check(verbs <= {"list", "watch", "patch"}, "the ClusterRole grants only list, watch and patch: %s" % verbs)
+    check(verbs <= {"list", "watch", "patch", "create"},
+          "the ClusterRole grants only list, watch, patch and create: %s" % verbs)
+    creates = {r for rule in role["rules"] if "create" in rule["verbs"] for r in rule["resources"]}
+    check(creates == {"tokenreviews", "subjectaccessreviews"}, "it creates reviews only: %s" % creates)
+    viewer = json.loads(kubectl("get", "clusterrole", "kuscia-host-viewer", "-o", "json"))
+    check(viewer["rules"] == [{"nonResourceURLs": ["/metrics", "/readyz", "/api/*", "/ui", "/ui/*"],
+                               "verbs": ["get"]}], "the viewer role: get on the admin paths only")
 
     deploy = json.loads(kubectl("get", "deployment", "kuscia-host-alice", "-n", "kuscia-host", "-o", "json"))
     pod = deploy["spec"]["template"]["spec"]
@@ -81,6 +87,8 @@ def main():
           c["securityContext"]["capabilities"]["drop"] == ["ALL"], "read-only root, no escalation, no capabilities")
     check(c["livenessProbe"]["httpGet"]["path"] == "/livez" and c["readinessProbe"]["httpGet"]["path"] == "/readyz",
           "probes on /livez and /readyz")
+    check(c["livenessProbe"]["httpGet"]["scheme"] == "HTTPS" and c["readinessProbe"]["httpGet"]["scheme"] == "HTTPS",
+          "the probes speak TLS")
     check(c["livenessProbe"]["httpGet"]["port"] == "admin" and
           any(p["name"] == "admin" and p["containerPort"] == 9464 for p in c["ports"]), "on the admin port")
     check("cpu" in c["resources"]["requests"] and "memory" in c["resources"]["limits"], "resources sized")
@@ -92,9 +100,21 @@ def main():
     config = yaml.safe_load(cm["data"]["kuscia-host.yaml"])
     check(config["cluster"] == {"inCluster": True} and config["admin"]["listen"].startswith("0.0.0.0:"),
           "in-cluster access, admin reachable by the kubelet's probes")
-    # The same config against this API server and on loopback: it must run and become ready.
+    check(config["admin"]["auth"] == "kubernetes" and config["admin"]["tls"]["certFile"].startswith("/etc/kuscia-host/tls/"),
+          "the admin server serves TLS from the mounted Secret and asks the cluster who may read it")
+    # Served as it is, off loopback with no authentication, the host would refuse to start.
+    unsafe = dict(config, admin={"listen": "0.0.0.0:9464"})
+    path = os.path.join(work, "unsafe.yaml")
+    with open(path, "w") as f:
+        yaml.safe_dump(unsafe, f)
+    r = subprocess.run([host_bin, "check-config", "--config", path, "--plugin-dir", plugin_dir],
+                       capture_output=True, text=True, timeout=60)
+    check(r.returncode == 2 and "admin.auth" in r.stderr, "without admin.auth it is refused: " + r.stderr)
+    # The same config against this API server and on loopback: it must run and become ready
+    # (a generated certificate stands for the Secret's).
     config["cluster"] = {"kubeconfig": kubeconfig}
     config["admin"]["listen"] = "127.0.0.1:0"
+    config["admin"]["tls"] = {"selfSigned": True}
     path = os.path.join(work, "kuscia-host.yaml")
     with open(path, "w") as f:
         yaml.safe_dump(config, f)
@@ -112,7 +132,10 @@ def main():
         m = re.search(r"admin server listening on 127\.0\.0\.1:(\d+)", open(log).read())
         if m:
             try:
-                with urllib.request.urlopen("http://127.0.0.1:%s/readyz" % m.group(1), timeout=5) as resp:
+                import ssl
+                unverified = ssl._create_unverified_context()
+                with urllib.request.urlopen("https://127.0.0.1:%s/readyz" % m.group(1), timeout=5,
+                                            context=unverified) as resp:
                     ready = resp.status == 200
             except (urllib.error.URLError, ConnectionError):
                 pass

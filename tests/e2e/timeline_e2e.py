@@ -41,6 +41,7 @@ work = tempfile.mkdtemp()
 TASK = "secretflow-task-psi"
 PARTIES = ("alice", "bob")
 procs = []
+VIEWER_TOKEN = "viewer-token-0123456789"
 
 
 class Cluster:
@@ -50,13 +51,28 @@ class Cluster:
         self.name = name
         self.kubeconfig = os.path.join(work, name + ".kubeconfig")
         self.audit = os.path.join(work, name + ".audit")
+        # The test reads the hosts' admin servers as the user kuscia-viewer, bound to the shipped
+        # kuscia-host-viewer role: the hosts (auth: kubernetes) review its token and its paths.
+        tokens = os.path.join(work, name + ".tokens")
+        with open(tokens, "w") as f:
+            f.write("%s,kuscia-viewer,viewer-uid\n" % VIEWER_TOKEN)
         self.proc = subprocess.Popen([host_bin, "apiserver", "--listen", "127.0.0.1:0",
-                                      "--kubeconfig-out", self.kubeconfig, "--audit-log", self.audit],
+                                      "--kubeconfig-out", self.kubeconfig, "--audit-log", self.audit,
+                                      "--token-auth-file", tokens],
                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
         procs.append(self.proc)
         line = self.proc.stdout.readline()
         check("listening on" in line, "%s: apiserver started" % name)
         self.port = int(re.search(r"listening on \S*?:(\d+)", line).group(1))
+        access = os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../config/k8s/admin-access.yaml")
+        import yaml
+        role = [d for d in yaml.safe_load_all(open(access)) if d and d["metadata"]["name"] == "kuscia-host-viewer"][0]
+        self.apply(role)
+        self.apply({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+                    "metadata": {"name": "kuscia-viewer"},
+                    "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                                "name": "kuscia-host-viewer"},
+                    "subjects": [{"kind": "User", "name": "kuscia-viewer"}]})
 
     def kubectl(self, *args, stdin=None, ok=True):
         r = subprocess.run(["kubectl", "--kubeconfig", self.kubeconfig,
@@ -90,8 +106,8 @@ class Host:
 
     def start(self):
         config = os.path.join(work, self.name + ".yaml")
-        lines = ["mode: %s" % self.mode, "cluster:", "  kubeconfig: %s" % self.cluster.kubeconfig,
-                 "domains:"]
+        lines = ["mode: %s" % self.mode, "admin: {auth: kubernetes}", "cluster:",
+                 "  kubeconfig: %s" % self.cluster.kubeconfig, "domains:"]
         for d in self.domains:
             lines.append("  - id: %s" % d)
             lines.append("    plugins:")
@@ -115,7 +131,9 @@ class Host:
         if self.port() is None:
             raise SystemExit("FAIL: %s is not running (exit %s)" % (self.name, self.proc.poll()))
         try:
-            with urllib.request.urlopen("http://127.0.0.1:%d%s" % (self.port(), path)) as r:
+            req = urllib.request.Request("http://127.0.0.1:%d%s" % (self.port(), path),
+                                         headers={"Authorization": "Bearer " + VIEWER_TOKEN})
+            with urllib.request.urlopen(req) as r:
                 return r.status, r.read().decode()
         except urllib.error.HTTPError as e:
             return e.code, e.read().decode()

@@ -32,6 +32,8 @@ ResourceRegistry ResourceRegistry::withDefaults() {
   builtin("", "configmaps", "configmap", "ConfigMap", {"cm"}, true, false);
   builtin("", "serviceaccounts", "serviceaccount", "ServiceAccount", {"sa"}, true, false);
   builtin("apps", "deployments", "deployment", "Deployment", {"deploy"}, true, true);
+  builtin("networking.k8s.io", "networkpolicies", "networkpolicy", "NetworkPolicy", {"netpol"},
+          true, false);
   for (const char* rbac : {"clusterroles", "clusterrolebindings", "roles", "rolebindings"}) {
     std::string plural = rbac;
     std::string singular = plural.substr(0, plural.size() - 1);
