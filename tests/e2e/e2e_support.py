@@ -1,5 +1,7 @@
 """What every end-to-end script shares: a checked step that prints `ok - ...` or stops the script
-with `FAIL: ...`, and polling until a condition holds."""
+with `FAIL: ...`, polling until a condition holds, and the port a process listens on."""
+import os
+import re
 import time
 
 
@@ -20,6 +22,27 @@ def eventually(pred, seconds=60, interval=0.1):
             return value
         time.sleep(interval)
     return pred()
+
+
+def listening_port(pid):
+    """The TCP port `pid` listens on (it was given port 0): its socket inodes against
+    /proc/net/tcp's LISTEN entries."""
+    inodes = set()
+    for fd in os.listdir("/proc/%d/fd" % pid):
+        try:
+            target = os.readlink("/proc/%d/fd/%s" % (pid, fd))
+        except OSError:
+            continue
+        m = re.match(r"socket:\[(\d+)\]", target)
+        if m:
+            inodes.add(m.group(1))
+    with open("/proc/%d/net/tcp" % pid) as f:
+        for line in f.readlines()[1:]:
+            cols = line.split()
+            local, state, inode = cols[1], cols[3], cols[9]
+            if state == "0A" and inode in inodes and local.startswith("0100007F:"):
+                return int(local.split(":")[1], 16)
+    return None
 
 
 class UpstreamController:

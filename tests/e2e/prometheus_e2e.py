@@ -29,7 +29,7 @@ import time
 import urllib.parse
 import urllib.request
 
-from e2e_support import check, eventually
+from e2e_support import check, eventually, listening_port
 
 host_bin, plugin_dir = sys.argv[1], sys.argv[2]
 work = tempfile.mkdtemp()
@@ -43,27 +43,6 @@ DOMAINS = ("alice", "bob")
 def get(url):
     with urllib.request.urlopen(url, timeout=10) as r:
         return r.read().decode()
-
-
-def listening_port(pid):
-    """The TCP port `pid` listens on (it was given port 0): its socket inodes against
-    /proc/net/tcp's LISTEN entries."""
-    inodes = set()
-    for fd in os.listdir("/proc/%d/fd" % pid):
-        try:
-            target = os.readlink("/proc/%d/fd/%s" % (pid, fd))
-        except OSError:
-            continue
-        m = re.match(r"socket:\[(\d+)\]", target)
-        if m:
-            inodes.add(m.group(1))
-    with open("/proc/%d/net/tcp" % pid) as f:
-        for line in f.readlines()[1:]:
-            cols = line.split()
-            local, state, inode = cols[1], cols[3], cols[9]
-            if state == "0A" and inode in inodes and local.startswith("0100007F:"):
-                return int(local.split(":")[1], 16)
-    return None
 
 
 try:

@@ -342,6 +342,13 @@ Command addTimeline(CLI::App& app) {
                   "Ask a kuscia-host's admin server instead (http://HOST:PORT): the document it "
                   "serves at /api/v1/timelines/TASK")
       ->excludes(kubeconfig);
+  cmd->add_option("--token-file", o->tokenFile,
+                  "With --server https://...: a file holding the bearer token to send (an admin "
+                  "server with auth: token or kubernetes)")
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--ca-file", o->caFile,
+                  "With --server https://...: the CA (PEM) to verify its certificate with")
+      ->check(CLI::ExistingFile);
   cmd->add_option("-n,--namespace", o->taskNamespace, "The task's namespace")
       ->capture_default_str();
   cmd->add_option("-o,--output", o->output, "table, json or gantt")

@@ -5,7 +5,9 @@
 #include <kuscia_host/timeline_summary.hpp>
 
 #include <chrono>
+#include <fstream>
 #include <iostream>
+#include <sstream>
 #include <thread>
 #include <unistd.h>
 
@@ -76,19 +78,32 @@ json podFacts(ClusterReader& reader, const std::string& ns, const std::string& n
 }
 
 // The document from a host's admin API (it has the summary already).
-Result<json> serverTimeline(const std::string& server, const std::string& task) {
+Result<json> serverTimeline(const TimelineOptions& o) {
+  const std::string& server = o.server;
   kube::ClusterAccess access;
   access.server = server;
   if (!kube::parseServerUrl(server, access.scheme, access.host, access.port))
     return makeError("--server " + server + ": not an http(s) URL");
   access.description = "--server " + server;
+  if (!o.tokenFile.empty()) {
+    if (access.scheme != "https")
+      return makeError("--token-file: a token is only sent over https (--server " + server + ")");
+    access.tokenFile = o.tokenFile;
+  }
+  if (!o.caFile.empty()) {
+    std::ifstream in(o.caFile);
+    std::stringstream pem;
+    pem << in.rdbuf();
+    if (!in) return makeError("--ca-file " + o.caFile + ": cannot read it");
+    access.caPem = pem.str();
+  }
   auto reader = ClusterReader::open(access);
   if (!reader) return makeError(reader.error());
-  return (*reader)->get("/api/v1/timelines/" + task);
+  return (*reader)->get("/api/v1/timelines/" + o.task);
 }
 
 Result<json> gather(const TimelineOptions& o, std::vector<std::string>& problems) {
-  if (!o.server.empty()) return serverTimeline(o.server, o.task);
+  if (!o.server.empty()) return serverTimeline(o);
   std::vector<Result<kube::ClusterAccess>> sources;
   if (!o.kubeconfigs.empty()) {
     for (const auto& k : o.kubeconfigs)
@@ -163,7 +178,7 @@ int runTimeline(const TimelineOptions& o, std::ostream& out, std::ostream& err) 
       err << "kuscia-host: timeline: " << p << "\n";
     if (!doc) {
       if (!doc.error().empty()) err << "kuscia-host: timeline: " << doc.error() << "\n";
-      bool usage = doc.error().rfind("--server", 0) == 0;
+      bool usage = doc.error().rfind("--", 0) == 0;
       return usage ? kExitUsage : kExitFailure;
     }
     std::string text = render(*doc, o.output);

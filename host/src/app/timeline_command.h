@@ -19,6 +19,8 @@ struct TimelineOptions {
   std::string taskNamespace = "cross-domain";
   std::vector<std::string> kubeconfigs; // none: in-cluster, else $KUBECONFIG or ~/.kube/config
   std::string server;                   // a host's admin server instead of the clusters
+  std::string tokenFile;                // its bearer token (https only), re-read at each request
+  std::string caFile;                   // the CA its certificate is verified with
   std::string output = "table";         // table, json or gantt
   bool watch = false;
   int watchIntervalMillis = 1000;
