@@ -103,6 +103,17 @@ doc = {"task": "t1", "createTime": "2024-05-20T07:59:58Z", "entries": {
                  "waiting": {"phase": "scheduling", "reason": "Unschedulable"}}}}
 seed("fuzz_plugin_inputs", bytes([5]) + dump(doc).encode())
 
+# The admin server's authentication inputs (fuzz_admin_auth: the first byte picks the parser).
+for selector, text in ((0, "Bearer abc.def-ghi"), (0, "bearer   x"), (0, "Basic dXNlcjpwYXNz"),
+                       (1, "# tokens\nt0ken prometheus\nother alice the admin\n"),
+                       (2, 't1,prometheus,u1,"monitoring,ops"\nt2,eve,u2\n'),
+                       (3, dump({"spec": {"token": "t"}})),
+                       (3, dump({"metadata": {"name": "viewer"}, "roleRef": {"kind": "ClusterRole", "name": "viewer"},
+                                 "subjects": [{"kind": "User", "name": "u"}],
+                                 "rules": [{"nonResourceURLs": ["/metrics", "/api/*"], "verbs": ["get"]}],
+                                 "spec": {"user": "u", "nonResourceAttributes": {"path": "/api/x", "verb": "get"}}}))):
+    seed("fuzz_admin_auth", bytes([selector]) + (text if isinstance(text, bytes) else text.encode()))
+
 pod = objects[0]
 patches = [
     (0, {"metadata": {"annotations": {"kuscia.secretflow/ready-time": "2024-05-20T08:00:12Z"}, "labels": None}}),
