@@ -17,6 +17,8 @@ log level trace. Then:
 4. Off loopback with no authentication the host refuses to start (exit 2), naming the key to
    set, from the config and from --admin-listen.
 5. No token appears in the host's log, at trace level.
+6. A host's own embedded API server (cluster.embedded.tokenAuthFile) reviews its admin tokens
+   against the RBAC objects stored in it.
 
 usage: admin_e2e.py <kuscia-host> <plugin-dir>
 """
@@ -208,6 +210,41 @@ def prometheus(target):
     check(up.get("kuscia-prometheus") == "1" and up.get("kuscia-eve") == "0", "up = 1 and 0: %s" % up)
 
 
+def embedded():
+    """The host's own embedded API server (cluster.embedded.tokenAuthFile) reviews the tokens of
+    its admin server: a token not bound is forbidden until the binding is applied there."""
+    config = {"admin": {"listen": "127.0.0.1:0", "auth": "kubernetes"},
+              "cluster": {"embedded": {"listen": "127.0.0.1:0", "kubeconfigOut": path("embedded.kubeconfig"),
+                                       "tokenAuthFile": path("tokens.csv")}},
+              "domains": [{"id": "alice"}]}
+    proc, log = start_host(config)
+    m = eventually(lambda: re.search(r"admin server listening on 127\.0\.0\.1:(\d+)", open(log).read()), 30)
+    check(m, "a host with an embedded cluster and auth: kubernetes serves: " + open(log).read()[-800:])
+    base = "http://127.0.0.1:" + m.group(1)  # loopback: plain HTTP is allowed
+
+    def plain(token):
+        req = urllib.request.Request(base + "/metrics", headers={"Authorization": "Bearer " + token})
+        try:
+            with urllib.request.urlopen(req, timeout=10) as r:
+                return r.status
+        except urllib.error.HTTPError as e:
+            return e.code
+    check(plain(TOKENS["bad"]) == 401 and plain(TOKENS["prometheus"]) == 403,
+          "unknown token 401, known but unbound 403")
+    binding = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+               "metadata": {"name": "prom"}, "roleRef": {"apiGroup": "rbac.authorization.k8s.io",
+                                                         "kind": "ClusterRole", "name": "metrics"},
+               "subjects": [{"kind": "User", "name": "prometheus"}]}
+    role = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": "metrics"},
+            "rules": [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}]}
+    for obj in (role, binding):
+        kubectl(path("embedded.kubeconfig"), "apply", "-f", "-", stdin=json.dumps(obj))
+    check(eventually(lambda: plain(TOKENS["prometheus"]) == 200, 10),
+          "bound in the embedded cluster: allowed once the denial's cache expires")
+    proc.send_signal(signal.SIGTERM)
+    proc.wait(timeout=20)
+
+
 def refusals():
     for config, extra in (({"admin": {"listen": "0.0.0.0:0"}, "domains": [{"id": "alice"}]}, ()),
                           ({"domains": [{"id": "alice"}]}, ("--admin-listen", "0.0.0.0:0"))):
@@ -241,6 +278,7 @@ def main():
     check(re.search(r"Z trace \[", text), "the host logged at trace level")
     leaked = [who for who, token in TOKENS.items() if token in text]
     check(not leaked, "no token in the host's log (%d bytes at trace level): %s" % (len(text), leaked))
+    embedded()
     refusals()
 
 

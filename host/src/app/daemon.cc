@@ -49,6 +49,16 @@ Result<std::shared_ptr<PluginLibrary>> Daemon::library(const PluginEntry& entry)
 Result<void> Daemon::startEmbeddedApiServer() {
   apiserver::ServerOptions options;
   options.listen = config_.cluster.embeddedListen;
+  if (!config_.cluster.embeddedTokenAuthFile.empty()) {
+    std::ifstream in(config_.cluster.embeddedTokenAuthFile);
+    std::stringstream text;
+    text << in.rdbuf();
+    auto tokens = apiserver::parseTokenAuthFile(text.str());
+    if (!in || !tokens)
+      return makeError("cluster.embedded.tokenAuthFile " + config_.cluster.embeddedTokenAuthFile +
+                       ": " + (in ? tokens.error() : std::string("cannot read it")));
+    options.api.tokens = std::move(*tokens);
+  }
   apiServer_ = std::make_unique<apiserver::ApiServer>(runtime_.io(), clock_,
                                                       logs_.logger("apiserver"), options);
   auto ep = apiServer_->start();

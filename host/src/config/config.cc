@@ -103,6 +103,9 @@ struct Schema {
   SchemaNode embeddedListen{Type::kString, "address the embedded API server listens on",
                             defaults::kEmbeddedListen};
   SchemaNode kubeconfigOut{Type::kString, "where the embedded API server writes its kubeconfig"};
+  SchemaNode tokenAuthFile{Type::kString,
+                           "identities for its TokenReviews and bearer tokens, as "
+                           "kube-apiserver's --token-auth-file (token,user,uid,\"groups\")"};
   SchemaNode embedded{Type::kMap, "run the embedded Kubernetes-compatible API server in the host"};
   SchemaNode qps{Type::kNumber, "client-side rate limit for writes and lists, requests/s",
                  std::to_string(defaults::kQps)};
@@ -143,7 +146,9 @@ struct Schema {
                     {"tokenFile", &tokenFile},
                     {"clientCAFile", &clientCAFile},
                     {"allowUnauthenticated", &allowUnauthenticated}};
-    embedded.fields = {{"listen", &embeddedListen}, {"kubeconfigOut", &kubeconfigOut}};
+    embedded.fields = {{"listen", &embeddedListen},
+                       {"kubeconfigOut", &kubeconfigOut},
+                       {"tokenAuthFile", &tokenAuthFile}};
     cluster.fields = {{"kubeconfig", &kubeconfig},
                       {"inCluster", &inCluster},
                       {"embedded", &embedded},
@@ -402,6 +407,10 @@ void extractCluster(const YAML::Node& cl, Validator& v, ClusterConfig& c) {
                     " (the directory must exist and be writable)");
     }
     checkListen(n, v, "cluster.embedded.listen", c.embeddedListen);
+    if (auto file = n["tokenAuthFile"]) {
+      c.embeddedTokenAuthFile = file.Scalar();
+      checkReadable(file, v, "cluster.embedded.tokenAuthFile");
+    }
   }
   if (sources > 1) v.error(cl, "cluster", "set only one of kubeconfig, inCluster and embedded");
   if (auto n = cl["qps"]) c.qps = n.as<double>();

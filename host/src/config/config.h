@@ -37,6 +37,7 @@ struct ClusterConfig {
   std::string kubeconfig;
   std::string embeddedListen = defaults::kEmbeddedListen;
   std::string embeddedKubeconfigOut;
+  std::string embeddedTokenAuthFile; // identities for TokenReview (kube-apiserver's format)
   double qps = defaults::kQps;
   int burst = defaults::kBurst;
 };
