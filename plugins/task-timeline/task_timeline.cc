@@ -3,6 +3,7 @@
 #include <kuscia_host/timeline_summary.hpp>
 
 #include <algorithm>
+#include <type_traits>
 
 #include "entry_board.h"
 #include "kuscia.h"
@@ -143,10 +144,13 @@ TaskTimeline::TaskTimeline(sdk::Host host, std::string_view domain, std::string_
 }
 
 TaskTimeline::~TaskTimeline() {
+  static_assert(std::is_nothrow_move_constructible_v<Pod> &&
+                std::is_nothrow_move_assignable_v<Pod> &&
+                std::is_nothrow_default_constructible_v<Pod>);
   for (const auto& [key, p] : pods_)
-    if (!p.published.is_null()) EntryBoard::process().erase(key);
+    if (!p.published.empty()) EntryBoard::process().erase(key);
   for (const auto& [key, s] : services_)
-    if (!s.published.is_null()) EntryBoard::process().erase(key);
+    if (!s.published.empty()) EntryBoard::process().erase(key);
 }
 
 void TaskTimeline::onStart() {
@@ -277,8 +281,9 @@ void TaskTimeline::publish(const std::string& key, Pod& p) {
                         {"reason", p.waiting->reason},
                         {"message", p.waiting->message},
                         {"since", p.waiting->sinceNanos}};
-  if (facts == p.published) return;
-  p.published = facts;
+  std::string text = facts.dump();
+  if (text == p.published) return;
+  p.published = std::move(text);
   EntryBoard::process().put(key, std::move(facts));
 }
 
@@ -292,8 +297,9 @@ void TaskTimeline::publish(const std::string& key, Service& s) {
                         {"since", w->sinceNanos}};
   }
   s.facts.fill(facts);
-  if (facts == s.published) return;
-  s.published = facts;
+  std::string text = facts.dump();
+  if (text == s.published) return;
+  s.published = std::move(text);
   EntryBoard::process().put(key, std::move(facts));
 }
 

@@ -155,13 +155,13 @@ void AdminAuth::check(const httpd::Request& req, Decision done) {
 }
 
 void AdminAuth::authenticate(const httpd::Request& req,
-                             std::function<void(std::optional<AdminIdentity>)> done) {
-  authenticateThen(req, [done](std::optional<AdminIdentity> who, std::optional<httpd::Response>) {
-    done(std::move(who));
-  });
+                             const std::function<void(std::optional<AdminIdentity>)>& done) {
+  authenticateThen(
+      req, [done](std::optional<AdminIdentity> who,
+                  const std::optional<httpd::Response>& /*refusal*/) { done(std::move(who)); });
 }
 
-void AdminAuth::authenticateThen(const httpd::Request& req, Decision done) {
+void AdminAuth::authenticateThen(const httpd::Request& req, const Decision& done) {
   if (options_.clientCertificates && req.clientCertVerified && !req.clientCertUser.empty()) {
     AdminIdentity who{req.clientCertUser, req.clientCertGroups, "certificate"};
     who.groups.emplace_back("system:authenticated");
@@ -169,10 +169,8 @@ void AdminAuth::authenticateThen(const httpd::Request& req, Decision done) {
   }
   auto token = bearerToken(req.authorization);
   if (!token) return done(std::nullopt, std::nullopt);
-  if (options_.mode == AdminAuthOptions::Mode::kToken)
-    return tokenFromFile(*token, std::move(done));
-  if (options_.mode == AdminAuthOptions::Mode::kKubernetes)
-    return tokenReview(*token, std::move(done));
+  if (options_.mode == AdminAuthOptions::Mode::kToken) return tokenFromFile(*token, done);
+  if (options_.mode == AdminAuthOptions::Mode::kKubernetes) return tokenReview(*token, done);
   done(std::nullopt, std::nullopt);
 }
 
@@ -195,7 +193,7 @@ void AdminAuth::reloadTokens() {
   logger_->info("admin.tokenFile {}: {} token(s)", options_.tokenFile, tokens_.size());
 }
 
-void AdminAuth::tokenFromFile(const std::string& token, Decision done) {
+void AdminAuth::tokenFromFile(const std::string& token, const Decision& done) {
   std::optional<AdminIdentity> who;
   {
     std::lock_guard lock(mu_);
@@ -249,7 +247,7 @@ void AdminAuth::remember(std::map<std::string, Cached>& cache, const std::string
   cache[key] = std::move(entry);
 }
 
-void AdminAuth::tokenReview(const std::string& token, Decision done) {
+void AdminAuth::tokenReview(const std::string& token, const Decision& done) {
   std::string key = hashOf(token);
   if (auto c = cached(authn_, key))
     return done(c->ok ? std::optional(c->identity) : std::nullopt, std::nullopt);
@@ -287,7 +285,7 @@ void AdminAuth::tokenReview(const std::string& token, Decision done) {
       });
 }
 
-void AdminAuth::authorize(const AdminIdentity& who, const std::string& path, Decision done) {
+void AdminAuth::authorize(const AdminIdentity& who, const std::string& path, const Decision& done) {
   if (options_.mode != AdminAuthOptions::Mode::kKubernetes) return done(who, std::nullopt);
   std::string key = who.user + "\n" + path;
   for (const auto& g : who.groups)

@@ -76,7 +76,7 @@ public:
   void check(const httpd::Request& req, Decision done);
   // Authentication alone (for /readyz?verbose and the like, authorized as their path).
   void authenticate(const httpd::Request& req,
-                    std::function<void(std::optional<AdminIdentity>)> done);
+                    const std::function<void(std::optional<AdminIdentity>)>& done);
 
 private:
   struct Cached {
@@ -85,10 +85,10 @@ private:
     int64_t expires = 0;
   };
   // Authentication; a refusal other than 401 (429, 503) comes as the answer.
-  void authenticateThen(const httpd::Request& req, Decision done);
-  void authorize(const AdminIdentity& who, const std::string& path, Decision done);
-  void tokenFromFile(const std::string& token, Decision done);
-  void tokenReview(const std::string& token, Decision done);
+  void authenticateThen(const httpd::Request& req, const Decision& done);
+  void authorize(const AdminIdentity& who, const std::string& path, const Decision& done);
+  void tokenFromFile(const std::string& token, const Decision& done);
+  void tokenReview(const std::string& token, const Decision& done);
   // A review call may be made now (token bucket); counts a throttled one.
   bool takeReview(const char* kind);
   std::optional<Cached> cached(std::map<std::string, Cached>& cache, const std::string& key);

@@ -79,7 +79,7 @@ bool ruleMatches(const json& rule, const AccessRequest& r, bool clusterWide) {
     if (!urls.is_array()) return false;
     return std::any_of(urls.begin(), urls.end(), [&](const json& u) {
       if (!u.is_string()) return false;
-      const std::string& url = u.get_ref<const std::string&>();
+      const auto& url = u.get_ref<const std::string&>();
       if (!url.empty() && url.back() == '*')
         return r.path.compare(0, url.size() - 1, url, 0, url.size() - 1) == 0;
       return url == r.path;

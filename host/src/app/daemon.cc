@@ -218,7 +218,7 @@ std::shared_ptr<AdminAuth> Daemon::adminAuth() {
     // Reviews go to the cluster the host talks to, outside the write budget (AdminAuth has its
     // own rate), never retried: a caller that cannot be checked now is told so.
     o.review = [this](const std::string& path, std::string body,
-                      AdminAuthOptions::ReviewDone done) {
+                      const AdminAuthOptions::ReviewDone& done) {
       kube::ApiCall call;
       call.verb = "create";
       call.http = {"POST", path, std::move(body), "application/json",
