@@ -490,14 +490,18 @@ void SimAgent::writeEndpoints(const std::string& key) {
                    {{{"name", config_.ports[i].name},
                      {"port", 20000 + static_cast<int>(i)},
                      {"protocol", "TCP"}}}}}}}};
-    sdk::KubeRequest r;
-    r.verb = KH_KUBE_CREATE;
-    r.version = "v1";
-    r.resource = "endpoints";
-    r.namespaceName = p.namespaceName;
-    r.body = ep.dump();
-    send(r);
+    createObject("endpoints", p.namespaceName, ep);
   }
+}
+
+void SimAgent::createObject(const char* resource, const std::string& ns, const json& body) {
+  sdk::KubeRequest r;
+  r.verb = KH_KUBE_CREATE;
+  r.version = "v1";
+  r.resource = resource;
+  r.namespaceName = ns;
+  r.body = body.dump();
+  send(r);
 }
 
 void SimAgent::recordEvent(const Pod& p, const std::string& reason, const std::string& message,
@@ -522,13 +526,7 @@ void SimAgent::recordEvent(const Pod& p, const std::string& reason, const std::s
                 {"reportingComponent", "sim-agent"},
                 {"firstTimestamp", at},
                 {"lastTimestamp", at}};
-  sdk::KubeRequest r;
-  r.verb = KH_KUBE_CREATE;
-  r.version = "v1";
-  r.resource = "events";
-  r.namespaceName = p.namespaceName;
-  r.body = event.dump();
-  send(r);
+  createObject("events", p.namespaceName, event);
 }
 
 void SimAgent::writePodPhase(Pod& p) {

@@ -71,6 +71,8 @@ private:
   void advance(const std::string& key);
   void step(const std::string& key);
   void writeEndpoints(const std::string& key);
+  // Creates a core (v1) object; the answer does not matter (the watch brings it).
+  void createObject(const char* resource, const std::string& ns, const nlohmann::json& body);
   // An Event on the pod, as kubelet records it.
   void recordEvent(const Pod& p, const std::string& reason, const std::string& message,
                    const std::string& at, const std::string& type = "Normal");

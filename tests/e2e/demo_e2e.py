@@ -192,17 +192,23 @@ def browser(url, task, status):
     hostile(url, common)
 
 
+def one_party_task(kubeconfig, name, party):
+    """Creates a KusciaTask of one party that no sim-agent serves; returns the file it wrote."""
+    task = {"apiVersion": "kuscia.secretflow/v1alpha1", "kind": "KusciaTask",
+            "metadata": {"name": name, "namespace": "cross-domain"},
+            "spec": {"initiator": party, "parties": [{"domainID": party, "appImageRef": "x"}]}}
+    path = os.path.join(work, name + ".json")
+    with open(path, "w") as f:
+        json.dump(task, f)
+    kubectl(kubeconfig, "create", "-f", path)
+    return path
+
+
 def live(url, common):
     """A task the test moves while the page is open: the page redraws from starting to complete
     without a reload (a pod entry of a party no sim-agent serves, its readyTime set after 2 s)."""
     kubeconfig = os.path.join(work, "cluster.kubeconfig")
-    task = {"apiVersion": "kuscia.secretflow/v1alpha1", "kind": "KusciaTask",
-            "metadata": {"name": "live", "namespace": "cross-domain"},
-            "spec": {"initiator": "dave", "parties": [{"domainID": "dave", "appImageRef": "x"}]}}
-    path = os.path.join(work, "live.json")
-    with open(path, "w") as f:
-        json.dump(task, f)
-    kubectl(kubeconfig, "create", "-f", path)
+    one_party_task(kubeconfig, "live", "dave")
     created = json.loads(kubectl(kubeconfig, "get", "kt", "live", "-n", "cross-domain", "-o", "json"))[
         "metadata"]["creationTimestamp"]
     entry = {"namespace": "dave", "podName": "live-0", "podPhase": "Running", "createTime": created,
@@ -237,13 +243,7 @@ def hostile(url, common):
     sim-agent serves, so nothing rewrites them) shows as text and runs nothing."""
     kubeconfig = os.path.join(work, "cluster.kubeconfig")
     markup = '<img src=x onerror="document.body.dataset.pwned=1">'
-    task = {"apiVersion": "kuscia.secretflow/v1alpha1", "kind": "KusciaTask",
-            "metadata": {"name": "hostile", "namespace": "cross-domain"},
-            "spec": {"initiator": "carol", "parties": [{"domainID": "carol", "appImageRef": "x"}]}}
-    path = os.path.join(work, "hostile.json")
-    with open(path, "w") as f:
-        json.dump(task, f)
-    kubectl(kubeconfig, "create", "-f", path)
+    path = one_party_task(kubeconfig, "hostile", "carol")
     status = {"status": {"phase": markup, "podStatuses": {
         "carol/" + markup: {"namespace": "carol", "podName": markup, "podPhase": "Pending",
                             "createTime": "2026-01-01T00:00:00Z"}}}}

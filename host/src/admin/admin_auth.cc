@@ -1,5 +1,7 @@
 #include "admin/admin_auth.h"
 
+#include "common/text_lines.h"
+
 #include <openssl/sha.h>
 #include <sys/stat.h>
 
@@ -15,14 +17,6 @@ using nlohmann::json;
 
 namespace {
 
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front())) != 0)
-    s.remove_prefix(1);
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back())) != 0)
-    s.remove_suffix(1);
-  return s;
-}
-
 // The cache key of a token: its SHA-256, so that no token is kept in the clear.
 std::string hashOf(const std::string& token) {
   unsigned char digest[SHA256_DIGEST_LENGTH];
@@ -36,19 +30,6 @@ std::string hashOf(const std::string& token) {
   return out;
 }
 
-// Fields of a review's answer, whatever the answer holds.
-bool flag(const json& obj, const char* key) {
-  return obj.is_object() && obj.contains(key) && obj[key].is_boolean() && obj[key].get<bool>();
-}
-std::string text(const json& obj, const char* key) {
-  return obj.is_object() && obj.contains(key) && obj[key].is_string() ? obj[key].get<std::string>()
-                                                                      : std::string();
-}
-const json& member(const json& obj, const char* key) {
-  static const json kNull;
-  return obj.is_object() && obj.contains(key) ? obj[key] : kNull;
-}
-
 std::string stampOf(const std::string& path) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) return "";
@@ -59,14 +40,14 @@ std::string stampOf(const std::string& path) {
 } // namespace
 
 std::optional<std::string> bearerToken(std::string_view authorization) {
-  std::string_view s = trim(authorization);
+  std::string_view s = trimSpace(authorization);
   constexpr std::string_view kScheme = "bearer";
   if (s.size() <= kScheme.size() ||
       std::isspace(static_cast<unsigned char>(s[kScheme.size()])) == 0)
     return std::nullopt;
   for (std::size_t i = 0; i < kScheme.size(); ++i)
     if (std::tolower(static_cast<unsigned char>(s[i])) != kScheme[i]) return std::nullopt;
-  std::string_view token = trim(s.substr(kScheme.size()));
+  std::string_view token = trimSpace(s.substr(kScheme.size()));
   if (token.empty()) return std::nullopt;
   for (char c : token)
     if (std::isspace(static_cast<unsigned char>(c)) != 0 || c < 0x21 || c > 0x7e)
@@ -77,32 +58,23 @@ std::optional<std::string> bearerToken(std::string_view authorization) {
 Result<std::map<std::string, std::string>> parseTokenFile(std::string_view text) {
   std::map<std::string, std::string> tokens;
   std::map<std::string, int> lineOf;
-  int n = 0;
-  std::size_t start = 0;
-  while (start <= text.size()) {
-    std::size_t end = text.find('\n', start);
-    std::string_view line =
-        trim(text.substr(start, end == std::string_view::npos ? text.npos : end - start));
-    ++n;
-    start = end == std::string_view::npos ? text.size() + 1 : end + 1;
-    if (line.empty() || line.front() == '#') continue;
+  auto read = forEachLine(text, [&](int n, std::string_view line) -> Result<void> {
     std::size_t space = 0;
     while (space < line.size() && std::isspace(static_cast<unsigned char>(line[space])) == 0)
       ++space;
     std::string token(line.substr(0, space));
-    std::string name(trim(line.substr(space)));
-    if (name.empty())
-      return makeError("line " + std::to_string(n) +
-                       ": expected '<token> <name>' (a name for the logs)");
+    std::string name(trimSpace(line.substr(space)));
+    std::string at = "line " + std::to_string(n) + ": ";
+    if (name.empty()) return makeError(at + "expected '<token> <name>' (a name for the logs)");
     for (char c : token)
       if (c < 0x21 || c > 0x7e)
-        return makeError("line " + std::to_string(n) +
-                         ": the token has a character that is not printable ASCII");
+        return makeError(at + "the token has a character that is not printable ASCII");
     if (auto [it, inserted] = lineOf.emplace(token, n); !inserted)
-      return makeError("line " + std::to_string(n) + ": the same token as line " +
-                       std::to_string(it->second));
+      return makeError(at + "the same token as line " + std::to_string(it->second));
     tokens[token] = name;
-  }
+    return {};
+  });
+  if (!read) return makeError(read.error());
   return tokens;
 }
 
@@ -267,14 +239,14 @@ void AdminAuth::tokenReview(const std::string& token, const Decision& done) {
           return done(std::nullopt, statusResponse(503, "ServiceUnavailable",
                                                    "the credentials cannot be checked now"));
         }
-        const json& status = member(r, "status");
+        const json& status = jsonMember(r, "status");
         Cached entry;
-        entry.ok = flag(status, "authenticated");
+        entry.ok = jsonFlag(status, "authenticated");
         if (entry.ok) {
-          const json& user = member(status, "user");
-          entry.identity.user = text(user, "username");
+          const json& user = jsonMember(status, "user");
+          entry.identity.user = jsonText(user, "username");
           entry.identity.via = "tokenreview";
-          if (const json& groups = member(user, "groups"); groups.is_array())
+          if (const json& groups = jsonMember(user, "groups"); groups.is_array())
             for (const auto& g : groups)
               if (g.is_string()) entry.identity.groups.push_back(g.get<std::string>());
           entry.ok = !entry.identity.user.empty();
@@ -316,7 +288,7 @@ void AdminAuth::authorize(const AdminIdentity& who, const std::string& path, con
                                                    "the request cannot be authorized now"));
         }
         Cached entry;
-        entry.ok = flag(member(r, "status"), "allowed");
+        entry.ok = jsonFlag(jsonMember(r, "status"), "allowed");
         reviews_->series({"subjectaccessreview", entry.ok ? "allowed" : "denied"})->add(1);
         remember(authz_, key, entry);
         if (entry.ok) return done(who, std::nullopt);

@@ -1,5 +1,7 @@
 #include "apiserver/review.h"
 
+#include "common/text_lines.h"
+
 #include <algorithm>
 #include <cctype>
 
@@ -8,14 +10,6 @@ namespace kuscia_host::apiserver {
 using nlohmann::json;
 
 namespace {
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front())) != 0)
-    s.remove_prefix(1);
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back())) != 0)
-    s.remove_suffix(1);
-  return s;
-}
 
 // One CSV line: fields separated by commas, a field in double quotes may hold commas ("" is a
 // quote). False when a quote is not closed.
@@ -36,24 +30,16 @@ bool splitCsv(std::string_view line, std::vector<std::string>& out) {
     } else if (c == '"') {
       quoted = true;
     } else if (c == ',') {
-      out.emplace_back(trim(field));
+      out.emplace_back(trimSpace(field));
       field.clear();
     } else {
       field += c;
     }
   }
-  out.emplace_back(trim(field));
+  out.emplace_back(trimSpace(field));
   return !quoted;
 }
 
-std::string text(const json& obj, const char* key) {
-  return obj.is_object() && obj.contains(key) && obj[key].is_string() ? obj[key].get<std::string>()
-                                                                      : std::string();
-}
-const json& member(const json& obj, const char* key) {
-  static const json kNull;
-  return obj.is_object() && obj.contains(key) ? obj[key] : kNull;
-}
 bool listHas(const json& list, const std::string& value) {
   if (!list.is_array()) return false;
   return std::any_of(list.begin(), list.end(), [&](const json& v) {
@@ -62,20 +48,20 @@ bool listHas(const json& list, const std::string& value) {
 }
 
 bool subjectMatches(const json& subject, const AccessRequest& r) {
-  std::string kind = text(subject, "kind"), name = text(subject, "name");
+  std::string kind = jsonText(subject, "kind"), name = jsonText(subject, "name");
   if (kind == "User") return name == r.user;
   if (kind == "Group") return std::find(r.groups.begin(), r.groups.end(), name) != r.groups.end();
   if (kind == "ServiceAccount")
-    return r.user == "system:serviceaccount:" + text(subject, "namespace") + ":" + name;
+    return r.user == "system:serviceaccount:" + jsonText(subject, "namespace") + ":" + name;
   return false;
 }
 
 bool ruleMatches(const json& rule, const AccessRequest& r, bool clusterWide) {
-  if (!listHas(member(rule, "verbs"), r.verb)) return false;
+  if (!listHas(jsonMember(rule, "verbs"), r.verb)) return false;
   if (r.nonResource) {
     // Non-resource URLs are granted by cluster roles bound cluster-wide only.
     if (!clusterWide) return false;
-    const json& urls = member(rule, "nonResourceURLs");
+    const json& urls = jsonMember(rule, "nonResourceURLs");
     if (!urls.is_array()) return false;
     return std::any_of(urls.begin(), urls.end(), [&](const json& u) {
       if (!u.is_string()) return false;
@@ -85,21 +71,22 @@ bool ruleMatches(const json& rule, const AccessRequest& r, bool clusterWide) {
       return url == r.path;
     });
   }
-  if (!listHas(member(rule, "apiGroups"), r.group)) return false;
+  if (!listHas(jsonMember(rule, "apiGroups"), r.group)) return false;
   std::string resource = r.subresource.empty() ? r.resource : r.resource + "/" + r.subresource;
-  if (!listHas(member(rule, "resources"), resource)) return false;
-  const json& names = member(rule, "resourceNames");
+  if (!listHas(jsonMember(rule, "resources"), resource)) return false;
+  const json& names = jsonMember(rule, "resourceNames");
   return !names.is_array() || names.empty() || listHas(names, r.name);
 }
 
 // The rules of the role a binding refers to (a ClusterRole, or a Role of `ns`).
 std::vector<json> rulesOf(const json& binding, const std::string& ns, const RbacLister& list) {
-  const json& ref = member(binding, "roleRef");
-  std::string kind = text(ref, "kind"), name = text(ref, "name");
+  const json& ref = jsonMember(binding, "roleRef");
+  std::string kind = jsonText(ref, "kind"), name = jsonText(ref, "name");
   std::vector<json> out;
   for (const auto& role :
        list(kind == "ClusterRole" ? "clusterroles" : "roles", kind == "ClusterRole" ? "" : ns))
-    if (text(member(role, "metadata"), "name") == name && member(role, "rules").is_array())
+    if (jsonText(jsonMember(role, "metadata"), "name") == name &&
+        jsonMember(role, "rules").is_array())
       for (const auto& rule : role["rules"])
         out.push_back(rule);
   return out;
@@ -107,7 +94,7 @@ std::vector<json> rulesOf(const json& binding, const std::string& ns, const Rbac
 
 bool bindingGrants(const json& binding, const AccessRequest& r, const std::string& ns,
                    bool clusterWide, const RbacLister& list) {
-  const json& subjects = member(binding, "subjects");
+  const json& subjects = jsonMember(binding, "subjects");
   if (!subjects.is_array() || std::none_of(subjects.begin(), subjects.end(),
                                            [&](const json& s) { return subjectMatches(s, r); }))
     return false;
@@ -120,21 +107,12 @@ bool bindingGrants(const json& binding, const AccessRequest& r, const std::strin
 
 Result<std::map<std::string, Identity>> parseTokenAuthFile(std::string_view text) {
   std::map<std::string, Identity> tokens;
-  int n = 0;
-  std::size_t start = 0;
-  while (start <= text.size()) {
-    std::size_t end = text.find('\n', start);
-    std::string_view line =
-        trim(text.substr(start, end == std::string_view::npos ? text.npos : end - start));
-    ++n;
-    start = end == std::string_view::npos ? text.size() + 1 : end + 1;
-    if (line.empty() || line.front() == '#') continue;
+  auto read = forEachLine(text, [&](int n, std::string_view line) -> Result<void> {
+    std::string at = "line " + std::to_string(n) + ": ";
     std::vector<std::string> fields;
-    if (!splitCsv(line, fields))
-      return makeError("line " + std::to_string(n) + ": a quote is not closed");
+    if (!splitCsv(line, fields)) return makeError(at + "a quote is not closed");
     if (fields.size() < 3 || fields[0].empty() || fields[1].empty())
-      return makeError("line " + std::to_string(n) +
-                       ": expected token,user,uid[,\"group1,group2\"]");
+      return makeError(at + "expected token,user,uid[,\"group1,group2\"]");
     Identity id{fields[1], fields[2], {}};
     for (std::size_t i = 3; i < fields.size(); ++i) {
       std::vector<std::string> groups;
@@ -143,22 +121,24 @@ Result<std::map<std::string, Identity>> parseTokenAuthFile(std::string_view text
         if (!g.empty()) id.groups.push_back(std::move(g));
     }
     if (!tokens.emplace(fields[0], std::move(id)).second)
-      return makeError("line " + std::to_string(n) + ": a token given twice");
-  }
+      return makeError(at + "a token given twice");
+    return {};
+  });
+  if (!read) return makeError(read.error());
   return tokens;
 }
 
 bool rbacAllows(const AccessRequest& r, const RbacLister& list, std::string& reason) {
   for (const auto& b : list("clusterrolebindings", ""))
     if (bindingGrants(b, r, "", true, list)) {
-      reason =
-          "RBAC: allowed by ClusterRoleBinding \"" + text(member(b, "metadata"), "name") + "\"";
+      reason = "RBAC: allowed by ClusterRoleBinding \"" +
+               jsonText(jsonMember(b, "metadata"), "name") + "\"";
       return true;
     }
   if (!r.nonResource && !r.namespaceName.empty())
     for (const auto& b : list("rolebindings", r.namespaceName))
       if (bindingGrants(b, r, r.namespaceName, false, list)) {
-        reason = "RBAC: allowed by RoleBinding \"" + text(member(b, "metadata"), "name") +
+        reason = "RBAC: allowed by RoleBinding \"" + jsonText(jsonMember(b, "metadata"), "name") +
                  "\" of namespace \"" + r.namespaceName + "\"";
         return true;
       }
@@ -167,8 +147,8 @@ bool rbacAllows(const AccessRequest& r, const RbacLister& list, std::string& rea
 }
 
 Result<json> answerTokenReview(const json& review, const std::map<std::string, Identity>& tokens) {
-  const json& spec = member(review, "spec");
-  if (!member(spec, "token").is_string()) return makeError("spec.token: Required value");
+  const json& spec = jsonMember(review, "spec");
+  if (!jsonMember(spec, "token").is_string()) return makeError("spec.token: Required value");
   json out = review;
   out["apiVersion"] = "authentication.k8s.io/v1";
   out["kind"] = "TokenReview";
@@ -188,29 +168,29 @@ Result<json> answerTokenReview(const json& review, const std::map<std::string, I
 }
 
 Result<json> answerSubjectAccessReview(const json& review, const RbacLister& list) {
-  const json& spec = member(review, "spec");
+  const json& spec = jsonMember(review, "spec");
   AccessRequest r;
-  r.user = text(spec, "user");
-  if (const json& groups = member(spec, "groups"); groups.is_array())
+  r.user = jsonText(spec, "user");
+  if (const json& groups = jsonMember(spec, "groups"); groups.is_array())
     for (const auto& g : groups)
       if (g.is_string()) r.groups.push_back(g.get<std::string>());
-  const json& nonResource = member(spec, "nonResourceAttributes");
-  const json& resource = member(spec, "resourceAttributes");
+  const json& nonResource = jsonMember(spec, "nonResourceAttributes");
+  const json& resource = jsonMember(spec, "resourceAttributes");
   if (nonResource.is_object() == resource.is_object())
     return makeError("spec: exactly one of resourceAttributes and nonResourceAttributes");
   if (r.user.empty() && r.groups.empty())
     return makeError("spec.user: at least one of user or group");
   if (nonResource.is_object()) {
     r.nonResource = true;
-    r.path = text(nonResource, "path");
-    r.verb = text(nonResource, "verb");
+    r.path = jsonText(nonResource, "path");
+    r.verb = jsonText(nonResource, "verb");
   } else {
-    r.verb = text(resource, "verb");
-    r.group = text(resource, "group");
-    r.resource = text(resource, "resource");
-    r.subresource = text(resource, "subresource");
-    r.namespaceName = text(resource, "namespace");
-    r.name = text(resource, "name");
+    r.verb = jsonText(resource, "verb");
+    r.group = jsonText(resource, "group");
+    r.resource = jsonText(resource, "resource");
+    r.subresource = jsonText(resource, "subresource");
+    r.namespaceName = jsonText(resource, "namespace");
+    r.name = jsonText(resource, "name");
   }
   std::string reason;
   bool allowed = rbacAllows(r, list, reason);
