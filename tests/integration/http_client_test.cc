@@ -7,8 +7,8 @@
 #include <future>
 #include <sstream>
 
-#include "httpd/tls.h"
 #include "apiserver/server.h"
+#include "httpd/tls.h"
 #include "logging/logging.h"
 #include "runtime/runtime.h"
 #include "test_support.h"

@@ -9,10 +9,10 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "httpd/tls.h"
 #include "apiserver/server.h"
 #include "app/daemon.h"
 #include "config/config.h"
+#include "httpd/tls.h"
 #include "kube/kube_client.h"
 #include "logging/logging.h"
 #include "runtime/runtime.h"
