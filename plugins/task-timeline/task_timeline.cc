@@ -226,7 +226,7 @@ void TaskTimeline::onPod(const sdk::Event& e) {
     if (auto t = sdk::timeline::containersStartTime(f[kPodContainers]))
       p.containersStart = Time{*t, formatTime(*t, TimePrecision::kAsGiven)};
   auto& events = podEvents_[key];
-  if (events.uid != p.uid) events = PodEvents{p.uid, {}, 0};
+  if (events.uid != p.uid) events = PodEvents{p.uid, {}, 0, events.version + 1};
   if (p.firstReady) {
     p.waiting.reset();
   } else {
@@ -240,7 +240,8 @@ void TaskTimeline::onPod(const sdk::Event& e) {
                             : sdk::timeline::waitingReasonPhase(
                                   w.reason, p.containersStart ? "readiness" : "starting");
     if (std::string_view(phase) == "readiness" && !p.containersStart) phase = "starting";
-    events.facts.addReason(phase, w.reason, w.message, host().wallTimeNanos(), true);
+    if (events.facts.addReason(phase, w.reason, w.message, host().wallTimeNanos(), true))
+      ++events.version;
   }
   observe(p);
   publish(key, p);
@@ -260,10 +261,11 @@ void TaskTimeline::onPodEvent(const sdk::Event& e) {
   // An Event of another incarnation than the pod's is not this pod's.
   if (pod != pods_.end() && !uid.empty() && pod->second.uid != uid) return;
   auto& events = podEvents_[key];
-  if (!uid.empty() && events.uid != uid) events = PodEvents{uid, {}, 0};
+  if (!uid.empty() && events.uid != uid) events = PodEvents{uid, {}, 0, events.version + 1};
   events.lastNanos = host().wallTimeNanos();
   if (!events.facts.addEvent(fieldString(f, kEventReason), fieldString(f, kEventMessage), *at))
     return;
+  ++events.version;
   if (pod == pods_.end()) return; // applied when the pod comes
   Pod& p = pods_.at(key);
   observe(p);
@@ -272,18 +274,26 @@ void TaskTimeline::onPodEvent(const sdk::Event& e) {
 }
 
 void TaskTimeline::publish(const std::string& key, Pod& p) {
+  // Most pod events change none of this: compare a signature before building the JSON.
+  auto events = podEvents_.find(key);
+  std::string signature;
+  for (const auto* t : {&p.firstReady, &p.containersStart})
+    signature += (*t ? std::to_string((*t)->nanos) : std::string()) + "|";
+  if (events != podEvents_.end()) signature += std::to_string(events->second.version) + "|";
+  if (p.waiting)
+    signature += p.waiting->phase + "|" + p.waiting->reason + "|" + p.waiting->message + "|" +
+                 std::to_string(p.waiting->sinceNanos);
+  if (signature == p.published) return;
+  p.published = std::move(signature);
   json facts = json::object();
   if (p.firstReady) facts["firstReadyTime"] = p.firstReady->text;
   if (p.containersStart) facts["containersStartTime"] = p.containersStart->text;
-  if (auto it = podEvents_.find(key); it != podEvents_.end()) it->second.facts.fill(facts);
+  if (events != podEvents_.end()) events->second.facts.fill(facts);
   if (p.waiting)
     facts["waiting"] = {{"phase", p.waiting->phase},
                         {"reason", p.waiting->reason},
                         {"message", p.waiting->message},
                         {"since", p.waiting->sinceNanos}};
-  std::string text = facts.dump();
-  if (text == p.published) return;
-  p.published = std::move(text);
   EntryBoard::process().put(key, std::move(facts));
 }
 
@@ -452,6 +462,8 @@ void TaskTimeline::onTask(const sdk::Event& e) {
   writer_.observed(name, e.resourceVersion, t.podStatuses, t.serviceStatuses);
   // What this host knows may be missing (a pod seen first, or fields another writer removed).
   touch(name);
+  // Complete only once every entry is ready in the status, which only a task event shows.
+  summarizeOnce(name);
 }
 
 TaskTimeline::Task* TaskTimeline::findTask(const std::string& name) {
@@ -498,7 +510,6 @@ void TaskTimeline::touch(const std::string& task) {
       p.republish = false;
       publish(key, p);
     }
-  summarizeOnce(task);
 }
 
 void TaskTimeline::summarizeOnce(const std::string& task) {
@@ -508,7 +519,22 @@ void TaskTimeline::summarizeOnce(const std::string& task) {
     if (!pods_.at(key).firstReady) return;
   for (const auto& key : services_.members(task))
     if (!services_.at(key).ready) return;
-  auto doc = timeline(task);
+  // And every entry of the task's status ready, with this domain's entries in it: only then is
+  // the document built (once, or a few times while the last writes land), not on every event.
+  auto held = tasks_.find(task);
+  if (held == tasks_.end()) return;
+  auto allReady = [](const json& group) {
+    for (const auto& [key, entry] : group.items())
+      if (!entryHas(&entry, "readyTime")) return false;
+    return true;
+  };
+  const Task& t = held->second;
+  if (!allReady(t.podStatuses) || !allReady(t.serviceStatuses)) return;
+  for (const auto& key : pods_.members(task))
+    if (!t.podStatuses.contains(key)) return;
+  for (const auto& key : services_.members(task))
+    if (!t.serviceStatuses.contains(key)) return;
+  auto doc = timeline(task, false);
   if (!doc) return;
   const json& s = (*doc)["summary"];
   if (!s.value("complete", false)) return;

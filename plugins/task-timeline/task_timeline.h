@@ -77,7 +77,8 @@ public:
 
   // The timeline document of one task (what /api/v1/timelines/<task> answers); nullopt when the
   // task is unknown. The list of tasks when `task` is empty.
-  std::optional<nlohmann::json> timeline(const std::string& task) const;
+  // `phases`: each entry's phases too (what the page draws; not needed for the summary).
+  std::optional<nlohmann::json> timeline(const std::string& task, bool phases = true) const;
   nlohmann::json taskList() const;
   // The merge patch's "status" that brings `task` to the desired state; null when none.
   nlohmann::json diff(const std::string& task);
@@ -172,6 +173,7 @@ private:
     std::string uid;
     sdk::timeline::PodFacts facts;
     int64_t lastNanos = 0;
+    uint64_t version = 0; // bumped when the facts change
   };
   std::map<std::string, PodEvents> podEvents_;
   std::set<std::string> summarized_; // held tasks already observed complete

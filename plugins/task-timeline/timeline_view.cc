@@ -64,7 +64,7 @@ json TaskTimeline::entryTimeline(const std::string& task, const std::string& key
   return out;
 }
 
-std::optional<json> TaskTimeline::timeline(const std::string& task) const {
+std::optional<json> TaskTimeline::timeline(const std::string& task, bool phases) const {
   // Held while this instance has objects of it; otherwise as the host's cache has it.
   std::optional<Task> cached;
   const Task* t = nullptr;
@@ -109,7 +109,7 @@ std::optional<json> TaskTimeline::timeline(const std::string& task) const {
     }
   doc["entries"] = std::move(entries);
   doc["summary"] = sdk::timeline::summarize(doc, host().wallTimeNanos());
-  sdk::timeline::addPhases(doc, host().wallTimeNanos());
+  if (phases) sdk::timeline::addPhases(doc, host().wallTimeNanos());
   return doc;
 }
 
