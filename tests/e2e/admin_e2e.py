@@ -268,7 +268,12 @@ def main():
     m = eventually(lambda: re.search(r"admin server listening on 127\.0\.0\.1:(\d+) \(TLS\)", open(log).read()), 30)
     check(m, "the host serves its admin server over TLS: " + open(log).read()[-1000:])
     base = "https://127.0.0.1:" + m.group(1)
-    check(eventually(lambda: get(base + "/readyz")[0] == 200, 30), "the host is ready")
+    def ready():
+        try:
+            return get(base + "/readyz")[0] == 200
+        except (urllib.error.URLError, ConnectionError, ssl.SSLError):
+            return False  # still starting: the listener is up before every check has passed
+    check(eventually(ready, 30), "the host is ready")
     clients(base)
     cli(base)
     prometheus("127.0.0.1:" + m.group(1))

@@ -39,6 +39,14 @@ std::string stampOf(const std::string& path) {
 
 } // namespace
 
+const AdminAuth::Review AdminAuth::kTokenReview = {
+    "tokenreview", "TokenReview", "/apis/authentication.k8s.io/v1/tokenreviews",
+    "too many credentials to review: retry later", "the credentials cannot be checked now"};
+const AdminAuth::Review AdminAuth::kAccessReview = {
+    "subjectaccessreview", "SubjectAccessReview",
+    "/apis/authorization.k8s.io/v1/subjectaccessreviews",
+    "too many requests to authorize: retry later", "the request cannot be authorized now"};
+
 std::optional<std::string> bearerToken(std::string_view authorization) {
   std::string_view s = trimSpace(authorization);
   constexpr std::string_view kScheme = "bearer";
@@ -219,42 +227,46 @@ void AdminAuth::remember(std::map<std::string, Cached>& cache, const std::string
   cache[key] = std::move(entry);
 }
 
+void AdminAuth::ask(const Review& review, const json& body, const Decision& done,
+                    std::function<void(const json& status)> answered) {
+  if (!takeReview(review.kind))
+    return done(std::nullopt, statusResponse(429, "TooManyRequests", review.tooMany));
+  options_.review(
+      review.path, body.dump(),
+      [this, &review, done, answered = std::move(answered)](int code, const std::string& answer) {
+        json r = json::parse(answer, nullptr, false);
+        if ((code != 200 && code != 201) || !r.is_object()) {
+          reviews_->series({review.kind, "error"})->add(1);
+          logger_->warn("{} failed (HTTP {}): {}", review.name, code, review.unavailable);
+          return done(std::nullopt, statusResponse(503, "ServiceUnavailable", review.unavailable));
+        }
+        answered(jsonMember(r, "status"));
+      });
+}
+
 void AdminAuth::tokenReview(const std::string& token, const Decision& done) {
   std::string key = hashOf(token);
   if (auto c = cached(authn_, key))
     return done(c->ok ? std::optional(c->identity) : std::nullopt, std::nullopt);
-  if (!takeReview("tokenreview"))
-    return done(std::nullopt, statusResponse(429, "TooManyRequests",
-                                             "too many credentials to review: retry later"));
   json body = {{"apiVersion", "authentication.k8s.io/v1"},
                {"kind", "TokenReview"},
                {"spec", {{"token", token}}}};
-  options_.review(
-      "/apis/authentication.k8s.io/v1/tokenreviews", body.dump(),
-      [this, key, done](int code, const std::string& answer) {
-        json r = json::parse(answer, nullptr, false);
-        if ((code != 200 && code != 201) || !r.is_object()) {
-          reviews_->series({"tokenreview", "error"})->add(1);
-          logger_->warn("TokenReview failed (HTTP {}): credentials cannot be checked now", code);
-          return done(std::nullopt, statusResponse(503, "ServiceUnavailable",
-                                                   "the credentials cannot be checked now"));
-        }
-        const json& status = jsonMember(r, "status");
-        Cached entry;
-        entry.ok = jsonFlag(status, "authenticated");
-        if (entry.ok) {
-          const json& user = jsonMember(status, "user");
-          entry.identity.user = jsonText(user, "username");
-          entry.identity.via = "tokenreview";
-          if (const json& groups = jsonMember(user, "groups"); groups.is_array())
-            for (const auto& g : groups)
-              if (g.is_string()) entry.identity.groups.push_back(g.get<std::string>());
-          entry.ok = !entry.identity.user.empty();
-        }
-        reviews_->series({"tokenreview", entry.ok ? "allowed" : "denied"})->add(1);
-        remember(authn_, key, entry);
-        done(entry.ok ? std::optional(entry.identity) : std::nullopt, std::nullopt);
-      });
+  ask(kTokenReview, body, done, [this, key, done](const json& status) {
+    Cached entry;
+    entry.ok = jsonFlag(status, "authenticated");
+    if (entry.ok) {
+      const json& user = jsonMember(status, "user");
+      entry.identity.user = jsonText(user, "username");
+      entry.identity.via = "tokenreview";
+      if (const json& groups = jsonMember(user, "groups"); groups.is_array())
+        for (const auto& g : groups)
+          if (g.is_string()) entry.identity.groups.push_back(g.get<std::string>());
+      entry.ok = !entry.identity.user.empty();
+    }
+    reviews_->series({kTokenReview.kind, entry.ok ? "allowed" : "denied"})->add(1);
+    remember(authn_, key, entry);
+    done(entry.ok ? std::optional(entry.identity) : std::nullopt, std::nullopt);
+  });
 }
 
 void AdminAuth::authorize(const AdminIdentity& who, const std::string& path, const Decision& done) {
@@ -268,33 +280,21 @@ void AdminAuth::authorize(const AdminIdentity& who, const std::string& path, con
   };
   if (auto c = cached(authz_, key))
     return c->ok ? done(who, std::nullopt) : done(std::nullopt, forbidden());
-  if (!takeReview("subjectaccessreview"))
-    return done(std::nullopt, statusResponse(429, "TooManyRequests",
-                                             "too many requests to authorize: retry later"));
   json body = {{"apiVersion", "authorization.k8s.io/v1"},
                {"kind", "SubjectAccessReview"},
                {"spec",
                 {{"user", who.user},
                  {"groups", who.groups},
                  {"nonResourceAttributes", {{"path", path}, {"verb", "get"}}}}}};
-  options_.review(
-      "/apis/authorization.k8s.io/v1/subjectaccessreviews", body.dump(),
-      [this, key, who, path, done, forbidden](int code, const std::string& answer) {
-        json r = json::parse(answer, nullptr, false);
-        if ((code != 200 && code != 201) || !r.is_object()) {
-          reviews_->series({"subjectaccessreview", "error"})->add(1);
-          logger_->warn("SubjectAccessReview failed (HTTP {})", code);
-          return done(std::nullopt, statusResponse(503, "ServiceUnavailable",
-                                                   "the request cannot be authorized now"));
-        }
-        Cached entry;
-        entry.ok = jsonFlag(jsonMember(r, "status"), "allowed");
-        reviews_->series({"subjectaccessreview", entry.ok ? "allowed" : "denied"})->add(1);
-        remember(authz_, key, entry);
-        if (entry.ok) return done(who, std::nullopt);
-        logger_->debug("admin: {} may not get {}", who.user, path);
-        done(std::nullopt, forbidden());
-      });
+  ask(kAccessReview, body, done, [this, key, who, path, done, forbidden](const json& status) {
+    Cached entry;
+    entry.ok = jsonFlag(status, "allowed");
+    reviews_->series({kAccessReview.kind, entry.ok ? "allowed" : "denied"})->add(1);
+    remember(authz_, key, entry);
+    if (entry.ok) return done(who, std::nullopt);
+    logger_->debug("admin: {} may not get {}", who.user, path);
+    done(std::nullopt, forbidden());
+  });
 }
 
 } // namespace kuscia_host

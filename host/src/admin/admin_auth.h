@@ -16,6 +16,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <spdlog/logger.h>
 #include <string>
@@ -89,6 +90,20 @@ private:
   void authorize(const AdminIdentity& who, const std::string& path, const Decision& done);
   void tokenFromFile(const std::string& token, const Decision& done);
   void tokenReview(const std::string& token, const Decision& done);
+  // One kind of review the cluster is asked: its metric label, its name in logs, its path, and
+  // what a refusal says when over the rate (429) or without a usable answer (503).
+  struct Review {
+    const char* kind;
+    const char* name;
+    const char* path;
+    const char* tooMany;
+    const char* unavailable;
+  };
+  static const Review kTokenReview, kAccessReview;
+  // Asks the cluster `review` (rate-limited, counted): `answered` gets the answer's status, or
+  // `done` the refusal (429 over the rate, 503 without a usable answer).
+  void ask(const Review& review, const nlohmann::json& body, const Decision& done,
+           std::function<void(const nlohmann::json& status)> answered);
   // A review call may be made now (token bucket); counts a throttled one.
   bool takeReview(const char* kind);
   std::optional<Cached> cached(std::map<std::string, Cached>& cache, const std::string& key);
