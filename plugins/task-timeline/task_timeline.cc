@@ -48,9 +48,6 @@ enum EventField {
 // one whose Events came before it).
 constexpr int64_t kOrphanEventsNanos = 600LL * 1000000000;
 
-const char* const kCriticalPhases[] = {"creating", "scheduling", "accepting",  "pulling",
-                                       "starting", "readiness",  "programming"};
-
 const std::vector<double>& durationBuckets() {
   static const std::vector<double> b = {0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600};
   return b;
@@ -156,7 +153,7 @@ TaskTimeline::~TaskTimeline() {
 void TaskTimeline::onStart() {
   for (const char* phase : {"scheduling", "starting", "ready"})
     stuck_.set(0, {phase});
-  for (const char* phase : kCriticalPhases)
+  for (const char* phase : sdk::timeline::kPhaseNames)
     criticalPath_.add(0, {phase});
   stuckTimer_ = host().startTimer(5000, 5000);
 }

@@ -2,9 +2,6 @@
 
 #include <unistd.h>
 
-#include <kuscia_host/timeline.hpp>
-#include <kuscia_host/timeline_summary.hpp>
-
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -186,11 +183,7 @@ int waitForTimelines(const DemoOptions& o, const std::vector<std::string>& tasks
       std::vector<json> parts;
       for (auto& c : clusters)
         if (auto doc = clusterTimeline(*c, "cross-domain", t)) parts.push_back(std::move(*doc));
-      docs[t] = mergeTimelines(parts);
-      docs[t]["summary"] =
-          sdk::timeline::summarize(docs[t], std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                                std::chrono::system_clock::now().time_since_epoch())
-                                                .count());
+      docs[t] = summarizedTimeline(parts);
       ready += timelineComplete(docs[t]) && docs[t]["entries"].size() >= entriesPerTask;
     }
     if (ready != lastReady || tty) {

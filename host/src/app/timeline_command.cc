@@ -129,11 +129,7 @@ Result<json> gather(const TimelineOptions& o, std::vector<std::string>& problems
     docs.push_back(std::move(*doc));
   }
   if (docs.empty()) return makeError("");
-  // p2p: each party's cluster holds its own entries; the summary is of the merged task.
-  json doc = mergeTimelines(docs);
-  doc["summary"] = sdk::timeline::summarize(doc, wallNanos());
-  sdk::timeline::addPhases(doc, wallNanos());
-  return doc;
+  return summarizedTimeline(docs);
 }
 
 std::string render(const json& doc, const std::string& output) {
@@ -149,6 +145,14 @@ bool settled(const json& doc) {
 }
 
 } // namespace
+
+json summarizedTimeline(const std::vector<json>& docs) {
+  json doc = mergeTimelines(docs);
+  int64_t now = wallNanos();
+  doc["summary"] = sdk::timeline::summarize(doc, now);
+  sdk::timeline::addPhases(doc, now);
+  return doc;
+}
 
 Result<json> clusterTimeline(ClusterReader& reader, const std::string& taskNamespace,
                              const std::string& task) {

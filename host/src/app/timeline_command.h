@@ -31,6 +31,10 @@ struct TimelineOptions {
 Result<nlohmann::json> clusterTimeline(ClusterReader& reader, const std::string& taskNamespace,
                                        const std::string& task);
 
+// One document from the parties' clusters (p2p: each holds its own entries), with the summary of
+// the whole task and each entry's phases, as of now.
+nlohmann::json summarizedTimeline(const std::vector<nlohmann::json>& docs);
+
 // Runs the command; the exit status (0 ok, 1 a source failed or the task is unknown, 2 usage).
 int runTimeline(const TimelineOptions& options, std::ostream& out, std::ostream& err);
 

@@ -77,6 +77,10 @@ inline constexpr PhaseEnd kPodPhases[] = {{"scheduling", "scheduleTime"},
                                           {"starting", "containersStartTime"},
                                           {"readiness", "readyTime"}};
 
+// Every phase a critical path may hold, in the order of a startup.
+inline constexpr const char* kPhaseNames[] = {"creating", "scheduling", "accepting",  "pulling",
+                                              "starting", "readiness",  "programming"};
+
 namespace detail {
 
 inline std::optional<int64_t> timeOf(const nlohmann::json& entry, const char* field) {
