@@ -45,6 +45,7 @@ set(kh_packages
   plugin-task-timeline kuscia-host-plugin-task-timeline
   plugin-gateway-ready-time kuscia-host-plugin-gateway-ready-time
   plugin-scheduler-time kuscia-host-plugin-scheduler-time
+  plugin-otel-export kuscia-host-plugin-otel-export
   plugin-sim-agent kuscia-host-plugin-sim-agent
   sdk kuscia-host-dev)
 set(kh_components "")
@@ -82,7 +83,7 @@ status with the startup time of each pod and service.
 .
 This package holds the daemon and its command line (run, check-config, demo,
 timeline, apiserver), the systemd service and the default configuration.")
-foreach(p task-timeline gateway-ready-time scheduler-time sim-agent)
+foreach(p task-timeline gateway-ready-time scheduler-time otel-export sim-agent)
   string(TOUPPER plugin-${p} C)
   set(what_task-timeline "fills KusciaTask pod and service times
 It writes, for every pod and service of a task in its domain, createTime,
@@ -95,6 +96,10 @@ it as the service's readyTime.")
   set(what_scheduler-time "fills podStatuses scheduleTime
 It writes each task pod's PodScheduled time into the task's status as
 scheduleTime.")
+  set(what_otel-export "sends task startups as OpenTelemetry traces
+It sends each task's startup (the task, each party, pod and service, and each
+phase with its reason and the critical path) over OTLP/HTTP to the tracing
+backend operators run: an OpenTelemetry Collector, Jaeger or Grafana Tempo.")
   set(what_sim-agent "plays Kuscia's controllers for demos
 For embedded, single-machine setups only: it creates each party's pods and
 services as Kuscia does and moves them through scheduled, started and ready,
@@ -158,7 +163,7 @@ set(CPACK_RPM_SDK_PACKAGE_GROUP "Development/Libraries")
 # RPM summaries start with a capital (Debian's synopses do not).
 set(CPACK_RPM_HOST_PACKAGE_SUMMARY "Task-startup timelines for Kuscia: the plugin host")
 set(CPACK_RPM_SDK_PACKAGE_SUMMARY "SDK for kuscia-host plugins")
-foreach(p task-timeline gateway-ready-time scheduler-time sim-agent)
+foreach(p task-timeline gateway-ready-time scheduler-time otel-export sim-agent)
   string(TOUPPER plugin-${p} C)
   set(CPACK_RPM_${C}_PACKAGE_SUMMARY "Plugin for kuscia-host: ${p}")
 endforeach()

@@ -67,7 +67,7 @@ expect "$host_deb" /usr/bin/kuscia-host /usr/share/man/man1/kuscia-host.1.gz \
 dpkg-deb --ctrl-tarfile "$host_deb" | tar -xO ./conffiles | grep -qx /etc/kuscia-host/kuscia-host.yaml ||
   fail "the config is not a conffile"
 version=$(dpkg-deb -f "$host_deb" Version)
-for p in task-timeline gateway-ready-time scheduler-time sim-agent; do
+for p in task-timeline gateway-ready-time scheduler-time otel-export sim-agent; do
   deb=$(ls "$dist"/kuscia-host-plugin-${p}_*.deb)
   expect "$deb" "$plugin_dir/$p.so"
   dpkg-deb -f "$deb" Depends | tr ',' '\n' | sed 's/^ *//' | grep -qx "kuscia-host (= $version)" ||
@@ -161,6 +161,8 @@ domains:
       - name: task-timeline
       - name: gateway-ready-time
       - name: scheduler-time
+      - name: otel-export
+        config: { endpoint: "http://127.0.0.1:9" }
 YAML
 chmod 0755 "$work" "$svc"
 chmod 0644 "$svc/kuscia-host.yaml"

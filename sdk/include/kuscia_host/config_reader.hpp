@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <map>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -29,7 +30,7 @@ public:
 // One row of a plugin's configuration table; also the source of its documentation.
 struct ConfigKey {
   std::string key;
-  std::string type; // "integer", "string", "boolean", "number", "list of strings"
+  std::string type; // "integer", "string", "boolean", "number", "mapping of strings"
   std::string defaultValue;
   std::string description;
 };
@@ -94,6 +95,23 @@ public:
     for (const auto& a : allowed)
       list += (list.empty() ? "" : ", ") + a;
     throw ConfigError(key, "config key '" + key + "': '" + s + "' is not one of: " + list);
+  }
+
+  // A mapping of names to strings ({"X-Tenant": "a"}); empty when the key is absent.
+  std::map<std::string, std::string> stringMap(const std::string& key) const {
+    std::map<std::string, std::string> out;
+    const auto* v = get(key);
+    if (v == nullptr) return out;
+    if (!v->is_object())
+      throw ConfigError(key, "config key '" + key +
+                                 "': expected a mapping of names to strings, got " + v->dump());
+    for (const auto& [name, value] : v->items()) {
+      if (!value.is_string())
+        throw ConfigError(key, "config key '" + key + "': the value of '" + name +
+                                   "' must be a string, got " + value.dump());
+      out.emplace(name, value.get<std::string>());
+    }
+    return out;
   }
 
   const std::vector<ConfigKey>& table() const { return table_; }

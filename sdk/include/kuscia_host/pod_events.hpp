@@ -156,6 +156,8 @@ public:
   }
   std::optional<int64_t> imagePullEnd() const { return pullEnd_; }
   bool empty() const { return !pullStart_ && !pullEnd_ && reasons_.empty(); }
+  // The reason kept for each phase, with the time it was seen.
+  const std::map<std::string, Reason>& reasons() const { return reasons_; }
   // {"<phase>": {"reason", "message"}} as the timeline document's entry holds it.
   nlohmann::json reasonsJson() const {
     nlohmann::json out = nlohmann::json::object();

@@ -1,0 +1,92 @@
+// otel-export: sends each KusciaTask's startup, as this domain sees it, to an OpenTelemetry
+// tracing backend over OTLP/HTTP (a Collector, Jaeger, Grafana Tempo).
+//
+// The timeline is the task's own (its status, as task-timeline or Kuscia's controller writes
+// it), with what only this domain's pods and Events tell (the first Ready of an incarnation,
+// the image pull, every container running, why a phase waited), summarised by the SDK
+// (kuscia_host/timeline_summary.hpp): the same document task-timeline serves. Spans and their ids
+// are otel_spans.h's. A span goes out once, when the task's startup ended as this domain sees it
+// (its critical-path and blame attributes need the whole of it); a task that is not ready after
+// stuckAfterSeconds sends what ended and its pending phase (status ERROR, its reason), then that
+// phase again when it ends. A task's memory goes when its spans are out, and only its name stays
+// for resendWindowSeconds: cost follows the tasks in flight.
+#pragma once
+
+#include <kuscia_host/plugin.hpp>
+#include <kuscia_host/pod_events.hpp>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "otel_config.h"
+#include "otel_spans.h"
+#include "otlp_exporter.h"
+
+namespace kuscia_host::plugins::otel {
+
+class OtelExport final : public sdk::Plugin {
+public:
+  OtelExport(sdk::Host host, std::string_view domain, std::string_view configJson);
+  ~OtelExport() override;
+  OtelExport(const OtelExport&) = delete;
+  OtelExport& operator=(const OtelExport&) = delete;
+  static void validateConfig(std::string_view configJson) { parseOtelConfig(configJson); }
+
+  void onStart() override;
+  void onStop() override;
+  void onEvent(const sdk::Event& event) override;
+  void onTimer(uint64_t timerId, uint64_t userTag) override;
+
+  // What is held: tasks in flight, pods of this domain, tasks sent within the resend window.
+  std::size_t heldTasks() const { return tasks_.size(); }
+  std::size_t heldPods() const { return pods_.size(); }
+  std::size_t recentTasks() const { return recent_.size(); }
+  OtlpExporter::Counters counters() const { return exporter_->snapshot(); }
+  // The document the spans of `task` come from (tests; nullopt when the cache lacks the task).
+  std::optional<nlohmann::json> document(const std::string& task) const;
+
+private:
+  struct PodState {
+    std::string uid, task;
+    sdk::timeline::PodFacts facts;
+    std::optional<int64_t> containersStart, firstReady;
+    bool gone = false;     // deleted; kept until its task's spans are out
+    int64_t seenNanos = 0; // the last event about it
+  };
+  struct TaskState {
+    std::map<std::string, bool> sent; // span id (hex) -> it was a pending phase then
+  };
+
+  void onTask(const sdk::Event& e);
+  void onPod(const sdk::Event& e);
+  void onPodEvent(const sdk::Event& e);
+  // Decides what to send for the task whose projected fields are `fields`.
+  void evaluate(const std::string& name, std::string_view uid, const nlohmann::json& fields);
+  void evaluateCached(const std::string& name);
+  nlohmann::json documentOf(const TaskFacts& task, const nlohmann::json& fields) const;
+  void forgetTask(const std::string& name);
+  void sweep();
+  void pollExporter();
+
+  OtelConfig config_;
+  std::string domain_;
+  int64_t startedNanos_ = 0;
+  uint64_t taskSub_ = 0, podSub_ = 0, eventSub_ = 0, timer_ = 0;
+  std::map<std::string, PodState> pods_;   // "<ns>/<name>" of this domain's task pods
+  std::map<std::string, TaskState> tasks_; // in flight
+  std::map<std::string, int64_t> recent_;  // sent: task -> when (wall ns)
+  std::unique_ptr<OtlpExporter> exporter_;
+  OtlpExporter::Counters reported_; // what the metrics hold already
+  uint64_t ticks_ = 0;
+  uint64_t loggedEpisode_ = 0;
+  uint64_t loggedPartials_ = 0;
+  bool loggedFailing_ = false;
+  sdk::Metric exported_, failed_, dropped_, queueDepth_, inFlight_;
+};
+
+} // namespace kuscia_host::plugins::otel

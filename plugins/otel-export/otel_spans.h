@@ -1,0 +1,121 @@
+// The spans of a task's startup, from its timeline document (kuscia_host/timeline.hpp with
+// timeline_summary.hpp's phases and summary), as one domain's otel-export owes them.
+//
+// Ids are derived, never random, so that every party's host computes the same trace id for a
+// task and a restarted host re-sends the same span ids:
+//   trace id = the first 16 bytes of SHA-256("kuscia-host/trace/v1\n" + task name)
+//   span id  = the first 8 bytes of SHA-256("kuscia-host/span/v1\n" + hex(trace id) + "\n" +
+//              party + "\n" + entry + "\n" + incarnation + "\n" + kind)
+// with, for the task's root: party, entry and incarnation empty, kind "task"; a party: entry and
+// incarnation empty, kind "party"; an entry (pod or service "<ns>/<name>"): incarnation its
+// createTime (RFC 3339, as the document holds it), kind "entry"; an entry's phase: kind the
+// phase's name. An all-zero id (never seen) would be made 1 in its last byte.
+//
+// The tree: task (root, the initiator's host only) -> party -> pod | service -> phase.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+namespace kuscia_host::plugins::otel {
+
+using TraceId = std::array<uint8_t, 16>;
+using SpanId = std::array<uint8_t, 8>;
+
+TraceId traceIdOf(std::string_view task);
+SpanId spanIdOf(const TraceId& trace, std::string_view party, std::string_view entry,
+                std::string_view incarnation, std::string_view kind);
+std::string hex(const uint8_t* data, std::size_t n);
+template <std::size_t N> std::string hex(const std::array<uint8_t, N>& id) {
+  return hex(id.data(), N);
+}
+
+struct Attribute {
+  std::string key;
+  std::variant<std::string, int64_t, bool> value;
+};
+
+struct SpanEvent {
+  int64_t timeNanos = 0;
+  std::string name;
+  std::vector<Attribute> attributes;
+};
+
+// OTLP's Status.code.
+enum class StatusCode : int { kUnset = 0, kOk = 1, kError = 2 };
+
+struct SpanData {
+  TraceId traceId{};
+  SpanId spanId{};
+  std::optional<SpanId> parent;
+  bool parentRemote = false; // the parent is another host's span (a p2p party under the root)
+  std::string name;
+  int64_t startNanos = 0;
+  int64_t endNanos = 0;
+  std::vector<Attribute> attributes;
+  std::vector<SpanEvent> events;
+  StatusCode status = StatusCode::kUnset;
+  std::string statusMessage;
+  bool pending = false; // a phase still going on, exported because it is stuck (end = now)
+};
+
+// The KusciaTask fields otel-export subscribes to, in this order.
+inline constexpr const char* kTaskFields[] = {
+    "/metadata/creationTimestamp",
+    "/spec/initiator",
+    "/spec/parties",
+    "/status/phase",
+    "/status/partyTaskStatus",
+    "/status/conditions",
+    "/status/podStatuses",
+    "/status/serviceStatuses",
+    "/metadata/annotations/kuscia.secretflow~1job-id",
+    "/metadata/annotations/kuscia.secretflow~1task-alias"};
+enum TaskField : std::size_t {
+  kTaskCreate,
+  kTaskInitiator,
+  kTaskParties,
+  kTaskPhase,
+  kTaskPartyStatus,
+  kTaskConditions,
+  kTaskPodStatuses,
+  kTaskServiceStatuses,
+  kTaskJob,
+  kTaskAlias,
+  kTaskFieldCount
+};
+
+// What the task object says beyond the document.
+struct TaskFacts {
+  std::string name, namespaceName, uid, initiator, phase, job, alias;
+  std::vector<std::string> parties; // spec.parties[].domainID
+  // Every party runs, as the task's own status says (status.partyTaskStatus all Running or
+  // Succeeded, else status.phase Running or Succeeded), and since when if it says so
+  // (the Running condition's lastTransitionTime).
+  bool partiesRunning = false;
+  std::optional<int64_t> runningSince;
+};
+// The facts from the task's projected fields (otel-export's subscription order, kTaskFields).
+TaskFacts taskFactsOf(const std::string& name, const std::string& namespaceName,
+                      const nlohmann::json& fields);
+
+struct Plan {
+  std::vector<SpanData> spans;       // every span that ended, and the stuck pending phases
+  bool finished = false;             // every span this domain owes has ended
+  std::optional<int64_t> finishedAt; // the latest end among them
+};
+
+// The spans `domain` owes for the task: its party's, its entries' and their phases', and the
+// root when it is the initiator. `doc` is a timeline document (createTime, entries; reasons may
+// carry "since", the time the reason was first seen, in nanoseconds). Critical-path phases carry
+// kuscia.critical_path, the blamed one kuscia.blame, once the task is complete in `doc`.
+Plan planSpans(const nlohmann::json& doc, const TaskFacts& task, const std::string& domain,
+               int64_t nowNanos, int64_t stuckAfterNanos);
+
+} // namespace kuscia_host::plugins::otel
