@@ -16,6 +16,7 @@ namespace {
 
 constexpr uint64_t kTickMillis = 1000;
 constexpr int kSweepTicks = 5;
+constexpr std::size_t kSubscriptionCount = 3; // tasks, pods, events
 // Events of a pod this instance never sees as a task's go after this long.
 constexpr int64_t kOrphanNanos = int64_t{600} * 1000000000;
 
@@ -91,7 +92,15 @@ void OtelExport::onStop() {
 }
 
 void OtelExport::onEvent(const sdk::Event& e) {
-  if (e.type == KH_EVENT_SYNCED) return;
+  if (e.type == KH_EVENT_SYNCED) {
+    synced_.insert(e.subscriptionId);
+    if (synced_.size() < kSubscriptionCount) return;
+    std::set<std::string> names = std::move(unsynced_);
+    unsynced_.clear();
+    for (const auto& name : names)
+      evaluateCached(name);
+    return;
+  }
   if (e.subscriptionId == taskSub_) return onTask(e);
   if (e.subscriptionId == podSub_) return onPod(e);
   if (e.subscriptionId == eventSub_) return onPodEvent(e);
@@ -106,7 +115,14 @@ void OtelExport::onTimer(uint64_t timerId, uint64_t /*userTag*/) {
 
 void OtelExport::onTask(const sdk::Event& e) {
   std::string name(nameOf(e.key));
-  if (e.type == KH_EVENT_DELETED) return forgetTask(name);
+  if (e.type == KH_EVENT_DELETED) {
+    unsynced_.erase(name);
+    return forgetTask(name);
+  }
+  if (synced_.size() < kSubscriptionCount) {
+    unsynced_.insert(name);
+    return;
+  }
   evaluate(name, e.uid, parseFields(e.fieldsJson, kTaskFieldCount));
 }
 
@@ -232,8 +248,9 @@ void OtelExport::evaluate(const std::string& name, std::string_view uid, const j
               std::find(t.parties.begin(), t.parties.end(), domain_) != t.parties.end();
   if (!mine) return;
   const int64_t now = host().wallTimeNanos();
-  Plan plan = planSpans(documentOf(t, fields), t, domain_, now,
-                        config_.stuckAfterSeconds * int64_t{1000000000});
+  Plan plan =
+      planSpans(documentOf(t, fields), t, domain_, now,
+                config_.stuckAfterSeconds * int64_t{1000000000}, host().deploymentMode() == "p2p");
   auto held = tasks_.find(name);
   if (plan.finished && held == tasks_.end() && plan.finishedAt &&
       now - *plan.finishedAt > config_.resendWindowSeconds * int64_t{1000000000}) {

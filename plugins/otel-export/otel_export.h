@@ -20,6 +20,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 
@@ -80,6 +81,10 @@ private:
   std::map<std::string, PodState> pods_;   // "<ns>/<name>" of this domain's task pods
   std::map<std::string, TaskState> tasks_; // in flight
   std::map<std::string, int64_t> recent_;  // sent: task -> when (wall ns)
+  // Until every subscription has synced, tasks wait here: a task decided before its pods' Events
+  // are known would be sent without its image pulls (a restarted host lists tasks first).
+  std::set<uint64_t> synced_;
+  std::set<std::string> unsynced_;
   std::unique_ptr<OtlpExporter> exporter_;
   OtlpExporter::Counters reported_; // what the metrics hold already
   uint64_t ticks_ = 0;

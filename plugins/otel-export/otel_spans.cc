@@ -107,7 +107,7 @@ TaskFacts taskFactsOf(const std::string& name, const std::string& namespaceName,
 }
 
 Plan planSpans(const json& doc, const TaskFacts& task, const std::string& domain, int64_t nowNanos,
-               int64_t stuckAfterNanos) {
+               int64_t stuckAfterNanos, bool p2p) {
   namespace tl = sdk::timeline;
   Plan plan;
   const TraceId trace = traceIdOf(task.name);
@@ -225,7 +225,7 @@ Plan planSpans(const json& doc, const TaskFacts& task, const std::string& domain
     SpanData s;
     s.spanId = partyId;
     s.parent = rootId;
-    s.parentRemote = !initiator;
+    s.parentRemote = p2p && !initiator;
     s.name = "kuscia.party.startup";
     s.startNanos = *taskCreate;
     s.endNanos = *partyReady;
@@ -238,17 +238,20 @@ Plan planSpans(const json& doc, const TaskFacts& task, const std::string& domain
   }
 
   if (initiator && taskCreate) {
-    bool everyParty = complete;
+    // The exact end when this host sees every party's entries (centralized); else (p2p, where
+    // the other parties' pods are in their own clusters) the coarser one the task's own status
+    // gives: every party runs.
+    bool seesEveryParty = true;
     for (const auto& p : task.parties) {
       const json& ps = summary.value("parties", empty).value(p, empty);
-      everyParty = everyParty && ps.value("entries", 0) > 0;
+      seesEveryParty = seesEveryParty && ps.value("entries", 0) > 0;
     }
     std::optional<int64_t> end;
     std::string how;
-    if (everyParty) {
+    if (seesEveryParty && complete) {
       end = timeIn(summary, "allReadyTime");
       how = "all_ready";
-    } else if (task.partiesRunning) {
+    } else if (!seesEveryParty && task.partiesRunning) {
       end = task.runningSince.value_or(nowNanos);
       if (auto seen = timeIn(summary, "allReadyTime"); complete && seen)
         end = std::max(*end, *seen);

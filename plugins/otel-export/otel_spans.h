@@ -115,7 +115,8 @@ struct Plan {
 // root when it is the initiator. `doc` is a timeline document (createTime, entries; reasons may
 // carry "since", the time the reason was first seen, in nanoseconds). Critical-path phases carry
 // kuscia.critical_path, the blamed one kuscia.blame, once the task is complete in `doc`.
+// `p2p`: the root is another process's (the initiator's host), so a party's parent is remote.
 Plan planSpans(const nlohmann::json& doc, const TaskFacts& task, const std::string& domain,
-               int64_t nowNanos, int64_t stuckAfterNanos);
+               int64_t nowNanos, int64_t stuckAfterNanos, bool p2p = false);
 
 } // namespace kuscia_host::plugins::otel

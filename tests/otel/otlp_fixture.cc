@@ -65,7 +65,7 @@ int main(int argc, char** argv) {
   task.parties = t["parties"].get<std::vector<std::string>>();
   int64_t now = *kuscia_host::sdk::parseTime(fixture["now"].get<std::string>());
   Plan plan = planSpans(fixture["documents"][domain], task, domain, now,
-                        config.stuckAfterSeconds * int64_t{1000000000});
+                        config.stuckAfterSeconds * int64_t{1000000000}, mode == "p2p");
   OtlpExporter exporter(config, resourceOf(config, domain, mode));
   exporter.start();
   for (int i = 0; i < repeat; ++i)

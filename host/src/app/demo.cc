@@ -54,6 +54,10 @@ constexpr const char* kDemoDomain = R"(  - id: ${domain}
       - name: task-timeline
       - name: gateway-ready-time
       - name: scheduler-time
+${otel})";
+// With --otlp-endpoint: each domain's startups also go out as traces.
+constexpr const char* kDemoOtel = R"(      - name: otel-export
+        config: { endpoint: "${endpoint}", batchDelayMillis: 500 }
 )";
 
 std::string fill(std::string text, const std::map<std::string, std::string>& values) {
@@ -110,10 +114,14 @@ Result<std::vector<DemoHost>> startHosts(const DemoOptions& o, const fs::path& w
       std::string extra = o.scenario == "slow-party" && d == "bob"
                               ? ", pullMillis: " + std::to_string(8 * o.phaseMillis)
                               : "";
-      domains += fill(kDemoDomain, {{"domain", d},
-                                    {"phaseMillis", std::to_string(o.phaseMillis)},
-                                    {"cleanupMillis", std::to_string(2 * o.phaseMillis)},
-                                    {"simExtra", extra}});
+      domains +=
+          fill(kDemoDomain, {{"domain", d},
+                             {"phaseMillis", std::to_string(o.phaseMillis)},
+                             {"cleanupMillis", std::to_string(2 * o.phaseMillis)},
+                             {"simExtra", extra},
+                             {"otel", o.otlpEndpoint.empty()
+                                          ? std::string()
+                                          : fill(kDemoOtel, {{"endpoint", o.otlpEndpoint}})}});
     }
     std::string text = fill(kDemoHost, {{"mode", o.p2p ? "p2p" : "centralized"},
                                         {"adminListen", shiftPort(o.adminListen, int(h))},
@@ -270,6 +278,9 @@ int runDemo(const DemoOptions& o, std::ostream& out, std::ostream& err) {
   out << "kuscia-host " << kVersion << " demo (" << (o.p2p ? "p2p" : "centralized")
       << (o.scenario == "slow-party" ? ", slow-party: bob's image pulls are slow" : "")
       << "): " << o.tasks << " two-party task(s) submitted to domains alice and bob\n";
+  if (!o.otlpEndpoint.empty())
+    out << "traces of every task's startup go to " << o.otlpEndpoint
+        << " (OTLP/HTTP, protobuf; one trace per task, every party's spans in it)\n";
   out.flush();
   std::map<std::string, json> docs;
   int ready = waitForTimelines(o, tasks, *clusters, docs, out);

@@ -26,6 +26,7 @@ struct DemoOptions {
   int phaseMillis = 1000; // the simulated agent's pace: about this long per phase
   int timeoutSeconds = 120;
   std::string scenario = "default"; // or "slow-party": bob's image pulls are slow
+  std::string otlpEndpoint;         // when set, every domain also runs otel-export to it
 };
 
 // Runs the demo; the process exit code.

@@ -316,6 +316,10 @@ Command addDemo(CLI::App& app) {
                   "blames bob's pulling")
       ->capture_default_str()
       ->check(CLI::IsMember({"default", "slow-party"}));
+  cmd->add_option(
+      "--otlp-endpoint", demo->otlpEndpoint,
+      "Also send every task's startup as a trace to this OTLP/HTTP receiver "
+      "(http(s)://host:port, e.g. an OpenTelemetry Collector's :4318), with otel-export");
   return {cmd, [demo] {
             for (const auto& d : demo->pluginDirs)
               if (!std::filesystem::path(d).is_absolute()) {

@@ -149,7 +149,8 @@ TEST(OtelSpansTest, AStuckEntrySendsWhatEndedAndItsPendingPhase) {
   // in another host (a remote parent).
   json ready = doc;
   ready["entries"]["bob/otel-task-0"]["times"]["readyTime"] = "2024-05-20T08:00:45Z";
-  Plan done = planSpans(ready, task, "bob", at("2024-05-20T08:00:50Z"), int64_t{30} * 1000000000);
+  Plan done =
+      planSpans(ready, task, "bob", at("2024-05-20T08:00:50Z"), int64_t{30} * 1000000000, true);
   EXPECT_TRUE(done.finished);
   const SpanData* ended = named(done, "readiness");
   ASSERT_NE(ended, nullptr);
@@ -158,7 +159,10 @@ TEST(OtelSpansTest, AStuckEntrySendsWhatEndedAndItsPendingPhase) {
   EXPECT_EQ(ended->endNanos, at("2024-05-20T08:00:45Z"));
   const SpanData* party = named(done, "kuscia.party.startup");
   ASSERT_NE(party, nullptr);
-  EXPECT_TRUE(party->parentRemote);
+  EXPECT_TRUE(party->parentRemote); // p2p
+  Plan centralized =
+      planSpans(ready, task, "bob", at("2024-05-20T08:00:50Z"), int64_t{30} * 1000000000);
+  EXPECT_FALSE(named(centralized, "kuscia.party.startup")->parentRemote); // the same host's root
   EXPECT_EQ(*party->parent, spanIdOf(traceIdOf("otel-task"), "", "", "", "task"));
 }
 
@@ -323,31 +327,49 @@ TEST(OtelExportTest, AFinishedTaskIsSentOnceAndForgotten) {
   ASSERT_TRUE(host.start());
   json task = runningTask();
   json pod = fixture("pod.json");
-  deliver(host, "pods", KH_EVENT_ADDED, pod);
+  // As a restarted host gets them: the task's list first, then its pod's and the pod's Events.
+  // Nothing is decided before every list is in: the image pull would be missing.
   deliver(host, "kusciatasks", KH_EVENT_ADDED, task);
-  // alice: root, party, pod + 4 phases (no pull seen), 3 services + 3 programming.
-  // (13 spans)
-  ASSERT_TRUE(receive(host, receiver, 13)) << receiver.spans().size();
-  EXPECT_EQ(host.metric("kuscia_otel_spans_exported_total"), 13);
+  deliver(host, "pods", KH_EVENT_ADDED, pod);
+  for (const auto& [reason, time] : {std::pair("Pulling", "2024-05-20T08:00:03Z"),
+                                     std::pair("Pulled", "2024-05-20T08:00:05Z")}) {
+    json event = {
+        {"metadata", {{"name", std::string("pull-") + reason}, {"namespace", "alice"}}},
+        {"involvedObject",
+         {{"kind", "Pod"}, {"name", "secretflow-task-psi-0"}, {"uid", pod["metadata"]["uid"]}}},
+        {"reason", reason},
+        {"lastTimestamp", time}};
+    deliver(host, "events", KH_EVENT_ADDED, event);
+  }
+  host.advanceMillis(1000);
+  EXPECT_TRUE(receiver.spans().empty());
+  test::synced(host);
+  // alice: root, party, pod + 5 phases, 3 services + 3 programming.
+  ASSERT_TRUE(receive(host, receiver, 14)) << receiver.spans().size();
+  bool pulling = false;
+  for (const auto& s : receiver.spans())
+    pulling = pulling || s["name"] == "pulling";
+  EXPECT_TRUE(pulling);
+  EXPECT_EQ(host.metric("kuscia_otel_spans_exported_total"), 14);
   EXPECT_EQ(plugin(host).heldTasks(), 0u) << "nothing of a sent task stays but its name";
   EXPECT_EQ(plugin(host).heldPods(), 0u);
   EXPECT_EQ(plugin(host).recentTasks(), 1u);
   // The same task again (a resync, a status change): nothing more is sent.
   deliver(host, "kusciatasks", KH_EVENT_MODIFIED, task);
   deliver(host, "pods", KH_EVENT_MODIFIED, pod);
-  EXPECT_FALSE(receive(host, receiver, 14, 300));
-  EXPECT_EQ(receiver.spans().size(), 13u);
+  EXPECT_FALSE(receive(host, receiver, 15, 300));
+  EXPECT_EQ(receiver.spans().size(), 14u);
   std::set<std::string> ids;
   for (const auto& s : receiver.spans())
     ids.insert(s["spanId"].get<std::string>());
-  EXPECT_EQ(ids.size(), 13u);
+  EXPECT_EQ(ids.size(), 14u);
   deliver(host, "pods", KH_EVENT_DELETED, pod);
   EXPECT_EQ(plugin(host).heldPods(), 0u);
   host.advanceMillis(700000); // past resendWindowSeconds: not even the name stays
   EXPECT_EQ(plugin(host).recentTasks(), 0u);
   deliver(host, "kusciatasks", KH_EVENT_MODIFIED, task); // and it is history now
   EXPECT_EQ(plugin(host).heldTasks(), 0u);
-  EXPECT_FALSE(receive(host, receiver, 14, 300));
+  EXPECT_FALSE(receive(host, receiver, 15, 300));
   // The pod's uid from the pod, the first Ready from its condition.
   for (const auto& s : receiver.spans())
     if (s["name"] == "kuscia.pod.startup") {
@@ -367,6 +389,7 @@ TEST(OtelExportTest, HistoryIsNotSentAndNotKept) {
       "endpoint": ")" + receiver.url() + "\"}"))
       << host.error();
   ASSERT_TRUE(host.start());
+  test::synced(host);
   for (int i = 0; i < 50; ++i) {
     json task = runningTask();
     task["metadata"]["name"] = "old-task-" + std::to_string(i);
@@ -388,6 +411,7 @@ TEST(OtelExportTest, AStuckTaskSendsItsPendingPhaseThenItsEnd) {
                                             receiver.url() + "\"}"))
       << host.error();
   ASSERT_TRUE(host.start());
+  test::synced(host);
   json task = runningTask();
   task["status"]["podStatuses"]["alice/secretflow-task-psi-0"].erase("readyTime");
   json pod = fixture("pod.json");
