@@ -12,7 +12,7 @@ sent, both normalised only where the specification makes them equal (a field at 
 Then: 503 with Retry-After then 200 (retried after the wait asked for); a partial success (counted,
 not retried); 400 (not retried); a receiver that never answers (timeout, retries, give-up); a
 receiver that is down long enough to fill the queue (oldest dropped and counted, then it
-recovers); gzip and extra headers on the wire.
+recovers); gzip, extra headers and TLS with a CA file (certificates made here) on the wire.
 
 usage: otlp_e2e.py <otlp_fixture> <node work dir>
 """
@@ -197,6 +197,30 @@ def behaviours():
     h = cap.requests[0]["headers"]
     check(h.get("authorization") == "Bearer s3cr3t" and h.get("x-scope-orgid") == "tenant-a",
           "headers and headerFiles are sent (%s)" % {k: h.get(k) for k in ("authorization", "x-scope-orgid")})
+
+    # TLS with a CA file, with certificates made here: verified, name checked; a wrong CA fails.
+    certs = os.path.join(node_dir, "certs")
+    os.makedirs(certs, exist_ok=True)
+    def openssl(*args):
+        subprocess.run(["openssl", *args], cwd=certs, check=True, capture_output=True)
+    for name in ("ca", "other-ca"):
+        openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=" + name,
+                "-keyout", name + ".key", "-out", name + ".pem")
+    openssl("req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=receiver", "-keyout", "server.key",
+            "-out", "server.csr")
+    open(os.path.join(certs, "san.ext"), "w").write("subjectAltName=IP:127.0.0.1\n")
+    openssl("x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
+            "-days", "2", "-extfile", "san.ext", "-out", "server.pem")
+    tls = (os.path.join(certs, "server.pem"), os.path.join(certs, "server.key"))
+    cap, c = plugin(dict(FAST, caFile=os.path.join(certs, "ca.pem")), capture=Capture(tls=tls))
+    cap.stop()
+    check(cap.url.startswith("https://") and c["exported"] == c["spans"] and len(cap.requests) == 1,
+          "https with caFile: verified and sent (%s)" % c)
+    cap, c = plugin(dict(FAST, caFile=os.path.join(certs, "other-ca.pem"), retryGiveUpSeconds=1),
+                    capture=Capture(tls=tls))
+    cap.stop()
+    check(not cap.requests and c["failed"] == c["spans"] and "TLS handshake" in c["lastError"],
+          "a receiver whose certificate another CA signed gets nothing: %s" % c["lastError"])
 
     # A path in the endpoint is used as is.
     cap = Capture()

@@ -150,7 +150,7 @@ class Capture:
     each entry (status, headers, body) serves one request, the last one every request after it.
     ("hang", ...) never answers."""
 
-    def __init__(self, script=None, port=0):
+    def __init__(self, script=None, port=0, tls=None):
         self.requests = []
         self.script = list(script or [(200, {}, b"")])
         self.lock = threading.Lock()
@@ -191,8 +191,13 @@ class Capture:
 
         self.server = http.server.ThreadingHTTPServer(("127.0.0.1", port), Handler)
         self.server.daemon_threads = True
+        if tls:  # (certificate file, key file)
+            import ssl
+            ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            ctx.load_cert_chain(*tls)
+            self.server.socket = ctx.wrap_socket(self.server.socket, server_side=True)
         self.port = self.server.server_address[1]
-        self.url = "http://127.0.0.1:%d" % self.port
+        self.url = "%s://127.0.0.1:%d" % ("https" if tls else "http", self.port)
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
     def trees(self):
