@@ -165,9 +165,13 @@ void OtelExport::onPod(const sdk::Event& e) {
     for (const auto& c : f[kPodContainers]) {
       const json waiting = c.value("state", json::object()).value("waiting", json::object());
       std::string reason = waiting.value("reason", "");
-      if (!reason.empty())
-        p.facts.addReason(sdk::timeline::waitingReasonPhase(reason, "starting"), reason,
-                          waiting.value("message", ""), now, true);
+      if (reason.empty()) continue;
+      // Kept from when it was first seen: the span event's time.
+      std::string phase = sdk::timeline::waitingReasonPhase(reason, "starting");
+      auto known = p.facts.reasons().find(phase);
+      if (known == p.facts.reasons().end() || !known->second.waiting ||
+          known->second.reason != reason)
+        p.facts.addReason(phase, reason, waiting.value("message", ""), now, true);
     }
 }
 

@@ -125,7 +125,13 @@ def check_task(cap, name, doc, p2p):
         check(remote == (p2p and party == "bob"),
               "%s: %s's parent is remote exactly when another host sends it (flags %#x)" % (name, party, s.get("flags", 0)))
     summary = doc["summary"]
-    if not p2p:
+    if p2p:
+        # alice's host sees only alice's pods: the root ends when the task's status says every
+        # party runs, no earlier than alice's own party.
+        check(attrs(root).get("kuscia.task.root_end") == "parties_running" and
+              int(root["endTimeUnixNano"]) >= int(parties["alice"][1]["endTimeUnixNano"]),
+              "%s: in p2p the root ends when every party runs (%s)" % (name, attrs(root).get("kuscia.task.root_end")))
+    else:
         check(int(root["startTimeUnixNano"]) == ns(summary["createTime"]) and
               int(root["endTimeUnixNano"]) == ns(summary["allReadyTime"]),
               "%s: the root spans the task's startup as its timeline says (%s -> %s; the root: %s -> %s)"

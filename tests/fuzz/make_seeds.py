@@ -168,6 +168,16 @@ for r in (req("GET", "/metrics"), req("GET", "/readyz?verbose"), req("HEAD", "/l
           req("GET", "/ui/"), req("POST", "/livez", "x"), "GET / HTTP/1.0\r\n\r\n"):
     seed("fuzz_http", b"\x01" + r.encode())
 
+# otel-export (fuzz_otlp): receivers' answers, Retry-After, endpoints, the known timeline.
+seed("fuzz_otlp", b"\x00" + bytes([0x0A, 0x08, 0x08, 0x03, 0x12, 0x04]) + b"full")
+seed("fuzz_otlp", b"\x01" + b'{"partialSuccess": {"rejectedSpans": "2", "errorMessage": "quota"}}')
+for v in ("3", "Sun, 06 Nov 1994 08:49:37 GMT", "soon"):
+    seed("fuzz_otlp", b"\x02" + v.encode())
+for u in ("http://collector:4318", "https://tempo/otlp/v1/traces", "http://[::1]:4318/", "ftp://x"):
+    seed("fuzz_otlp", b"\x03" + u.encode())
+for d in fixture("otel-timeline.json")["documents"].values():
+    seed("fuzz_otlp", b"\x04" + dump(d).encode())
+
 shutil.rmtree(out, ignore_errors=True)
 for harness, seeds in sorted(corpora.items()):
     os.makedirs(os.path.join(out, harness))

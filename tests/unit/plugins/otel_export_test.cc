@@ -350,6 +350,10 @@ TEST(OtelExportTest, AFinishedTaskIsSentOnceAndForgotten) {
   for (const auto& s : receiver.spans())
     pulling = pulling || s["name"] == "pulling";
   EXPECT_TRUE(pulling);
+  // The receiver has them before the exporter has read its answer.
+  for (int i = 0; i < 500 && plugin(host).counters().exported < 14; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  host.advanceMillis(1000); // the metrics follow on the next tick
   EXPECT_EQ(host.metric("kuscia_otel_spans_exported_total"), 14);
   EXPECT_EQ(plugin(host).heldTasks(), 0u) << "nothing of a sent task stays but its name";
   EXPECT_EQ(plugin(host).heldPods(), 0u);
@@ -416,11 +420,18 @@ TEST(OtelExportTest, AStuckTaskSendsItsPendingPhaseThenItsEnd) {
   task["status"]["podStatuses"]["alice/secretflow-task-psi-0"].erase("readyTime");
   json pod = fixture("pod.json");
   pod["status"]["conditions"] = json::array();
+  // Its container waits: the reason is kept from when it was first seen (08:00:05), however
+  // often the pod is seen again.
+  pod["status"]["containerStatuses"][0]["state"] = {
+      {"waiting", {{"reason", "CrashLoopBackOff"}, {"message", "back-off 10s"}}}};
   deliver(host, "pods", KH_EVENT_ADDED, pod);
   deliver(host, "kusciatasks", KH_EVENT_ADDED, task);
   EXPECT_EQ(plugin(host).heldTasks(), 1u);
   EXPECT_TRUE(receiver.spans().empty()); // in flight, not stuck yet
-  host.advanceMillis(20000);             // the sweep finds it stuck
+  host.advanceMillis(5000);
+  pod["status"]["containerStatuses"][0]["state"]["waiting"]["message"] = "back-off 20s";
+  deliver(host, "pods", KH_EVENT_MODIFIED, pod);
+  host.advanceMillis(15000); // the sweep finds it stuck
   for (int i = 0; i < 300 && receiver.spans().empty(); ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
@@ -428,10 +439,19 @@ TEST(OtelExportTest, AStuckTaskSendsItsPendingPhaseThenItsEnd) {
   for (const auto& s : receiver.spans())
     if (s.value("status", json::object()).value("code", 0) == 2) pendingId = s["spanId"];
   ASSERT_FALSE(pendingId.empty()) << json(receiver.spans()).dump();
+  for (const auto& s : receiver.spans())
+    if (s["spanId"] == pendingId) {
+      EXPECT_EQ(s["name"], "starting");
+      EXPECT_EQ(s["status"]["message"], "CrashLoopBackOff: back-off 10s");
+      ASSERT_EQ(s["events"].size(), 1u);
+      EXPECT_EQ(s["events"][0]["name"], "CrashLoopBackOff");
+      EXPECT_EQ(s["events"][0]["timeUnixNano"], std::to_string(at("2024-05-20T08:00:05Z")));
+    }
   std::size_t before = receiver.spans().size();
   host.advanceMillis(10000); // still stuck: not sent again
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   EXPECT_EQ(receiver.spans().size(), before);
+  deliver(host, "pods", KH_EVENT_MODIFIED, fixture("pod.json")); // running, then ready
   deliver(host, "kusciatasks", KH_EVENT_MODIFIED, runningTask());
   for (int i = 0; i < 300 && receiver.spans().size() == before; ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
