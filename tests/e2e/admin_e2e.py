@@ -193,8 +193,13 @@ def prometheus(target):
     api = "http://127.0.0.1:%d/api/v1/" % port
 
     def targets():
-        with urllib.request.urlopen(api + "targets", timeout=10) as r:
-            active = json.loads(r.read())["data"]["activeTargets"]
+        try:
+            with urllib.request.urlopen(api + "targets", timeout=10) as r:
+                active = json.loads(r.read())["data"]["activeTargets"]
+        except urllib.error.HTTPError as e:
+            if e.code == 503:  # Prometheus listens before it is ready (its storage opening)
+                return {}
+            raise
         return {t["labels"]["job"]: t for t in active}
 
     def settled():

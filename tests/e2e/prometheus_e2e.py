@@ -26,6 +26,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.error
 import urllib.parse
 import urllib.request
 
@@ -82,7 +83,12 @@ try:
     os.rename(targets + ".new", targets)
 
     def query(q):
-        doc = json.loads(get(api + "query?" + urllib.parse.urlencode({"query": q})))
+        try:
+            doc = json.loads(get(api + "query?" + urllib.parse.urlencode({"query": q})))
+        except urllib.error.HTTPError as e:
+            if e.code == 503:  # Prometheus listens before it is ready (its storage opening)
+                return {}
+            raise
         if doc["status"] != "success":
             raise SystemExit("FAIL: query %s: %s" % (q, doc))
         return {r["metric"].get("domain", ""): float(r["value"][1]) for r in doc["data"]["result"]}
