@@ -41,6 +41,14 @@ std::optional<int64_t> timeIn(const json& j, const char* key) {
   return t.empty() ? std::nullopt : sdk::parseTime(t);
 }
 
+// j[key] when both are objects, else an empty object: documents may hold anything.
+const json& objectAt(const json& j, const std::string& key) {
+  static const json kEmpty = json::object();
+  if (!j.is_object()) return kEmpty;
+  auto it = j.find(key);
+  return it != j.end() && it->is_object() ? *it : kEmpty;
+}
+
 bool running(std::string_view phase) {
   return phase == "Running" || phase == "Succeeded";
 }
@@ -148,7 +156,7 @@ Plan planSpans(const json& doc, const TaskFacts& task, const std::string& domain
     if (tl::detail::partyOf(key) != domain) continue;
     hasEntries = true;
     const bool pod = textOf(entry, "kind") == "pod";
-    const std::string incarnation = textOf(entry.value("times", empty), "createTime");
+    const std::string incarnation = textOf(objectAt(entry, "times"), "createTime");
     const auto create = tl::detail::timeOf(entry, "createTime");
     if (!create) {
       owed = false;
@@ -183,7 +191,7 @@ Plan planSpans(const json& doc, const TaskFacts& task, const std::string& domain
       if (!ph.reason.empty()) {
         s.attributes.push_back({"kuscia.phase.reason", ph.reason});
         if (!ph.message.empty()) s.attributes.push_back({"kuscia.phase.message", ph.message});
-        const json& r = entry.value("reasons", empty).value(ph.phase, empty);
+        const json& r = objectAt(objectAt(entry, "reasons"), ph.phase);
         SpanEvent ev;
         ev.timeNanos = r.contains("since") && r["since"].is_number_integer()
                            ? r["since"].get<int64_t>()

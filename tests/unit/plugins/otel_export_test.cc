@@ -192,6 +192,19 @@ TEST(OtelSpansTest, InP2pTheInitiatorEndsTheRootWhenEveryPartyRuns) {
             "parties_running");
 }
 
+TEST(OtelSpansTest, DocumentsOfAnyShapeNeverThrow) {
+  // Found by fuzz_otlp: an entry that is not an object (documents come from statuses).
+  json doc = json::parse(R"({"task": "t", "createTime": "2024-05-20T08:00:00Z",
+      "entries": {"alice/a": "a string", "alice/b": {"kind": "pod", "times": "no",
+                  "reasons": [1]}, "alice/c": {"kind": "pod",
+                  "times": {"createTime": "2024-05-20T08:00:01Z"}, "reasons": "no"}}})");
+  TaskFacts task;
+  task.name = "t";
+  task.initiator = "alice";
+  task.parties = {"alice"};
+  EXPECT_NO_THROW(planSpans(doc, task, "alice", at("2024-05-20T09:00:00Z"), 1000000000));
+}
+
 TEST(OtelConfigTest, ErrorsNameTheKey) {
   auto key = [](const std::string& config) {
     auto bad = testing::FakeHost::validateConfig(descriptor(), config);
