@@ -21,7 +21,9 @@
 using namespace kuscia_host::plugins::otel;
 using nlohmann::json;
 
-int main(int argc, char** argv) {
+namespace {
+
+int run(int argc, char** argv) {
   if (argc < 4) {
     std::cerr << "usage: otlp_fixture <fixture.json> <domain> '<config JSON>' [--repeat N] "
                  "[--wait-ms N] [--mode M]\n";
@@ -93,4 +95,15 @@ int main(int argc, char** argv) {
                    .dump()
             << std::endl;
   return 0;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& e) {
+    std::cerr << "otlp_fixture: " << e.what() << "\n";
+    return 2;
+  }
 }
