@@ -5,10 +5,13 @@
 #include <kuscia_host/config_reader.hpp>
 #include <kuscia_host/kube_text.hpp>
 #include <kuscia_host/plugin.hpp>
+#include <kuscia_host/pod_events.hpp>
 
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace kuscia_host::plugins {
 
@@ -71,16 +74,59 @@ inline std::string readTaskNamespace(const sdk::ConfigReader& r) {
   return ns;
 }
 
-// The KusciaTask subscription both status-writing plugins declare: the task's timing maps.
-inline sdk::Subscription taskSubscription(const std::string& taskNamespace) {
+// A subscription to the KusciaTasks of `taskNamespace` with these fields.
+inline sdk::Subscription taskSubscription(const std::string& taskNamespace,
+                                          std::vector<std::string> fields) {
   sdk::Subscription s;
   s.group = kKusciaGroup;
   s.version = kKusciaVersion;
   s.resource = kKusciaTasks;
   s.scope = KH_SCOPE_NAMESPACE;
   s.namespaceName = taskNamespace;
-  s.fields = {"/status/podStatuses", "/status/serviceStatuses"};
+  s.fields = std::move(fields);
   return s;
+}
+
+// The KusciaTask subscription both status-writing plugins declare: the task's timing maps.
+inline sdk::Subscription taskSubscription(const std::string& taskNamespace) {
+  return taskSubscription(taskNamespace, {"/status/podStatuses", "/status/serviceStatuses"});
+}
+
+// A subscription to a core (v1) resource in the instance's domain, with these fields.
+inline sdk::Subscription domainSubscription(const char* resource, std::vector<std::string> fields) {
+  sdk::Subscription s;
+  s.version = "v1";
+  s.resource = resource;
+  s.scope = KH_SCOPE_DOMAIN;
+  s.fields = std::move(fields);
+  return s;
+}
+
+// The domain's Events, with what podEventOf reads.
+inline sdk::Subscription podEventSubscription() {
+  return domainSubscription("events", {"/involvedObject/kind", "/involvedObject/name",
+                                       "/involvedObject/uid", "/reason", "/message", "/eventTime",
+                                       "/lastTimestamp", "/firstTimestamp"});
+}
+
+// An Event about a pod: the pod's key ("<ns>/<name>"), the incarnation it names (may be empty),
+// its reason and message, and its time (eventTime, else lastTimestamp, else firstTimestamp).
+struct PodEvent {
+  std::string key, uid, reason, message;
+  int64_t at = 0;
+};
+// The pod Event of a podEventSubscription() event; nullopt for another kind, one without a name
+// or a time, and a deletion (Events expire; what they said stays).
+inline std::optional<PodEvent> podEventOf(const sdk::Event& e) {
+  enum : std::size_t { kKind, kName, kUid, kReason, kMessage, kTime, kLast, kFirst, kCount };
+  if (e.type == KH_EVENT_DELETED) return std::nullopt;
+  nlohmann::json f = parseFields(e.fieldsJson, kCount);
+  if (fieldString(f, kKind) != "Pod") return std::nullopt;
+  std::string name = fieldString(f, kName);
+  auto at = sdk::timeline::eventTimeOf(f[kTime], f[kLast], f[kFirst]);
+  if (name.empty() || !at) return std::nullopt;
+  return PodEvent{std::string(namespaceOf(e.key)) + "/" + name, fieldString(f, kUid),
+                  fieldString(f, kReason), fieldString(f, kMessage), *at};
 }
 
 } // namespace kuscia_host::plugins

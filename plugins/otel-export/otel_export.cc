@@ -21,27 +21,6 @@ constexpr std::size_t kSubscriptionCount = 3; // tasks, pods, events
 constexpr int64_t kOrphanNanos = int64_t{600} * 1000000000;
 
 enum PodField : std::size_t { kPodTask, kPodConditions, kPodContainers, kPodFieldCount };
-enum EventField : std::size_t {
-  kEventKind,
-  kEventName,
-  kEventUid,
-  kEventReason,
-  kEventMessage,
-  kEventTime,
-  kEventLast,
-  kEventFirst,
-  kEventFieldCount
-};
-
-sdk::Subscription domainSubscription(const char* resource, std::vector<std::string> fields) {
-  sdk::Subscription s;
-  s.version = "v1";
-  s.resource = resource;
-  s.scope = KH_SCOPE_DOMAIN;
-  s.fields = std::move(fields);
-  return s;
-}
-
 } // namespace
 
 OtelExport::OtelExport(sdk::Host host, std::string_view domain, std::string_view configJson)
@@ -59,19 +38,11 @@ OtelExport::OtelExport(sdk::Host host, std::string_view domain, std::string_view
                            "Tasks whose startup this instance follows (not sent yet)", {})) {
   exporter_ =
       std::make_unique<OtlpExporter>(config_, resourceOf(config_, domain_, host.deploymentMode()));
-  sdk::Subscription tasks;
-  tasks.group = kKusciaGroup;
-  tasks.version = kKusciaVersion;
-  tasks.resource = kKusciaTasks;
-  tasks.scope = KH_SCOPE_NAMESPACE;
-  tasks.namespaceName = config_.taskNamespace;
-  tasks.fields.assign(std::begin(kTaskFields), std::end(kTaskFields));
-  taskSub_ = host.subscribe(tasks);
+  taskSub_ = host.subscribe(
+      taskSubscription(config_.taskNamespace, {std::begin(kTaskFields), std::end(kTaskFields)}));
   podSub_ = host.subscribe(domainSubscription(
       "pods", {kTaskIdPointer, "/status/conditions", "/status/containerStatuses"}));
-  eventSub_ = host.subscribe(domainSubscription(
-      "events", {"/involvedObject/kind", "/involvedObject/name", "/involvedObject/uid", "/reason",
-                 "/message", "/eventTime", "/lastTimestamp", "/firstTimestamp"}));
+  eventSub_ = host.subscribe(podEventSubscription());
 }
 
 OtelExport::~OtelExport() {
@@ -176,14 +147,10 @@ void OtelExport::onPod(const sdk::Event& e) {
 }
 
 void OtelExport::onPodEvent(const sdk::Event& e) {
-  if (e.type == KH_EVENT_DELETED) return; // Events expire; what they said stays
-  json f = parseFields(e.fieldsJson, kEventFieldCount);
-  if (fieldString(f, kEventKind) != "Pod") return;
-  std::string name = fieldString(f, kEventName);
-  std::string uid = fieldString(f, kEventUid);
-  auto at = sdk::timeline::eventTimeOf(f[kEventTime], f[kEventLast], f[kEventFirst]);
-  if (name.empty() || !at) return;
-  std::string key = std::string(namespaceOf(e.key)) + "/" + name;
+  auto ev = podEventOf(e);
+  if (!ev) return;
+  const std::string& key = ev->key;
+  const std::string& uid = ev->uid;
   auto it = pods_.find(key);
   if (it != pods_.end() && recent_.count(it->second.task) > 0) return;
   PodState& p = pods_[key];
@@ -193,7 +160,7 @@ void OtelExport::onPodEvent(const sdk::Event& e) {
     p.uid = uid;
   }
   p.seenNanos = host().wallTimeNanos();
-  p.facts.addEvent(fieldString(f, kEventReason), fieldString(f, kEventMessage), *at);
+  p.facts.addEvent(ev->reason, ev->message, ev->at);
 }
 
 json OtelExport::documentOf(const TaskFacts& t, const json& fields) const {

@@ -64,14 +64,8 @@ SimAgent::SimAgent(sdk::Host host, std::string_view domain, std::string_view con
     : Plugin(host), config_(parseSimConfig(configJson)), domain_(domain),
       p2p_(host.deploymentMode() == "p2p"),
       rng_(static_cast<uint64_t>(config_.seed) ^ std::hash<std::string_view>{}(domain)) {
-  sdk::Subscription tasks;
-  tasks.group = kKusciaGroup;
-  tasks.version = kKusciaVersion;
-  tasks.resource = kKusciaTasks;
-  tasks.scope = KH_SCOPE_NAMESPACE;
-  tasks.namespaceName = config_.taskNamespace;
-  tasks.fields = {"/spec/parties", "/spec/initiator", "/status/phase"};
-  taskSub_ = host.subscribe(tasks);
+  taskSub_ = host.subscribe(taskSubscription(
+      config_.taskNamespace, {"/spec/parties", "/spec/initiator", "/status/phase"}));
   // Every party's pods: the initiator's instance decides the task's phase from all of them.
   sdk::Subscription pods;
   pods.version = "v1";

@@ -32,18 +32,6 @@ enum PodField {
 };
 enum ServiceField { kSvcTask, kSvcCreate, kSvcReadyTime, kSvcFieldCount };
 enum TaskField { kTaskPods, kTaskServices, kTaskPhase, kTaskCreate, kTaskFieldCount };
-enum EventField {
-  kEventKind,
-  kEventName,
-  kEventUid,
-  kEventReason,
-  kEventMessage,
-  kEventTime,
-  kEventLast,
-  kEventFirst,
-  kEventFieldCount
-};
-
 // How long the Events of a pod this instance does not know are kept (a pod that is no task's, or
 // one whose Events came before it).
 constexpr int64_t kOrphanEventsNanos = 600LL * 1000000000;
@@ -51,15 +39,6 @@ constexpr int64_t kOrphanEventsNanos = 600LL * 1000000000;
 const std::vector<double>& durationBuckets() {
   static const std::vector<double> b = {0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600};
   return b;
-}
-
-sdk::Subscription domainSubscription(const char* resource, std::vector<std::string> fields) {
-  sdk::Subscription s;
-  s.version = "v1";
-  s.resource = resource;
-  s.scope = KH_SCOPE_DOMAIN;
-  s.fields = std::move(fields);
-  return s;
 }
 
 // Sets patch[field] when the entry does not already hold `want` (compared as instants, at the
@@ -129,9 +108,7 @@ TaskTimeline::TaskTimeline(sdk::Host host, std::string_view domain, std::string_
   serviceSub_ = host.subscribe(domainSubscription(
       "services", {kTaskIdPointer, "/metadata/creationTimestamp", kReadyTimePointer}));
   endpointsSub_ = host.subscribe(domainSubscription("endpoints", {"/subsets"}));
-  eventSub_ = host.subscribe(domainSubscription(
-      "events", {"/involvedObject/kind", "/involvedObject/name", "/involvedObject/uid", "/reason",
-                 "/message", "/eventTime", "/lastTimestamp", "/firstTimestamp"}));
+  eventSub_ = host.subscribe(podEventSubscription());
   sdk::Subscription tasks = taskSubscription(config_.taskNamespace);
   tasks.fields.emplace_back("/status/phase");
   tasks.fields.emplace_back("/metadata/creationTimestamp");
@@ -246,22 +223,17 @@ void TaskTimeline::onPod(const sdk::Event& e) {
 }
 
 void TaskTimeline::onPodEvent(const sdk::Event& e) {
-  if (e.type == KH_EVENT_DELETED) return; // Events expire; what they said stays
-  json f = parseFields(e.fieldsJson, kEventFieldCount);
-  if (fieldString(f, kEventKind) != "Pod") return;
-  std::string name = fieldString(f, kEventName);
-  std::string uid = fieldString(f, kEventUid);
-  auto at = sdk::timeline::eventTimeOf(f[kEventTime], f[kEventLast], f[kEventFirst]);
-  if (name.empty() || !at) return;
-  std::string key = std::string(namespaceOf(e.key)) + "/" + name;
+  auto ev = podEventOf(e);
+  if (!ev) return;
+  const std::string& key = ev->key;
+  const std::string& uid = ev->uid;
   auto pod = pods_.find(key);
   // An Event of another incarnation than the pod's is not this pod's.
   if (pod != pods_.end() && !uid.empty() && pod->second.uid != uid) return;
   auto& events = podEvents_[key];
   if (!uid.empty() && events.uid != uid) events = PodEvents{uid, {}, 0, events.version + 1};
   events.lastNanos = host().wallTimeNanos();
-  if (!events.facts.addEvent(fieldString(f, kEventReason), fieldString(f, kEventMessage), *at))
-    return;
+  if (!events.facts.addEvent(ev->reason, ev->message, ev->at)) return;
   ++events.version;
   if (pod == pods_.end()) return; // applied when the pod comes
   Pod& p = pods_.at(key);
