@@ -127,7 +127,8 @@ try:
     # The alerting rules are loaded (and, the demo's tasks being fast and unstuck, inactive).
     groups = json.loads(get(api + "rules"))["data"]["groups"]
     names = {r["name"]: r.get("state") for g in groups for r in g["rules"] if r["type"] == "alerting"}
-    check(set(names) == {"KusciaTaskEntriesStuck", "KusciaTaskStartupSlow", "KusciaPartyBlameJump"}
+    check(set(names) == {"KusciaTaskEntriesStuck", "KusciaTaskStartupSlow", "KusciaPartyBlameJump",
+                         "KusciaTraceExportFailing"}
           and set(names.values()) == {"inactive"}, "Prometheus loaded the alerting rules: %s" % names)
     print("prometheus e2e passed")
 except SystemExit:
