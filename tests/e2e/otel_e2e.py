@@ -248,7 +248,9 @@ def restart():
 
     submit("restart-1")
     started = lambda name, since=0: "kuscia.task.startup" in [v[0] for v in spans_of_task(name, since).values()]
-    check(eventually(lambda: started("restart-1"), 60), "restart-1's spans went out")
+    parties = lambda name: [v[0] for v in spans_of_task(name).values()].count("kuscia.party.startup")
+    check(eventually(lambda: started("restart-1") and parties("restart-1") == 2, 60),
+          "restart-1's spans went out (the root and both parties')")
     time.sleep(1)
     before = spans_of_task("restart-1")
     sent_before = len(cap.requests)
