@@ -113,6 +113,45 @@ TEST_F(PluginKubeTest, SubscribesOnlyWhileCreatingAndScopesToTheDomain) {
   EXPECT_EQ(events_[0], std::make_pair(std::string("alice/p"), std::string(R"(["Running"])")));
 }
 
+TEST_F(PluginKubeTest, ABurstOfEventsIsOneQueueDrainedInBoundedTurns) {
+  PluginKube k = make(&bridge_);
+  const char* fields[] = {"/status/phase"};
+  auto sub = pods(fields, 1);
+  uint64_t id = 0;
+  std::string err;
+  k.setCreating(true);
+  ASSERT_EQ(k.subscribe(&sub, &id, err), KH_OK) << err;
+  k.setCreating(false);
+  // An initial list: 200 objects. One closure waits on the executor, not one per object (each
+  // held the object's strings: the host's peak memory at start).
+  for (int i = 0; i < 200; ++i)
+    bridge_.sinks[0](id, kube::ChangeType::kAdded,
+                     {"alice/p" + std::to_string(i), "u", "1", R"(["Running"])", ""});
+  bridge_.sinks[0](id, kube::ChangeType::kSynced, {});
+  ASSERT_EQ(posted_.size(), 1u);
+  posted_.push_back([this] { events_.emplace_back("marker", ""); }); // e.g. a timer
+  // One turn hands over a bounded number, then the rest waits behind what else was posted.
+  auto turn = std::move(posted_.front());
+  posted_.pop_front();
+  turn();
+  EXPECT_EQ(events_.size(), 64u);
+  runPosted();
+  ASSERT_EQ(events_.size(), 202u);
+  EXPECT_EQ(events_[64].first, "marker");
+  std::vector<std::string> keys;
+  for (const auto& [key, fieldsJson] : events_)
+    if (key != "marker") keys.push_back(key);
+  ASSERT_EQ(keys.size(), 201u);
+  for (int i = 0; i < 200; ++i)
+    EXPECT_EQ(keys[static_cast<std::size_t>(i)], "alice/p" + std::to_string(i));
+  EXPECT_EQ(keys[200], ""); // the sync comes after every object, in order
+  // After stop, what is still queued is dropped.
+  bridge_.sinks[0](id, kube::ChangeType::kModified, {"alice/p0", "u", "2", "[]", ""});
+  k.stop();
+  runPosted();
+  EXPECT_EQ(events_.size(), 202u);
+}
+
 TEST_F(PluginKubeTest, AnswersCacheCallsAndJudgesSelectorsItself) {
   PluginKube k = make(&bridge_);
   const char* fields[] = {"/status/phase"};

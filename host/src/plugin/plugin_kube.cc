@@ -1,6 +1,7 @@
 #include "plugin/plugin_kube.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "k8s/selector.h"
 
@@ -95,25 +96,71 @@ static_assert(static_cast<kh_event_type_t>(kube::ChangeType::kSynced) == KH_EVEN
 
 void PluginKube::deliver(uint64_t subscription, kube::ChangeType type, KubeObject object) {
   if (stopping_ || !cb_.event) return;
-  // Queued as a reference to the cached record; rendered for this subscriber when it runs.
-  cb_.post([this, subscription, type, o = std::move(object)]() mutable {
-    if (stopping_) return;
+  Queued q;
+  q.subscription = subscription;
+  q.type = type;
+  if (object.record && object.subscription != nullptr) {
+    q.record = std::move(object.record); // rendered for this subscriber when it runs
+    q.view = object.subscription;
+  } else {
+    q.object = std::make_unique<KubeObject>(std::move(object));
+  }
+  bool post = false;
+  {
+    std::lock_guard lock(queueMu_);
+    queue_.push_back(std::move(q));
+    post = !std::exchange(drainPosted_, true);
+  }
+  if (post) cb_.post([this] { drain(); });
+}
+
+void PluginKube::drain() {
+  // A bounded turn, so that timers and results of the same instance are not held behind a
+  // whole initial list.
+  constexpr int kPerTurn = 64;
+  for (int n = 0; n < kPerTurn; ++n) {
+    Queued q;
+    {
+      std::lock_guard lock(queueMu_);
+      if (queue_.empty() || stopping_) {
+        queue_.clear();
+        drainPosted_ = false;
+        return;
+      }
+      q = std::move(queue_.front());
+      queue_.pop_front();
+    }
+    KubeObject o;
+    if (q.object) {
+      o = std::move(*q.object);
+    } else {
+      o.record = std::move(q.record);
+      o.subscription = q.view;
+    }
     o.materialize();
     kh_event_t ev{};
     ev.struct_size = sizeof ev;
-    ev.subscription_id = subscription;
-    ev.type = static_cast<kh_event_type_t>(type);
+    ev.subscription_id = q.subscription;
+    ev.type = static_cast<kh_event_type_t>(q.type);
     ev.key = o.key.c_str();
     ev.uid = o.uid.c_str();
     ev.resource_version = o.resourceVersion.c_str();
-    ev.fields_json = type == kube::ChangeType::kSynced ? "" : o.fieldsJson.c_str();
-    ev.fields_json_len = type == kube::ChangeType::kSynced ? 0 : o.fieldsJson.size();
+    ev.fields_json = q.type == kube::ChangeType::kSynced ? "" : o.fieldsJson.c_str();
+    ev.fields_json_len = q.type == kube::ChangeType::kSynced ? 0 : o.fieldsJson.size();
     if (!o.rawJson.empty()) {
       ev.raw_json = o.rawJson.c_str();
       ev.raw_json_len = o.rawJson.size();
     }
     cb_.event(ev);
-  });
+  }
+  {
+    std::lock_guard lock(queueMu_);
+    if (queue_.empty()) {
+      drainPosted_ = false;
+      return;
+    }
+  }
+  cb_.post([this] { drain(); }); // the rest after what else waits on the executor
 }
 
 bool PluginKube::owns(uint64_t id) const {

@@ -8,8 +8,10 @@
 
 #include <atomic>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -57,7 +59,21 @@ public:
 private:
   bool owns(uint64_t subscription) const;
   void deliver(uint64_t subscription, kube::ChangeType type, KubeObject object);
+  // On the executor: hands queued events to the plugin, a bounded number per turn.
+  void drain();
   void complete(uint64_t id, const kube::KubeResult& result);
+
+  // An event waiting for the executor: a reference to the cached record (32 bytes), not a
+  // closure holding the object's rendered strings. An initial list of N objects queues N per
+  // subscriber at once; as closures they were the host's peak memory (about 230 bytes each).
+  // `object` holds an event that came already rendered (no record).
+  struct Queued {
+    uint64_t subscription = 0;
+    kube::ChangeType type = kube::ChangeType::kAdded;
+    kube::RecordPtr record;
+    const kube::Subscription* view = nullptr;
+    std::unique_ptr<KubeObject> object;
+  };
 
   KubeBridge* bridge_;
   std::string domain_;
@@ -70,6 +86,9 @@ private:
   std::map<uint64_t, bool> subscriptions_; // id -> caches labels (selector or /metadata/labels)
   uint64_t nextRequestId_ = 0;
   std::map<uint64_t, uint64_t> pending_; // request id -> user tag
+  std::mutex queueMu_;
+  std::deque<Queued> queue_;
+  bool drainPosted_ = false; // a drain() is on the executor's queue
 };
 
 } // namespace kuscia_host
