@@ -203,8 +203,8 @@ void OtlpExporter::sendBatch(const std::vector<SpanData>& batch) {
       }
       return;
     }
-    const bool retryable =
-        r.status == 0 || r.status == 429 || r.status == 502 || r.status == 503 || r.status == 504;
+    const bool retryable = (r.status == 0 && !r.permanent) || r.status == 429 || r.status == 502 ||
+                           r.status == 503 || r.status == 504;
     std::string why = r.status == 0 ? r.error
                                     : "HTTP " + std::to_string(r.status) +
                                           (r.body.empty() ? "" : ": " + r.body.substr(0, 200));
@@ -322,7 +322,11 @@ PostResult OtlpExporter::post(const std::string& body) {
       ec = e;
       done = true;
     });
-    if (!step("TLS handshake")) return result;
+    if (!step("TLS handshake")) {
+      // The certificate or the protocol refused, not the network: the same every time.
+      result.permanent = ec.category() == net::error::get_ssl_category();
+      return result;
+    }
   }
 
   http::request<http::string_body> req{http::verb::post, ep.target, 11};

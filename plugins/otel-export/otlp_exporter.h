@@ -6,7 +6,8 @@
 // rejected spans as failed without a retry; 429, 502, 503 and 504 (and no connection, or no
 // answer within timeoutMillis) are retried with exponential backoff from retryInitialMillis up to
 // retryMaxMillis, a Retry-After header (seconds or an HTTP date) taking precedence, until
-// retryGiveUpSeconds; any other status fails the batch at once. While a batch is retried, new
+// retryGiveUpSeconds; any other status, and a TLS handshake refused on the certificate, fail the
+// batch at once. While a batch is retried, new
 // spans queue; beyond queueMaxSpans the oldest are dropped and counted.
 //
 // The worker never calls the host: counters and the failure episode are read by the plugin on its
@@ -35,6 +36,7 @@ struct PostResult {
   std::string body;
   std::string retryAfter; // the Retry-After header, as sent
   std::string error;      // why there was no answer
+  bool permanent = false; // it cannot go better by retrying (the receiver's certificate refused)
 };
 
 // The wait a Retry-After value asks for (delta-seconds or an IMF-fixdate); nullopt when it is
