@@ -119,10 +119,10 @@ void OtelExport::onPod(const sdk::Event& e) {
   if (recent_.count(task) > 0) return; // its spans are out
   const int64_t now = host().wallTimeNanos();
   PodState& p = pods_[key];
-  if (p.uid != e.uid && !p.task.empty()) p = PodState{}; // a new incarnation
   if (p.uid != e.uid) {
-    // Events may have come first: theirs if they name this incarnation.
-    if (!p.uid.empty()) p.facts = {};
+    // A new incarnation, or Events of another one came first; Events naming no incarnation are
+    // kept.
+    if (!p.task.empty() || !p.uid.empty()) p = PodState{};
     p.uid = std::string(e.uid);
   }
   p.task = task;
@@ -132,18 +132,7 @@ void OtelExport::onPod(const sdk::Event& e) {
     if (auto t = sdk::parseTime(ready->value("lastTransitionTime", "")))
       p.firstReady = std::min(p.firstReady.value_or(*t), *t);
   if (!p.containersStart) p.containersStart = sdk::timeline::containersStartTime(f[kPodContainers]);
-  if (f[kPodContainers].is_array())
-    for (const auto& c : f[kPodContainers]) {
-      const json waiting = c.value("state", json::object()).value("waiting", json::object());
-      std::string reason = waiting.value("reason", "");
-      if (reason.empty()) continue;
-      // Kept from when it was first seen: the span event's time.
-      std::string phase = sdk::timeline::waitingReasonPhase(reason, "starting");
-      auto known = p.facts.reasons().find(phase);
-      if (known == p.facts.reasons().end() || !known->second.waiting ||
-          known->second.reason != reason)
-        p.facts.addReason(phase, reason, waiting.value("message", ""), now, true);
-    }
+  p.facts.addContainersWaiting(f[kPodContainers], now);
 }
 
 void OtelExport::onPodEvent(const sdk::Event& e) {

@@ -226,7 +226,8 @@ Plan planSpans(const json& doc, const TaskFacts& task, const std::string& domain
     add(std::move(s));
   }
 
-  const json partySummary = summary.value("parties", empty).value(domain, empty);
+  const json& parties = objectAt(summary, "parties");
+  const json& partySummary = objectAt(parties, domain);
   const auto partyReady = timeIn(partySummary, "readyTime");
   if (hasEntries && taskCreate && partyReady &&
       partySummary.value("readyEntries", 0) == partySummary.value("entries", -1)) {
@@ -251,8 +252,7 @@ Plan planSpans(const json& doc, const TaskFacts& task, const std::string& domain
     // gives: every party runs.
     bool seesEveryParty = true;
     for (const auto& p : task.parties) {
-      const json& ps = summary.value("parties", empty).value(p, empty);
-      seesEveryParty = seesEveryParty && ps.value("entries", 0) > 0;
+      seesEveryParty = seesEveryParty && objectAt(parties, p).value("entries", 0) > 0;
     }
     std::optional<int64_t> end;
     std::string how;
@@ -271,12 +271,12 @@ Plan planSpans(const json& doc, const TaskFacts& task, const std::string& domain
       s.name = "kuscia.task.startup";
       s.startNanos = *taskCreate;
       s.endNanos = std::max(*end, *taskCreate);
-      std::string parties;
+      std::string partyList;
       for (const auto& p : task.parties)
-        parties += (parties.empty() ? "" : ",") + p;
+        partyList += (partyList.empty() ? "" : ",") + p;
       s.attributes = {{"k8s.namespace.name", task.namespaceName},
                       {"kuscia.task.initiator", task.initiator},
-                      {"kuscia.task.parties", parties},
+                      {"kuscia.task.parties", partyList},
                       {"kuscia.task.root_end", how}};
       if (!task.uid.empty()) s.attributes.push_back({"kuscia.task.uid", task.uid});
       if (!task.job.empty()) s.attributes.push_back({"kuscia.job.id", task.job});

@@ -176,12 +176,16 @@ void OtlpExporter::sendBatch(const std::vector<SpanData>& batch) {
   const auto started = Clock::now();
   const auto giveUp = started + std::chrono::seconds(config_.retryGiveUpSeconds);
   milliseconds backoff(config_.retryInitialMillis);
-  auto fail = [&](const std::string& why) {
-    std::lock_guard lock(mu_);
-    counters_.failed += n;
+  // Under mu_: a failure episode begins, or the one going on has a newer reason.
+  auto markFailing = [&](const std::string& why) {
     if (!counters_.failing) ++counters_.episode;
     counters_.failing = true;
     counters_.lastError = why;
+  };
+  auto fail = [&](const std::string& why) {
+    std::lock_guard lock(mu_);
+    counters_.failed += n;
+    markFailing(why);
   };
   for (;;) {
     PostResult r = post(body);
@@ -214,23 +218,17 @@ void OtlpExporter::sendBatch(const std::vector<SpanData>& batch) {
     wait = std::min(wait, milliseconds(config_.retryMaxMillis) * 4);
     {
       std::lock_guard lock(mu_);
-      if (!counters_.failing) ++counters_.episode;
-      counters_.failing = true;
-      counters_.lastError = why;
+      markFailing(why);
     }
     if (Clock::now() + wait > giveUp) return fail(why + " (gave up after retrying)");
-    {
-      std::lock_guard lock(mu_);
-      if (stopping_) {
-        counters_.failed += n;
-        return;
-      }
-      ++counters_.retries;
-    }
-    if (!pause(wait)) {
+    if (!pause(wait)) { // stopping
       std::lock_guard lock(mu_);
       counters_.failed += n;
       return;
+    }
+    {
+      std::lock_guard lock(mu_);
+      ++counters_.retries;
     }
     backoff = std::min(backoff * 2, milliseconds(config_.retryMaxMillis));
   }

@@ -306,6 +306,24 @@ TEST(PodFacts, TheSameInAnyOrder) {
   EXPECT_EQ(first["reasons"]["scheduling"]["reason"], "Scheduled");
 }
 
+// Containers' waiting reasons: each for its phase, kept from when first seen however often the
+// pod is read again; a new reason replaces it; statuses of any shape are skipped.
+TEST(PodFacts, ContainersWaitingKeepWhenFirstSeen) {
+  tl::PodFacts f;
+  json waiting = json::parse(R"([{"state": {"waiting": {"reason": "CrashLoopBackOff",
+                                                        "message": "back-off 10s"}}},
+                                 {"state": {"running": {}}}, "junk", {"state": 3}])");
+  EXPECT_TRUE(f.addContainersWaiting(waiting, nanosAt(5)));
+  waiting[0]["state"]["waiting"]["message"] = "back-off 20s";
+  EXPECT_FALSE(f.addContainersWaiting(waiting, nanosAt(9)));
+  ASSERT_EQ(f.reasons().count("starting"), 1u);
+  EXPECT_EQ(f.reasons().at("starting").at, nanosAt(5));
+  EXPECT_EQ(f.reasons().at("starting").message, "back-off 10s");
+  waiting[0]["state"]["waiting"] = {{"reason", "ErrImagePull"}};
+  EXPECT_TRUE(f.addContainersWaiting(waiting, nanosAt(12)));
+  EXPECT_FALSE(f.addContainersWaiting(json::object(), nanosAt(13)));
+}
+
 TEST(TimelineSummary, EmptyDocumentIsIncomplete) {
   json s = tl::summarize(json::object(), 0);
   EXPECT_FALSE(s["complete"]);

@@ -66,13 +66,7 @@ json podFacts(ClusterReader& reader, const std::string& ns, const std::string& n
     if (!uid.empty() && involved.value("uid", uid) != uid) continue; // another incarnation
     if (auto at = timeOf(e)) events.addEvent(e.value("reason", ""), e.value("message", ""), *at);
   }
-  for (const auto& c : containers) {
-    const json waiting = c.value("state", json::object()).value("waiting", json::object());
-    std::string reason = waiting.value("reason", "");
-    if (!reason.empty())
-      events.addReason(sdk::timeline::waitingReasonPhase(reason, "starting"), reason,
-                       waiting.value("message", ""), wallNanos(), true);
-  }
+  events.addContainersWaiting(containers, wallNanos());
   events.fill(facts);
   return facts;
 }

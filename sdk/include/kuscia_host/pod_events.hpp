@@ -147,6 +147,28 @@ public:
     return true;
   }
 
+  // The waiting reasons of a pod's containers (status.containerStatuses), seen at `now`, each for
+  // its phase (waitingReasonPhase, else starting). A reason already kept waiting for its phase
+  // keeps the time it was first seen. Returns whether anything changed.
+  bool addContainersWaiting(const nlohmann::json& containerStatuses, int64_t now) {
+    if (!containerStatuses.is_array()) return false;
+    bool changed = false;
+    for (const auto& c : containerStatuses) {
+      if (!c.is_object() || !c.contains("state") || !c["state"].is_object()) continue;
+      const nlohmann::json& state = c["state"];
+      if (!state.contains("waiting") || !state["waiting"].is_object()) continue;
+      const nlohmann::json& waiting = state["waiting"];
+      std::string reason = waiting.value("reason", "");
+      if (reason.empty()) continue;
+      std::string phase = waitingReasonPhase(reason, "starting");
+      auto known = reasons_.find(phase);
+      if (known != reasons_.end() && known->second.waiting && known->second.reason == reason)
+        continue;
+      changed |= addReason(phase, reason, waiting.value("message", ""), now, true);
+    }
+    return changed;
+  }
+
   std::optional<int64_t> imagePullStart() const { return pullStart_; }
   // The order of the events of one phase in a pod's lifecycle.
   static int rank(std::string_view reason) {
