@@ -37,9 +37,14 @@ std::optional<milliseconds> retryAfterDelay(std::string_view value,
   std::string text(value);
   const char* end = strptime(text.c_str(), "%a, %d %b %Y %H:%M:%S GMT", &tm);
   if (end == nullptr || *end != '\0') return std::nullopt;
-  auto at = std::chrono::system_clock::from_time_t(timegm(&tm));
-  auto d = std::chrono::duration_cast<milliseconds>(at - now);
-  return std::max(d, milliseconds(0));
+  // Compared in whole seconds: a date in year 9999 (or one timegm cannot represent) must not
+  // overflow the clock's nanoseconds. Any wait beyond a day is a day, as for delta-seconds.
+  const std::time_t at = timegm(&tm);
+  const std::time_t nowSeconds = std::chrono::system_clock::to_time_t(now);
+  constexpr std::time_t kDay = 24 * 3600;
+  if (at == static_cast<std::time_t>(-1) || at <= nowSeconds) return milliseconds(0);
+  if (at - nowSeconds >= kDay) return milliseconds(std::chrono::hours(24));
+  return milliseconds(static_cast<std::int64_t>(at - nowSeconds) * 1000);
 }
 
 ResourceInfo resourceOf(const OtelConfig& config, std::string_view domain, std::string_view mode) {

@@ -247,6 +247,10 @@ TEST(OtlpEncodeTest, AnswersRetryAfterAndGzip) {
   EXPECT_EQ(retryAfterDelay("3", now), std::chrono::milliseconds(3000));
   EXPECT_EQ(retryAfterDelay("Sun, 06 Nov 1994 08:49:47 GMT", now),
             std::chrono::milliseconds(10000));
+  EXPECT_EQ(retryAfterDelay("Sat, 05 Nov 1994 08:49:47 GMT", now), std::chrono::milliseconds(0));
+  // A far date (beyond what the clock's nanoseconds hold) waits a day, as a huge delta does.
+  EXPECT_EQ(retryAfterDelay("Fri, 31 Dec 9999 23:59:59 GMT", now), std::chrono::hours(24));
+  EXPECT_EQ(retryAfterDelay("99999999999", now), std::chrono::hours(24));
   EXPECT_FALSE(retryAfterDelay("soon", now));
   EXPECT_FALSE(retryAfterDelay("", now));
   std::string text(5000, 'k');
