@@ -302,6 +302,103 @@ TEST_F(InformerTest, PagedInitialListThenSyncedThenEveryChange) {
   EXPECT_EQ(all.count(ChangeType::kSynced), 1u);
 }
 
+// Cold records are packed (listed ones at once, watched ones after two sweeps) and everything a
+// subscriber sees stays the same: events, the cache, changes and their absence, deletions, relists.
+TEST_F(InformerTest, ColdRecordsArePackedAndReadAsBefore) {
+  const std::vector<std::string> fields = {"/status/phase", "/metadata/annotations"};
+  auto annotate = [&](const std::string& name, const std::string& note) {
+    ASSERT_EQ(call("PATCH", std::string(kPods) + "/" + name,
+                   {{"metadata", {{"annotations", {{"kuscia.secretflow/timeline", note}}}}}},
+                   "application/merge-patch+json")
+                  .status,
+              200);
+  };
+  // What a subscription with `fields` holds: a fresh LIST, projected.
+  auto truth = [&] {
+    std::map<std::string, std::string> out;
+    Reply listing = call("GET", kPods);
+    for (const auto& item : listing.body["items"]) {
+      json v = json::array();
+      for (const auto& f : fields) {
+        json::json_pointer ptr(f);
+        v.push_back(item.contains(ptr) ? item.at(ptr) : json());
+      }
+      out["alice/" + item["metadata"]["name"].get<std::string>()] = v.dump();
+    }
+    return out;
+  };
+  auto note = [](int i) {
+    std::string n;
+    for (const char* d : {"alice", "bob"})
+      n += std::string(d) + "/task-" + std::to_string(i) + "-0 created 2026-11-01T08:00:0" +
+           std::to_string(i % 10) +
+           "Z scheduled 2026-11-01T08:00:01Z started 2026-11-01T08:00:02Z ready "
+           "2026-11-01T08:00:09Z; ";
+    return n;
+  };
+  for (int i = 0; i < 12; ++i) {
+    createPod("alice", podName(i), "a");
+    annotate(podName(i), note(i));
+  }
+  KubeClientOptions options = fastOptions();
+  options.reflector.packMinBytes = 64;
+  options.reflector.sweepEvery = std::chrono::milliseconds(40);
+  makeClient(options);
+  Recorder rec;
+  SubscriptionSpec spec{"", "v1", "pods", "alice", "", fields, false};
+  auto id = client_->subscribe(spec, rec.sink());
+  ASSERT_TRUE(id.ok()) << id.error();
+  startAndSync(rec);
+  auto informer = client_->informers()[0];
+  auto packedCount = [&] {
+    std::size_t n = 0;
+    informer->forEach([&](const RecordPtr& r) { n += r->packed() ? 1 : 0; });
+    return n;
+  };
+  auto cachedState = [&] {
+    std::map<std::string, std::string> out;
+    auto sub = client_->find(*id).second;
+    informer->forEach(
+        [&](const RecordPtr& r) { out[std::string(r->key())] = sub->fieldsJson(*r); });
+    return out;
+  };
+  // Listed: packed at once, delivered and cached as the LIST says.
+  EXPECT_EQ(packedCount(), 12u);
+  EXPECT_EQ(metric(client_->metrics().packedCached, {informer->id()}), 12);
+  EXPECT_EQ(rec.state(), truth());
+  EXPECT_EQ(cachedState(), truth());
+  EXPECT_NE(rec.state().at("alice/p3").find("task-3-0 created"), std::string::npos);
+
+  // A change to a declared field of a packed record: MODIFIED, and the record is plain (hot).
+  annotate("p1", note(101));
+  ASSERT_TRUE(eventually([&] { return rec.count(ChangeType::kModified, "alice/p1") == 1; }));
+  EXPECT_EQ(rec.state(), truth());
+  // A change to nothing declared of a packed record: nothing.
+  setLabel("p2", "b");
+  setPhase("p4", "Running"); // arrives after p2's change
+  ASSERT_TRUE(eventually([&] { return rec.count(ChangeType::kModified, "alice/p4") == 1; }));
+  EXPECT_EQ(rec.count(ChangeType::kModified, "alice/p2"), 0u);
+  // Two sweeps later the changed records are packed again.
+  ASSERT_TRUE(eventually([&] { return packedCount() == 12u; }));
+  EXPECT_EQ(cachedState(), truth());
+  // A deletion carries the last state; a relist of unchanged packed records says nothing.
+  ASSERT_EQ(call("DELETE", std::string(kPods) + "/p3").status, 200);
+  ASSERT_TRUE(eventually([&] { return rec.count(ChangeType::kDeleted, "alice/p3") == 1; }));
+  waitForWatch();
+  fault("respond?path=/api/v1/namespaces/alice/pods&method=GET&watch=1&status=503&count=3");
+  fault("drop-watches");
+  annotate("p5", note(105));
+  fault("compact");
+  ASSERT_TRUE(eventually([&] { return rec.state() == truth() && cachedState() == truth(); }, 20));
+  EXPECT_GE(metric(client_->metrics().relists, {informer->id()}), 1);
+  EXPECT_EQ(rec.count(ChangeType::kModified, "alice/p5"), 1u);
+  EXPECT_EQ(rec.count(ChangeType::kModified, "alice/p6"), 0u);
+  EXPECT_EQ(rec.count(ChangeType::kModified), 3u);
+  ASSERT_TRUE(eventually([&] { return packedCount() == 11u; }));
+  EXPECT_TRUE(
+      eventually([&] { return metric(client_->metrics().packedCached, {informer->id()}) == 11; }));
+}
+
 TEST_F(InformerTest, ConvergesAfterWatchesDroppedAndHistoryCompacted) {
   createPods(10);
   Recorder rec;

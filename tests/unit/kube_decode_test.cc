@@ -10,6 +10,7 @@
 #include "kube/frame_splitter.h"
 #include "kube/object_cache.h"
 #include "kube/projection.h"
+#include "kube/record_codec.h"
 
 namespace kuscia_host::kube {
 namespace {
@@ -263,6 +264,87 @@ TEST(ObjectCacheTest, CompactRecordsAndReplacement) {
   EXPECT_EQ(cache.recordBytes(), r3->bytes());
   EXPECT_TRUE(cache.erase("alice/pod-a"));
   EXPECT_EQ(cache.size(), 0u);
+  EXPECT_EQ(cache.recordBytes(), 0u);
+}
+
+// A record of a finished task as the informer keeps it: projected timing text, mostly alike from
+// one task to the next.
+Projected finishedTask(int i) {
+  Projected p;
+  p.name = "done-" + std::to_string(i);
+  p.namespaceName = "cross-domain";
+  p.uid = "0b6f7a9c-1d2e-4f5a-8b9c-" + std::to_string(100000000000 + i);
+  p.resourceVersion = std::to_string(1000 + i);
+  std::string pods = "{";
+  for (const char* d : {"alice", "bob"})
+    pods += std::string(pods.size() > 1 ? "," : "") + "\"" + d + "/" + p.name +
+            "-0\":{\"createTime\":\"2026-11-01T08:00:0" + std::to_string(i % 10) +
+            "Z\",\"startTime\":\"2026-11-01T08:00:02Z\",\"readyTime\":\"2026-11-01T08:00:09Z\"}";
+  pods += "}";
+  p.values = {pods, "", "\"Succeeded\""};
+  return p;
+}
+
+TEST(ObjectCacheTest, PackedRecordsReadAndCompareAsPlainOnes) {
+  std::string samples;
+  for (int i = 0; i < 4; ++i)
+    samples += RecordPtr::make(finishedTask(i), false)->field(0);
+  const RecordCodec* codec = RecordCodec::make(samples);
+  ASSERT_NE(codec, nullptr);
+  EXPECT_EQ(RecordCodec::make("short"), nullptr); // nothing to learn from
+
+  RecordPtr plain = RecordPtr::make(finishedTask(42), false);
+  RecordPtr packed = plain.packed(*codec, 64);
+  ASSERT_TRUE(packed->packed());
+  EXPECT_LT(packed->bytes() * 2, plain->bytes()); // the point of it
+  // What stays plain reads directly; the rest through PlainRecord.
+  EXPECT_EQ(packed->key(), "cross-domain/done-42");
+  EXPECT_STREQ(packed->uid().data(), plain->uid().data());
+  EXPECT_EQ(packed->resourceVersion(), "1042");
+  EXPECT_EQ(packed->tailSize(), plain->tailSize());
+  PlainRecord view(*packed);
+  EXPECT_FALSE(view->packed());
+  for (std::size_t f = 0; f < plain->fieldCount(); ++f)
+    EXPECT_EQ(view->field(f), plain->field(f)) << f;
+  EXPECT_STREQ(view->field(2).data(), "\"Succeeded\""); // NUL-terminated, as plain slots are
+  PlainRecord same(*plain);
+  EXPECT_EQ(&*same, &*plain); // a plain record is not copied
+
+  // Content compares equal across forms, and differences are seen in either form.
+  EXPECT_TRUE(packed->sameContent(*plain));
+  EXPECT_TRUE(plain->sameContent(*packed));
+  EXPECT_TRUE(packed->sameContent(*plain.packed(*codec, 64)));
+  RecordPtr other = RecordPtr::make(finishedTask(43), false);
+  EXPECT_FALSE(packed->sameContent(*other.packed(*codec, 64)));
+  Projected moved = finishedTask(42);
+  moved.values[2] = "\"Failed\"";
+  EXPECT_FALSE(packed->sameContent(*RecordPtr::make(moved, false)));
+  EXPECT_FALSE(packed->sameContent(*RecordPtr::make(moved, false).packed(*codec, 64)));
+
+  // Small tails, or tails that do not pack well, stay as they are.
+  EXPECT_FALSE(plain.packed(*codec, 100000)->packed());
+  Projected noise = finishedTask(1);
+  noise.values[0].clear();
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<int> byte(1, 255);
+  for (int i = 0; i < 300; ++i)
+    noise.values[0] += static_cast<char>(byte(rng));
+  EXPECT_FALSE(RecordPtr::make(noise, false).packed(*codec, 64)->packed());
+
+  // The cache swaps a record for its packed form only while it still holds that record.
+  ObjectCache cache;
+  cache.put(plain);
+  EXPECT_EQ(cache.packedCount(), 0u);
+  EXPECT_TRUE(cache.swapIfSame(plain, packed));
+  EXPECT_EQ(cache.recordBytes(), packed->bytes());
+  EXPECT_EQ(cache.packedCount(), 1u);
+  EXPECT_TRUE(cache.get("cross-domain/done-42")->packed());
+  EXPECT_FALSE(cache.swapIfSame(plain, packed)); // it holds the packed one now
+  plain = RecordPtr();
+  EXPECT_EQ(cache.get("cross-domain/done-42")->key(), "cross-domain/done-42");
+  cache.put(RecordPtr::make(finishedTask(42), false)); // changed: plain again
+  EXPECT_EQ(cache.packedCount(), 0u);
+  EXPECT_TRUE(cache.erase("cross-domain/done-42"));
   EXPECT_EQ(cache.recordBytes(), 0u);
 }
 

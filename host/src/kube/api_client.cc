@@ -21,6 +21,8 @@ KubeMetrics::KubeMetrics(MetricsRegistry& r)
                                  "Objects in the informer's cache", {"informer"})),
       bytesCached(r.hostFamily(MetricKind::kGauge, "kuscia_host_kube_cache_bytes",
                                "Bytes held by the informer's cached records", {"informer"})),
+      packedCached(r.hostFamily(MetricKind::kGauge, "kuscia_host_kube_objects_packed",
+                                "Cached objects held packed (cold, compressed)", {"informer"})),
       requestDuration(r.hostFamily(MetricKind::kHistogram,
                                    "kuscia_host_kube_request_duration_seconds",
                                    "API requests (not watches) by verb and HTTP code "

@@ -31,6 +31,7 @@ struct KubeMetrics {
   MetricFamily* decodeErrors;
   MetricFamily* objectsCached;
   MetricFamily* bytesCached;
+  MetricFamily* packedCached;
   MetricFamily* requestDuration;
   MetricFamily* requestRetries;
   MetricFamily* rateLimiterWait;

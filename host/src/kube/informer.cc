@@ -69,21 +69,24 @@ bool Subscription::matches(const Record& r) const {
   return selector_.matches([&r](std::string_view k) { return r.label(k); });
 }
 
-std::string Subscription::fieldsJson(const Record& r) const {
+std::string Subscription::fieldsJson(const Record& record) const {
+  PlainRecord r(record);
   std::string out = "[";
   for (std::size_t i = 0; i < slots_.size(); ++i) {
     if (i > 0) out += ',';
-    std::string_view v = r.field(slots_[i]);
+    std::string_view v = r->field(slots_[i]);
     out += v.empty() ? std::string_view("null") : v;
   }
   out += ']';
   return out;
 }
 
-bool Subscription::differs(const Record& a, const Record& b) const {
+bool Subscription::differs(const Record& before, const Record& after) const {
+  PlainRecord a(before);
+  PlainRecord b(after);
   for (std::size_t s : slots_)
-    if (a.field(s) != b.field(s)) return true;
-  return spec_.wantRaw && a.raw() != b.raw();
+    if (a->field(s) != b->field(s)) return true;
+  return spec_.wantRaw && a->raw() != b->raw();
 }
 
 void Subscription::change(const RecordPtr& before, const RecordPtr& after) const {
@@ -114,6 +117,7 @@ Informer::Informer(net::io_context& io, std::shared_ptr<ApiClient> api, KubeMetr
   decodeErrors_ = metrics_.decodeErrors->series({id_});
   objects_ = metrics_.objectsCached->series({id_});
   bytes_ = metrics_.bytesCached->series({id_});
+  packed_ = metrics_.packedCached->series({id_});
   const char* types[] = {"ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR", "unknown"};
   for (std::size_t i = 0; i < eventSeries_.size(); ++i)
     eventSeries_[i] = metrics_.events->series({id_, types[i]});
@@ -161,7 +165,10 @@ void Informer::ingest(std::string_view watchBytes) {
 
 void Informer::start() {
   prepare();
-  net::post(strand_, [self = shared_from_this()] { self->list("0", true); });
+  net::post(strand_, [self = shared_from_this()] {
+    self->list("0", true);
+    self->scheduleSweep();
+  });
 }
 
 void Informer::stop() {
@@ -173,6 +180,10 @@ void Informer::stop() {
     s = std::move(stream_);
   }
   if (s) s->cancel();
+  // The sweep's timer holds the informer: cancel it on the strand that owns it.
+  net::post(strand_, [self = shared_from_this()] {
+    if (self->sweepTimer_) self->sweepTimer_->cancel();
+  });
 }
 
 std::string Informer::status() const {
@@ -240,7 +251,7 @@ void Informer::list(const std::string& resourceVersion, bool paged) {
 }
 
 void Informer::page(uint64_t gen, const std::string& rv, const std::string& continueToken,
-                    bool paged, std::shared_ptr<ObjectCache> pending) {
+                    bool paged, const std::shared_ptr<ObjectCache>& pending) {
   std::string target = basePath() + "?";
   if (paged) target += "limit=" + std::to_string(options_.pageSize) + "&";
   if (!continueToken.empty())
@@ -274,13 +285,19 @@ void Informer::page(uint64_t gen, const std::string& rv, const std::string& cont
         self->noteError("list " + self->basePath() + " failed: " + describe(*r));
         return self->after(self->nextBackoff(), [self, rv] { self->list(rv, true); });
       }
+      std::vector<RecordPtr> items;
       auto meta = self->decoder_->decodeList(
           r->body,
           [&](Projected& item) {
             if (self->namespace_.empty() || item.namespaceName == self->namespace_)
-              pending->put(RecordPtr::make(item, self->keepRaw_));
+              items.push_back(RecordPtr::make(item, self->keepRaw_));
           },
           [&](const std::string& why) { self->decodeError(why); });
+      // A listed object is taken as cold (most of a large list is history): packed at once, so
+      // that a month of finished tasks never sits in memory as text, not even during the list.
+      self->pack(items);
+      for (auto& item : items)
+        pending->put(std::move(item));
       if (!meta) {
         self->decodeError("LIST page: " + meta.error());
         self->noteError("malformed LIST page: " + meta.error());
@@ -324,9 +341,62 @@ void Informer::replace(const std::shared_ptr<ObjectCache>& pending, const std::s
   lastError_.clear();
 }
 
+void Informer::pack(std::vector<RecordPtr>& records) {
+  if (options_.packMinBytes == 0) return;
+  if (codec_ == nullptr) {
+    // The dictionary: the tails of a few records of this resource, spread over what is at hand.
+    std::string samples;
+    std::size_t step = std::max<std::size_t>(1, records.size() / kDictionarySamples);
+    for (std::size_t i = 0; i < records.size() && samples.size() < RecordCodec::kMaxDictionary;
+         i += step) {
+      if (records[i]->packed() || records[i]->tailSize() < options_.packMinBytes) continue;
+      PlainRecord p(*records[i]);
+      for (uint32_t s = Record::kRaw; s < p->fieldCount() + Record::kFirstField; ++s)
+        samples.append(p->slot(s)).push_back('\0');
+    }
+    codec_ = RecordCodec::make(samples);
+    if (codec_ == nullptr) return;
+  }
+  for (auto& r : records)
+    r = r.packed(*codec_, options_.packMinBytes);
+}
+
+void Informer::sweep() {
+  // On the strand, the cache's only writer: reading it needs no lock, replacing does.
+  std::vector<RecordPtr> cold;
+  cache_.forEach([&](const RecordPtr& r) {
+    if (cold.size() < options_.packPerSweep && !r->packed() &&
+        r->tailSize() >= options_.packMinBytes && r->markSeen())
+      cold.push_back(r);
+  });
+  if (cold.empty()) return;
+  std::vector<RecordPtr> packed = cold;
+  pack(packed);
+  std::size_t n = 0;
+  {
+    std::unique_lock lock(cacheMu_);
+    for (std::size_t i = 0; i < cold.size(); ++i)
+      if (packed[i]->packed() && cache_.swapIfSame(cold[i], packed[i])) ++n;
+  }
+  if (n > 0) updateGauges();
+}
+
+void Informer::scheduleSweep() {
+  if (options_.packMinBytes == 0 || options_.sweepEvery.count() <= 0) return;
+  if (stopped_) return;
+  if (!sweepTimer_) sweepTimer_.emplace(strand_);
+  sweepTimer_->expires_after(options_.sweepEvery);
+  sweepTimer_->async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
+    if (ec || self->stopped_) return;
+    self->sweep();
+    self->scheduleSweep();
+  });
+}
+
 void Informer::updateGauges() {
   objects_->set(static_cast<double>(cache_.size()));
   bytes_->set(static_cast<double>(cache_.recordBytes() + cache_.size() * 64));
+  packed_->set(static_cast<double>(cache_.packedCount()));
 }
 
 // --- watch -------------------------------------------------------------------------------

@@ -24,6 +24,7 @@
 #include "kube/frame_splitter.h"
 #include "kube/object_cache.h"
 #include "kube/projection.h"
+#include "kube/record_codec.h"
 #include "runtime/clock.h"
 
 namespace kuscia_host::kube {
@@ -81,6 +82,13 @@ struct ReflectorOptions {
   int minWatchTimeoutSeconds = 300;
   int maxWatchTimeoutSeconds = 600;
   std::chrono::milliseconds shortWatch{1000}; // a watch ending sooner with no event is an error
+  // Cold records are packed (see object_cache.h): listed ones at once, watched ones once two
+  // sweeps have found them unchanged, so between one and two `sweepEvery` after their last
+  // change. Records whose raw object and fields are shorter than packMinBytes stay plain; 0
+  // turns packing off.
+  std::size_t packMinBytes = 256;
+  std::chrono::milliseconds sweepEvery{30000};
+  std::size_t packPerSweep = 20000; // bounds the time one sweep holds the informer's strand
 };
 
 class Informer : public std::enable_shared_from_this<Informer> {
@@ -115,11 +123,15 @@ public:
     cache_.forEach(fn);
   }
   std::size_t size() const;
+  // Packs the records that the previous sweep found too and that have not changed since (the
+  // informer runs it every sweepEvery). On the informer's strand, or with ingest() on the
+  // ingesting thread.
+  void sweep();
 
 private:
   void list(const std::string& resourceVersion, bool paged);
   void page(uint64_t gen, const std::string& resourceVersion, const std::string& continueToken,
-            bool paged, std::shared_ptr<ObjectCache> pending);
+            bool paged, const std::shared_ptr<ObjectCache>& pending);
   void replace(const std::shared_ptr<ObjectCache>& pending, const std::string& resourceVersion);
   void watch();
   void onWatchData(uint64_t gen, std::string_view bytes);
@@ -132,6 +144,10 @@ private:
   std::string basePath() const;
   int64_t nowMs() const;
   void updateGauges();
+  // Packs what can be packed in `records` (makes the codec from them when there is none yet).
+  void pack(std::vector<RecordPtr>& records);
+  void scheduleSweep();
+  static constexpr std::size_t kDictionarySamples = 8;
 
   boost::asio::strand<boost::asio::io_context::executor_type> strand_;
   std::shared_ptr<ApiClient> api_;
@@ -150,6 +166,7 @@ private:
 
   mutable std::shared_mutex cacheMu_;
   ObjectCache cache_;
+  const RecordCodec* codec_ = nullptr; // made from the first records big enough to pack
 
   // Reflector state: touched only on strand_ (lists, the watch stream, timers), except through
   // ingest() in benchmarks, which run without a server.
@@ -169,6 +186,7 @@ private:
   bool firstList_ = true;
   std::mutex streamMu_;
   std::shared_ptr<HttpTransport::Stream> stream_;
+  std::optional<boost::asio::steady_timer> sweepTimer_; // on strand_
   std::chrono::milliseconds backoff_{0};
   int64_t lastFailure_ = 0;
   std::minstd_rand rng_;
@@ -181,6 +199,7 @@ private:
   MetricSeries* decodeErrors_;
   MetricSeries* objects_;
   MetricSeries* bytes_;
+  MetricSeries* packed_;
   std::array<MetricSeries*, 6> eventSeries_{};
 };
 

@@ -4,7 +4,14 @@
 #include <cstring>
 #include <new>
 
+#include "kube/record_codec.h"
+
 namespace kuscia_host::kube {
+namespace {
+// A packed record holds the address of its codec (unaligned, so copied in and out; object
+// pointers are all the size of void*).
+constexpr std::size_t kCodecRefBytes = sizeof(void*);
+} // namespace
 
 std::optional<std::string_view> Record::label(std::string_view name) const {
   // Labels are stored as "key\0value\0" pairs.
@@ -20,9 +27,30 @@ std::optional<std::string_view> Record::label(std::string_view name) const {
 
 bool Record::sameContent(const Record& o) const {
   if (count_ != o.count_ || hasLabels_ != o.hasLabels_) return false;
-  for (uint32_t i = 0; i < count_; ++i)
+  for (uint32_t i = 0; i < kRaw; ++i)
     if (i != kResourceVersion && slot(i) != o.slot(i)) return false;
+  if (tailSize() != o.tailSize()) return false;
+  // One codec packs the same text to the same bytes.
+  if (packed_ && o.packed_ && codec() == o.codec()) return packedTail() == o.packedTail();
+  PlainRecord a(*this);
+  PlainRecord b(o);
+  for (uint32_t i = kRaw; i < count_; ++i)
+    if (a->slot(i) != b->slot(i)) return false;
   return true;
+}
+
+// A packed record's data: the plain prefix (slots before kRaw), the codec's address, the packed
+// tail.
+const RecordCodec* Record::codec() const {
+  const RecordCodec* c = nullptr;
+  std::memcpy(static_cast<void*>(&c), data() + offsets()[kRaw], kCodecRefBytes);
+  return c;
+}
+
+std::string_view Record::packedTail() const {
+  const char* start = data() + offsets()[kRaw] + kCodecRefBytes;
+  const char* end = reinterpret_cast<const char*>(this) + bytes_;
+  return {start, static_cast<std::size_t>(end - start)};
 }
 
 RecordPtr RecordPtr::make(const Projected& p, bool keepRaw) {
@@ -67,6 +95,56 @@ RecordPtr RecordPtr::make(const Projected& p, bool keepRaw) {
   return ptr;
 }
 
+RecordPtr RecordPtr::plain(const Record& r) {
+  if (!r.packed_) {
+    RecordPtr self;
+    self.r_ = const_cast<Record*>(&r);
+    self.retain();
+    return self;
+  }
+  const uint32_t* off = r.offsets();
+  const std::size_t head = sizeof(Record) + sizeof(uint32_t) * (r.count_ + 1);
+  const std::size_t total = head + off[r.count_];
+  void* mem = ::operator new(total);
+  auto* out = new (mem) Record();
+  out->count_ = r.count_;
+  out->bytes_ = static_cast<uint32_t>(total);
+  out->hasLabels_ = r.hasLabels_;
+  std::memcpy(out->offsets(), off, sizeof(uint32_t) * (r.count_ + 1));
+  char* data = const_cast<char*>(out->data());
+  std::memcpy(data, r.data(), off[Record::kRaw]);
+  RecordPtr ptr;
+  ptr.r_ = out;
+  // A packed tail that does not unpack is memory corruption: nothing sensible can follow.
+  if (!r.codec()->decompress(r.packedTail(), data + off[Record::kRaw], r.tailSize())) std::abort();
+  return ptr;
+}
+
+RecordPtr RecordPtr::packed(const RecordCodec& codec, std::size_t minTail) const {
+  const Record& r = *r_;
+  if (r.packed_ || r.tailSize() < minTail) return *this;
+  const uint32_t* off = r.offsets();
+  std::string tail = codec.compress({r.data() + off[Record::kRaw], r.tailSize()});
+  if (tail.empty() || tail.size() + kCodecRefBytes > r.tailSize() * 3 / 4) return *this;
+  const std::size_t head = sizeof(Record) + sizeof(uint32_t) * (r.count_ + 1);
+  const std::size_t total = head + off[Record::kRaw] + kCodecRefBytes + tail.size();
+  void* mem = ::operator new(total);
+  auto* out = new (mem) Record();
+  out->count_ = r.count_;
+  out->bytes_ = static_cast<uint32_t>(total);
+  out->hasLabels_ = r.hasLabels_;
+  out->packed_ = true;
+  std::memcpy(out->offsets(), off, sizeof(uint32_t) * (r.count_ + 1));
+  char* data = const_cast<char*>(out->data());
+  std::memcpy(data, r.data(), off[Record::kRaw]);
+  const RecordCodec* c = &codec;
+  std::memcpy(data + off[Record::kRaw], static_cast<const void*>(&c), kCodecRefBytes);
+  std::memcpy(data + off[Record::kRaw] + kCodecRefBytes, tail.data(), tail.size());
+  RecordPtr ptr;
+  ptr.r_ = out;
+  return ptr;
+}
+
 void RecordPtr::release() {
   if (r_ != nullptr && r_->refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
     r_->~Record();
@@ -77,7 +155,7 @@ void RecordPtr::release() {
 
 RecordPtr ObjectCache::put(RecordPtr record) {
   std::string_view key = record->key();
-  bytes_ += record->bytes();
+  count(*record, true);
   auto it = map_.find(key);
   if (it == map_.end()) {
     map_.emplace(key, std::move(record));
@@ -86,7 +164,7 @@ RecordPtr ObjectCache::put(RecordPtr record) {
   // The index key views the old record: re-key the node to the new one.
   auto node = map_.extract(it);
   RecordPtr old = std::move(node.mapped());
-  bytes_ -= old->bytes();
+  count(*old, false);
   node.key() = record->key();
   node.mapped() = std::move(record);
   map_.insert(std::move(node));
@@ -98,8 +176,21 @@ RecordPtr ObjectCache::erase(std::string_view key) {
   if (it == map_.end()) return {};
   RecordPtr old = std::move(it->second);
   map_.erase(it);
-  bytes_ -= old->bytes();
+  count(*old, false);
   return old;
+}
+
+bool ObjectCache::swapIfSame(const RecordPtr& current, RecordPtr next) {
+  auto it = map_.find(current->key());
+  if (it == map_.end() || &*it->second != &*current) return false;
+  // The index key views the record: re-key the node to the new one, as put() does.
+  auto node = map_.extract(it);
+  count(*node.mapped(), false);
+  count(*next, true);
+  node.key() = next->key();
+  node.mapped() = std::move(next);
+  map_.insert(std::move(node));
+  return true;
 }
 
 RecordPtr ObjectCache::get(std::string_view key) const {

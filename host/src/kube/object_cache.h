@@ -2,9 +2,15 @@
 // asked for (key, uid, resourceVersion, labels when kept, the raw JSON of each declared field,
 // the raw object when asked for) in a single allocation with an intrusive reference count. No
 // DOM is retained. The index is keyed by a view into the record itself.
+//
+// A record is plain or packed. A packed record keeps key, uid, resourceVersion and labels as they
+// are and its tail (the raw object and the fields) compressed by a RecordCodec: that is how a cold
+// object (a finished task kept for a month) costs a tenth of its text. Fields and the raw object
+// are read through plain(), which unpacks a copy only when the record is packed.
 #pragma once
 
 #include <atomic>
+#include <cassert>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -17,6 +23,9 @@
 
 namespace kuscia_host::kube {
 
+class RecordCodec;
+class RecordPtr;
+
 class Record {
 public:
   enum Slot : uint32_t { kKey, kUid, kResourceVersion, kLabels, kRaw, kFirstField };
@@ -24,6 +33,7 @@ public:
   std::string_view key() const { return slot(kKey); }
   std::string_view uid() const { return slot(kUid); }
   std::string_view resourceVersion() const { return slot(kResourceVersion); }
+  // The raw object and the fields: of plain records only (see plain()).
   std::string_view raw() const { return slot(kRaw); }
   // The raw JSON of declared field i, "" when it did not resolve.
   std::string_view field(std::size_t i) const { return slot(kFirstField + i); }
@@ -31,12 +41,18 @@ public:
   bool hasLabels() const { return hasLabels_; }
   // The value of a label, when labels are kept and the object has it.
   std::optional<std::string_view> label(std::string_view name) const;
-  // Same state as `other` for the subscribers (every stored byte equal)?
+  // Same state as `other` for the subscribers (every stored byte equal, packed or not)?
   bool sameContent(const Record& other) const;
   std::size_t bytes() const { return bytes_; }
+  bool packed() const { return packed_; }
+  // Bytes of the raw object and the fields as plain text (what packing works on).
+  std::size_t tailSize() const { return offsets()[count_] - offsets()[kRaw]; }
+  // Marks the record as seen by a sweep; whether it had been seen before.
+  bool markSeen() const { return seen_.exchange(true, std::memory_order_relaxed); }
 
   // Every slot is followed by a NUL, so slot(i).data() is also a C string.
   std::string_view slot(uint32_t i) const {
+    assert(!packed_ || i < kRaw);
     const uint32_t* off = offsets();
     return {data() + off[i], off[i + 1] - off[i] - 1};
   }
@@ -47,11 +63,16 @@ private:
   const uint32_t* offsets() const { return reinterpret_cast<const uint32_t*>(this + 1); }
   uint32_t* offsets() { return reinterpret_cast<uint32_t*>(this + 1); }
   const char* data() const { return reinterpret_cast<const char*>(offsets() + count_ + 1); }
+  // Of a packed record: the codec that packed it and the packed tail.
+  const RecordCodec* codec() const;
+  std::string_view packedTail() const;
 
   std::atomic<uint32_t> refs_{1};
   uint32_t count_ = 0;
   uint32_t bytes_ = 0;
   bool hasLabels_ = false;
+  bool packed_ = false;
+  mutable std::atomic<bool> seen_{false}; // not content: the sweep's note
 };
 
 // A counted reference to an immutable Record (8 bytes).
@@ -60,6 +81,11 @@ public:
   RecordPtr() = default;
   // Builds a record from a decoded object.
   static RecordPtr make(const Projected& p, bool keepRaw);
+  // A plain record with the content of `r`: `r` itself when it is plain, else an unpacked copy.
+  static RecordPtr plain(const Record& r);
+  // The packed form of this (plain) record; this record itself when its tail is shorter than
+  // `minTail`, or packing would not save a quarter of it.
+  RecordPtr packed(const RecordCodec& codec, std::size_t minTail) const;
   RecordPtr(const RecordPtr& o) : r_(o.r_) { retain(); }
   RecordPtr(RecordPtr&& o) noexcept : r_(std::exchange(o.r_, nullptr)) {}
   RecordPtr& operator=(RecordPtr o) noexcept {
@@ -79,16 +105,38 @@ private:
   Record* r_ = nullptr;
 };
 
+// A record to read fields from: the record itself when plain, else an unpacked copy kept for the
+// view's life.
+class PlainRecord {
+public:
+  explicit PlainRecord(const Record& r) : r_(&r) {
+    if (r.packed()) {
+      copy_ = RecordPtr::plain(r);
+      r_ = &*copy_;
+    }
+  }
+  const Record& operator*() const { return *r_; }
+  const Record* operator->() const { return r_; }
+
+private:
+  const Record* r_;
+  RecordPtr copy_;
+};
+
 // Key -> record. Not thread-safe; the informer guards it.
 class ObjectCache {
 public:
   // Inserts or replaces; returns the previous record (empty if new).
   RecordPtr put(RecordPtr record);
   RecordPtr erase(std::string_view key);
+  // Puts `next` in place of `current` (same key) if the cache still holds `current`.
+  bool swapIfSame(const RecordPtr& current, RecordPtr next);
   RecordPtr get(std::string_view key) const;
   std::size_t size() const { return map_.size(); }
   // Bytes held by records (the index adds about 64 bytes per object).
   std::size_t recordBytes() const { return bytes_; }
+  // Records held packed.
+  std::size_t packedCount() const { return packed_; }
   template <class Fn> void forEach(Fn&& fn) const {
     for (const auto& [k, r] : map_)
       fn(r);
@@ -96,12 +144,24 @@ public:
   void swap(ObjectCache& other) noexcept {
     map_.swap(other.map_);
     std::swap(bytes_, other.bytes_);
+    std::swap(packed_, other.packed_);
   }
   void reserve(std::size_t n) { map_.reserve(n); }
 
 private:
+  void count(const Record& r, bool in) {
+    std::size_t packed = r.packed() ? 1 : 0;
+    if (in) {
+      bytes_ += r.bytes();
+      packed_ += packed;
+    } else {
+      bytes_ -= r.bytes();
+      packed_ -= packed;
+    }
+  }
   std::unordered_map<std::string_view, RecordPtr> map_;
   std::size_t bytes_ = 0;
+  std::size_t packed_ = 0;
 };
 
 } // namespace kuscia_host::kube
