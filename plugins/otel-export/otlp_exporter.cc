@@ -41,7 +41,7 @@ std::optional<milliseconds> retryAfterDelay(std::string_view value,
   // overflow the clock's nanoseconds. Any wait beyond a day is a day, as for delta-seconds.
   const std::time_t at = timegm(&tm);
   const std::time_t nowSeconds = std::chrono::system_clock::to_time_t(now);
-  constexpr std::time_t kDay = 24 * 3600;
+  constexpr std::time_t kDay = std::time_t{24} * 3600;
   if (at == static_cast<std::time_t>(-1) || at <= nowSeconds) return milliseconds(0);
   if (at - nowSeconds >= kDay) return milliseconds(std::chrono::hours(24));
   return milliseconds(static_cast<std::int64_t>(at - nowSeconds) * 1000);
