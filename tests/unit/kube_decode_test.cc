@@ -72,6 +72,35 @@ TEST(FrameSplitterTest, SplitsOnJsonBoundariesWhateverTheChunking) {
   }
 }
 
+// Long frames go through the 64-bytes-at-a-time scan: quotes escaped by runs of backslashes, and
+// brackets inside strings, wherever they fall against its 64-byte blocks and the feeds' cuts.
+TEST(FrameSplitterTest, EscapesAndBracketsInLongStringsAtEveryBlockOffset) {
+  std::mt19937 rng(11);
+  const std::string alphabet = R"(ab{}[]"\ :,x)";
+  std::vector<std::string> events;
+  for (int e = 0; e < 60; ++e) {
+    nlohmann::json object = nlohmann::json::object();
+    for (int k = 0; k < 6; ++k) {
+      std::string text(static_cast<std::size_t>(e + k * 37) % 200, 'p');
+      for (auto& c : text)
+        if (rng() % 3 == 0) c = alphabet[rng() % alphabet.size()];
+      object["k" + std::to_string(k) + alphabet.substr(rng() % alphabet.size(), 1)] =
+          k % 2 == 0 ? nlohmann::json(text) : nlohmann::json::array({text, {{"n", text}}});
+    }
+    events.push_back(nlohmann::json{{"type", "MODIFIED"}, {"object", object}}.dump());
+  }
+  std::string stream;
+  for (const auto& e : events)
+    stream += e + (events.size() % 2 == 0 ? "\n" : " ");
+  for (std::size_t cut : {1, 3, 16, 63, 64, 65, 100, 4096}) {
+    std::vector<std::size_t> cuts;
+    for (std::size_t pos = cut; pos < stream.size(); pos += cut)
+      cuts.push_back(pos);
+    FrameSplitter s;
+    EXPECT_EQ(splitAll(s, stream, cuts), events) << "cut every " << cut;
+  }
+}
+
 TEST(FrameSplitterTest, SeveralEventsInOneChunkWithoutNewlines) {
   FrameSplitter s;
   s.feed(R"({"a":1}{"b":[1,{"c":"}"}]} {"d":2})");
