@@ -191,19 +191,20 @@ protected:
   }
 
   // The truth: a fresh LIST, projected as the subscription projects it.
-  std::map<std::string, std::string> listed(const std::string& selector = "") {
+  std::map<std::string, std::string> listed(const std::string& selector = "",
+                                            const std::vector<std::string>& fields = kFields) {
     std::string target =
         std::string(kPods) + (selector.empty() ? "" : "?labelSelector=" + selector);
     auto r = call("GET", target);
     EXPECT_EQ(r.status, 200);
     std::map<std::string, std::string> out;
     for (const auto& item : r.body["items"]) {
-      json fields = json::array();
-      for (const auto& f : kFields) {
+      json values = json::array();
+      for (const auto& f : fields) {
         json::json_pointer p(f);
-        fields.push_back(item.contains(p) ? item.at(p) : json());
+        values.push_back(item.contains(p) ? item.at(p) : json());
       }
-      out["alice/" + item["metadata"]["name"].get<std::string>()] = fields.dump();
+      out["alice/" + item["metadata"]["name"].get<std::string>()] = values.dump();
     }
     return out;
   }
@@ -313,20 +314,7 @@ TEST_F(InformerTest, ColdRecordsArePackedAndReadAsBefore) {
                   .status,
               200);
   };
-  // What a subscription with `fields` holds: a fresh LIST, projected.
-  auto truth = [&] {
-    std::map<std::string, std::string> out;
-    Reply listing = call("GET", kPods);
-    for (const auto& item : listing.body["items"]) {
-      json v = json::array();
-      for (const auto& f : fields) {
-        json::json_pointer ptr(f);
-        v.push_back(item.contains(ptr) ? item.at(ptr) : json());
-      }
-      out["alice/" + item["metadata"]["name"].get<std::string>()] = v.dump();
-    }
-    return out;
-  };
+  auto truth = [&] { return listed("", fields); };
   auto note = [](int i) {
     std::string n;
     for (const char* d : {"alice", "bob"})
