@@ -258,6 +258,9 @@ case "$cmd" in
     b1_instructions
     say "benchmark: timeline plugins B3 (Ready -> status patch), B4 (writes per task startup), L1 (load)"
     taskset -c 0,1 "$root/build-release/tests/timeline_bench" --host "$root/build-release/bin/kuscia-host"
+    say "benchmark: L1 alone and beside 100,000 finished tasks (history within 10% of the work)"
+    taskset -c 0,1 "$root/build-release/tests/timeline_bench" --host "$root/build-release/bin/kuscia-host" \
+      --only L1 --load-tasks 1000 --load-finished 100000
     ;;
   format)
     (cd "$root" && clang-format -i $(git ls-files --cached --others --exclude-standard '*.h' '*.hpp' '*.cc' '*.c'))

@@ -18,8 +18,8 @@
 //       Ready transition stored to the status patch with its readyTime stored, the host's CPU
 //       seconds and peak RSS; then every time of every entry compared with what was written:
 //       lost or wrong must be 0. (`--host <kuscia-host>`, `--load-tasks N`, `--load-window S`;
-//       `--load-finished M` stores M finished tasks first, as B7 does: with them the host's peak
-//       RSS should stay within 10% of the run without.)
+//       `--load-finished M` runs it twice, alone and with M finished tasks stored first, as B7
+//       stores them, and prints the ratio of the host's peak RSS: target at most 1.10.)
 //   B7  finished tasks: the host (task-timeline, gateway-ready-time, scheduler-time for alice and
 //       bob) started against N finished two-party tasks (1 pod and 3 services per party, every
 //       time in the status, no pods or services left): its peak RSS (VmHWM, before it stops)
@@ -497,8 +497,14 @@ struct BenchCluster {
 json finishedStatus(const std::string& task);
 std::size_t storeFinished(Connection& c, std::size_t finished);
 
-void l1(std::size_t tasks, double windowSeconds, const std::string& hostBinary,
-        std::size_t finished) {
+// What one L1 run cost the host.
+struct LoadRun {
+  double peakRssMiB = 0;
+  double cpuSeconds = 0;
+};
+
+LoadRun l1(std::size_t tasks, double windowSeconds, const std::string& hostBinary,
+           std::size_t finished) {
   if (hostBinary.empty()) throw std::runtime_error("L1 needs --host <kuscia-host binary>");
   const std::vector<std::string> parties = {"alice", "bob"};
   const std::vector<std::string> ports = {"spu", "fed", "global"};
@@ -788,6 +794,19 @@ void l1(std::size_t tasks, double windowSeconds, const std::string& hostBinary,
               example.empty() ? "" : "; first: ", example.c_str());
   if (lost + wrong > 0 || exitCode != 0)
     throw std::runtime_error("L1: times lost or wrong, or the host failed");
+  return {peakRssMiB, cpu};
+}
+
+// L1 alone, then beside `finished` finished tasks: what history costs a host at work, as a ratio
+// of peak RSS (target at most 1.10).
+void l1Beside(std::size_t tasks, double windowSeconds, const std::string& hostBinary,
+              std::size_t finished) {
+  LoadRun alone = l1(tasks, windowSeconds, hostBinary, 0);
+  LoadRun beside = l1(tasks, windowSeconds, hostBinary, finished);
+  std::printf("  L1 beside %zu finished tasks: peak RSS %.1f MiB against %.1f MiB alone, %.2fx "
+              "(target <= 1.10); host CPU %.2f s against %.2f s\n",
+              finished, beside.peakRssMiB, alone.peakRssMiB, beside.peakRssMiB / alone.peakRssMiB,
+              beside.cpuSeconds, alone.cpuSeconds);
 }
 
 // --- B7 -------------------------------------------------------------------------------------
@@ -963,7 +982,12 @@ int run(int argc, char** argv) {
   }
   if (only.empty() || only == "B3") b3(transitions, tasks);
   if (only.empty() || only == "B4") b4(replays);
-  if (only.empty() || only == "L1") l1(loadTasks, loadWindow, host, loadFinished);
+  if (only.empty() || only == "L1") {
+    if (loadFinished > 0)
+      l1Beside(loadTasks, loadWindow, host, loadFinished);
+    else
+      l1(loadTasks, loadWindow, host, 0);
+  }
   if (only.empty() || only == "B7") b7(finished, host);
   return 0;
 }
