@@ -71,6 +71,18 @@ protected:
     s.field_count = n;
     return s;
   }
+  // A subscription to the domain's pods with /status/phase, made as the host does while the
+  // instance is being created; its id.
+  static uint64_t subscribePhase(PluginKube& k) {
+    static const char* fields[] = {"/status/phase"};
+    auto sub = pods(fields, 1);
+    uint64_t id = 0;
+    std::string err;
+    k.setCreating(true);
+    EXPECT_EQ(k.subscribe(&sub, &id, err), KH_OK) << err;
+    k.setCreating(false);
+    return id;
+  }
   static kh_kube_request_t patch(const char* name, uint64_t tag) {
     kh_kube_request_t r{};
     r.struct_size = sizeof r;
@@ -115,13 +127,8 @@ TEST_F(PluginKubeTest, SubscribesOnlyWhileCreatingAndScopesToTheDomain) {
 
 TEST_F(PluginKubeTest, ABurstOfEventsIsOneQueueDrainedInBoundedTurns) {
   PluginKube k = make(&bridge_);
-  const char* fields[] = {"/status/phase"};
-  auto sub = pods(fields, 1);
-  uint64_t id = 0;
-  std::string err;
-  k.setCreating(true);
-  ASSERT_EQ(k.subscribe(&sub, &id, err), KH_OK) << err;
-  k.setCreating(false);
+  uint64_t id = subscribePhase(k);
+  ASSERT_EQ(bridge_.sinks.size(), 1u);
   // An initial list: 200 objects. One closure waits on the executor, not one per object (each
   // held the object's strings: the host's peak memory at start).
   for (int i = 0; i < 200; ++i)
@@ -154,12 +161,8 @@ TEST_F(PluginKubeTest, ABurstOfEventsIsOneQueueDrainedInBoundedTurns) {
 
 TEST_F(PluginKubeTest, AnswersCacheCallsAndJudgesSelectorsItself) {
   PluginKube k = make(&bridge_);
-  const char* fields[] = {"/status/phase"};
-  auto sub = pods(fields, 1);
-  uint64_t id = 0;
-  std::string err;
-  k.setCreating(true);
-  ASSERT_EQ(k.subscribe(&sub, &id, err), KH_OK);
+  uint64_t id = subscribePhase(k);
+  ASSERT_EQ(bridge_.sinks.size(), 1u);
   int seen = 0;
   auto count = [](void* user, const kh_object_t*) -> int32_t {
     ++*static_cast<int*>(user);

@@ -95,6 +95,23 @@ RecordPtr RecordPtr::make(const Projected& p, bool keepRaw) {
   return ptr;
 }
 
+RecordPtr RecordPtr::withPrefixOf(const Record& r, std::size_t rest, bool packed) {
+  const uint32_t* off = r.offsets();
+  const std::size_t total =
+      sizeof(Record) + sizeof(uint32_t) * (r.count_ + 1) + off[Record::kRaw] + rest;
+  void* mem = ::operator new(total);
+  auto* out = new (mem) Record();
+  out->count_ = r.count_;
+  out->bytes_ = static_cast<uint32_t>(total);
+  out->hasLabels_ = r.hasLabels_;
+  out->packed_ = packed;
+  std::memcpy(out->offsets(), off, sizeof(uint32_t) * (r.count_ + 1));
+  std::memcpy(const_cast<char*>(out->data()), r.data(), off[Record::kRaw]);
+  RecordPtr ptr;
+  ptr.r_ = out;
+  return ptr;
+}
+
 RecordPtr RecordPtr::plain(const Record& r) {
   if (!r.packed_) {
     RecordPtr self;
@@ -102,21 +119,10 @@ RecordPtr RecordPtr::plain(const Record& r) {
     self.retain();
     return self;
   }
-  const uint32_t* off = r.offsets();
-  const std::size_t head = sizeof(Record) + sizeof(uint32_t) * (r.count_ + 1);
-  const std::size_t total = head + off[r.count_];
-  void* mem = ::operator new(total);
-  auto* out = new (mem) Record();
-  out->count_ = r.count_;
-  out->bytes_ = static_cast<uint32_t>(total);
-  out->hasLabels_ = r.hasLabels_;
-  std::memcpy(out->offsets(), off, sizeof(uint32_t) * (r.count_ + 1));
-  char* data = const_cast<char*>(out->data());
-  std::memcpy(data, r.data(), off[Record::kRaw]);
-  RecordPtr ptr;
-  ptr.r_ = out;
+  RecordPtr ptr = withPrefixOf(r, r.tailSize(), false);
+  char* tail = const_cast<char*>(ptr->data()) + r.offsets()[Record::kRaw];
   // A packed tail that does not unpack is memory corruption: nothing sensible can follow.
-  if (!r.codec()->decompress(r.packedTail(), data + off[Record::kRaw], r.tailSize())) std::abort();
+  if (!r.codec()->decompress(r.packedTail(), tail, r.tailSize())) std::abort();
   return ptr;
 }
 
@@ -126,22 +132,11 @@ RecordPtr RecordPtr::packed(const RecordCodec& codec, std::size_t minTail) const
   const uint32_t* off = r.offsets();
   std::string tail = codec.compress({r.data() + off[Record::kRaw], r.tailSize()});
   if (tail.empty() || tail.size() + kCodecRefBytes > r.tailSize() * 3 / 4) return *this;
-  const std::size_t head = sizeof(Record) + sizeof(uint32_t) * (r.count_ + 1);
-  const std::size_t total = head + off[Record::kRaw] + kCodecRefBytes + tail.size();
-  void* mem = ::operator new(total);
-  auto* out = new (mem) Record();
-  out->count_ = r.count_;
-  out->bytes_ = static_cast<uint32_t>(total);
-  out->hasLabels_ = r.hasLabels_;
-  out->packed_ = true;
-  std::memcpy(out->offsets(), off, sizeof(uint32_t) * (r.count_ + 1));
-  char* data = const_cast<char*>(out->data());
-  std::memcpy(data, r.data(), off[Record::kRaw]);
+  RecordPtr ptr = withPrefixOf(r, kCodecRefBytes + tail.size(), true);
+  char* out = const_cast<char*>(ptr->data()) + off[Record::kRaw];
   const RecordCodec* c = &codec;
-  std::memcpy(data + off[Record::kRaw], static_cast<const void*>(&c), kCodecRefBytes);
-  std::memcpy(data + off[Record::kRaw] + kCodecRefBytes, tail.data(), tail.size());
-  RecordPtr ptr;
-  ptr.r_ = out;
+  std::memcpy(out, static_cast<const void*>(&c), kCodecRefBytes);
+  std::memcpy(out + kCodecRefBytes, tail.data(), tail.size());
   return ptr;
 }
 

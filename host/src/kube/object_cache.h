@@ -98,6 +98,9 @@ public:
   explicit operator bool() const { return r_ != nullptr; }
 
 private:
+  // A new record with r's header, offsets and plain prefix (the slots before kRaw), and `rest`
+  // bytes of room after the prefix for the caller to fill.
+  static RecordPtr withPrefixOf(const Record& r, std::size_t rest, bool packed);
   void retain() {
     if (r_ != nullptr) r_->refs_.fetch_add(1, std::memory_order_relaxed);
   }
