@@ -119,9 +119,11 @@ TEST(OtelSpansTest, TheCompleteTaskOfTheInitiator) {
   for (const auto& s : p.spans)
     EXPECT_EQ(s.traceId, traceIdOf("otel-task"));
   // bob's entries are bob's host's to send.
-  for (const auto& s : p.spans)
-    if (const Attribute* e = attribute(s, "kuscia.entry"))
+  for (const auto& s : p.spans) {
+    if (const Attribute* e = attribute(s, "kuscia.entry")) {
       EXPECT_EQ(std::get<std::string>(e->value).rfind("alice/", 0), 0u);
+    }
+  }
 }
 
 TEST(OtelSpansTest, AStuckEntrySendsWhatEndedAndItsPendingPhase) {
@@ -477,7 +479,9 @@ TEST(OtelExportTest, AStuckTaskSendsItsPendingPhaseThenItsEnd) {
   for (const auto& s : receiver.spans())
     if (s["spanId"] == pendingId) {
       ++sent;
-      if (sent == 2) EXPECT_EQ(s.value("status", json::object()).value("code", 0), 0) << s.dump();
+      if (sent == 2) {
+        EXPECT_EQ(s.value("status", json::object()).value("code", 0), 0) << s.dump();
+      }
     }
   EXPECT_EQ(sent, 2) << "the pending phase once stuck, once ended";
   EXPECT_EQ(plugin(host).heldTasks(), 0u);
