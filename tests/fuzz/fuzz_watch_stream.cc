@@ -1,10 +1,15 @@
 // Bytes from the network: a watch stream, split into frames and each frame decoded by the simdjson
-// projection, as an informer does. The first byte picks the chunk size the stream arrives in;
-// whatever the chunking, the frames (and the first error) must be those of the stream fed at once.
+// projection, as an informer does (a guessed line the decoder refuses is rejected and split by its
+// brackets). The first byte picks the chunk size the stream arrives in. Whatever the chunking, the
+// bracket scan gives the frames (and the first error) of the stream fed at once; and where that
+// stream is valid JSON, lines give those frames too. (On corrupt JSON they may not: simdjson's
+// On-Demand parser validates what it reads, not what it skips, so it may accept a corrupt line
+// that the bracket scan would cut elsewhere. Either way nothing crashes or reads out of bounds.)
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -23,9 +28,10 @@ struct Split {
   bool failed = false;
 };
 
-Split split(std::string_view stream, std::size_t chunk,
-            const std::function<void(FrameSplitter&, std::string_view)>& onFrame) {
-  FrameSplitter splitter(1 << 16);
+// onFrame: whether the frame is taken (false rejects a guessed line).
+Split split(std::string_view stream, std::size_t chunk, bool lines,
+            const std::function<bool(FrameSplitter&, std::string_view)>& onFrame) {
+  FrameSplitter splitter(1 << 16, lines);
   Split out;
   for (std::size_t pos = 0; pos < stream.size() && !out.failed; pos += chunk) {
     splitter.feed(stream.substr(pos, chunk));
@@ -37,8 +43,11 @@ Split split(std::string_view stream, std::size_t chunk,
         out.failed = true;
         break;
       }
+      if (onFrame && !onFrame(splitter, frame) && splitter.guessed()) {
+        splitter.reject();
+        continue;
+      }
       out.frames.emplace_back(frame);
-      if (onFrame) onFrame(splitter, frame);
     }
   }
   return out;
@@ -56,13 +65,22 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
   static kuscia_host::kube::Decoder decoder(kh_fuzz::pluginFieldPaths(), {true, false});
   kuscia_host::kube::Projected projected;
 
-  Split chunked = split(stream, chunk, [&](FrameSplitter& s, std::string_view frame) {
-    (void)decoder.decodeEvent(frame, frame.size() + s.capacityAfter(frame), projected);
-  });
-  Split whole = split(stream, stream.size() + 1, nullptr);
+  auto decode = [&](FrameSplitter& s, std::string_view frame) {
+    return static_cast<bool>(
+        decoder.decodeEvent(frame, frame.size() + s.capacityAfter(frame), projected));
+  };
+  Split whole = split(stream, stream.size() + 1, false, nullptr);
+  Split chunked = split(stream, chunk, false, decode);
   if (chunked.frames != whole.frames || chunked.failed != whole.failed) {
     kh_fuzz::fail("frames differ between chunk size " + std::to_string(chunk) +
                   " and the whole stream");
   }
+  Split lines = split(stream, chunk, true, decode);
+  bool valid = !whole.failed;
+  for (const auto& f : whole.frames)
+    valid = valid && nlohmann::json::accept(f);
+  if (valid && (lines.frames != whole.frames || lines.failed))
+    kh_fuzz::fail("valid JSON split by lines in chunks of " + std::to_string(chunk) +
+                  " differs from its bracket scan");
   return 0;
 }

@@ -22,14 +22,28 @@ std::string fixture(const std::string& name) {
   return nlohmann::json::parse(ss.str()).dump();
 }
 
+constexpr std::size_t kMaxFrame = std::size_t{64} << 20;
+
+// Whether a frame is exactly one JSON object, as the decoder requires of a guessed line.
+bool oneObject(std::string_view f) {
+  return !f.empty() && f.front() == '{' && nlohmann::json::accept(f);
+}
+
+// The frames a caller accepts: a guessed line that is not one object is rejected, as the
+// informer does when the decoder refuses it.
 std::vector<std::string> splitAll(FrameSplitter& s, const std::string& stream,
                                   const std::vector<std::size_t>& cuts) {
   std::vector<std::string> frames;
   std::size_t pos = 0;
   auto drain = [&] {
     std::string_view f;
-    while (s.next(f) == FrameSplitter::Status::kFrame)
+    while (s.next(f) == FrameSplitter::Status::kFrame) {
+      if (s.guessed() && !oneObject(f)) {
+        s.reject();
+        continue;
+      }
       frames.emplace_back(f);
+    }
   };
   for (std::size_t c : cuts) {
     s.feed(std::string_view(stream).substr(pos, c - pos));
@@ -54,10 +68,11 @@ TEST(FrameSplitterTest, SplitsOnJsonBoundariesWhateverTheChunking) {
   std::vector<std::size_t> everyByte;
   for (std::size_t i = 1; i < stream.size(); ++i)
     everyByte.push_back(i);
-  for (const auto& cuts : {everyByte, std::vector<std::size_t>{}}) {
-    FrameSplitter s;
-    EXPECT_EQ(splitAll(s, stream, cuts), events);
-  }
+  for (bool lines : {true, false})
+    for (const auto& cuts : {everyByte, std::vector<std::size_t>{}}) {
+      FrameSplitter s(kMaxFrame, lines);
+      EXPECT_EQ(splitAll(s, stream, cuts), events) << (lines ? "lines" : "brackets");
+    }
   std::mt19937 rng(7);
   for (int round = 0; round < 50; ++round) {
     std::vector<std::size_t> cuts;
@@ -67,8 +82,10 @@ TEST(FrameSplitterTest, SplitsOnJsonBoundariesWhateverTheChunking) {
       if (pos >= stream.size()) break;
       cuts.push_back(pos);
     }
-    FrameSplitter s;
-    EXPECT_EQ(splitAll(s, stream, cuts), events) << "round " << round;
+    for (bool lines : {true, false}) {
+      FrameSplitter s(kMaxFrame, lines);
+      EXPECT_EQ(splitAll(s, stream, cuts), events) << "round " << round << " lines " << lines;
+    }
   }
 }
 
@@ -95,13 +112,70 @@ TEST(FrameSplitterTest, EscapesAndBracketsInLongStringsAtEveryBlockOffset) {
   }
   std::string stream;
   for (const auto& e : events)
-    stream += e + (events.size() % 2 == 0 ? "\n" : " ");
+    stream += e + "\n";
   for (std::size_t cut : {1, 3, 16, 63, 64, 65, 100, 4096}) {
     std::vector<std::size_t> cuts;
     for (std::size_t pos = cut; pos < stream.size(); pos += cut)
       cuts.push_back(pos);
-    FrameSplitter s;
-    EXPECT_EQ(splitAll(s, stream, cuts), events) << "cut every " << cut;
+    // The bracket scan is what this test is about; lines must agree with it.
+    for (bool lines : {false, true}) {
+      FrameSplitter s(kMaxFrame, lines);
+      EXPECT_EQ(splitAll(s, stream, cuts), events) << "cut every " << cut << " lines " << lines;
+    }
+  }
+}
+
+// Lines first: a whole line is offered without a bracket scan; what is not one object per line
+// (two on a line, a pretty-printed event, a line cut in a string) is rejected and split by its
+// brackets, giving the frames the bracket scan gives, whatever the chunking.
+TEST(FrameSplitterTest, LinesAreGuessedAndRejectedLinesSplitByBrackets) {
+  FrameSplitter s;
+  s.feed("{\"a\":1}\r\n");
+  std::string_view f;
+  ASSERT_EQ(s.next(f), FrameSplitter::Status::kFrame);
+  EXPECT_TRUE(s.guessed());
+  EXPECT_EQ(f, "{\"a\":1}"); // without the line's end
+  EXPECT_EQ(s.next(f), FrameSplitter::Status::kNeedMore);
+
+  s.feed("{\"b\":2} {\"c\":\"\\\"}\"}\n");
+  ASSERT_EQ(s.next(f), FrameSplitter::Status::kFrame);
+  EXPECT_TRUE(s.guessed());
+  EXPECT_EQ(f, R"({"b":2} {"c":"\"}"})");
+  s.reject();
+  ASSERT_EQ(s.next(f), FrameSplitter::Status::kFrame);
+  EXPECT_FALSE(s.guessed());
+  EXPECT_EQ(f, R"({"b":2})");
+  ASSERT_EQ(s.next(f), FrameSplitter::Status::kFrame); // the rest of the line is a line again
+  EXPECT_TRUE(s.guessed());
+  EXPECT_EQ(f, R"({"c":"\"}"})");
+
+  // Begun without its newline: the part that came is scanned, the line taken when it ends.
+  s.feed("{\"d\":[1,");
+  EXPECT_EQ(s.next(f), FrameSplitter::Status::kNeedMore);
+  s.feed("2]}\n");
+  ASSERT_EQ(s.next(f), FrameSplitter::Status::kFrame);
+  EXPECT_TRUE(s.guessed());
+  EXPECT_EQ(f, R"({"d":[1,2]})");
+
+  std::string pod = fixture("pod.json");
+  std::vector<std::string> events = {
+      R"({"type":"ADDED","object":)" + pod + "}",
+      R"({"type":"MODIFIED","object":{"metadata":{"name":"a","resourceVersion":"2"}}})",
+      R"({"type":"MODIFIED","object":{"metadata":{"name":"b","resourceVersion":"3"}}})",
+      R"({"type":"BOOKMARK","object":{"metadata":{"resourceVersion":"4"}}})"};
+  // Pretty-printed, two on a line, compact: the same frames by brackets and by lines.
+  std::string stream = nlohmann::json::parse(events[0]).dump(2) + "\n" + events[1] + events[2] +
+                       "\n" + events[3] + "\n";
+  std::vector<std::string> want = {nlohmann::json::parse(events[0]).dump(2), events[1], events[2],
+                                   events[3]};
+  for (std::size_t cut : {1, 7, 64, 1000, 100000}) {
+    std::vector<std::size_t> cuts;
+    for (std::size_t pos = cut; pos < stream.size(); pos += cut)
+      cuts.push_back(pos);
+    for (bool lines : {true, false}) {
+      FrameSplitter split(kMaxFrame, lines);
+      EXPECT_EQ(splitAll(split, stream, cuts), want) << "cut every " << cut << " lines " << lines;
+    }
   }
 }
 
@@ -218,6 +292,12 @@ TEST(ProjectionTest, ErrorsNameTheProblem) {
   check(R"({"object":{}})", "no type");
   check(R"({"type":"ADDED"})", "no object");
   check(R"([1,2])", "not a JSON object");
+  // One object per frame: a guessed line holding two is refused, then split by its brackets.
+  check(R"({"type":"ADDED","object":{"metadata":{"name":"a","resourceVersion":"1"}}} {"x":1})",
+        "data after the event's object");
+  // (simdjson checks a root object's last token first.)
+  check(R"({"type":"ADDED","object":{"metadata":{"name":"a","resourceVersion":"1"}}} "x")",
+        "not a JSON object");
   // ERROR events carry a Status.
   std::string err = R"({"type":"ERROR","object":{"kind":"Status","code":410,"reason":"Expired",)"
                     R"("message":"too old resource version"}})";

@@ -83,14 +83,44 @@ Block classify(const char* p) {
 #endif
 } // namespace
 
-FrameSplitter::FrameSplitter(std::size_t maxFrameBytes) : maxFrame_(maxFrameBytes) {}
+FrameSplitter::FrameSplitter(std::size_t maxFrameBytes, bool lines)
+    : maxFrame_(maxFrameBytes), lines_(lines) {}
 
 void FrameSplitter::reset() {
   buf_.clear();
   start_ = scan_ = frameStart_ = 0;
   depth_ = 0;
   inString_ = false;
+  guessed_ = slowFrame_ = false;
   error_.clear();
+}
+
+bool FrameSplitter::guessLine(std::size_t from, std::string_view& frame) {
+  const char* p = buf_.data();
+  const void* found = std::memchr(p + from, '\n', buf_.size() - from);
+  if (found == nullptr) return false;
+  const auto newline = static_cast<std::size_t>(static_cast<const char*>(found) - p);
+  std::size_t end = newline;
+  while (end > frameStart_ && (p[end - 1] == ' ' || p[end - 1] == '\r' || p[end - 1] == '\t'))
+    --end;
+  if (end - frameStart_ > maxFrame_) return false; // the bracket scan reports it
+  resume_ = {start_, scan_, depth_, inString_};
+  frame = std::string_view(p + frameStart_, end - frameStart_);
+  start_ = scan_ = newline + 1;
+  depth_ = 0;
+  inString_ = false;
+  guessed_ = true;
+  return true;
+}
+
+void FrameSplitter::reject() {
+  if (!guessed_) return;
+  start_ = resume_.start;
+  scan_ = resume_.scan;
+  depth_ = resume_.depth;
+  inString_ = resume_.inString;
+  guessed_ = false;
+  slowFrame_ = true;
 }
 
 void FrameSplitter::feed(std::string_view bytes) {
@@ -108,6 +138,9 @@ void FrameSplitter::feed(std::string_view bytes) {
 
 FrameSplitter::Status FrameSplitter::next(std::string_view& frame) {
   if (!error_.empty()) return Status::kError;
+  guessed_ = false;
+  // A frame begun in an earlier feed: its line may have ended since.
+  if (lines_ && depth_ > 0 && !slowFrame_ && guessLine(scan_, frame)) return Status::kFrame;
   const char* p = buf_.data();
   const std::size_t n = buf_.size();
   std::size_t i = scan_;
@@ -129,6 +162,10 @@ FrameSplitter::Status FrameSplitter::next(std::string_view& frame) {
         return Status::kError;
       }
       frameStart_ = i;
+      if (lines_ && !slowFrame_) {
+        scan_ = i;
+        if (guessLine(i, frame)) return Status::kFrame;
+      }
       depth_ = 1;
       ++i;
       continue;
@@ -177,6 +214,7 @@ FrameSplitter::Status FrameSplitter::next(std::string_view& frame) {
             inString_ = false;
             frame = std::string_view(p + frameStart_, i - frameStart_);
             start_ = scan_ = i;
+            slowFrame_ = false;
             return Status::kFrame;
           }
         }
@@ -206,6 +244,7 @@ FrameSplitter::Status FrameSplitter::next(std::string_view& frame) {
       if (--depth_ == 0) {
         frame = std::string_view(p + frameStart_, i - frameStart_);
         start_ = scan_ = i;
+        slowFrame_ = false;
         return Status::kFrame;
       }
       break;

@@ -445,6 +445,10 @@ void Informer::onWatchData(uint64_t gen, std::string_view bytes) {
     }
     auto type =
         decoder_->decodeEvent(frame, splitter_.capacityAfter(frame) + frame.size(), scratch_);
+    if (!type && splitter_.guessed()) {
+      splitter_.reject(); // not one object per line: split it by its brackets
+      continue;
+    }
     if (!type) {
       eventSeries_[5]->add(1);
       decodeError(type.error());

@@ -331,8 +331,10 @@ struct Decoder::Impl {
             !std::equal(base.begin(), base.end(), t.begin()))
           continue;
         std::string rest;
-        for (std::size_t i = base.size(); i < t.size(); ++i)
-          rest += "/" + escapeToken(t[i]);
+        for (std::size_t i = base.size(); i < t.size(); ++i) {
+          rest += '/'; // appended: GCC 12 warns falsely (-Wrestrict) on "/" + a temporary
+          rest += escapeToken(t[i]);
+        }
         nlohmann::json::json_pointer ptr(rest);
         if (!doc.is_discarded() && doc.contains(ptr)) out.values[s] = doc.at(ptr).dump();
       }
@@ -435,6 +437,11 @@ Result<WatchEventType> Decoder::decodeEvent(std::string_view frame, std::size_t 
       haveObject = true;
     }
   }
+  // One object, nothing after it (a guessed line may hold more: see FrameSplitter).
+  // (simdjson 3.0 has no document::at_end(): past the last token, current_location() says
+  // OUT_OF_BOUNDS.)
+  if (const char* after = nullptr; doc.current_location().get(after) != simdjson::OUT_OF_BOUNDS)
+    return makeError("data after the event's object");
   if (type.empty()) return makeError("the event has no type");
   if (!haveObject) return makeError("the " + type + " event has no object");
   m.resolveDeferred(out);
