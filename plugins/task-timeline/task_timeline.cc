@@ -31,7 +31,6 @@ enum PodField {
   kPodFieldCount
 };
 enum ServiceField { kSvcTask, kSvcCreate, kSvcReadyTime, kSvcFieldCount };
-enum TaskField { kTaskPods, kTaskServices, kTaskPhase, kTaskCreate, kTaskFieldCount };
 // How long the Events of a pod this instance does not know are kept (a pod that is no task's, or
 // one whose Events came before it).
 constexpr int64_t kOrphanEventsNanos = 600LL * 1000000000;
@@ -109,10 +108,9 @@ TaskTimeline::TaskTimeline(sdk::Host host, std::string_view domain, std::string_
       "services", {kTaskIdPointer, "/metadata/creationTimestamp", kReadyTimePointer}));
   endpointsSub_ = host.subscribe(domainSubscription("endpoints", {"/subsets"}));
   eventSub_ = host.subscribe(podEventSubscription());
-  sdk::Subscription tasks = taskSubscription(config_.taskNamespace);
-  tasks.fields.emplace_back("/status/phase");
-  tasks.fields.emplace_back("/metadata/creationTimestamp");
-  taskSub_ = host.subscribe(tasks);
+  taskSub_ = host.subscribe(
+      taskSubscription(config_.taskNamespace, {"/status/phase", "/metadata/creationTimestamp",
+                                               "/status/podStatuses", "/status/serviceStatuses"}));
   host.registerRoute("/api/v1/timelines");
   host.registerRoute(std::string(kPagePrefix));
 }

@@ -79,7 +79,11 @@ public:
   // task is unknown. The list of tasks when `task` is empty.
   // `phases`: each entry's phases too (what the page draws; not needed for the summary).
   std::optional<nlohmann::json> timeline(const std::string& task, bool phases = true) const;
-  nlohmann::json taskList() const;
+  // At most `limit` tasks, newest first (createTime, then name), after the one `after` names
+  // (a "continue" token of the answer before); with "continue" when more follow. Every task the
+  // host's cache has is looked at, but only its phase and creation are read, from the start of
+  // its fields: a month of finished tasks costs a list little (B7 prints how little).
+  nlohmann::json taskList(std::size_t limit, std::string_view after = {}) const;
   // The merge patch's "status" that brings `task` to the desired state; null when none.
   nlohmann::json diff(const std::string& task);
   const TimelineConfig& config() const { return config_; }
@@ -112,6 +116,9 @@ private:
     bool observed = false;
     bool loggedMalformed = false;
   };
+  // The task subscription's fields. The phase and the creation first: the task list reads them
+  // from the start of the fields alone.
+  enum TaskField { kTaskPhase, kTaskCreate, kTaskPods, kTaskServices, kTaskFieldCount };
   struct Task {
     bool exists = false;
     nlohmann::json podStatuses = nlohmann::json::object();

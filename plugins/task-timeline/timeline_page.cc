@@ -83,6 +83,7 @@ const char* timelinePageHtml() {
 // value is set as text (textContent, setAttribute), never parsed as markup.
 const params = new URLSearchParams(location.search);
 const REFRESH_MS = Math.max(200, Number(params.get("refresh")) || 2000);
+const LIST_LIMIT = 200;
 const TIMES = ["createTime", "scheduleTime", "startTime", "imagePullStartTime", "imagePullEndTime",
                "containersStartTime", "readyTime", "firstReadyTime"];
 const TITLES = {createTime: "create", scheduleTime: "schedule", startTime: "start",
@@ -90,6 +91,7 @@ const TITLES = {createTime: "create", scheduleTime: "schedule", startTime: "star
                 containersStartTime: "containers", readyTime: "ready", firstReadyTime: "first ready"};
 let current = decodeURIComponent(location.hash.slice(1));
 let draws = 0;
+let listHasMore = false; // the list was cut at LIST_LIMIT: a month of history is there
 const states = []; // "starting" / "complete" of the task shown, as each redraw changed it
 
 function el(tag, attrs, text) {
@@ -106,7 +108,8 @@ async function getJson(path) {
 }
 
 async function loadTasks() {
-  const list = await getJson("/api/v1/timelines");
+  // The newest tasks only: with a month of history the whole list is never asked for.
+  const list = await getJson("/api/v1/timelines?limit=" + LIST_LIMIT);
   const names = Object.keys(list.tasks || {}).sort((a, b) =>
       String(list.tasks[b].createTime).localeCompare(String(list.tasks[a].createTime)) ||
       a.localeCompare(b));
@@ -119,6 +122,11 @@ async function loadTasks() {
     if (name === current) li.className = "selected";
     li.addEventListener("click", () => { location.hash = encodeURIComponent(name); });
     ul.appendChild(li);
+  }
+  listHasMore = Boolean(list.continue);
+  if (list.continue) {
+    ul.appendChild(el("li", {"class": "more"}, "the newest " + LIST_LIMIT +
+        " shown; open an older task as #<name>"));
   }
   if (!current && names.length) current = names[0];
 }
@@ -295,7 +303,8 @@ function drawTable(entries, critical) {
 async function refresh() {
   const error = document.getElementById("error");
   try {
-    await loadTasks();
+    // A long history's list costs the host a pass over every task: asked every fifth redraw.
+    if (!listHasMore || draws % 5 === 0) await loadTasks();
     if (current) drawTask(await getJson("/api/v1/timelines/" + encodeURIComponent(current)));
     else document.getElementById("title").textContent = "No tasks yet";
     error.textContent = "";

@@ -1,5 +1,7 @@
 // The timeline documents task-timeline serves on the admin server:
-//   GET /api/v1/timelines          {"tasks": {"<task>": {"phase", "createTime", "entries"}}}
+//   GET /api/v1/timelines          {"tasks": {"<task>": {"phase", "createTime", "entries"}},
+//                                   "continue": "<token>"}, newest first, `limit` (default 500,
+//                                  at most 1000) and `continue` in the query
 //   GET /api/v1/timelines/<task>   the document of kuscia_host/timeline.hpp, with "waiting",
 //                                  and its "summary" (kuscia_host/timeline_summary.hpp)
 // Entries come from the task's status (every party's, as written), completed by the pods and
@@ -9,7 +11,13 @@
 #include <kuscia_host/timeline.hpp>
 #include <kuscia_host/timeline_summary.hpp>
 
+#include <algorithm>
+#include <climits>
 #include <cmath>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include "entry_board.h"
 #include "kuscia.h"
@@ -113,18 +121,171 @@ std::optional<json> TaskTimeline::timeline(const std::string& task, bool phases)
   return doc;
 }
 
-json TaskTimeline::taskList() const {
-  // Every task the host's cache has (finished ones included), read on demand.
-  json tasks = json::object();
-  host().cacheList(taskSub_, "", [&tasks](const sdk::Object& o) {
-    Task t = taskFrom(o.fieldsJson);
-    tasks[std::string(nameOf(o.key))] = {
-        {"phase", t.phase},
-        {"createTime", t.createTime},
-        {"entries", t.podStatuses.size() + t.serviceStatuses.size()}};
+namespace {
+
+// A task's place in the list: newest first, then by name.
+struct ListKey {
+  int64_t created = 0; // 0: no (readable) creation time, listed last
+  std::string name;
+  bool before(const ListKey& o) const {
+    return created != o.created ? created > o.created : name < o.name;
+  }
+  // "<nanos>.<name>": digits, a dot and a DNS name, safe in a query string as it is.
+  std::string token() const { return std::to_string(created) + "." + name; }
+  static std::optional<ListKey> fromToken(std::string_view t) {
+    auto dot = t.find('.');
+    if (dot == std::string_view::npos || dot == 0 || dot > 19) return std::nullopt;
+    ListKey k;
+    for (char c : t.substr(0, dot)) {
+      if (c < '0' || c > '9' || k.created > (INT64_MAX - (c - '0')) / 10) return std::nullopt;
+      k.created = k.created * 10 + (c - '0');
+    }
+    k.name = std::string(t.substr(dot + 1));
+    if (!isDnsSubdomain(k.name)) return std::nullopt;
+    return k;
+  }
+};
+
+// Reads the first two elements of a fields array (the phase and the creation, both strings or
+// null) and stops: the timing maps after them are not looked at.
+class LeadingStrings : public nlohmann::json_sax<json> {
+public:
+  std::string values[2];
+  bool string(string_t& v) override { return take(&v); }
+  bool null() override { return take(nullptr); }
+  bool boolean(bool) override { return take(nullptr); }
+  bool number_integer(number_integer_t) override { return take(nullptr); }
+  bool number_unsigned(number_unsigned_t) override { return take(nullptr); }
+  bool number_float(number_float_t, const string_t&) override { return take(nullptr); }
+  bool binary(binary_t&) override { return take(nullptr); }
+  bool start_object(std::size_t) override { return open(); }
+  bool start_array(std::size_t) override { return open(); }
+  bool key(string_t&) override { return true; }
+  bool end_object() override { return close(); }
+  bool end_array() override { return close(); }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override {
+    return false;
+  }
+
+private:
+  bool open() {
+    // The fields array itself, an element of it (not a string), or something inside one.
+    return ++depth_ != 2 || element(nullptr);
+  }
+  bool close() {
+    --depth_;
+    return true;
+  }
+  bool take(const std::string* v) { return depth_ != 1 || element(v); }
+  // One element of the fields array: kept when a string; false (stop) after the second.
+  bool element(const std::string* v) {
+    if (v != nullptr) values[next_] = *v;
+    return ++next_ < 2;
+  }
+  int depth_ = 0;
+  std::size_t next_ = 0;
+};
+
+constexpr std::size_t kDefaultListLimit = 500;
+constexpr std::size_t kMaxListLimit = 1000;
+
+std::optional<std::size_t> parseListLimit(std::string_view v) {
+  std::size_t n = 0;
+  if (v.empty() || v.size() > 4) return std::nullopt;
+  for (char c : v) {
+    if (c < '0' || c > '9') return std::nullopt;
+    n = n * 10 + static_cast<std::size_t>(c - '0');
+  }
+  if (n < 1 || n > kMaxListLimit) return std::nullopt;
+  return n;
+}
+
+// %XX escapes and '+' decoded; a malformed escape is kept as it is.
+std::string percentDecoded(std::string_view v) {
+  std::string out;
+  out.reserve(v.size());
+  auto hex = [](char c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+  };
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    if (v[i] == '%' && i + 2 < v.size() && hex(v[i + 1]) >= 0 && hex(v[i + 2]) >= 0) {
+      out += static_cast<char>(hex(v[i + 1]) * 16 + hex(v[i + 2]));
+      i += 2;
+    } else {
+      out += v[i] == '+' ? ' ' : v[i];
+    }
+  }
+  return out;
+}
+
+// Calls fn(name, value) for each name=value of a query string, both decoded.
+template <typename Fn> void forEachQueryParam(std::string_view query, Fn fn) {
+  while (!query.empty()) {
+    auto amp = query.find('&');
+    std::string_view pair = query.substr(0, amp);
+    query = amp == std::string_view::npos ? std::string_view() : query.substr(amp + 1);
+    if (pair.empty()) continue;
+    auto eq = pair.find('=');
+    std::string name = percentDecoded(pair.substr(0, eq));
+    std::string value = eq == std::string_view::npos ? "" : percentDecoded(pair.substr(eq + 1));
+    fn(std::string_view(name), std::string_view(value));
+  }
+}
+
+} // namespace
+
+json TaskTimeline::taskList(std::size_t limit, std::string_view after) const {
+  std::optional<ListKey> from;
+  if (!after.empty()) from = ListKey::fromToken(after);
+  // The `limit` + 1 first tasks after `from`, in a heap whose top is the last of them: one pass
+  // over the cache, reading each task's phase and creation only.
+  struct Listed {
+    ListKey key;
+    std::string phase, createTime;
+  };
+  auto later = [](const Listed& a, const Listed& b) { return a.key.before(b.key); };
+  std::vector<Listed> heap;
+  host().cacheList(taskSub_, "", [&](const sdk::Object& o) {
+    LeadingStrings lead;
+    json::sax_parse(o.fieldsJson, &lead, json::input_format_t::json, false);
+    Listed l{{parseTime(lead.values[kTaskCreate]).value_or(0), std::string(nameOf(o.key))},
+             std::move(lead.values[kTaskPhase]),
+             std::move(lead.values[kTaskCreate])};
+    if (l.key.created < 0) l.key.created = 0;
+    if (from && !from->before(l.key)) return false;
+    if (heap.size() > limit && !l.key.before(heap.front().key)) return false;
+    heap.push_back(std::move(l));
+    std::push_heap(heap.begin(), heap.end(), later);
+    if (heap.size() > limit + 1) {
+      std::pop_heap(heap.begin(), heap.end(), later);
+      heap.pop_back();
+    }
     return false;
   });
-  return {{"tasks", std::move(tasks)}};
+  std::sort_heap(heap.begin(), heap.end(), later);
+  json out = json::object();
+  if (heap.size() > limit) {
+    heap.pop_back();
+    out["continue"] = heap.back().key.token();
+  }
+  json tasks = json::object();
+  for (auto& l : heap) {
+    // Only the listed tasks' timing maps are read, to count their entries.
+    std::size_t entries = 0;
+    host().cacheGet(taskSub_, config_.taskNamespace + "/" + l.key.name,
+                    [&entries](const sdk::Object& o) {
+                      Task t = taskFrom(o.fieldsJson);
+                      entries = t.podStatuses.size() + t.serviceStatuses.size();
+                    });
+    tasks[l.key.name] = {{"phase", std::move(l.phase)},
+                         {"createTime", std::move(l.createTime)},
+                         {"entries", entries}};
+  }
+  out["tasks"] = std::move(tasks);
+  return out;
 }
 
 void TaskTimeline::onHttpRequest(const sdk::HttpRequest& request, sdk::HttpResponse& response) {
@@ -143,8 +304,26 @@ void TaskTimeline::onHttpRequest(const sdk::HttpRequest& request, sdk::HttpRespo
   std::string_view rest = request.path.substr(std::min(request.path.size(), kPrefix.size()));
   response.contentType = "application/json";
   if (rest.empty() || rest == "/") {
+    std::size_t limit = kDefaultListLimit;
+    std::string after;
+    std::string bad;
+    forEachQueryParam(request.query, [&](std::string_view name, std::string_view value) {
+      if (name == "limit") {
+        auto n = parseListLimit(value);
+        if (!n) bad = "limit must be an integer from 1 to " + std::to_string(kMaxListLimit);
+        limit = n.value_or(limit);
+      } else if (name == "continue") {
+        after = value;
+        if (!ListKey::fromToken(after)) bad = "continue is not a token this list gave";
+      }
+    });
+    if (!bad.empty()) {
+      response.status = 400;
+      response.body = json{{"message", bad}}.dump();
+      return;
+    }
     response.status = 200;
-    response.body = taskList().dump();
+    response.body = taskList(limit, after).dump();
     return;
   }
   std::string task(rest.substr(1));

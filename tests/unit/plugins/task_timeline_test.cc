@@ -603,6 +603,72 @@ TEST_F(TimelineTest, TheTimelineRouteShowsEveryEntryAndWhyAPendingOneWaits) {
   EXPECT_TRUE(list["tasks"].contains(kTask));
 }
 
+// The task list is paged, newest first: a month of finished tasks is never one answer.
+TEST_F(TimelineTest, TheTaskListIsPagedNewestFirst) {
+  start();
+  // 50 tasks, created a minute apart, the last two at the same second (then by name); one
+  // without a creation time, listed last.
+  std::vector<std::string> newestFirst;
+  for (int i = 0; i < 50; ++i) {
+    json t = fixture("kusciatask.json");
+    std::string name = "t-" + std::to_string(100 + i);
+    t["metadata"]["name"] = name;
+    t["metadata"]["uid"] = "uid-" + name;
+    int minute = std::min(i, 48);
+    t["metadata"]["creationTimestamp"] = "2024-05-20T" + std::to_string(10 + minute / 60) + ":" +
+                                         (minute % 60 < 10 ? "0" : "") +
+                                         std::to_string(minute % 60) + ":00Z";
+    t["status"]["phase"] = i % 2 == 0 ? "Succeeded" : "Running";
+    deliver(host_, "kusciatasks", KH_EVENT_ADDED, t);
+  }
+  json undated = fixture("kusciatask.json");
+  undated["metadata"]["name"] = "t-undated";
+  undated["metadata"]["uid"] = "uid-undated";
+  undated["metadata"].erase("creationTimestamp");
+  deliver(host_, "kusciatasks", KH_EVENT_ADDED, undated);
+  newestFirst = {"t-148", "t-149"};
+  for (int i = 47; i >= 0; --i)
+    newestFirst.push_back("t-" + std::to_string(100 + i));
+  newestFirst.push_back("t-undated");
+
+  std::vector<std::string> seen;
+  std::string token;
+  int pages = 0;
+  do {
+    auto r = host_.httpGet("/api/v1/timelines",
+                           "limit=20" + (token.empty() ? "" : "&continue=" + token));
+    ASSERT_EQ(r.status, 200) << r.body;
+    json page = json::parse(r.body);
+    ASSERT_LE(page["tasks"].size(), 20u);
+    // The page's tasks in list order: by createTime (newest first), then name.
+    std::vector<std::pair<std::string, std::string>> order;
+    for (const auto& [name, t] : page["tasks"].items())
+      order.emplace_back(t["createTime"].get<std::string>(), name);
+    std::sort(order.begin(), order.end(), [](const auto& a, const auto& b) {
+      if (a.first.empty() != b.first.empty()) return b.first.empty();
+      return a.first != b.first ? a.first > b.first : a.second < b.second;
+    });
+    for (const auto& o : order)
+      seen.push_back(o.second);
+    token = page.value("continue", "");
+    ++pages;
+  } while (!token.empty() && pages < 10);
+  EXPECT_EQ(pages, 3);
+  EXPECT_EQ(seen, newestFirst); // each task once, in order across the pages
+  json first = json::parse(host_.httpGet("/api/v1/timelines", "limit=1").body);
+  EXPECT_EQ(first["tasks"]["t-148"]["phase"], "Succeeded");
+  EXPECT_EQ(first["tasks"]["t-148"]["createTime"], "2024-05-20T10:48:00Z");
+  const json fixed = fixture("kusciatask.json")["status"];
+  EXPECT_EQ(first["tasks"]["t-148"]["entries"],
+            fixed["podStatuses"].size() + fixed["serviceStatuses"].size());
+  EXPECT_EQ(first["continue"], "1716202080000000000.t-148"); // after the last one listed
+  // Without a limit: up to 500.
+  EXPECT_EQ(json::parse(host_.httpGet("/api/v1/timelines").body)["tasks"].size(), 51u);
+  for (const char* bad :
+       {"limit=0", "limit=1001", "limit=x", "continue=nope", "continue=1.Bad_Name"})
+    EXPECT_EQ(host_.httpGet("/api/v1/timelines", bad).status, 400) << bad;
+}
+
 TEST_F(TimelineTest, NegativeDurationsAreKeptAndFlagged) {
   start();
   deliver(host_, "kusciatasks", KH_EVENT_ADDED, task_);
