@@ -51,7 +51,8 @@ protected:
             [this](std::function<void()> fn) { posted_.push_back(std::move(fn)); },
             [this](const kh_event_t& e) { events_.emplace_back(e.key, e.fields_json); },
             [this](const kh_kube_result_t& r) { results_.emplace_back(r.user_tag, r.http_code); },
-            [this](const char* call) { callErrors_.emplace_back(call); }});
+            [this](const char* call) { callErrors_.emplace_back(call); },
+            [this](std::size_t queued) { queued_ = queued; }});
   }
   void runPosted() {
     while (!posted_.empty()) {
@@ -103,6 +104,7 @@ protected:
   std::vector<std::pair<std::string, std::string>> events_;
   std::vector<std::pair<uint64_t, int>> results_;
   std::vector<std::string> callErrors_;
+  std::size_t queued_ = 0; // the last queue depth reported (kuscia_host_plugin_events_queued)
 };
 
 TEST_F(PluginKubeTest, SubscribesOnlyWhileCreatingAndScopesToTheDomain) {
@@ -136,14 +138,17 @@ TEST_F(PluginKubeTest, ABurstOfEventsIsOneQueueDrainedInBoundedTurns) {
                      {"alice/p" + std::to_string(i), "u", "1", R"(["Running"])", ""});
   bridge_.sinks[0](id, kube::ChangeType::kSynced, {});
   ASSERT_EQ(posted_.size(), 1u);
+  EXPECT_EQ(queued_, 201u); // the backlog is reported as it grows
   posted_.push_back([this] { events_.emplace_back("marker", ""); }); // e.g. a timer
   // One turn hands over a bounded number, then the rest waits behind what else was posted.
   auto turn = std::move(posted_.front());
   posted_.pop_front();
   turn();
   EXPECT_EQ(events_.size(), 64u);
+  EXPECT_EQ(queued_, 201u - 64u); // and as it shrinks
   runPosted();
   ASSERT_EQ(events_.size(), 202u);
+  EXPECT_EQ(queued_, 0u);
   EXPECT_EQ(events_[64].first, "marker");
   std::vector<std::string> keys;
   for (const auto& [key, fieldsJson] : events_)

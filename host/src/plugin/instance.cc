@@ -41,7 +41,10 @@ HostMetrics::HostMetrics(MetricsRegistry& r)
                                     "Time spent in plugin callbacks", {"plugin", "callback"})),
       pluginCallErrors(
           r.hostFamily(MetricKind::kCounter, "kuscia_host_plugin_host_call_errors_total",
-                       "Invalid calls from plugins into the host (ignored)", {"plugin", "call"})) {}
+                       "Invalid calls from plugins into the host (ignored)", {"plugin", "call"})),
+      eventsQueued(r.hostFamily(MetricKind::kGauge, "kuscia_host_plugin_events_queued",
+                                "Events waiting for an instance's on_event (its backlog)",
+                                {"plugin", "domain"})) {}
 
 const char* toString(InstanceState s) {
   switch (s) {
@@ -81,7 +84,9 @@ PluginInstance::PluginInstance(std::shared_ptr<PluginLibrary> library, InstanceO
                   if (plugin_.on_kube_result != nullptr && instance_ != nullptr)
                     invoke(kOnKubeResult, [&] { return plugin_.on_kube_result(instance_, &r); });
                 },
-                [this](const char* call) { metrics_.countCallError(call); }}) {
+                [this](const char* call) { metrics_.countCallError(call); },
+                [this](std::size_t queued) { queuedSeries_->set(static_cast<double>(queued)); }}),
+      queuedSeries_(services_.hostMetrics.eventsQueued->series({pluginName_, options_.domain})) {
   for (int i = 0; i < kCallbackCount; ++i) {
     callbackSeries_[i] =
         services_.hostMetrics.callbacks->series({pluginName_, options_.domain, kCallbackNames[i]});

@@ -39,6 +39,7 @@ struct HostMetrics {
   MetricFamily* callbackErrors;
   MetricFamily* callbackDuration;
   MetricFamily* pluginCallErrors;
+  MetricFamily* eventsQueued;
 };
 
 // What an instance needs from the host; all outlive the instance.
@@ -158,6 +159,7 @@ private:
   PluginMetrics metrics_;
   InstanceTimers timers_;
   PluginKube kube_;
+  MetricSeries* queuedSeries_; // kuscia_host_plugin_events_queued, set by kube_
 };
 
 } // namespace kuscia_host

@@ -109,6 +109,7 @@ void PluginKube::deliver(uint64_t subscription, kube::ChangeType type, KubeObjec
   {
     std::lock_guard lock(queueMu_);
     queue_.push_back(std::move(q));
+    if (cb_.queued) cb_.queued(queue_.size()); // under the lock: reports stay in order
     post = !std::exchange(drainPosted_, true);
   }
   if (post) cb_.post([this] { drain(); });
@@ -125,10 +126,12 @@ void PluginKube::drain() {
       if (queue_.empty() || stopping_) {
         queue_.clear();
         drainPosted_ = false;
+        if (cb_.queued) cb_.queued(0);
         return;
       }
       q = std::move(queue_.front());
       queue_.pop_front();
+      if (cb_.queued) cb_.queued(queue_.size());
     }
     KubeObject o;
     if (q.object) {

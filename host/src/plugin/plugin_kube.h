@@ -30,6 +30,9 @@ public:
     std::function<void(const kh_kube_result_t&)> result;
     // Counts an invalid call from the plugin.
     std::function<void(const char* call)> callError;
+    // How many events wait for the plugin now, after each change of the queue (called under the
+    // queue's lock: keep it to a store); may be empty.
+    std::function<void(std::size_t queued)> queued;
   };
 
   // `bridge` may be null: no cluster is configured.
