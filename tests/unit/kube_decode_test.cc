@@ -55,6 +55,20 @@ std::vector<std::string> splitAll(FrameSplitter& s, const std::string& stream,
   return frames;
 }
 
+// The stream fed in pieces of each size, split by brackets and by lines: always `want`.
+void expectFramesInEveryMode(const std::string& stream, const std::vector<std::string>& want,
+                             std::initializer_list<std::size_t> cutSizes) {
+  for (std::size_t cut : cutSizes) {
+    std::vector<std::size_t> cuts;
+    for (std::size_t pos = cut; pos < stream.size(); pos += cut)
+      cuts.push_back(pos);
+    for (bool lines : {false, true}) {
+      FrameSplitter s(kMaxFrame, lines);
+      EXPECT_EQ(splitAll(s, stream, cuts), want) << "cut every " << cut << " lines " << lines;
+    }
+  }
+}
+
 TEST(FrameSplitterTest, SplitsOnJsonBoundariesWhateverTheChunking) {
   std::string pod = fixture("pod.json");
   std::vector<std::string> events = {
@@ -113,16 +127,8 @@ TEST(FrameSplitterTest, EscapesAndBracketsInLongStringsAtEveryBlockOffset) {
   std::string stream;
   for (const auto& e : events)
     stream += e + "\n";
-  for (std::size_t cut : {1, 3, 16, 63, 64, 65, 100, 4096}) {
-    std::vector<std::size_t> cuts;
-    for (std::size_t pos = cut; pos < stream.size(); pos += cut)
-      cuts.push_back(pos);
-    // The bracket scan is what this test is about; lines must agree with it.
-    for (bool lines : {false, true}) {
-      FrameSplitter s(kMaxFrame, lines);
-      EXPECT_EQ(splitAll(s, stream, cuts), events) << "cut every " << cut << " lines " << lines;
-    }
-  }
+  // The bracket scan is what this test is about; lines must agree with it.
+  expectFramesInEveryMode(stream, events, {1, 3, 16, 63, 64, 65, 100, 4096});
 }
 
 // Lines first: a whole line is offered without a bracket scan; what is not one object per line
@@ -168,15 +174,7 @@ TEST(FrameSplitterTest, LinesAreGuessedAndRejectedLinesSplitByBrackets) {
                        "\n" + events[3] + "\n";
   std::vector<std::string> want = {nlohmann::json::parse(events[0]).dump(2), events[1], events[2],
                                    events[3]};
-  for (std::size_t cut : {1, 7, 64, 1000, 100000}) {
-    std::vector<std::size_t> cuts;
-    for (std::size_t pos = cut; pos < stream.size(); pos += cut)
-      cuts.push_back(pos);
-    for (bool lines : {true, false}) {
-      FrameSplitter split(kMaxFrame, lines);
-      EXPECT_EQ(splitAll(split, stream, cuts), want) << "cut every " << cut << " lines " << lines;
-    }
-  }
+  expectFramesInEveryMode(stream, want, {1, 7, 64, 1000, 100000});
 }
 
 TEST(FrameSplitterTest, SeveralEventsInOneChunkWithoutNewlines) {
