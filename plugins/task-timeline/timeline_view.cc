@@ -8,6 +8,7 @@
 // services this instance knows that are not written yet; "waiting" only for this instance's
 // domain. Several instances (centralized mode) answer the same task: the host merges their
 // documents key by key (RFC 7386), which is why entries and tasks are objects, not arrays.
+#include <kuscia_host/query.hpp>
 #include <kuscia_host/timeline.hpp>
 #include <kuscia_host/timeline_summary.hpp>
 
@@ -200,41 +201,6 @@ std::optional<std::size_t> parseListLimit(std::string_view v) {
   return n;
 }
 
-// %XX escapes and '+' decoded; a malformed escape is kept as it is.
-std::string percentDecoded(std::string_view v) {
-  std::string out;
-  out.reserve(v.size());
-  auto hex = [](char c) {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
-  };
-  for (std::size_t i = 0; i < v.size(); ++i) {
-    if (v[i] == '%' && i + 2 < v.size() && hex(v[i + 1]) >= 0 && hex(v[i + 2]) >= 0) {
-      out += static_cast<char>(hex(v[i + 1]) * 16 + hex(v[i + 2]));
-      i += 2;
-    } else {
-      out += v[i] == '+' ? ' ' : v[i];
-    }
-  }
-  return out;
-}
-
-// Calls fn(name, value) for each name=value of a query string, both decoded.
-template <typename Fn> void forEachQueryParam(std::string_view query, Fn fn) {
-  while (!query.empty()) {
-    auto amp = query.find('&');
-    std::string_view pair = query.substr(0, amp);
-    query = amp == std::string_view::npos ? std::string_view() : query.substr(amp + 1);
-    if (pair.empty()) continue;
-    auto eq = pair.find('=');
-    std::string name = percentDecoded(pair.substr(0, eq));
-    std::string value = eq == std::string_view::npos ? "" : percentDecoded(pair.substr(eq + 1));
-    fn(std::string_view(name), std::string_view(value));
-  }
-}
-
 } // namespace
 
 json TaskTimeline::taskList(std::size_t limit, std::string_view after) const {
@@ -304,19 +270,19 @@ void TaskTimeline::onHttpRequest(const sdk::HttpRequest& request, sdk::HttpRespo
   std::string_view rest = request.path.substr(std::min(request.path.size(), kPrefix.size()));
   response.contentType = "application/json";
   if (rest.empty() || rest == "/") {
+    const auto query = sdk::parseQuery(request.query);
     std::size_t limit = kDefaultListLimit;
     std::string after;
     std::string bad;
-    forEachQueryParam(request.query, [&](std::string_view name, std::string_view value) {
-      if (name == "limit") {
-        auto n = parseListLimit(value);
-        if (!n) bad = "limit must be an integer from 1 to " + std::to_string(kMaxListLimit);
-        limit = n.value_or(limit);
-      } else if (name == "continue") {
-        after = value;
-        if (!ListKey::fromToken(after)) bad = "continue is not a token this list gave";
-      }
-    });
+    if (auto it = query.find("limit"); it != query.end()) {
+      auto n = parseListLimit(it->second);
+      if (!n) bad = "limit must be an integer from 1 to " + std::to_string(kMaxListLimit);
+      limit = n.value_or(limit);
+    }
+    if (auto it = query.find("continue"); it != query.end()) {
+      after = it->second;
+      if (!ListKey::fromToken(after)) bad = "continue is not a token this list gave";
+    }
     if (!bad.empty()) {
       response.status = 400;
       response.body = json{{"message", bad}}.dump();

@@ -47,24 +47,6 @@ constexpr auto kLingerTimeout = std::chrono::seconds(2);
 constexpr std::size_t kLingerLimit = std::size_t{4} * 1024 * 1024;
 constexpr auto kHandshakeTimeout = std::chrono::seconds(30);
 
-std::string percentDecode(const std::string& s) {
-  std::string out;
-  out.reserve(s.size());
-  for (std::size_t i = 0; i < s.size(); ++i) {
-    if (s[i] == '+') {
-      out += ' ';
-    } else if (s[i] == '%' && i + 2 < s.size() &&
-               std::isxdigit(static_cast<unsigned char>(s[i + 1])) &&
-               std::isxdigit(static_cast<unsigned char>(s[i + 2]))) {
-      out += static_cast<char>(std::stoi(s.substr(i + 1, 2), nullptr, 16));
-      i += 2;
-    } else {
-      out += s[i];
-    }
-  }
-  return out;
-}
-
 Response plainMalformed(int status, const std::string& message) {
   Response r;
   r.status = status;
@@ -78,26 +60,6 @@ std::optional<std::string> Request::param(const std::string& name) const {
   auto it = query.find(name);
   if (it == query.end()) return std::nullopt;
   return it->second;
-}
-
-std::map<std::string, std::string> parseQuery(const std::string& query) {
-  std::map<std::string, std::string> out;
-  std::size_t start = 0;
-  while (start <= query.size()) {
-    std::size_t amp = query.find('&', start);
-    std::string part =
-        query.substr(start, amp == std::string::npos ? std::string::npos : amp - start);
-    if (!part.empty()) {
-      auto eq = part.find('=');
-      if (eq == std::string::npos)
-        out[percentDecode(part)] = "";
-      else
-        out[percentDecode(part.substr(0, eq))] = percentDecode(part.substr(eq + 1));
-    }
-    if (amp == std::string::npos) break;
-    start = amp + 1;
-  }
-  return out;
 }
 
 // What stop() needs of a connection, whatever its stream type.

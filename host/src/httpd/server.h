@@ -11,6 +11,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ssl/context.hpp>
+#include <kuscia_host/query.hpp>
 
 #include <chrono>
 #include <functional>
@@ -53,8 +54,9 @@ struct Response {
   std::vector<std::pair<std::string, std::string>> headers;
 };
 
-// Splits "a=1&b" into {a:1, b:""}, percent-decoding both sides.
-std::map<std::string, std::string> parseQuery(const std::string& query);
+// Splits "a=1&b" into {a:1, b:""}, percent-decoding both sides: the SDK's parser, which plugins
+// serving admin routes use too.
+using sdk::parseQuery;
 
 // The session side of a streamed response; thread-safe.
 class StreamControl {
