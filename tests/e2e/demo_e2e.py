@@ -21,6 +21,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
 
@@ -109,14 +110,24 @@ def serving():
         check(re.search(r"NAME\s+STARTTIME\s+COMPLETIONTIME\s+LASTRECONCILETIME\s+PHASE", kt),
               "kubectl get kt shows the CRD's printer columns:\n" + kt)
         # kubectl -w asks for a Table watch: an event during the watch has the list's columns.
+        # The pod is created once the watch has printed its list, and the watch is read until the
+        # pod's line comes (or 30 s): a loaded machine may take seconds to start each kubectl.
         watch = subprocess.Popen(["kubectl", "--kubeconfig", kubeconfig, "--cache-dir", os.path.join(work, "cache"),
-                                  "get", "pods", "-n", "alice", "-w", "--request-timeout=4s"],
+                                  "get", "pods", "-n", "alice", "-w", "--request-timeout=60s"],
                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        time.sleep(1.5)
+        lines = []
+        reader = threading.Thread(target=lambda: lines.extend(iter(watch.stdout.readline, "")), daemon=True)
+        reader.start()
+        new_pod = r"watched\s+0/1\s+Pending\s+0\s+\d+s"
+        eventually(lambda: any(re.match(r"NAME\s", l) for l in list(lines)), 30)
         kubectl(kubeconfig, "run", "watched", "-n", "alice", "--image=busybox")
-        watched = watch.communicate(timeout=30)[0]
+        eventually(lambda: any(re.search(new_pod, l) for l in list(lines)), 30)
+        watch.terminate()
+        watch.wait(timeout=30)
+        reader.join(timeout=30)
+        watched = "".join(lines)
         check(re.search(r"NAME\s+READY\s+STATUS\s+RESTARTS\s+AGE", watched)
-              and re.search(r"watched\s+0/1\s+Pending\s+0\s+\d+s", watched),
+              and re.search(new_pod, watched),
               "kubectl get pods -w prints a new pod with the list's columns:\n" + watched)
         pods = kubectl(kubeconfig, "get", "pods", "-n", "alice")
         check(re.search(r"NAME\s+READY\s+STATUS\s+RESTARTS\s+AGE", pods) and "watched" in pods,
