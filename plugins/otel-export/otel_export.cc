@@ -20,7 +20,6 @@ constexpr std::size_t kSubscriptionCount = 3; // tasks, pods, events
 // Events of a pod this instance never sees as a task's go after this long.
 constexpr int64_t kOrphanNanos = int64_t{600} * 1000000000;
 
-enum PodField : std::size_t { kPodTask, kPodConditions, kPodContainers, kPodFieldCount };
 } // namespace
 
 OtelExport::OtelExport(sdk::Host host, std::string_view domain, std::string_view configJson)
@@ -40,8 +39,7 @@ OtelExport::OtelExport(sdk::Host host, std::string_view domain, std::string_view
       std::make_unique<OtlpExporter>(config_, resourceOf(config_, domain_, host.deploymentMode()));
   taskSub_ = host.subscribe(
       taskSubscription(config_.taskNamespace, {std::begin(kTaskFields), std::end(kTaskFields)}));
-  podSub_ = host.subscribe(domainSubscription(
-      "pods", {kTaskIdPointer, "/status/conditions", "/status/containerStatuses"}));
+  podSub_ = host.subscribe(domainSubscription("pods", DomainPods::podFields()));
   eventSub_ = host.subscribe(podEventSubscription());
 }
 
@@ -73,8 +71,11 @@ void OtelExport::onEvent(const sdk::Event& e) {
     return;
   }
   if (e.subscriptionId == taskSub_) return onTask(e);
-  if (e.subscriptionId == podSub_) return onPod(e);
-  if (e.subscriptionId == eventSub_) return onPodEvent(e);
+  auto wanted = [this](const std::string& task) { return this->wanted(task); };
+  if (e.subscriptionId == podSub_)
+    return pods_.onPod(e, host().wallTimeNanos(), wanted,
+                       [this](const std::string& task) { return held(task); });
+  if (e.subscriptionId == eventSub_) return pods_.onPodEvent(e, host().wallTimeNanos(), wanted);
 }
 
 void OtelExport::onTimer(uint64_t timerId, uint64_t /*userTag*/) {
@@ -97,96 +98,9 @@ void OtelExport::onTask(const sdk::Event& e) {
   evaluate(name, e.uid, parseFields(e.fieldsJson, kTaskFieldCount));
 }
 
-void OtelExport::onPod(const sdk::Event& e) {
-  std::string key(e.key);
-  if (e.type == KH_EVENT_DELETED) {
-    auto it = pods_.find(key);
-    if (it == pods_.end()) return;
-    if (tasks_.count(it->second.task) > 0) {
-      it->second.gone = true; // its facts are still owed to its task's spans
-      it->second.seenNanos = host().wallTimeNanos();
-    } else {
-      pods_.erase(it);
-    }
-    return;
-  }
-  json f = parseFields(e.fieldsJson, kPodFieldCount);
-  std::string task = fieldString(f, kPodTask);
-  if (task.empty()) {
-    pods_.erase(key);
-    return;
-  }
-  if (recent_.count(task) > 0) return; // its spans are out
-  const int64_t now = host().wallTimeNanos();
-  PodState& p = pods_[key];
-  if (p.uid != e.uid) {
-    // A new incarnation, or Events of another one came first; Events naming no incarnation are
-    // kept.
-    if (!p.task.empty() || !p.uid.empty()) p = PodState{};
-    p.uid = std::string(e.uid);
-  }
-  p.task = task;
-  p.gone = false;
-  p.seenNanos = now;
-  if (const json* ready = trueCondition(f[kPodConditions], "Ready"))
-    if (auto t = sdk::parseTime(ready->value("lastTransitionTime", "")))
-      p.firstReady = std::min(p.firstReady.value_or(*t), *t);
-  if (!p.containersStart) p.containersStart = sdk::timeline::containersStartTime(f[kPodContainers]);
-  p.facts.addContainersWaiting(f[kPodContainers], now);
-}
-
-void OtelExport::onPodEvent(const sdk::Event& e) {
-  auto ev = podEventOf(e);
-  if (!ev) return;
-  const std::string& key = ev->key;
-  const std::string& uid = ev->uid;
-  auto it = pods_.find(key);
-  if (it != pods_.end() && recent_.count(it->second.task) > 0) return;
-  PodState& p = pods_[key];
-  if (!uid.empty() && p.uid != uid) {
-    if (!p.task.empty()) return; // another incarnation than the pod's
-    p = PodState{};
-    p.uid = uid;
-  }
-  p.seenNanos = host().wallTimeNanos();
-  p.facts.addEvent(ev->reason, ev->message, ev->at);
-}
-
 json OtelExport::documentOf(const TaskFacts& t, const json& fields) const {
-  json status = json::object();
-  if (!t.phase.empty()) status["phase"] = t.phase;
-  if (fields[kTaskPodStatuses].is_object()) status["podStatuses"] = fields[kTaskPodStatuses];
-  if (fields[kTaskServiceStatuses].is_object())
-    status["serviceStatuses"] = fields[kTaskServiceStatuses];
-  json meta = {{"name", t.name}, {"namespace", t.namespaceName}};
-  if (fields[kTaskCreate].is_string()) meta["creationTimestamp"] = fields[kTaskCreate];
-  json doc = sdk::timeline::fromTask({{"metadata", std::move(meta)}, {"status", status}});
-  if (!status.contains("podStatuses")) return doc;
-  const json& podStatuses = status["podStatuses"];
-  for (const auto& [key, p] : pods_) {
-    if (p.task != t.name) continue;
-    auto it = podStatuses.find(key);
-    if (it == podStatuses.end() || !it->is_object()) continue; // the status is the source
-    json merged = *it;
-    using sdk::formatTime;
-    using sdk::TimePrecision;
-    // This domain's own knowledge: the first Ready of the incarnation (when the status's
-    // readyTime is of the same incarnation), every container running, the pulls and reasons.
-    auto create = sdk::parseTime(merged.value("createTime", ""));
-    auto ready = sdk::parseTime(merged.value("readyTime", ""));
-    if (p.firstReady && ready && create && *p.firstReady >= *create && *p.firstReady <= *ready)
-      merged["firstReadyTime"] = formatTime(*p.firstReady, TimePrecision::kAsGiven);
-    if (p.containersStart)
-      merged["containersStartTime"] = formatTime(*p.containersStart, TimePrecision::kAsGiven);
-    p.facts.fill(merged);
-    if (merged.contains("reasons"))
-      for (const auto& [phase, r] : p.facts.reasons())
-        if (merged["reasons"].contains(phase)) merged["reasons"][phase]["since"] = r.at;
-    json entry = sdk::timeline::entry(key, merged, true);
-    if (!p.uid.empty()) entry["uid"] = p.uid;
-    doc["entries"][key] = std::move(entry);
-  }
-  return doc;
+  return pods_.document({t.name, t.namespaceName, t.phase, &fields[kTaskCreate],
+                         &fields[kTaskPodStatuses], &fields[kTaskServiceStatuses]});
 }
 
 std::optional<json> OtelExport::document(const std::string& task) const {
@@ -251,8 +165,7 @@ void OtelExport::evaluateCached(const std::string& name) {
 void OtelExport::forgetTask(const std::string& name) {
   tasks_.erase(name);
   recent_.erase(name);
-  for (auto it = pods_.begin(); it != pods_.end();)
-    it = it->second.task == name ? pods_.erase(it) : std::next(it);
+  pods_.forgetTask(name);
 }
 
 void OtelExport::sweep() {
@@ -266,13 +179,9 @@ void OtelExport::sweep() {
   const int64_t window = config_.resendWindowSeconds * int64_t{1000000000};
   for (auto it = recent_.begin(); it != recent_.end();)
     it = now - it->second > window ? recent_.erase(it) : std::next(it);
-  for (auto it = pods_.begin(); it != pods_.end();) {
-    const PodState& p = it->second;
-    bool orphan = p.task.empty() && now - p.seenNanos > kOrphanNanos;
-    bool done =
-        !p.task.empty() && tasks_.count(p.task) == 0 && (p.gone || recent_.count(p.task) > 0);
-    it = orphan || done ? pods_.erase(it) : std::next(it);
-  }
+  pods_.sweep(
+      now, kOrphanNanos, [this](const std::string& task) { return held(task); },
+      [this](const std::string& task) { return wanted(task); });
 }
 
 void OtelExport::pollExporter() {

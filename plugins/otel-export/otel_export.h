@@ -24,6 +24,7 @@
 #include <string>
 #include <string_view>
 
+#include "domain_pods.h"
 #include "otel_config.h"
 #include "otel_spans.h"
 #include "otlp_exporter.h"
@@ -52,24 +53,17 @@ public:
   std::optional<nlohmann::json> document(const std::string& task) const;
 
 private:
-  struct PodState {
-    std::string uid, task;
-    sdk::timeline::PodFacts facts;
-    std::optional<int64_t> containersStart, firstReady;
-    bool gone = false;     // deleted; kept until its task's spans are out
-    int64_t seenNanos = 0; // the last event about it
-  };
   struct TaskState {
     std::map<std::string, bool> sent; // span id (hex) -> it was a pending phase then
   };
 
   void onTask(const sdk::Event& e);
-  void onPod(const sdk::Event& e);
-  void onPodEvent(const sdk::Event& e);
   // Decides what to send for the task whose projected fields are `fields`.
   void evaluate(const std::string& name, std::string_view uid, const nlohmann::json& fields);
   void evaluateCached(const std::string& name);
   nlohmann::json documentOf(const TaskFacts& task, const nlohmann::json& fields) const;
+  bool wanted(const std::string& task) const { return recent_.count(task) == 0; }
+  bool held(const std::string& task) const { return tasks_.count(task) > 0; }
   void forgetTask(const std::string& name);
   void sweep();
   void pollExporter();
@@ -78,7 +72,7 @@ private:
   std::string domain_;
   int64_t startedNanos_ = 0;
   uint64_t taskSub_ = 0, podSub_ = 0, eventSub_ = 0, timer_ = 0;
-  std::map<std::string, PodState> pods_;   // "<ns>/<name>" of this domain's task pods
+  DomainPods pods_;                        // this domain's task pods and their Events
   std::map<std::string, TaskState> tasks_; // in flight
   std::map<std::string, int64_t> recent_;  // sent: task -> when (wall ns)
   // Until every subscription has synced, tasks wait here: a task decided before its pods' Events

@@ -1,0 +1,131 @@
+#include "domain_pods.h"
+
+#include <kuscia_host/kube_text.hpp>
+#include <kuscia_host/timeline.hpp>
+
+#include <algorithm>
+
+#include "kuscia.h"
+#include "kuscia_model.h"
+
+namespace kuscia_host::plugins {
+
+using nlohmann::json;
+
+namespace {
+enum PodField : std::size_t { kPodTask, kPodConditions, kPodContainers, kPodFieldCount };
+} // namespace
+
+std::vector<std::string> DomainPods::podFields() {
+  return {kTaskIdPointer, "/status/conditions", "/status/containerStatuses"};
+}
+
+void DomainPods::onPod(const sdk::Event& e, int64_t nowNanos, const Wanted& wanted,
+                       const Wanted& held) {
+  std::string key(e.key);
+  if (e.type == KH_EVENT_DELETED) {
+    auto it = pods_.find(key);
+    if (it == pods_.end()) return;
+    if (held(it->second.task)) {
+      it->second.gone = true; // its facts are still owed to its task's document
+      it->second.seenNanos = nowNanos;
+    } else {
+      pods_.erase(it);
+    }
+    return;
+  }
+  json f = parseFields(e.fieldsJson, kPodFieldCount);
+  std::string task = fieldString(f, kPodTask);
+  if (task.empty()) {
+    pods_.erase(key);
+    return;
+  }
+  if (!wanted(task)) return;
+  PodState& p = pods_[key];
+  if (p.uid != e.uid) {
+    // A new incarnation, or Events of another one came first; Events naming no incarnation are
+    // kept.
+    if (!p.task.empty() || !p.uid.empty()) p = PodState{};
+    p.uid = std::string(e.uid);
+  }
+  p.task = task;
+  p.gone = false;
+  p.seenNanos = nowNanos;
+  if (const json* ready = trueCondition(f[kPodConditions], "Ready"))
+    if (auto t = sdk::parseTime(ready->value("lastTransitionTime", "")))
+      p.firstReady = std::min(p.firstReady.value_or(*t), *t);
+  if (!p.containersStart) p.containersStart = sdk::timeline::containersStartTime(f[kPodContainers]);
+  p.facts.addContainersWaiting(f[kPodContainers], nowNanos);
+}
+
+void DomainPods::onPodEvent(const sdk::Event& e, int64_t nowNanos, const Wanted& wanted) {
+  auto ev = podEventOf(e);
+  if (!ev) return;
+  const std::string& uid = ev->uid;
+  auto it = pods_.find(ev->key);
+  if (it != pods_.end() && !it->second.task.empty() && !wanted(it->second.task)) return;
+  PodState& p = pods_[ev->key];
+  if (!uid.empty() && p.uid != uid) {
+    if (!p.task.empty()) return; // another incarnation than the pod's
+    p = PodState{};
+    p.uid = uid;
+  }
+  p.seenNanos = nowNanos;
+  p.facts.addEvent(ev->reason, ev->message, ev->at);
+}
+
+json DomainPods::document(const TaskStatusView& t) const {
+  json status = json::object();
+  if (!t.phase.empty()) status["phase"] = t.phase;
+  if (t.podStatuses != nullptr && t.podStatuses->is_object())
+    status["podStatuses"] = *t.podStatuses;
+  if (t.serviceStatuses != nullptr && t.serviceStatuses->is_object())
+    status["serviceStatuses"] = *t.serviceStatuses;
+  json meta = {{"name", t.name}, {"namespace", t.namespaceName}};
+  if (t.creationTimestamp != nullptr && t.creationTimestamp->is_string())
+    meta["creationTimestamp"] = *t.creationTimestamp;
+  json doc = sdk::timeline::fromTask({{"metadata", std::move(meta)}, {"status", status}});
+  if (!status.contains("podStatuses")) return doc;
+  const json& podStatuses = status["podStatuses"];
+  for (const auto& [key, p] : pods_) {
+    if (p.task != t.name) continue;
+    auto it = podStatuses.find(key);
+    if (it == podStatuses.end() || !it->is_object()) continue; // the status is the source
+    json merged = *it;
+    using sdk::formatTime;
+    using sdk::TimePrecision;
+    // This domain's own knowledge: the first Ready of the incarnation (when the status's
+    // readyTime is of the same incarnation), every container running, the pulls and reasons.
+    auto create = sdk::parseTime(merged.value("createTime", ""));
+    auto ready = sdk::parseTime(merged.value("readyTime", ""));
+    if (p.firstReady && ready && create && *p.firstReady >= *create && *p.firstReady <= *ready)
+      merged["firstReadyTime"] = formatTime(*p.firstReady, TimePrecision::kAsGiven);
+    if (p.containersStart)
+      merged["containersStartTime"] = formatTime(*p.containersStart, TimePrecision::kAsGiven);
+    p.facts.fill(merged);
+    if (merged.contains("reasons"))
+      for (const auto& [phase, r] : p.facts.reasons())
+        if (merged["reasons"].contains(phase)) merged["reasons"][phase]["since"] = r.at;
+    json entry = sdk::timeline::entry(key, merged, true);
+    if (!p.uid.empty()) entry["uid"] = p.uid;
+    doc["entries"][key] = std::move(entry);
+  }
+  return doc;
+}
+
+void DomainPods::forgetTask(const std::string& task) {
+  for (auto it = pods_.begin(); it != pods_.end();)
+    it = it->second.task == task ? pods_.erase(it) : std::next(it);
+}
+
+void DomainPods::sweep(int64_t nowNanos, int64_t orphanNanos, const Wanted& held,
+                       const Wanted& wanted) {
+  for (auto it = pods_.begin(); it != pods_.end();) {
+    const PodState& p = it->second;
+    bool orphan = p.task.empty() && nowNanos - p.seenNanos > orphanNanos;
+    bool done = !p.task.empty() && !held(p.task) && (p.gone || !wanted(p.task));
+    it = orphan || done ? pods_.erase(it) : std::next(it);
+  }
+}
+
+} // namespace kuscia_host::plugins

@@ -1,0 +1,67 @@
+// What this domain's task pods and their Events tell beyond the task's status, for plugins that
+// build a task's timeline document from the task alone (otel-export, task-history): the first
+// Ready of an incarnation, every container running, the image pulls, why each phase waited
+// (kuscia_host/pod_events.hpp). task-timeline keeps the same facts on its own (its entry board).
+//
+// The owner routes the events of two subscriptions here: pods of its domain with podFields(), in
+// that order, and podEventSubscription() (kuscia.h). Single-threaded, like the plugin instance.
+#pragma once
+
+#include <kuscia_host/plugin.hpp>
+#include <kuscia_host/pod_events.hpp>
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace kuscia_host::plugins {
+
+// A task as its projected fields show it: what a document is built from.
+struct TaskStatusView {
+  std::string name, namespaceName, phase;
+  const nlohmann::json* creationTimestamp = nullptr; // a string, or absent
+  const nlohmann::json* podStatuses = nullptr;       // objects, or absent
+  const nlohmann::json* serviceStatuses = nullptr;
+};
+
+class DomainPods {
+public:
+  // The pod subscription's projected fields, in the order onPod reads them.
+  static std::vector<std::string> podFields();
+
+  // Whether the owner still wants facts for a task (false: it is done with it).
+  using Wanted = std::function<bool(const std::string& task)>;
+
+  // A pod event. A deleted pod's facts stay while `held(task)` (its task still owes a
+  // document), else they go.
+  void onPod(const sdk::Event& e, int64_t nowNanos, const Wanted& wanted, const Wanted& held);
+  // An Event of the pod subscription podEventSubscription().
+  void onPodEvent(const sdk::Event& e, int64_t nowNanos, const Wanted& wanted);
+
+  // The timeline document of the task (kuscia_host/timeline.hpp), this domain's facts merged into
+  // its pods' entries; the status is the source of which entries there are. Each of this domain's
+  // pod entries carries "uid" when known.
+  nlohmann::json document(const TaskStatusView& task) const;
+
+  void forgetTask(const std::string& task);
+  // Drops the Events of pods never seen as a task's after `orphanNanos`, and the facts of pods
+  // whose task is not `held` and that are deleted or whose task is not `wanted`.
+  void sweep(int64_t nowNanos, int64_t orphanNanos, const Wanted& held, const Wanted& wanted);
+  std::size_t size() const { return pods_.size(); }
+
+private:
+  struct PodState {
+    std::string uid, task;
+    sdk::timeline::PodFacts facts;
+    std::optional<int64_t> containersStart, firstReady;
+    bool gone = false;     // deleted; kept until its task's document is done with it
+    int64_t seenNanos = 0; // the last event about it
+  };
+  std::map<std::string, PodState> pods_; // "<ns>/<name>"
+};
+
+} // namespace kuscia_host::plugins
