@@ -13,7 +13,6 @@
 #include <kuscia_host/timeline_summary.hpp>
 
 #include <algorithm>
-#include <climits>
 #include <cmath>
 #include <cstdint>
 #include <optional>
@@ -23,6 +22,7 @@
 #include "entry_board.h"
 #include "kuscia.h"
 #include "kuscia_time.h"
+#include "list_key.h"
 #include "task_timeline.h"
 #include "timeline_page.h"
 
@@ -124,29 +124,6 @@ std::optional<json> TaskTimeline::timeline(const std::string& task, bool phases)
 
 namespace {
 
-// A task's place in the list: newest first, then by name.
-struct ListKey {
-  int64_t created = 0; // 0: no (readable) creation time, listed last
-  std::string name;
-  bool before(const ListKey& o) const {
-    return created != o.created ? created > o.created : name < o.name;
-  }
-  // "<nanos>.<name>": digits, a dot and a DNS name, safe in a query string as it is.
-  std::string token() const { return std::to_string(created) + "." + name; }
-  static std::optional<ListKey> fromToken(std::string_view t) {
-    auto dot = t.find('.');
-    if (dot == std::string_view::npos || dot == 0 || dot > 19) return std::nullopt;
-    ListKey k;
-    for (char c : t.substr(0, dot)) {
-      if (c < '0' || c > '9' || k.created > (INT64_MAX - (c - '0')) / 10) return std::nullopt;
-      k.created = k.created * 10 + (c - '0');
-    }
-    k.name = std::string(t.substr(dot + 1));
-    if (!isDnsSubdomain(k.name)) return std::nullopt;
-    return k;
-  }
-};
-
 // Reads the first two elements of a fields array (the phase and the creation, both strings or
 // null) and stops: the timing maps after them are not looked at.
 class LeadingStrings : public nlohmann::json_sax<json> {
@@ -189,17 +166,6 @@ private:
 
 constexpr std::size_t kDefaultListLimit = 500;
 constexpr std::size_t kMaxListLimit = 1000;
-
-std::optional<std::size_t> parseListLimit(std::string_view v) {
-  std::size_t n = 0;
-  if (v.empty() || v.size() > 4) return std::nullopt;
-  for (char c : v) {
-    if (c < '0' || c > '9') return std::nullopt;
-    n = n * 10 + static_cast<std::size_t>(c - '0');
-  }
-  if (n < 1 || n > kMaxListLimit) return std::nullopt;
-  return n;
-}
 
 } // namespace
 
@@ -275,7 +241,7 @@ void TaskTimeline::onHttpRequest(const sdk::HttpRequest& request, sdk::HttpRespo
     std::string after;
     std::string bad;
     if (auto it = query.find("limit"); it != query.end()) {
-      auto n = parseListLimit(it->second);
+      auto n = parseListLimit(it->second, kMaxListLimit);
       if (!n) bad = "limit must be an integer from 1 to " + std::to_string(kMaxListLimit);
       limit = n.value_or(limit);
     }
