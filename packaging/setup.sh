@@ -29,7 +29,7 @@ packages=(
   cmake ninja-build g++ pkgconf clang-format clang-tidy curl binutils openssl
   libboost1.81-dev nlohmann-json3-dev libspdlog-dev libfmt-dev libyaml-cpp-dev libssl-dev zlib1g-dev
   libzstd-dev libsimdjson-dev libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev python3-kubernetes
-  chromium clang prometheus
+  chromium clang prometheus libsqlite3-dev sqlite3 libpq-dev postgresql
 )
 
 started_at=$(date +%s)

@@ -52,6 +52,11 @@ public:
   // whose task is not `held` and that are deleted or whose task is not `wanted`.
   void sweep(int64_t nowNanos, int64_t orphanNanos, const Wanted& held, const Wanted& wanted);
   std::size_t size() const { return pods_.size(); }
+  // The task of a pod with facts held ("" when none).
+  std::string taskOf(const std::string& podKey) const {
+    auto it = pods_.find(podKey);
+    return it == pods_.end() ? std::string() : it->second.task;
+  }
 
 private:
   struct PodState {

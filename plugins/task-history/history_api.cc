@@ -1,0 +1,241 @@
+#include "history_api.h"
+
+#include <kuscia_host/kube_text.hpp>
+#include <kuscia_host/query.hpp>
+#include <kuscia_host/timeline_summary.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <ctime>
+#include <map>
+
+#include "kuscia.h"
+#include "list_key.h"
+
+namespace kuscia_host::plugins::history {
+
+using nlohmann::json;
+
+namespace {
+
+constexpr int64_t kSecond = 1000000000;
+constexpr int64_t kDay = 86400 * kSecond;
+
+json message(std::string text) {
+  return json{{"message", std::move(text)}};
+}
+
+// Nearest rank over sorted values.
+double percentile(const std::vector<double>& sorted, double p) {
+  if (sorted.empty()) return 0;
+  auto rank = static_cast<std::size_t>(std::ceil(p * static_cast<double>(sorted.size())));
+  return sorted[std::min(sorted.size(), std::max<std::size_t>(rank, 1)) - 1];
+}
+
+std::string dayOf(int64_t nanos) {
+  std::time_t secs = static_cast<std::time_t>(nanos / kSecond);
+  std::tm tm{};
+  gmtime_r(&secs, &tm);
+  char buf[16];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d", &tm);
+  return buf;
+}
+
+struct Group {
+  std::size_t tasks = 0;
+  std::vector<double> startups;
+  std::map<std::string, double> phaseSeconds;
+};
+
+} // namespace
+
+std::optional<int64_t> parseInstant(std::string_view text, int64_t nowNanos) {
+  if (auto t = sdk::parseTime(text)) return t;
+  if (text.size() < 2 || text.size() > 12) return std::nullopt;
+  int64_t unit = 0;
+  switch (text.back()) {
+  case 's': unit = kSecond; break;
+  case 'm': unit = 60 * kSecond; break;
+  case 'h': unit = 3600 * kSecond; break;
+  case 'd': unit = kDay; break;
+  default: return std::nullopt;
+  }
+  int64_t n = 0;
+  for (char c : text.substr(0, text.size() - 1)) {
+    if (c < '0' || c > '9') return std::nullopt;
+    n = n * 10 + (c - '0');
+  }
+  if (n > 100LL * 365 * kDay / unit) return std::nullopt;
+  return nowNanos - n * unit;
+}
+
+json historyStats(const std::vector<StatsRow>& rows, const std::string& groupBy) {
+  std::map<std::string, Group> groups;
+  auto addPath = [](Group& g, const json& summary, const std::string& party) {
+    if (!summary.is_object() || !summary.contains("criticalPath") ||
+        !summary["criticalPath"].is_array())
+      return;
+    for (const auto& p : summary["criticalPath"])
+      if (p.is_object() && p.contains("seconds") && p["seconds"].is_number() &&
+          (party.empty() || p.value("party", "") == party))
+        g.phaseSeconds[p.value("phase", "")] += p["seconds"].get<double>();
+  };
+  for (const auto& r : rows) {
+    if (groupBy == "party") {
+      const json& parties =
+          r.summary.is_object() && r.summary.contains("parties") && r.summary["parties"].is_object()
+              ? r.summary["parties"]
+              : json::object();
+      for (const auto& [party, p] : parties.items()) {
+        Group& g = groups[party];
+        ++g.tasks;
+        if (r.startupSeconds && p.is_object() && p.contains("startupSeconds") &&
+            p["startupSeconds"].is_number()) {
+          g.startups.push_back(p["startupSeconds"].get<double>());
+          addPath(g, r.summary, party);
+        }
+      }
+      continue;
+    }
+    std::string key = groupBy == "blamePhase" ? (r.blamePhase.empty() ? "none" : r.blamePhase)
+                      : groupBy == "day"      ? dayOf(r.createNanos)
+                                              : "all";
+    Group& g = groups[key];
+    ++g.tasks;
+    if (r.startupSeconds) {
+      g.startups.push_back(*r.startupSeconds);
+      addPath(g, r.summary, "");
+    }
+  }
+  json out = json::array();
+  for (auto& [key, g] : groups) {
+    std::sort(g.startups.begin(), g.startups.end());
+    json group = {{"key", key}, {"tasks", g.tasks}, {"complete", g.startups.size()}};
+    if (!g.startups.empty())
+      group["startupSeconds"] = {{"p50", percentile(g.startups, 0.5)},
+                                 {"p90", percentile(g.startups, 0.9)},
+                                 {"p99", percentile(g.startups, 0.99)}};
+    json phases = json::object();
+    for (const char* phase : sdk::timeline::kPhaseNames)
+      if (auto it = g.phaseSeconds.find(phase); it != g.phaseSeconds.end()) {
+        double mean = it->second / static_cast<double>(g.startups.size());
+        phases[phase] = {{"total", std::round(it->second * 1000) / 1000},
+                         {"mean", std::round(mean * 1000) / 1000}};
+      }
+    group["phaseSeconds"] = std::move(phases);
+    out.push_back(std::move(group));
+  }
+  return out;
+}
+
+namespace {
+
+void answer(sdk::HttpResponse& response, int status, const json& body) {
+  response.status = status;
+  response.contentType = "application/json";
+  response.body = body.dump();
+}
+
+void serveList(HistoryStore& store, const std::map<std::string, std::string>& query,
+               sdk::HttpResponse& response, int64_t now) {
+  HistoryQuery q;
+  q.limit = kDefaultHistoryLimit;
+  for (const auto& [key, value] : query) {
+    std::string bad;
+    if (key == "since" || key == "until") {
+      auto t = parseInstant(value, now);
+      if (!t) bad = key + " must be an RFC 3339 time or a duration such as 7d, 12h, 30m";
+      (key == "since" ? q.since : q.until) = t;
+    } else if (key == "party") {
+      q.party = value;
+    } else if (key == "phase") {
+      q.phase = value;
+    } else if (key == "blamePhase") {
+      q.blamePhase = value;
+    } else if (key == "q") {
+      q.prefix = value;
+    } else if (key == "minStartupSeconds") {
+      char* end = nullptr;
+      double v = std::strtod(value.c_str(), &end);
+      if (value.empty() || end != value.c_str() + value.size() || !std::isfinite(v))
+        bad = "minStartupSeconds must be a number";
+      q.minStartupSeconds = v;
+    } else if (key == "limit") {
+      auto n = parseListLimit(value, kMaxHistoryLimit);
+      if (!n) bad = "limit must be an integer from 1 to " + std::to_string(kMaxHistoryLimit);
+      q.limit = n.value_or(q.limit);
+    } else if (key == "continue") {
+      auto k = ListKey::fromToken(value);
+      if (!k) bad = "continue is not a token this list gave";
+      if (k) q.after = std::pair{k->created, k->name};
+    } else {
+      bad = "unknown parameter " + key +
+            " (since, until, party, phase, blamePhase, minStartupSeconds, q, limit, continue)";
+    }
+    if (!bad.empty()) return answer(response, 400, message(bad));
+  }
+  HistoryPage page = store.list(q);
+  json items = json::array();
+  for (auto& it : page.items) {
+    json item = {{"task", it.task}, {"namespace", it.namespaceName}, {"phase", it.phase}};
+    if (it.createNanos > 0)
+      item["createTime"] = sdk::formatTime(it.createNanos, sdk::TimePrecision::kAsGiven);
+    item["summary"] = std::move(it.summary);
+    items.push_back(std::move(item));
+  }
+  json out = {{"items", std::move(items)}};
+  if (page.next) out["continue"] = ListKey{page.next->first, page.next->second}.token();
+  answer(response, 200, out);
+}
+
+void serveStats(HistoryStore& store, const std::map<std::string, std::string>& query,
+                sdk::HttpResponse& response, int64_t now) {
+  int64_t since = now - 30 * kDay, until = now;
+  std::string groupBy;
+  for (const auto& [key, value] : query) {
+    std::string bad;
+    if (key == "since" || key == "until") {
+      auto t = parseInstant(value, now);
+      if (!t) bad = key + " must be an RFC 3339 time or a duration such as 7d, 12h, 30m";
+      (key == "since" ? since : until) = t.value_or(0);
+    } else if (key == "groupBy") {
+      groupBy = value;
+      if (groupBy != "party" && groupBy != "blamePhase" && groupBy != "day")
+        bad = "groupBy must be party, blamePhase or day";
+    } else {
+      bad = "unknown parameter " + key + " (since, until, groupBy)";
+    }
+    if (!bad.empty()) return answer(response, 400, message(bad));
+  }
+  json out = {{"since", sdk::formatTime(since, sdk::TimePrecision::kAsGiven)},
+              {"until", sdk::formatTime(until, sdk::TimePrecision::kAsGiven)},
+              {"groups", historyStats(store.statsRows(since, until), groupBy)}};
+  if (!groupBy.empty()) out["groupBy"] = groupBy;
+  answer(response, 200, out);
+}
+
+} // namespace
+
+void serveHistory(HistoryStore& store, const sdk::HttpRequest& request, sdk::HttpResponse& response,
+                  int64_t nowNanos) {
+  std::string_view rest = request.path.substr(std::min(request.path.size(), kHistoryRoute.size()));
+  try {
+    auto query = sdk::parseQuery(request.query);
+    if (rest.empty() || rest == "/") return serveList(store, query, response, nowNanos);
+    if (rest == "/stats") return serveStats(store, query, response, nowNanos);
+    std::string task(rest.substr(1));
+    if (!isDnsSubdomain(task)) return answer(response, 404, message("not a task name: " + task));
+    auto doc = store.document(task);
+    if (!doc) return answer(response, 404, message("no history of task " + task));
+    int64_t at = nowNanos;
+    if (doc->contains("recordedTime"))
+      at = sdk::parseTime(doc->value("recordedTime", "")).value_or(nowNanos);
+    (*doc)["summary"] = sdk::timeline::summarize(*doc, at);
+    sdk::timeline::addPhases(*doc, at);
+    answer(response, 200, *doc);
+  } catch (const StoreError& e) {
+    answer(response, 503, message(std::string("the history database cannot answer: ") + e.what()));
+  }
+}
+
+} // namespace kuscia_host::plugins::history

@@ -1,0 +1,43 @@
+// task-history's admin API, answered from a store (the plugin's routes, and the CLI reading a
+// database directly through the same code):
+//   GET /api/v1/history          {"items": [{"task", "namespace", "phase", "createTime",
+//                                "summary"}], "continue": token}, newest first; filters since,
+//                                until (RFC 3339, or a duration back from now: 90s, 30m, 12h,
+//                                7d), party, phase (the task's), minStartupSeconds, blamePhase,
+//                                q (a name prefix); limit (default 100, at most 500), continue
+//   GET /api/v1/history/stats    ?since=&until=&groupBy=party|blamePhase|day: per group the
+//                                tasks, the complete ones, p50/p90/p99 of startup seconds, and
+//                                the critical path's seconds per phase (total and mean)
+//   GET /api/v1/history/<task>   the stored document with its summary and phases; 404 when
+//                                the task was never recorded (or was pruned)
+#pragma once
+
+#include <kuscia_host/plugin.hpp>
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "history_store.h"
+
+namespace kuscia_host::plugins::history {
+
+inline constexpr std::string_view kHistoryRoute = "/api/v1/history";
+inline constexpr std::size_t kDefaultHistoryLimit = 100;
+inline constexpr std::size_t kMaxHistoryLimit = 500;
+
+// A time as `since` and `until` take it: RFC 3339, or a duration back from `nowNanos`.
+std::optional<int64_t> parseInstant(std::string_view text, int64_t nowNanos);
+
+// The stats of `rows` grouped by `groupBy` ("" for one group "all", "party", "blamePhase",
+// "day").
+nlohmann::json historyStats(const std::vector<StatsRow>& rows, const std::string& groupBy);
+
+// Answers a GET under kHistoryRoute from `store`. Store errors answer 503 with the reason.
+void serveHistory(HistoryStore& store, const sdk::HttpRequest& request, sdk::HttpResponse& response,
+                  int64_t nowNanos);
+
+} // namespace kuscia_host::plugins::history

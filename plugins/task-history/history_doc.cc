@@ -1,0 +1,116 @@
+#include "history_doc.h"
+
+#include <kuscia_host/kube_text.hpp>
+#include <kuscia_host/timeline.hpp>
+#include <kuscia_host/timeline_summary.hpp>
+
+#include <set>
+
+namespace kuscia_host::plugins::history {
+
+using nlohmann::json;
+
+namespace {
+
+const json& member(const json& obj, const char* key) {
+  static const json kEmpty = json::object();
+  if (!obj.is_object()) return kEmpty;
+  auto it = obj.find(key);
+  return it != obj.end() && it->is_object() ? *it : kEmpty;
+}
+
+std::string textOf(const json& obj, const char* key) {
+  if (!obj.is_object()) return {};
+  auto it = obj.find(key);
+  return it != obj.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+// One entry of both: the flat fields sdk::timeline::entry() reads, rebuilt so that durations and
+// "missing" follow the merged times.
+json mergeEntry(const std::string& key, const json& stored, const json& incoming) {
+  std::string was = textOf(member(stored, "times"), "createTime");
+  std::string is = textOf(member(incoming, "times"), "createTime");
+  if (!was.empty() && !is.empty() && was != is) return incoming; // a new incarnation
+  json flat = member(stored, "times");
+  flat.merge_patch(member(incoming, "times"));
+  json reasons = member(stored, "reasons");
+  for (const auto& [phase, r] : member(incoming, "reasons").items())
+    reasons[phase] = r;
+  if (!reasons.empty()) flat["reasons"] = std::move(reasons);
+  std::string podPhase = textOf(incoming, "podPhase");
+  if (podPhase.empty()) podPhase = textOf(stored, "podPhase");
+  if (!podPhase.empty()) flat["podPhase"] = podPhase;
+  bool pod = textOf(incoming, "kind") == "pod" || textOf(stored, "kind") == "pod";
+  json out = sdk::timeline::entry(key, flat, pod);
+  std::string uid = textOf(incoming, "uid");
+  if (uid.empty()) uid = textOf(stored, "uid");
+  if (!uid.empty()) out["uid"] = uid;
+  return out;
+}
+
+} // namespace
+
+json mergeRecording(const json& stored, const json& incoming) {
+  if (!stored.is_object()) return incoming;
+  json out = incoming;
+  out.erase("summary");
+  json entries = json::object();
+  const json& before = member(stored, "entries");
+  const json& now = member(incoming, "entries");
+  for (const auto& [key, e] : before.items())
+    entries[key] = now.contains(key) ? mergeEntry(key, e, now[key]) : e;
+  for (const auto& [key, e] : now.items())
+    if (!entries.contains(key)) entries[key] = e;
+  out["entries"] = std::move(entries);
+  for (const char* field : {"phase", "createTime"})
+    if (!out.contains(field) && stored.contains(field)) out[field] = stored[field];
+  return out;
+}
+
+json combine(const std::vector<StoredRecording>& recordings) {
+  if (recordings.empty()) return json();
+  const StoredRecording* latest = &recordings.front();
+  for (const auto& r : recordings)
+    if (r.atNanos > latest->atNanos) latest = &r;
+  json doc = latest->document;
+  doc.erase("summary");
+  json entries = json::object();
+  // Others' entries first, oldest recording first, so the latest wins; then each recorder's own.
+  std::vector<const StoredRecording*> order;
+  for (const auto& r : recordings)
+    order.push_back(&r);
+  std::sort(order.begin(), order.end(), [](const auto* a, const auto* b) {
+    return a->atNanos != b->atNanos ? a->atNanos < b->atNanos : a->recorder < b->recorder;
+  });
+  auto partyOf = [](const std::string& key) { return key.substr(0, key.find('/')); };
+  for (const auto* r : order)
+    for (const auto& [key, e] : member(r->document, "entries").items())
+      if (partyOf(key) != r->recorder) entries[key] = e;
+  for (const auto* r : order)
+    for (const auto& [key, e] : member(r->document, "entries").items())
+      if (partyOf(key) == r->recorder) entries[key] = e;
+  doc["entries"] = std::move(entries);
+  return doc;
+}
+
+TaskRow taskRowOf(const json& document, int64_t nowNanos) {
+  TaskRow row;
+  row.phase = textOf(document, "phase");
+  if (auto t = sdk::parseTime(textOf(document, "createTime"))) row.createNanos = *t;
+  row.summary = sdk::timeline::summarize(document, nowNanos);
+  const json& s = row.summary;
+  row.complete = s.value("complete", false);
+  if (row.complete && s.contains("startupSeconds") && s["startupSeconds"].is_number())
+    row.startupSeconds = s["startupSeconds"].get<double>();
+  const json& blame = member(s, "blame");
+  row.blameParty = textOf(blame, "party");
+  row.blamePhase = textOf(blame, "phase");
+  std::set<std::string> parties;
+  for (const auto& [key, e] : member(document, "entries").items())
+    if (auto slash = key.find('/'); slash != std::string::npos && slash > 0)
+      parties.insert(key.substr(0, slash));
+  row.parties.assign(parties.begin(), parties.end());
+  return row;
+}
+
+} // namespace kuscia_host::plugins::history

@@ -1,0 +1,41 @@
+// How task-history merges what it is given (pure functions, shared by every store):
+//  - a recording over the one stored for the same (task, recorder): entry by entry, times and
+//    reasons of both, the new ones winning; an entry whose createTime differs is a new
+//    incarnation of the pod or service and replaces the old one. So a host restarted after a
+//    task's pods are gone (its Events and first Ready forgotten) keeps what it recorded before.
+//  - the recordings of several recorders into the task's document: each recorder is the authority
+//    on its own party's entries (the entry's namespace is its domain); another party's entry, as
+//    one recorder read it from the task's status, comes from the latest recording that has it.
+//    The task's phase and createTime come from the latest recording.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace kuscia_host::plugins::history {
+
+nlohmann::json mergeRecording(const nlohmann::json& stored, const nlohmann::json& incoming);
+
+struct StoredRecording {
+  std::string recorder;
+  int64_t atNanos = 0;
+  nlohmann::json document;
+};
+nlohmann::json combine(const std::vector<StoredRecording>& recordings);
+
+// The row a task's combined document makes (its summary dated `nowNanos`).
+struct TaskRow {
+  std::string phase;
+  int64_t createNanos = 0; // 0 when the document has no creation time
+  bool complete = false;
+  std::optional<double> startupSeconds;
+  std::string blameParty, blamePhase;
+  std::vector<std::string> parties;
+  nlohmann::json summary;
+};
+TaskRow taskRowOf(const nlohmann::json& document, int64_t nowNanos);
+
+} // namespace kuscia_host::plugins::history

@@ -1,0 +1,96 @@
+// task-history's storage: one interface, SQLite (a file, the default) and PostgreSQL (libpq)
+// behind it. The schema is versioned; open() applies what is missing, in one transaction each.
+//
+// What is stored:
+//  - recordings: each recording domain's (party's) document of a task, key (task, recorder);
+//    a recording is merged into what was stored (history_doc.h), so a restarted host, a replayed
+//    watch or two instances of one domain never make duplicates and never lose a fact;
+//  - tasks: one row per task name, the documents of every recorder combined and summarised
+//    (kuscia_host/timeline_summary.hpp), with the columns the list filters on;
+//  - task_parties: the parties of each task (the namespaces of its entries), for `party`.
+// The task's key is its name: in p2p every party's cluster has the task under one name (with
+// its own UID), so recordings of several hosts sharing a database make one history record.
+//
+// Not thread-safe: one store per worker thread (history_writer.h), one per request elsewhere.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace kuscia_host::plugins::history {
+
+// A storage call failed; `transient`: worth retrying (busy, disk full, connection lost).
+class StoreError : public std::runtime_error {
+public:
+  StoreError(const std::string& what, bool transient)
+      : std::runtime_error(what), transient_(transient) {}
+  bool transient() const { return transient_; }
+
+private:
+  bool transient_;
+};
+
+struct Recording {
+  std::string task, namespaceName, recorder;
+  int64_t atNanos = 0;     // when the document was taken
+  nlohmann::json document; // the timeline document (kuscia_host/timeline.hpp), no summary
+};
+
+// GET /api/v1/history's filters. Times in nanoseconds since the epoch.
+struct HistoryQuery {
+  std::optional<int64_t> since, until; // the task's creation in [since, until)
+  std::string party, phase, blamePhase, prefix;
+  std::optional<double> minStartupSeconds;
+  std::size_t limit = 100;
+  // Keyset: list after this task (created, name), newest first.
+  std::optional<std::pair<int64_t, std::string>> after;
+};
+
+struct HistoryItem {
+  std::string task, namespaceName, phase;
+  int64_t createNanos = 0;
+  nlohmann::json summary;
+};
+
+struct HistoryPage {
+  std::vector<HistoryItem> items;
+  std::optional<std::pair<int64_t, std::string>> next; // more follow after this one
+};
+
+// The figures `stats` groups: one row per task.
+struct StatsRow {
+  int64_t createNanos = 0;
+  std::string blameParty, blamePhase;
+  std::optional<double> startupSeconds;
+  nlohmann::json summary;
+};
+
+class HistoryStore {
+public:
+  virtual ~HistoryStore() = default;
+  // Merges the recording into the stored one and refreshes the task; false when nothing changed.
+  virtual bool record(const Recording& r) = 0;
+  virtual HistoryPage list(const HistoryQuery& q) = 0;
+  // The task's document, its recordings combined (no summary); nullopt when unknown.
+  virtual std::optional<nlohmann::json> document(const std::string& task) = 0;
+  // Tasks created in [since, until), complete or not.
+  virtual std::vector<StatsRow> statsRows(int64_t since, int64_t until) = 0;
+  // Deletes at most `batch` tasks created before `before`, or beyond the newest `maxTasks`
+  // (0: no cap), oldest first; the number deleted.
+  virtual std::size_t prune(int64_t before, std::size_t maxTasks, std::size_t batch) = 0;
+  virtual std::size_t count() = 0;
+  // What the storage is, for logs ("sqlite /var/lib/...", "postgresql host=... dbname=...");
+  // never a password.
+  virtual std::string describe() const = 0;
+};
+
+// Opens `database`: a postgresql:// or postgres:// URI, else a SQLite file path (created, mode
+// 0600). `password`: PostgreSQL's, when not in the URI. Throws StoreError.
+std::unique_ptr<HistoryStore> openStore(const std::string& database, const std::string& password);
+
+} // namespace kuscia_host::plugins::history

@@ -1,0 +1,317 @@
+// HistoryStore over SqlDb: the schema, its migrations, and every query, once for both databases.
+#include <kuscia_host/kube_text.hpp>
+#include <kuscia_host/timeline_summary.hpp>
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+
+#include "history_doc.h"
+#include "history_store.h"
+#include "sql_db.h"
+
+namespace kuscia_host::plugins::history {
+
+using nlohmann::json;
+
+namespace {
+
+// The phases a critical path may hold, as columns (cp_<phase>: seconds on the path).
+constexpr std::array<const char*, 7> kPathPhases = {
+    "creating", "scheduling", "accepting", "pulling", "starting", "readiness", "programming"};
+static_assert(std::size(sdk::timeline::kPhaseNames) == kPathPhases.size());
+
+std::string pathColumns(const char* prefix, const char* suffix) {
+  std::string out;
+  for (const char* p : kPathPhases)
+    out += std::string(prefix) + "cp_" + p + suffix;
+  return out;
+}
+
+// Each migration runs once, in order, in its own transaction; its index + 1 is the version.
+const std::vector<std::string>& migrations() {
+  static const std::vector<std::string> m = {
+      "CREATE TABLE tasks (task TEXT PRIMARY KEY, namespace TEXT NOT NULL, phase TEXT NOT NULL,"
+      " create_ns BIGINT NOT NULL, complete INTEGER NOT NULL, startup_seconds DOUBLE PRECISION,"
+      " blame_party TEXT NOT NULL, blame_phase TEXT NOT NULL," +
+      pathColumns(" ", " DOUBLE PRECISION NOT NULL,") +
+      " updated_ns BIGINT NOT NULL, summary TEXT NOT NULL);"
+      "CREATE INDEX tasks_by_create ON tasks (create_ns, task);"
+      "CREATE TABLE task_parties (task TEXT NOT NULL, party TEXT NOT NULL,"
+      " create_ns BIGINT NOT NULL, startup_seconds DOUBLE PRECISION," +
+      pathColumns(" ", " DOUBLE PRECISION NOT NULL,") +
+      " PRIMARY KEY (task, party));"
+      "CREATE INDEX task_parties_by_party ON task_parties (party, create_ns, task);"
+      "CREATE TABLE recordings (task TEXT NOT NULL, recorder TEXT NOT NULL,"
+      " at_ns BIGINT NOT NULL, document TEXT NOT NULL, PRIMARY KEY (task, recorder));"};
+  return m;
+}
+
+// Seconds of the summary's critical path per phase, all of it or one party's.
+std::array<double, kPathPhases.size()> pathSeconds(const json& summary, const std::string& party) {
+  std::array<double, kPathPhases.size()> out{};
+  if (!summary.contains("criticalPath") || !summary["criticalPath"].is_array()) return out;
+  for (const auto& p : summary["criticalPath"]) {
+    if (!p.is_object() || !p.contains("seconds") || !p["seconds"].is_number()) continue;
+    if (!party.empty() && p.value("party", "") != party) continue;
+    std::string phase = p.value("phase", "");
+    for (std::size_t i = 0; i < kPathPhases.size(); ++i)
+      if (phase == kPathPhases[i]) out[i] += p["seconds"].get<double>();
+  }
+  return out;
+}
+
+SqlValue optional(const std::optional<double>& v) {
+  return v ? SqlValue(*v) : SqlValue(nullptr);
+}
+
+class SqlStore final : public HistoryStore {
+public:
+  explicit SqlStore(std::unique_ptr<SqlDb> db) : db_(std::move(db)) { migrate(); }
+
+  bool record(const Recording& r) override {
+    Transaction tx(*db_);
+    db_->lockTask(r.task);
+    json stored;
+    db_->run("SELECT document FROM recordings WHERE task = $1 AND recorder = $2",
+             {r.task, r.recorder},
+             [&](const SqlRow& row) { stored = json::parse(row.text(0), nullptr, false); });
+    json merged = mergeRecording(stored, r.document);
+    if (!stored.is_discarded() && merged == stored) return false;
+    db_->run("INSERT INTO recordings (task, recorder, at_ns, document) VALUES ($1, $2, $3, $4)"
+             " ON CONFLICT (task, recorder) DO UPDATE SET at_ns = excluded.at_ns,"
+             " document = excluded.document",
+             {r.task, r.recorder, r.atNanos, merged.dump()});
+    std::vector<StoredRecording> all = recordings(r.task);
+    json doc = combine(all);
+    int64_t latest = r.atNanos;
+    for (const auto& s : all)
+      latest = std::max(latest, s.atNanos);
+    TaskRow row = taskRowOf(doc, latest);
+    auto cp = pathSeconds(row.summary, "");
+    std::vector<SqlValue> p = {r.task,
+                               r.namespaceName,
+                               row.phase,
+                               row.createNanos,
+                               int64_t{row.complete ? 1 : 0},
+                               optional(row.startupSeconds),
+                               row.blameParty,
+                               row.blamePhase,
+                               latest,
+                               row.summary.dump()};
+    for (double s : cp)
+      p.emplace_back(s);
+    std::string cols, vals, sets;
+    for (std::size_t i = 0; i < kPathPhases.size(); ++i) {
+      std::string c = std::string("cp_") + kPathPhases[i];
+      cols += ", " + c;
+      vals += ", $" + std::to_string(11 + i);
+      sets += ", " + c + " = excluded." + c;
+    }
+    db_->run("INSERT INTO tasks (task, namespace, phase, create_ns, complete, startup_seconds,"
+             " blame_party, blame_phase, updated_ns, summary" +
+                 cols + ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10" + vals +
+                 ") ON CONFLICT (task) DO UPDATE SET namespace = excluded.namespace,"
+                 " phase = excluded.phase, create_ns = excluded.create_ns,"
+                 " complete = excluded.complete, startup_seconds = excluded.startup_seconds,"
+                 " blame_party = excluded.blame_party, blame_phase = excluded.blame_phase,"
+                 " updated_ns = excluded.updated_ns, summary = excluded.summary" +
+                 sets,
+             p);
+    db_->run("DELETE FROM task_parties WHERE task = $1", {r.task});
+    for (const auto& party : row.parties) {
+      std::optional<double> startup;
+      const json& parties = row.summary.value("parties", json::object());
+      if (parties.contains(party) && parties[party].is_object() &&
+          parties[party].contains("startupSeconds") && parties[party]["startupSeconds"].is_number())
+        startup = parties[party]["startupSeconds"].get<double>();
+      std::vector<SqlValue> pp = {r.task, party, row.createNanos, optional(startup)};
+      for (double s : pathSeconds(row.summary, party))
+        pp.emplace_back(s);
+      std::string pvals;
+      for (std::size_t i = 0; i < kPathPhases.size(); ++i)
+        pvals += ", $" + std::to_string(5 + i);
+      db_->run("INSERT INTO task_parties (task, party, create_ns, startup_seconds" + cols +
+                   ") VALUES ($1, $2, $3, $4" + pvals + ")",
+               pp);
+    }
+    tx.commit();
+    return true;
+  }
+
+  HistoryPage list(const HistoryQuery& q) override {
+    // With a party, the walk is over that party's index; otherwise over the tasks'.
+    bool byParty = !q.party.empty();
+    std::string t = byParty ? "p." : "t.";
+    std::string sql =
+        "SELECT t.task, t.namespace, t.phase, t.create_ns, t.summary FROM " +
+        std::string(byParty ? "task_parties p JOIN tasks t ON t.task = p.task" : "tasks t") +
+        " WHERE 1 = 1";
+    std::vector<SqlValue> params;
+    auto param = [&](SqlValue v) {
+      params.push_back(std::move(v));
+      return "$" + std::to_string(params.size());
+    };
+    if (byParty) sql += " AND p.party = " + param(q.party);
+    if (q.since) sql += " AND " + t + "create_ns >= " + param(*q.since);
+    if (q.until) sql += " AND " + t + "create_ns < " + param(*q.until);
+    if (!q.phase.empty()) sql += " AND t.phase = " + param(q.phase);
+    if (!q.blamePhase.empty()) sql += " AND t.blame_phase = " + param(q.blamePhase);
+    if (q.minStartupSeconds) sql += " AND t.startup_seconds >= " + param(*q.minStartupSeconds);
+    if (!q.prefix.empty()) {
+      // Names are DNS labels: '~' sorts after every character they may hold.
+      sql += " AND " + t + "task >= " + param(q.prefix);
+      sql += " AND " + t + "task < " + param(q.prefix + "~");
+    }
+    if (q.after) {
+      std::string c = param(q.after->first);
+      std::string n = param(q.after->second);
+      sql += " AND (" + t + "create_ns < " + c + " OR (" + t + "create_ns = " + c + " AND " + t +
+             "task < " + n + "))";
+    }
+    sql += " ORDER BY " + t + "create_ns DESC, " + t + "task DESC LIMIT " +
+           param(static_cast<int64_t>(q.limit + 1));
+    HistoryPage page;
+    db_->run(sql, params, [&](const SqlRow& row) {
+      HistoryItem it;
+      it.task = row.text(0);
+      it.namespaceName = row.text(1);
+      it.phase = row.text(2);
+      it.createNanos = row.integer(3);
+      it.summary = json::parse(row.text(4), nullptr, false);
+      page.items.push_back(std::move(it));
+    });
+    if (page.items.size() > q.limit) {
+      page.items.pop_back();
+      page.next = std::pair{page.items.back().createNanos, page.items.back().task};
+    }
+    return page;
+  }
+
+  std::optional<json> document(const std::string& task) override {
+    auto all = recordings(task);
+    if (all.empty()) return std::nullopt;
+    json doc = combine(all);
+    int64_t latest = 0;
+    for (const auto& r : all)
+      latest = std::max(latest, r.atNanos);
+    doc["recordedTime"] = sdk::formatTime(latest, sdk::TimePrecision::kAsGiven);
+    return doc;
+  }
+
+  std::vector<StatsRow> statsRows(int64_t since, int64_t until) override {
+    std::vector<StatsRow> out;
+    db_->run("SELECT create_ns, blame_party, blame_phase, startup_seconds, summary FROM tasks"
+             " WHERE create_ns >= $1 AND create_ns < $2",
+             {since, until}, [&](const SqlRow& row) {
+               StatsRow s;
+               s.createNanos = row.integer(0);
+               s.blameParty = row.text(1);
+               s.blamePhase = row.text(2);
+               if (!row.isNull(3)) s.startupSeconds = row.real(3);
+               s.summary = json::parse(row.text(4), nullptr, false);
+               out.push_back(std::move(s));
+             });
+    return out;
+  }
+
+  std::size_t prune(int64_t before, std::size_t maxTasks, std::size_t batch) override {
+    std::vector<std::string> doomed;
+    auto collect = [&](const SqlRow& row) { doomed.push_back(row.text(0)); };
+    db_->run("SELECT task FROM tasks WHERE create_ns < $1 ORDER BY create_ns, task LIMIT $2",
+             {before, static_cast<int64_t>(batch)}, collect);
+    if (maxTasks > 0 && doomed.size() < batch) {
+      // Beyond the cap: the oldest again (those past retention are among them).
+      std::size_t n = count();
+      std::size_t excess = n > maxTasks ? n - maxTasks : 0;
+      if (excess > doomed.size()) {
+        doomed.clear();
+        db_->run("SELECT task FROM tasks ORDER BY create_ns, task LIMIT $1",
+                 {static_cast<int64_t>(std::min(batch, excess))}, collect);
+      }
+    }
+    if (doomed.empty()) return 0;
+    Transaction tx(*db_);
+    for (const auto& task : doomed)
+      for (const char* table : {"tasks", "task_parties", "recordings"})
+        db_->run(std::string("DELETE FROM ") + table + " WHERE task = $1", {task});
+    tx.commit();
+    return doomed.size();
+  }
+
+  std::size_t count() override {
+    int64_t n = 0;
+    db_->run("SELECT count(*) FROM tasks", {}, [&](const SqlRow& row) { n = row.integer(0); });
+    return static_cast<std::size_t>(n);
+  }
+
+  std::string describe() const override { return db_->describe(); }
+
+private:
+  // Rolls back unless committed.
+  class Transaction {
+  public:
+    explicit Transaction(SqlDb& db) : db_(db) { db_.begin(); }
+    ~Transaction() {
+      if (!done_) db_.rollback();
+    }
+    Transaction(const Transaction&) = delete;
+    Transaction& operator=(const Transaction&) = delete;
+    void commit() {
+      db_.commit();
+      done_ = true;
+    }
+
+  private:
+    SqlDb& db_;
+    bool done_ = false;
+  };
+
+  std::vector<StoredRecording> recordings(const std::string& task) {
+    std::vector<StoredRecording> all;
+    db_->run("SELECT recorder, at_ns, document FROM recordings WHERE task = $1", {task},
+             [&](const SqlRow& row) {
+               json d = json::parse(row.text(2), nullptr, false);
+               if (!d.is_discarded()) all.push_back({row.text(0), row.integer(1), std::move(d)});
+             });
+    return all;
+  }
+
+  void migrate() {
+    db_->script("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY,"
+                " applied_ns BIGINT NOT NULL)");
+    const auto& m = migrations();
+    for (;;) {
+      Transaction tx(*db_);
+      db_->lockTask("schema_migrations");
+      int64_t version = 0;
+      db_->run("SELECT coalesce(max(version), 0) FROM schema_migrations", {},
+               [&](const SqlRow& row) { version = row.integer(0); });
+      if (version > static_cast<int64_t>(m.size()))
+        throw StoreError(db_->describe() + ": the schema is at version " + std::to_string(version) +
+                             ", newer than this kuscia-host knows (" + std::to_string(m.size()) +
+                             "): use a newer kuscia-host",
+                         false);
+      if (version == static_cast<int64_t>(m.size())) return;
+      db_->script(m[static_cast<std::size_t>(version)]);
+      db_->run("INSERT INTO schema_migrations (version, applied_ns) VALUES ($1, $2)",
+               {version + 1,
+                static_cast<int64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                         std::chrono::system_clock::now().time_since_epoch())
+                                         .count())});
+      tx.commit();
+    }
+  }
+
+  std::unique_ptr<SqlDb> db_;
+};
+
+} // namespace
+
+std::unique_ptr<HistoryStore> openStore(const std::string& database, const std::string& password) {
+  bool postgres = database.rfind("postgresql://", 0) == 0 || database.rfind("postgres://", 0) == 0;
+  if (postgres) return std::make_unique<SqlStore>(openPostgres(database, password));
+  return std::make_unique<SqlStore>(openSqlite(database));
+}
+
+} // namespace kuscia_host::plugins::history

@@ -1,0 +1,269 @@
+#include "task_history.h"
+
+#include <algorithm>
+#include <thread>
+
+#include "history_api.h"
+#include "kuscia.h"
+#include "kuscia_model.h"
+
+namespace kuscia_host::plugins::history {
+
+using nlohmann::json;
+
+namespace {
+
+constexpr uint64_t kTickMillis = 1000;
+constexpr std::size_t kResyncBatch = 200;
+constexpr int64_t kSecond = 1000000000;
+constexpr int64_t kOrphanNanos = 600 * kSecond;
+
+// The task subscription's fields, in this order.
+enum TaskField : std::size_t {
+  kTaskCreate,
+  kTaskPhase,
+  kTaskInitiator,
+  kTaskParties,
+  kTaskPods,
+  kTaskServices,
+  kTaskFieldCount
+};
+
+} // namespace
+
+TaskHistory::TaskHistory(sdk::Host host, std::string_view domain, std::string_view configJson)
+    : Plugin(host), config_(parseHistoryConfig(configJson)), domain_(domain),
+      recordings_(host.counter("kuscia_history_recordings_total",
+                               "Recordings the database took: written (they added something) or "
+                               "unchanged (it held them already)",
+                               {"result"})),
+      failures_(host.counter("kuscia_history_write_failures_total",
+                             "Database calls that failed (each retry counts)", {})),
+      dropped_(host.counter("kuscia_history_dropped_total",
+                            "Recordings dropped because the queue was full (a resync restores "
+                            "those whose task still exists)",
+                            {})),
+      pruned_(host.counter("kuscia_history_pruned_total",
+                           "Tasks deleted by retentionDays or maxTasks", {})),
+      queueDepth_(
+          host.gauge("kuscia_history_queue_depth", "Recordings waiting for the database", {})),
+      inFlight_(host.gauge("kuscia_history_tasks_due", "Tasks whose recording is due", {})) {
+  HistoryWriter::Options o;
+  o.capacity = static_cast<std::size_t>(config_.queueSize);
+  o.retentionNanos = config_.retentionDays * 86400 * kSecond;
+  o.maxTasks = static_cast<std::size_t>(config_.maxTasks);
+  std::string database = config_.database, password = config_.password;
+  writer_ = std::make_unique<HistoryWriter>(
+      [database, password] { return openStore(database, password); }, o,
+      [host] { return host.wallTimeNanos(); });
+  taskSub_ = host.subscribe(taskSubscription(
+      config_.taskNamespace, {"/metadata/creationTimestamp", "/status/phase", "/spec/initiator",
+                              "/spec/parties", "/status/podStatuses", "/status/serviceStatuses"}));
+  podSub_ = host.subscribe(domainSubscription("pods", DomainPods::podFields()));
+  eventSub_ = host.subscribe(podEventSubscription());
+  host.registerRoute(std::string(kHistoryRoute));
+}
+
+TaskHistory::~TaskHistory() {
+  writer_->stop(std::chrono::milliseconds(0));
+}
+
+void TaskHistory::onStart() {
+  writer_->start();
+  timer_ = host().startTimer(kTickMillis, kTickMillis);
+  for (const char* result : {"written", "unchanged"})
+    recordings_.add(0, {result});
+  host().info(
+      "recording task timelines in " +
+      std::string(config_.database.rfind("postgres", 0) == 0 ? "PostgreSQL" : config_.database) +
+      " (retention " + std::to_string(config_.retentionDays) + " days)");
+}
+
+void TaskHistory::onStop() {
+  // What is due goes now; the writer has a few seconds to write it.
+  for (const auto& [task, at] : due_)
+    recordCached(task);
+  due_.clear();
+  writer_->stop(std::chrono::seconds(5));
+  poll();
+}
+
+void TaskHistory::onEvent(const sdk::Event& e) {
+  if (e.type == KH_EVENT_SYNCED) {
+    synced_.insert(e.subscriptionId);
+    if (synced_.size() == 3) startResync();
+    return;
+  }
+  if (e.subscriptionId == taskSub_) return onTask(e);
+  const int64_t now = host().wallTimeNanos();
+  auto wanted = [](const std::string&) { return true; };
+  auto held = [this](const std::string& task) { return due_.count(task) > 0; };
+  std::string pod;
+  if (e.subscriptionId == podSub_) {
+    pods_.onPod(e, now, wanted, held);
+    pod = std::string(e.key);
+  } else if (e.subscriptionId == eventSub_) {
+    pods_.onPodEvent(e, now, wanted);
+    if (auto ev = podEventOf(e)) pod = ev->key;
+  }
+  // A new fact of a task's pod: the task is recorded again (before the initial lists are in,
+  // the resync that follows them looks at every task anyway).
+  if (synced_.size() < 3 || e.type == KH_EVENT_DELETED || pod.empty()) return;
+  if (std::string task = pods_.taskOf(pod); !task.empty()) markDue(task);
+}
+
+void TaskHistory::onTask(const sdk::Event& e) {
+  std::string name(nameOf(e.key));
+  if (e.type == KH_EVENT_DELETED) {
+    // Its last state, when a recording was due; then nothing of it is held.
+    if (due_.erase(name) > 0) record(name, e.uid, e.fieldsJson);
+    pods_.forgetTask(name);
+    return;
+  }
+  if (synced_.size() < 3) return; // the resync after the initial lists looks at it
+  markDue(name);
+}
+
+void TaskHistory::markDue(const std::string& task) {
+  // The first change sets the time; later ones ride along.
+  due_.emplace(task, host().wallTimeNanos() + config_.recordDelaySeconds * kSecond);
+}
+
+bool TaskHistory::record(const std::string& task, std::string_view uid,
+                         std::string_view fieldsJson) {
+  json f = parseFields(fieldsJson, kTaskFieldCount);
+  bool mine = fieldString(f, kTaskInitiator) == domain_;
+  if (f[kTaskParties].is_array())
+    for (const auto& p : f[kTaskParties])
+      mine = mine || (p.is_object() && p.value("domainID", "") == domain_);
+  // A task whose spec this host cannot read (another version) is still this domain's when its
+  // status holds an entry of the domain.
+  for (std::size_t group : {kTaskPods, kTaskServices})
+    if (f[group].is_object())
+      for (const auto& [key, entry] : f[group].items())
+        mine = mine || namespaceOf(key) == domain_;
+  if (!mine) return true;
+  json doc = pods_.document({task, config_.taskNamespace, fieldString(f, kTaskPhase),
+                             &f[kTaskCreate], &f[kTaskPods], &f[kTaskServices]});
+  if (!uid.empty()) doc["uid"] = std::string(uid);
+  Recording r{task, config_.taskNamespace, domain_, host().wallTimeNanos(), std::move(doc)};
+  if (writer_->enqueue(std::move(r))) return true;
+  droppedSinceResync_ = true;
+  return false;
+}
+
+bool TaskHistory::recordCached(const std::string& task) {
+  bool ok = true;
+  host().cacheGet(taskSub_, config_.taskNamespace + "/" + task,
+                  [&](const sdk::Object& o) { ok = record(task, o.uid, o.fieldsJson); });
+  return ok;
+}
+
+void TaskHistory::onTimer(uint64_t timerId, uint64_t /*userTag*/) {
+  if (timerId == timer_) tick();
+}
+
+void TaskHistory::tick() {
+  const int64_t now = host().wallTimeNanos();
+  for (auto it = due_.begin(); it != due_.end();) {
+    if (it->second > now) {
+      ++it;
+      continue;
+    }
+    recordCached(it->first);
+    it = due_.erase(it);
+  }
+  pods_.sweep(
+      now, kOrphanNanos, [this](const std::string& task) { return due_.count(task) > 0; },
+      [this](const std::string& task) {
+        bool exists = false;
+        host().cacheGet(taskSub_, config_.taskNamespace + "/" + task,
+                        [&](const sdk::Object&) { exists = true; });
+        return exists;
+      });
+  resyncSome();
+  poll();
+}
+
+void TaskHistory::startResync() {
+  resync_.clear();
+  resyncNext_ = 0;
+  host().cacheList(taskSub_, "", [this](const sdk::Object& o) {
+    resync_.emplace_back(nameOf(o.key));
+    return false;
+  });
+  droppedSinceResync_ = false;
+}
+
+void TaskHistory::resyncSome() {
+  // Half the queue at most, so that live recordings keep their room.
+  std::size_t room = writer_->room();
+  std::size_t budget = std::min(kResyncBatch, room > room / 2 ? room - room / 2 : 0);
+  while (budget > 0 && resyncNext_ < resync_.size()) {
+    recordCached(resync_[resyncNext_++]);
+    --budget;
+  }
+  if (resyncNext_ == resync_.size() && !resync_.empty()) {
+    resync_.clear();
+    resync_.shrink_to_fit();
+    resyncNext_ = 0;
+  }
+}
+
+void TaskHistory::poll() {
+  HistoryWriter::Counters c = writer_->snapshot();
+  auto delta = [](uint64_t now, uint64_t before) {
+    return static_cast<double>(now > before ? now - before : 0);
+  };
+  recordings_.add(delta(c.written, reported_.written), {"written"});
+  recordings_.add(delta(c.unchanged, reported_.unchanged), {"unchanged"});
+  failures_.add(delta(c.failures, reported_.failures));
+  dropped_.add(delta(c.dropped, reported_.dropped));
+  pruned_.add(delta(c.pruned, reported_.pruned));
+  queueDepth_.set(static_cast<double>(c.depth));
+  inFlight_.set(static_cast<double>(due_.size()));
+  if (c.failing && c.episode != loggedEpisode_) {
+    loggedEpisode_ = c.episode;
+    loggedFailing_ = true;
+    host().warn("recording task history fails: " + c.lastError +
+                " (retrying with backoff; recordings wait in the queue, and further failures "
+                "until it works again are only counted)");
+  } else if (!c.failing && loggedFailing_) {
+    loggedFailing_ = false;
+    host().info("recording task history works again (" + c.store + ")");
+  }
+  // What the queue could not hold is in the tasks' statuses: look at every task again once the
+  // database takes writes.
+  if (!c.failing && c.depth == 0 && droppedSinceResync_ && resync_.empty()) {
+    host().info("recordings were dropped while the database could not keep up: looking at "
+                "every task again");
+    startResync();
+  }
+  reported_ = std::move(c);
+}
+
+void TaskHistory::flush(std::chrono::milliseconds wait) {
+  for (const auto& [task, at] : due_)
+    recordCached(task);
+  due_.clear();
+  while (resyncNext_ < resync_.size())
+    recordCached(resync_[resyncNext_++]);
+  auto until = std::chrono::steady_clock::now() + wait;
+  while (writer_->snapshot().depth > 0 && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  poll();
+}
+
+void TaskHistory::onHttpRequest(const sdk::HttpRequest& request, sdk::HttpResponse& response) {
+  try {
+    if (!reader_) reader_ = openStore(config_.database, config_.password);
+  } catch (const StoreError& e) {
+    response.status = 503;
+    response.body =
+        json{{"message", std::string("the history database cannot answer: ") + e.what()}}.dump();
+    return;
+  }
+  serveHistory(*reader_, request, response, host().wallTimeNanos());
+}
+
+} // namespace kuscia_host::plugins::history

@@ -1,0 +1,86 @@
+// task-history: keeps every KusciaTask's timeline after Kuscia's garbage collection deletes the
+// task, its pods and its services, in SQLite (the default) or PostgreSQL, and serves it on the
+// admin server (history_api.h).
+//
+// What is recorded is this domain's recording of the task: the timeline document built from the
+// task's status and this domain's pods and Events (domain_pods.h), the same document task-timeline
+// serves and otel-export sends. A task is recorded recordDelaySeconds after a change (its status,
+// or a fact of one of its pods), with every change made since; the store merges recordings
+// (history_doc.h), so a recording is written only when it adds something.
+//
+// Cost follows the tasks in flight: the plugin holds a task only while a recording of it is due,
+// and its pods' facts while they live. At start (and after the database refused recordings the
+// queue could not hold) every task the host's cache has is looked at again, a batch per second
+// while the queue has room: what the store already holds costs a read, not a write.
+#pragma once
+
+#include <kuscia_host/plugin.hpp>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "domain_pods.h"
+#include "history_config.h"
+#include "history_store.h"
+#include "history_writer.h"
+
+namespace kuscia_host::plugins::history {
+
+class TaskHistory final : public sdk::Plugin {
+public:
+  TaskHistory(sdk::Host host, std::string_view domain, std::string_view configJson);
+  ~TaskHistory() override;
+  TaskHistory(const TaskHistory&) = delete;
+  TaskHistory& operator=(const TaskHistory&) = delete;
+  static void validateConfig(std::string_view configJson) { parseHistoryConfig(configJson); }
+
+  void onStart() override;
+  void onStop() override;
+  void onEvent(const sdk::Event& event) override;
+  void onTimer(uint64_t timerId, uint64_t userTag) override;
+  void onHttpRequest(const sdk::HttpRequest& request, sdk::HttpResponse& response) override;
+
+  // What is held (tests): tasks with a recording due, pods with facts, names left to resync.
+  std::size_t dueTasks() const { return due_.size(); }
+  std::size_t heldPods() const { return pods_.size(); }
+  std::size_t resyncLeft() const { return resync_.size() - resyncNext_; }
+  HistoryWriter::Counters counters() const { return writer_->snapshot(); }
+  // Records every due task now, and waits (at most `wait`) until the queue is written (tests).
+  void flush(std::chrono::milliseconds wait);
+  const HistoryConfig& config() const { return config_; }
+
+private:
+  void onTask(const sdk::Event& e);
+  void markDue(const std::string& task);
+  // Queues this domain's recording of the task from its projected fields; false when the task
+  // is not this domain's or the queue is full.
+  bool record(const std::string& task, std::string_view uid, std::string_view fieldsJson);
+  bool recordCached(const std::string& task);
+  void tick();
+  void resyncSome();
+  void startResync();
+  void poll();
+
+  HistoryConfig config_;
+  std::string domain_;
+  uint64_t taskSub_ = 0, podSub_ = 0, eventSub_ = 0, timer_ = 0;
+  std::set<uint64_t> synced_;
+  DomainPods pods_;
+  std::map<std::string, int64_t> due_; // task -> when its recording is due (wall ns)
+  std::vector<std::string> resync_;    // task names to look at again
+  std::size_t resyncNext_ = 0;
+  std::unique_ptr<HistoryWriter> writer_;
+  std::unique_ptr<HistoryStore> reader_; // the admin API's connection, opened when first asked
+  HistoryWriter::Counters reported_;
+  uint64_t loggedEpisode_ = 0;
+  bool loggedFailing_ = false;
+  bool droppedSinceResync_ = false;
+  sdk::Metric recordings_, failures_, dropped_, pruned_, queueDepth_, inFlight_;
+};
+
+} // namespace kuscia_host::plugins::history

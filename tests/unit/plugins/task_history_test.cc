@@ -1,0 +1,485 @@
+// task-history: how recordings merge, the store (the same suite on SQLite and on a real
+// PostgreSQL server the test starts), and the plugin through the fake host: a task recorded and
+// served after it and its pods are gone, a restarted host that writes nothing new and loses no
+// fact, two parties in one record, and a database that is down for a while.
+#include "task_history.h"
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <kuscia_host/kube_text.hpp>
+#include <thread>
+
+#include "history_api.h"
+#include "history_doc.h"
+#include "plugin_test_support.h"
+#include "postgres_server.h"
+#include <kuscia_host/timeline.hpp>
+
+namespace kuscia_host::plugins::history {
+namespace {
+
+using nlohmann::json;
+using test::deliver;
+using test::fixture;
+
+constexpr int64_t kSecond = 1000000000;
+
+int64_t at(const char* text) {
+  return *sdk::parseTime(text);
+}
+
+// A temporary directory, removed at the end.
+struct TempDir {
+  std::string path;
+  TempDir() {
+    char tmpl[] = "/tmp/kh-history-XXXXXX";
+    path = mkdtemp(tmpl);
+  }
+  ~TempDir() { std::filesystem::remove_all(path); }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+};
+
+// A pod entry of a recording as DomainPods makes it.
+json podEntry(const std::string& key, const json& times, const json& reasons = json()) {
+  json flat = times;
+  if (!reasons.is_null()) flat["reasons"] = reasons;
+  return sdk::timeline::entry(key, flat, true);
+}
+
+json serviceEntry(const std::string& key, const json& times) {
+  return sdk::timeline::entry(key, times, false);
+}
+
+// A two-party task of one pod and one service each, created at `created` and ready after
+// `aliceReady` and `bobReady` seconds (0: not ready yet), as `recorder` records it.
+Recording recording(const std::string& task, const std::string& recorder, int64_t created,
+                    int aliceReady, int bobReady, const std::string& phase = "Running") {
+  json entries = json::object();
+  auto t = [&](int seconds) {
+    return sdk::formatTime(created + seconds * kSecond, sdk::TimePrecision::kAsGiven);
+  };
+  for (auto [party, ready] : {std::pair{"alice", aliceReady}, std::pair{"bob", bobReady}}) {
+    std::string pod = std::string(party) + "/" + task + "-0";
+    json times = {{"createTime", t(0)}, {"scheduleTime", t(0)}, {"startTime", t(1)}};
+    if (ready > 0) times["readyTime"] = t(ready);
+    entries[pod] = podEntry(pod, times);
+    std::string svc = pod + "-fed";
+    json stimes = {{"createTime", t(0)}};
+    if (ready > 0) stimes["readyTime"] = t(ready);
+    entries[svc] = serviceEntry(svc, stimes);
+  }
+  json doc = {{"task", task},
+              {"namespace", "cross-domain"},
+              {"phase", phase},
+              {"createTime", t(0)},
+              {"entries", entries}};
+  return Recording{task, "cross-domain", recorder, created + 60 * kSecond, doc};
+}
+
+TEST(HistoryDocTest, AMergedRecordingKeepsWhatARestartedHostNoLongerKnows) {
+  const std::string key = "alice/p-0";
+  json before = {{"task", "t"},
+                 {"entries",
+                  {{key, podEntry(key,
+                                  {{"createTime", "2024-05-20T08:00:00Z"},
+                                   {"startTime", "2024-05-20T08:00:02Z"},
+                                   {"firstReadyTime", "2024-05-20T08:00:09Z"},
+                                   {"readyTime", "2024-05-20T08:00:09Z"},
+                                   {"imagePullStartTime", "2024-05-20T08:00:03Z"},
+                                   {"imagePullEndTime", "2024-05-20T08:00:07Z"}},
+                                  {{"pulling", {{"reason", "Pulling"}}}})}}}};
+  // The same task read from its status alone, after the pod is gone; a later Ready.
+  json after = {{"task", "t"},
+                {"phase", "Succeeded"},
+                {"entries",
+                 {{key, podEntry(key, {{"createTime", "2024-05-20T08:00:00Z"},
+                                       {"startTime", "2024-05-20T08:00:02Z"},
+                                       {"readyTime", "2024-05-20T08:00:20Z"}})}}}};
+  json merged = mergeRecording(before, after);
+  const json& times = merged["entries"][key]["times"];
+  EXPECT_EQ(times["imagePullStartTime"], "2024-05-20T08:00:03Z");
+  EXPECT_EQ(times["firstReadyTime"], "2024-05-20T08:00:09Z");
+  EXPECT_EQ(times["readyTime"], "2024-05-20T08:00:20Z") << "the newer value wins";
+  EXPECT_EQ(merged["entries"][key]["reasons"]["pulling"]["reason"], "Pulling");
+  EXPECT_EQ(merged["phase"], "Succeeded");
+  EXPECT_TRUE(merged["entries"][key]["durations"].contains("imagePull"));
+  EXPECT_EQ(mergeRecording(merged, after), merged) << "merging again changes nothing";
+  // A pod recreated under the same name is a new incarnation: nothing of the old one stays.
+  json recreated = {{"entries", {{key, podEntry(key, {{"createTime", "2024-05-20T09:00:00Z"}})}}}};
+  json next = mergeRecording(merged, recreated);
+  EXPECT_FALSE(next["entries"][key]["times"].contains("imagePullStartTime"));
+  EXPECT_FALSE(next["entries"][key]["times"].contains("readyTime"));
+}
+
+TEST(HistoryDocTest, EachRecorderIsTheAuthorityOnItsOwnEntries) {
+  int64_t created = at("2024-05-20T08:00:00Z");
+  Recording alice = recording("t", "alice", created, 5, 0);
+  Recording bob = recording("t", "bob", created, 5, 8);
+  // alice's host recorded bob's pod from the status only; bob's host knows its image pull.
+  bob.document["entries"]["bob/t-0"]["times"]["imagePullStartTime"] = "2024-05-20T08:00:02Z";
+  bob.document["entries"]["bob/t-0"]["times"]["imagePullEndTime"] = "2024-05-20T08:00:06Z";
+  alice.atNanos = bob.atNanos + kSecond; // alice's recording is the later one
+  json doc =
+      combine({{"alice", alice.atNanos, alice.document}, {"bob", bob.atNanos, bob.document}});
+  EXPECT_EQ(doc["entries"]["bob/t-0"]["times"]["imagePullEndTime"], "2024-05-20T08:00:06Z");
+  EXPECT_EQ(doc["entries"]["bob/t-0"]["times"]["readyTime"], "2024-05-20T08:00:08Z");
+  TaskRow row = taskRowOf(doc, created + 60 * kSecond);
+  EXPECT_TRUE(row.complete);
+  EXPECT_DOUBLE_EQ(*row.startupSeconds, 8);
+  EXPECT_EQ(row.parties, (std::vector<std::string>{"alice", "bob"}));
+  EXPECT_EQ(row.blameParty, "bob");
+}
+
+// The store suite, on each database.
+class HistoryStoreTest : public ::testing::TestWithParam<std::string> {
+protected:
+  static kuscia_host::test::PostgresServer& postgres() {
+    static kuscia_host::test::PostgresServer server;
+    return server;
+  }
+  void SetUp() override {
+    if (GetParam() == "postgresql") {
+      if (!postgres().available()) GTEST_FAIL() << "PostgreSQL: " << postgres().why();
+      // A fresh database per test.
+      db_ = "t" + std::to_string(++counter_) + "_" + std::to_string(getpid());
+      postgres().psql("CREATE DATABASE " + db_);
+      database_ = postgres().uri(db_);
+    } else {
+      database_ = dir_.path + "/history.db";
+    }
+    store_ = openStore(database_, "");
+  }
+  std::unique_ptr<HistoryStore> reopen() { return openStore(database_, ""); }
+
+  TempDir dir_;
+  std::string database_, db_;
+  std::unique_ptr<HistoryStore> store_;
+  static inline int counter_ = 0;
+};
+
+TEST_P(HistoryStoreTest, ARecordingIsWrittenOnceWhateverTimesItComes) {
+  int64_t created = at("2024-05-20T08:00:00Z");
+  EXPECT_TRUE(store_->record(recording("t1", "alice", created, 5, 0)));
+  EXPECT_FALSE(store_->record(recording("t1", "alice", created, 5, 0))) << "unchanged";
+  auto later = recording("t1", "alice", created, 5, 0);
+  later.atNanos += 30 * kSecond;
+  EXPECT_FALSE(store_->record(later)) << "a replayed watch: the same document";
+  EXPECT_TRUE(store_->record(recording("t1", "alice", created, 5, 7)));
+  EXPECT_EQ(store_->count(), 1u);
+  auto other = reopen(); // another connection, as a restarted host or the admin API has
+  EXPECT_FALSE(other->record(recording("t1", "alice", created, 5, 7)));
+  auto doc = other->document("t1");
+  ASSERT_TRUE(doc);
+  EXPECT_EQ((*doc)["entries"]["bob/t1-0"]["times"]["readyTime"], "2024-05-20T08:00:07Z");
+  EXPECT_FALSE(other->document("nope"));
+}
+
+TEST_P(HistoryStoreTest, TwoPartiesRecordOneTask) {
+  int64_t created = at("2024-05-20T08:00:00Z");
+  store_->record(recording("t", "alice", created, 5, 0));
+  auto other = reopen(); // bob's host, sharing the database
+  other->record(recording("t", "bob", created, 0, 9));
+  EXPECT_EQ(store_->count(), 1u);
+  auto page = store_->list({});
+  ASSERT_EQ(page.items.size(), 1u);
+  EXPECT_TRUE(page.items[0].summary["complete"].get<bool>()) << page.items[0].summary.dump();
+  EXPECT_DOUBLE_EQ(page.items[0].summary["startupSeconds"].get<double>(), 9);
+  for (const char* party : {"alice", "bob"}) {
+    HistoryQuery q;
+    q.party = party;
+    EXPECT_EQ(store_->list(q).items.size(), 1u) << party;
+  }
+}
+
+TEST_P(HistoryStoreTest, ListsNewestFirstByFilterAndPage) {
+  int64_t base = at("2024-11-01T00:00:00Z");
+  for (int i = 0; i < 25; ++i) {
+    // Every third task slow (bob ready after 40 s), every fifth failed.
+    auto r = recording("task-" + std::to_string(100 + i), "alice", base + i * 3600 * kSecond, 5,
+                       i % 3 == 0 ? 40 : 6, i % 5 == 0 ? "Failed" : "Succeeded");
+    if (i == 24) // alice only
+      for (const char* key : {"bob/task-124-0", "bob/task-124-0-fed"})
+        r.document["entries"].erase(key);
+    ASSERT_TRUE(store_->record(r));
+  }
+  // Pages of 10 walk all 25, newest first, none twice.
+  std::vector<std::string> seen;
+  HistoryQuery q;
+  q.limit = 10;
+  for (int pages = 0; pages < 5; ++pages) {
+    HistoryPage page = store_->list(q);
+    for (const auto& it : page.items)
+      seen.push_back(it.task);
+    if (!page.next) break;
+    q.after = page.next;
+  }
+  ASSERT_EQ(seen.size(), 25u);
+  for (int i = 0; i < 25; ++i)
+    EXPECT_EQ(seen[static_cast<std::size_t>(i)], "task-" + std::to_string(124 - i));
+  auto count = [&](HistoryQuery f) {
+    f.limit = 100;
+    return store_->list(f).items.size();
+  };
+  HistoryQuery f;
+  f.phase = "Failed";
+  EXPECT_EQ(count(f), 5u);
+  f = {};
+  f.minStartupSeconds = 30;
+  EXPECT_EQ(count(f), 8u); // i = 0, 3, ..., 21 (24 has no bob)
+  f = {};
+  f.party = "bob";
+  EXPECT_EQ(count(f), 24u);
+  f = {};
+  f.since = base + 10 * 3600 * kSecond;
+  f.until = base + 20 * 3600 * kSecond;
+  EXPECT_EQ(count(f), 10u);
+  f = {};
+  f.prefix = "task-11";
+  EXPECT_EQ(count(f), 10u);
+  f = {};
+  f.blamePhase = store_->list({}).items.front().summary["blame"]["phase"];
+  EXPECT_GE(count(f), 1u);
+  f.blamePhase = "no-such-phase";
+  EXPECT_EQ(count(f), 0u);
+}
+
+TEST_P(HistoryStoreTest, StatsGroupTasksByPartyAndDay) {
+  int64_t base = at("2024-11-01T00:00:00Z");
+  for (int i = 0; i < 10; ++i)
+    store_->record(recording("s-" + std::to_string(i), "alice",
+                             base + (i < 5 ? 0 : 86400) * kSecond + i * kSecond, 4, 4 + i));
+  store_->record(recording("s-pending", "alice", base, 4, 0));
+  auto rows = store_->statsRows(base, base + 2 * 86400 * kSecond);
+  ASSERT_EQ(rows.size(), 11u);
+  json byDay = historyStats(rows, "day");
+  ASSERT_EQ(byDay.size(), 2u) << byDay.dump();
+  EXPECT_EQ(byDay[0]["key"], "2024-11-01");
+  EXPECT_EQ(byDay[0]["tasks"], 6);
+  EXPECT_EQ(byDay[0]["complete"], 5);
+  EXPECT_DOUBLE_EQ(byDay[0]["startupSeconds"]["p50"].get<double>(), 6); // 4..8
+  EXPECT_DOUBLE_EQ(byDay[1]["startupSeconds"]["p99"].get<double>(), 13);
+  json byParty = historyStats(rows, "party");
+  ASSERT_EQ(byParty.size(), 2u);
+  EXPECT_EQ(byParty[0]["key"], "alice");
+  EXPECT_DOUBLE_EQ(byParty[0]["startupSeconds"]["p90"].get<double>(), 4);
+  EXPECT_DOUBLE_EQ(byParty[1]["startupSeconds"]["p90"].get<double>(), 12);
+  EXPECT_GT(byParty[1]["phaseSeconds"]["readiness"]["total"].get<double>(), 0);
+}
+
+TEST_P(HistoryStoreTest, RetentionAndTheCapPruneInBatches) {
+  int64_t base = at("2024-11-01T00:00:00Z");
+  for (int i = 0; i < 30; ++i)
+    store_->record(recording("p-" + std::to_string(100 + i), "alice", base + i * kSecond, 1, 1));
+  // Created before base + 10 s: 10 tasks, in batches of 4.
+  EXPECT_EQ(store_->prune(base + 10 * kSecond, 0, 4), 4u);
+  EXPECT_EQ(store_->prune(base + 10 * kSecond, 0, 4), 4u);
+  EXPECT_EQ(store_->prune(base + 10 * kSecond, 0, 4), 2u);
+  EXPECT_EQ(store_->prune(base + 10 * kSecond, 0, 4), 0u);
+  EXPECT_EQ(store_->count(), 20u);
+  EXPECT_FALSE(store_->document("p-105"));
+  EXPECT_TRUE(store_->document("p-110"));
+  // At most 15: the 5 oldest go.
+  EXPECT_EQ(store_->prune(0, 15, 100), 5u);
+  EXPECT_EQ(store_->count(), 15u);
+  EXPECT_EQ(store_->list({}).items.back().task, "p-115");
+}
+
+TEST_P(HistoryStoreTest, ANewerSchemaIsRefusedByName) {
+  store_->record(recording("t", "alice", at("2024-05-20T08:00:00Z"), 1, 1));
+  store_.reset();
+  // What a newer kuscia-host would have left.
+  if (GetParam() == "sqlite") {
+    std::string cmd = "sqlite3 " + database_ + " 'INSERT INTO schema_migrations VALUES (99, 0)'";
+    ASSERT_EQ(std::system(cmd.c_str()), 0);
+  } else {
+    postgres().psql("INSERT INTO schema_migrations VALUES (99, 0)", db_);
+  }
+  try {
+    reopen();
+    FAIL() << "a newer schema must be refused";
+  } catch (const StoreError& e) {
+    EXPECT_NE(std::string(e.what()).find("newer than this kuscia-host knows"), std::string::npos)
+        << e.what();
+    EXPECT_FALSE(e.transient());
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Databases, HistoryStoreTest, ::testing::Values("sqlite", "postgresql"),
+                         [](const auto& info) { return info.param; });
+
+TEST(HistoryStoreSqliteTest, TheFileIsTheOwnersOnlyAndInWalMode) {
+  TempDir dir;
+  std::string path = dir.path + "/h.db";
+  auto s = openStore(path, "");
+  s->record(recording("t", "alice", at("2024-05-20T08:00:00Z"), 1, 1));
+  struct stat st {};
+  ASSERT_EQ(stat(path.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  std::string cmd = "sqlite3 " + path + " 'PRAGMA journal_mode' > " + dir.path + "/mode";
+  ASSERT_EQ(std::system(cmd.c_str()), 0);
+  std::ifstream in(dir.path + "/mode");
+  std::string mode;
+  in >> mode;
+  EXPECT_EQ(mode, "wal");
+}
+
+// The plugin through the fake host.
+const kh_plugin_v1_t* descriptor() {
+  return sdk::pluginDescriptor<TaskHistory>("task-history");
+}
+
+TaskHistory& plugin(testing::FakeHost& host) {
+  return *sdk::pluginObject<TaskHistory>(host.instance());
+}
+
+json readyTask() {
+  json task = fixture("kusciatask.json");
+  task["status"]["podStatuses"]["bob/secretflow-task-psi-0"]["readyTime"] = "2024-05-20T08:00:09Z";
+  for (auto& [k, s] : task["status"]["serviceStatuses"].items())
+    s["readyTime"] = "2024-05-20T08:00:10Z";
+  return task;
+}
+
+json pullEvent(const json& pod, const char* reason, const char* time) {
+  return {{"metadata", {{"name", std::string("pull-") + reason}, {"namespace", "alice"}}},
+          {"involvedObject",
+           {{"kind", "Pod"}, {"name", pod["metadata"]["name"]}, {"uid", pod["metadata"]["uid"]}}},
+          {"reason", reason},
+          {"lastTimestamp", time}};
+}
+
+std::string config(const std::string& database) {
+  return json{{"database", database}, {"recordDelaySeconds", 1}}.dump();
+}
+
+TEST(TaskHistoryTest, ATaskIsServedAfterItAndItsPodsAreGone) {
+  TempDir dir;
+  std::string db = dir.path + "/history.db";
+  testing::FakeHost host("alice");
+  host.setWallTimeNanos(at("2024-05-20T08:00:30Z"));
+  ASSERT_TRUE(host.create(descriptor(), config(db))) << host.error();
+  ASSERT_TRUE(host.start());
+  test::synced(host);
+  json pod = fixture("pod.json");
+  json task = readyTask();
+  deliver(host, "pods", KH_EVENT_ADDED, pod);
+  deliver(host, "events", KH_EVENT_ADDED, pullEvent(pod, "Pulling", "2024-05-20T08:00:03Z"));
+  deliver(host, "events", KH_EVENT_ADDED, pullEvent(pod, "Pulled", "2024-05-20T08:00:06Z"));
+  deliver(host, "kusciatasks", KH_EVENT_ADDED, task);
+  EXPECT_EQ(plugin(host).dueTasks(), 1u);
+  host.advanceMillis(2000); // past recordDelaySeconds: queued
+  EXPECT_EQ(plugin(host).dueTasks(), 0u);
+  plugin(host).flush(std::chrono::seconds(10));
+  EXPECT_EQ(plugin(host).counters().written, 1u);
+  EXPECT_EQ(host.metric("kuscia_history_recordings_total", "written"), 1);
+  // Kuscia deletes the pod at once and the task later: what was recorded stays.
+  deliver(host, "pods", KH_EVENT_DELETED, pod);
+  deliver(host, "kusciatasks", KH_EVENT_DELETED, task);
+  host.advanceMillis(1000);
+  EXPECT_EQ(plugin(host).heldPods(), 0u) << "nothing of a gone task is held";
+  EXPECT_EQ(plugin(host).dueTasks(), 0u);
+  auto list = host.httpGet("/api/v1/history");
+  ASSERT_EQ(list.status, 200) << list.body;
+  json items = json::parse(list.body)["items"];
+  ASSERT_EQ(items.size(), 1u);
+  EXPECT_EQ(items[0]["task"], "secretflow-task-psi");
+  EXPECT_EQ(items[0]["createTime"], "2024-05-20T07:59:58Z");
+  EXPECT_TRUE(items[0]["summary"]["complete"].get<bool>());
+  auto one = host.httpGet("/api/v1/history/secretflow-task-psi");
+  ASSERT_EQ(one.status, 200) << one.body;
+  json doc = json::parse(one.body);
+  const json& entry = doc["entries"]["alice/secretflow-task-psi-0"];
+  EXPECT_EQ(entry["times"]["imagePullStartTime"], "2024-05-20T08:00:03Z");
+  EXPECT_EQ(entry["times"]["imagePullEndTime"], "2024-05-20T08:00:06Z");
+  EXPECT_EQ(entry["times"]["readyTime"], "2024-05-20T08:00:09Z");
+  EXPECT_FALSE(entry["phases"].empty());
+  EXPECT_EQ(doc["entries"].size(),
+            task["status"]["podStatuses"].size() + task["status"]["serviceStatuses"].size());
+  EXPECT_EQ(host.httpGet("/api/v1/history/other-task").status, 404);
+  EXPECT_EQ(host.httpGet("/api/v1/history", "limit=0").status, 400);
+  EXPECT_EQ(host.httpGet("/api/v1/history", "since=yesterday").status, 400);
+  EXPECT_EQ(host.httpGet("/api/v1/history", "colour=red").status, 400);
+  EXPECT_EQ(host.httpGet("/api/v1/history", "since=3650d&party=alice&phase=Running").status, 200);
+  auto stats = host.httpGet("/api/v1/history/stats", "since=3650d&groupBy=party");
+  ASSERT_EQ(stats.status, 200) << stats.body;
+  EXPECT_EQ(json::parse(stats.body)["groups"].size(), 2u);
+
+  // A restarted host: the task is back in the cache (say its deletion was not yet done), the
+  // pod and its Events are gone. It writes nothing new and loses no fact.
+  host.stop();
+  testing::FakeHost again("alice");
+  again.setWallTimeNanos(at("2024-05-20T09:00:00Z"));
+  ASSERT_TRUE(again.create(descriptor(), config(db))) << again.error();
+  ASSERT_TRUE(again.start());
+  deliver(again, "kusciatasks", KH_EVENT_ADDED, task);
+  EXPECT_EQ(plugin(again).dueTasks(), 0u) << "the initial list is looked at by the resync";
+  test::synced(again);
+  EXPECT_EQ(plugin(again).resyncLeft(), 1u);
+  again.advanceMillis(1000);
+  plugin(again).flush(std::chrono::seconds(10));
+  EXPECT_EQ(plugin(again).counters().unchanged, 1u);
+  EXPECT_EQ(plugin(again).counters().written, 0u);
+  json still = json::parse(again.httpGet("/api/v1/history/secretflow-task-psi").body);
+  EXPECT_EQ(still["entries"]["alice/secretflow-task-psi-0"]["times"]["imagePullEndTime"],
+            "2024-05-20T08:00:06Z");
+}
+
+TEST(TaskHistoryTest, ATaskOfOtherPartiesIsNotRecorded) {
+  TempDir dir;
+  testing::FakeHost host("carol");
+  ASSERT_TRUE(host.create(descriptor(), config(dir.path + "/h.db"))) << host.error();
+  ASSERT_TRUE(host.start());
+  test::synced(host);
+  deliver(host, "kusciatasks", KH_EVENT_ADDED, readyTask());
+  host.advanceMillis(2000);
+  plugin(host).flush(std::chrono::seconds(10));
+  EXPECT_EQ(plugin(host).counters().written, 0u);
+  EXPECT_EQ(json::parse(host.httpGet("/api/v1/history").body)["items"].size(), 0u);
+}
+
+TEST(TaskHistoryTest, ADatabaseThatIsDownLosesNothingTheQueueHolds) {
+  TempDir dir;
+  std::string where = dir.path + "/later";
+  testing::FakeHost host("alice");
+  ASSERT_TRUE(host.create(descriptor(), config(where + "/history.db"))) << host.error();
+  ASSERT_TRUE(host.start());
+  test::synced(host);
+  deliver(host, "kusciatasks", KH_EVENT_ADDED, readyTask());
+  host.advanceMillis(2000);
+  plugin(host).flush(std::chrono::milliseconds(300));
+  auto c = plugin(host).counters();
+  EXPECT_TRUE(c.failing);
+  EXPECT_GE(c.failures, 1u);
+  EXPECT_EQ(c.depth, 1u) << "kept at the head of the queue";
+  EXPECT_GE(host.metric("kuscia_history_write_failures_total"), 1);
+  EXPECT_EQ(host.metric("kuscia_history_queue_depth"), 1);
+  EXPECT_TRUE(host.logged("recording task history fails"));
+  EXPECT_EQ(host.httpGet("/api/v1/history").status, 503);
+  std::filesystem::create_directory(where); // the disk is back
+  for (int i = 0; i < 400 && plugin(host).counters().written == 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  host.advanceMillis(1000);
+  EXPECT_EQ(plugin(host).counters().written, 1u);
+  EXPECT_FALSE(plugin(host).counters().failing);
+  EXPECT_TRUE(host.logged("recording task history works again"));
+  EXPECT_EQ(json::parse(host.httpGet("/api/v1/history").body)["items"].size(), 1u);
+}
+
+TEST(TaskHistoryTest, ConfigErrorsNameTheKey) {
+  auto error = [](const std::string& cfg) {
+    testing::FakeHost host("alice");
+    EXPECT_FALSE(host.create(descriptor(), cfg));
+    return host.error();
+  };
+  EXPECT_NE(error(R"({"retentionDays": 0})").find("retentionDays"), std::string::npos);
+  EXPECT_NE(error(R"({"database": ""})").find("database"), std::string::npos);
+  EXPECT_NE(error(R"({"passwordFile": "/nonexistent/pw"})").find("passwordFile"),
+            std::string::npos);
+  EXPECT_NE(error(R"({"databse": "x"})").find("databse"), std::string::npos);
+}
+
+} // namespace
+} // namespace kuscia_host::plugins::history
