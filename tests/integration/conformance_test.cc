@@ -100,7 +100,7 @@ TEST(ConformanceTest, TheFakeHostAndTheRealHostAnswerAPluginAlike) {
   json real = realHostReport(dir.file("real.json"), dir);
   EXPECT_EQ(fake, real) << "fake host:\n" << fake.dump(2) << "\nreal host:\n" << real.dump(2);
   // And both say what abi.h documents.
-  json expected = {{"abi", "1.1"},
+  json expected = {{"abi", "1.2"},
                    {"sub.plain", "ok"},
                    {"sub.labels", "ok"},
                    {"sub.no_version", KH_ERR_INVALID_ARGUMENT},
@@ -178,12 +178,46 @@ TEST(AbiCompatibilityTest, APluginBuiltAgainstAbi10LoadsAndRunsInThisHost) {
   EXPECT_EQ(r.code, 0) << r.err;
 }
 
+// A plugin compiled against the frozen 1.1 header runs in this 1.2 host: its route is served,
+// check-config asks it to validate its config, and it exports no 1.2 offline routes, which
+// nothing but the commands that read a plugin's storage offline look for.
+TEST(AbiCompatibilityTest, APluginBuiltAgainstAbi11LoadsAndServesItsRoute) {
+  PluginLoader loader(LoaderOptions{::geteuid()});
+  auto lib = loader.load(KH_TEST_PLUGIN_DIR "/abi11.so", "abi11");
+  ASSERT_TRUE(lib.ok()) << lib.error();
+  EXPECT_EQ(lib.value()->descriptor().abi_minor, 1);
+  EXPECT_NE(lib.value()->onHttpRequest(), nullptr);
+  EXPECT_EQ(lib.value()->offlineGet(), nullptr);
+  std::ostringstream logOut;
+  LogManager logs(LogFormat::kText, spdlog::level::warn, logOut);
+  SystemClock clock;
+  HostConfig c;
+  c.adminListen = "127.0.0.1:0";
+  PluginEntry e;
+  e.name = "abi11";
+  e.path = KH_TEST_PLUGIN_DIR "/abi11.so";
+  c.domains.push_back({"alice", {e}});
+  Daemon d(c, DaemonOptions{}, logs, clock);
+  ASSERT_TRUE(d.start().ok());
+  auto route = test::httpGet(d.adminEndpoint()->port(), "/api/v1/abi11/x");
+  EXPECT_EQ(route.status, 200);
+  EXPECT_EQ(json::parse(route.body), (json{{"abi", "1.1"}, {"path", "/api/v1/abi11/x"}}));
+  d.shutdown();
+  test::TempDir dir;
+  std::string config = dir.file("abi11.yaml");
+  test::writeFile(config, "pluginDirs: [" KH_TEST_PLUGIN_DIR "]\ndomains:\n  - id: alice\n"
+                          "    plugins:\n      - name: abi11\n        config: {bad: 1}\n");
+  auto r = test::runCommand({KH_BINARY, "check-config", "--config", config});
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.err.find("abi11 refuses it"), std::string::npos) << r.err;
+}
+
 // A plugin needing a newer minor than the host's is refused, naming both versions.
 TEST(AbiCompatibilityTest, APluginNeedingANewerMinorIsRefusedNamingBothVersions) {
   PluginLoader loader(LoaderOptions{::geteuid()});
   auto lib = loader.load(KH_TEST_PLUGIN_DIR "/bad_newer_minor.so");
   ASSERT_FALSE(lib.ok());
-  EXPECT_NE(lib.error().find("needs ABI 1.2, newer than this host's ABI 1.1"), std::string::npos)
+  EXPECT_NE(lib.error().find("needs ABI 1.3, newer than this host's ABI 1.2"), std::string::npos)
       << lib.error();
 }
 

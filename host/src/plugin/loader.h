@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <type_traits>
 
 #include "common/result.h"
 
@@ -36,6 +37,12 @@ public:
   decltype(kh_plugin_v1_t::validate_config) validateConfig() const {
     return KH_HAS_FIELD(descriptor_, kh_plugin_v1_t, validate_config) ? descriptor_->validate_config
                                                                       : nullptr;
+  }
+
+  // ABI 1.2's offline routes (abi.h), NULL when the library does not export them.
+  kh_offline_get_v1_fn offlineGet() const {
+    if (!lib_.has(KH_OFFLINE_GET_SYMBOL)) return nullptr;
+    return &lib_.get<std::remove_pointer_t<kh_offline_get_v1_fn>>(KH_OFFLINE_GET_SYMBOL);
   }
 
 private:

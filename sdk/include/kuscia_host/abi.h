@@ -12,6 +12,10 @@
  *   1.1  plugin-served admin routes (route_register, http_respond, on_http_request) and config
  *        validation without an instance (validate_config), so that `check-config` reports bad
  *        plugin settings as `run` would.
+ *   1.2  offline routes: a second, optional export (kh_offline_get_v1) answers GETs of the
+ *        plugin's routes from its config alone, without a host or a cluster, so that a command
+ *        line reads what the plugin keeps (`kuscia-host history --db` reads task-history's
+ *        database through it). Nothing else changed: descriptor and host API are 1.1's.
  *
  * Rules for every later minor version (what 1.1 followed):
  *  - Every struct starts with `struct_size` and only grows at the end; no field is removed,
@@ -58,7 +62,7 @@ extern "C" {
 #endif
 
 #define KH_ABI_VERSION_MAJOR 1
-#define KH_ABI_VERSION_MINOR 1
+#define KH_ABI_VERSION_MINOR 2
 
 /* Whether the struct at `ptr` (of `type`, from the other side of the ABI) carries `field`: its
  * struct_size reaches past the field's end. Test it before reading a field added after 1.0. */
@@ -385,6 +389,29 @@ typedef struct kh_plugin_v1 {
 /* The entry point. Returns a pointer to a static descriptor; must not fail or allocate state
  * that needs freeing. Called once per load, on a host thread. */
 typedef const kh_plugin_v1_t* (*kh_plugin_entry_v1_fn)(void);
+
+/* ---------------------------------------------------------------------------------------------
+ * Since 1.2: offline routes, an optional second export. A plugin that keeps something of its own
+ * (a database, files) may answer GETs of its routes from its config alone: no instance, no host
+ * API, no cluster. The host looks the symbol up only for commands that ask for it, never for
+ * `run`; a plugin without it is simply not readable offline.
+ * ------------------------------------------------------------------------------------------- */
+#define KH_OFFLINE_GET_SYMBOL "kh_offline_get_v1"
+
+/* Receives the answer: status, content type (NULL: application/json) and body, valid for the
+ * call only. */
+typedef void (*kh_offline_respond_fn)(void* user, int32_t status, const char* content_type,
+                                      const char* body, size_t body_len);
+
+/* Answers a GET of `path` (one of the plugin's route prefixes, or below) with the raw `query`
+ * ("" when none), for an instance configured by config_json (as on_create would receive it).
+ * Calls respond exactly once and returns KH_OK; or returns non-OK with the reason in err (a bad
+ * config: the message validate_config gives). Synchronous, on the caller's thread; may block on
+ * the plugin's own storage. Must not keep anything between calls that needs freeing. */
+typedef kh_status_t (*kh_offline_get_v1_fn)(const char* config_json, size_t config_len,
+                                            const char* path, const char* query,
+                                            kh_offline_respond_fn respond, void* user, char* err,
+                                            size_t err_len);
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -546,6 +546,25 @@ template <class T> struct Adapter {
   }
 };
 
+// Since 1.2: the body of kh_offline_get_v1 for a class with
+// `static void serveOffline(std::string_view configJson, const HttpRequest&, HttpResponse&)`.
+template <class T>
+kh_status_t offlineGet(const char* config, size_t len, const char* path, const char* query,
+                       kh_offline_respond_fn respond, void* user, char* err, size_t errLen) {
+  try {
+    HttpRequest req{"GET", path != nullptr ? path : "", query != nullptr ? query : ""};
+    HttpResponse res;
+    T::serveOffline(std::string_view(config != nullptr ? config : "", len), req, res);
+    respond(user, res.status, res.contentType.c_str(), res.body.data(), res.body.size());
+    return KH_OK;
+  } catch (const std::exception& e) {
+    copyError(err, errLen, e.what());
+  } catch (...) {
+    copyError(err, errLen, "unknown exception in serveOffline");
+  }
+  return KH_ERR_INVALID_ARGUMENT;
+}
+
 } // namespace detail
 
 // The plugin object behind an instance handle, for tests that drive a plugin through the ABI
@@ -569,6 +588,18 @@ const kh_plugin_v1_t* pluginDescriptor(const char* name, const char* version = "
 #define KH_PLUGIN(Class, name, version, description)                                               \
   extern "C" KH_EXPORT const kh_plugin_v1_t* kh_plugin_entry_v1(void) {                            \
     return ::kuscia_host::sdk::detail::Adapter<Class>::descriptor(name, version, description);     \
+  }
+
+// Since 1.2: exports kh_offline_get_v1 (abi.h, "offline routes") for a class with
+// `static void serveOffline(std::string_view configJson, const sdk::HttpRequest&,
+// sdk::HttpResponse&)`, which answers its routes from its config alone (throwing
+// sdk::ConfigError for a bad config). Use at most once per plugin library, beside KH_PLUGIN.
+#define KH_OFFLINE_ROUTES(Class)                                                                   \
+  extern "C" KH_EXPORT kh_status_t kh_offline_get_v1(                                              \
+      const char* config, size_t len, const char* path, const char* query,                         \
+      kh_offline_respond_fn respond, void* user, char* err, size_t errLen) {                       \
+    return ::kuscia_host::sdk::detail::offlineGet<Class>(config, len, path, query, respond, user,  \
+                                                         err, errLen);                             \
   }
 
 #endif // KUSCIA_HOST_PLUGIN_HPP
