@@ -164,16 +164,22 @@ void serveList(HistoryStore& store, const std::map<std::string, std::string>& qu
       auto n = parseListLimit(value, kMaxHistoryLimit);
       if (!n) bad = "limit must be an integer from 1 to " + std::to_string(kMaxHistoryLimit);
       q.limit = n.value_or(q.limit);
+    } else if (key == "order") {
+      if (value != "newest" && value != "slowest") bad = "order must be newest or slowest";
+      q.slowest = value == "slowest";
     } else if (key == "continue") {
       auto k = ListKey::fromToken(value);
       if (!k) bad = "continue is not a token this list gave";
       if (k) q.after = std::pair{k->created, k->name};
     } else {
       bad = "unknown parameter " + key +
-            " (since, until, party, phase, blamePhase, minStartupSeconds, q, limit, continue)";
+            " (since, until, party, phase, blamePhase, minStartupSeconds, q, order, limit, "
+            "continue)";
     }
     if (!bad.empty()) return answer(response, 400, message(bad));
   }
+  if (q.slowest && q.after)
+    return answer(response, 400, message("continue does not apply to order=slowest (one page)"));
   HistoryPage page = store.list(q);
   json items = json::array();
   for (auto& it : page.items) {

@@ -4,7 +4,8 @@
 //                                "summary"}], "continue": token}, newest first; filters since,
 //                                until (RFC 3339, or a duration back from now: 90s, 30m, 12h,
 //                                7d), party, phase (the task's), minStartupSeconds, blamePhase,
-//                                q (a name prefix); limit (default 100, at most 500), continue
+//                                q (a name prefix); limit (default 100, at most 500), continue;
+//                                order=slowest: the slowest complete tasks, one page
 //   GET /api/v1/history/stats    ?since=&until=&groupBy=party|blamePhase|day: per group the
 //                                tasks, the complete ones, p50/p90/p99 of startup seconds, and
 //                                the critical path's seconds per phase (total and mean)

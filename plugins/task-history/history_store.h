@@ -47,6 +47,8 @@ struct HistoryQuery {
   std::string party, phase, blamePhase, prefix;
   std::optional<double> minStartupSeconds;
   std::size_t limit = 100;
+  // The slowest complete tasks first (by startup seconds), one page: no keyset.
+  bool slowest = false;
   // Keyset: list after this task (created, name), newest first.
   std::optional<std::pair<int64_t, std::string>> after;
 };
@@ -90,7 +92,10 @@ public:
 };
 
 // Opens `database`: a postgresql:// or postgres:// URI, else a SQLite file path (created, mode
-// 0600). `password`: PostgreSQL's, when not in the URI. Throws StoreError.
-std::unique_ptr<HistoryStore> openStore(const std::string& database, const std::string& password);
+// 0600). `password`: PostgreSQL's, when not in the URI. Applies the schema's missing migrations;
+// `readOnly` (a command line reading history): creates and migrates nothing, and refuses a
+// database whose schema is not this version's. Throws StoreError.
+std::unique_ptr<HistoryStore> openStore(const std::string& database, const std::string& password,
+                                        bool readOnly = false);
 
 } // namespace kuscia_host::plugins::history

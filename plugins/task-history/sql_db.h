@@ -43,7 +43,8 @@ public:
   virtual std::string describe() const = 0;
 };
 
-std::unique_ptr<SqlDb> openSqlite(const std::string& path);
+// `readOnly`: the file must exist; nothing is written.
+std::unique_ptr<SqlDb> openSqlite(const std::string& path, bool readOnly = false);
 std::unique_ptr<SqlDb> openPostgres(const std::string& uri, const std::string& password);
 
 } // namespace kuscia_host::plugins::history

@@ -67,7 +67,12 @@ SqlValue optional(const std::optional<double>& v) {
 
 class SqlStore final : public HistoryStore {
 public:
-  explicit SqlStore(std::unique_ptr<SqlDb> db) : db_(std::move(db)) { migrate(); }
+  SqlStore(std::unique_ptr<SqlDb> db, bool readOnly) : db_(std::move(db)) {
+    if (readOnly)
+      checkVersion();
+    else
+      migrate();
+  }
 
   bool record(const Recording& r) override {
     Transaction tx(*db_);
@@ -163,14 +168,18 @@ public:
       sql += " AND " + t + "task >= " + param(q.prefix);
       sql += " AND " + t + "task < " + param(q.prefix + "~");
     }
-    if (q.after) {
+    if (q.after && !q.slowest) {
       std::string c = param(q.after->first);
       std::string n = param(q.after->second);
       sql += " AND (" + t + "create_ns < " + c + " OR (" + t + "create_ns = " + c + " AND " + t +
              "task < " + n + "))";
     }
-    sql += " ORDER BY " + t + "create_ns DESC, " + t + "task DESC LIMIT " +
-           param(static_cast<int64_t>(q.limit + 1));
+    if (q.slowest)
+      sql += " AND t.startup_seconds IS NOT NULL ORDER BY t.startup_seconds DESC, t.task LIMIT " +
+             param(static_cast<int64_t>(q.limit));
+    else
+      sql += " ORDER BY " + t + "create_ns DESC, " + t + "task DESC LIMIT " +
+             param(static_cast<int64_t>(q.limit + 1));
     HistoryPage page;
     db_->run(sql, params, [&](const SqlRow& row) {
       HistoryItem it;
@@ -277,6 +286,28 @@ private:
     return all;
   }
 
+  // A reader needs the schema it knows: the host that records applies the migrations.
+  void checkVersion() {
+    int64_t version = -1;
+    try {
+      db_->run("SELECT coalesce(max(version), 0) FROM schema_migrations", {},
+               [&](const SqlRow& row) { version = row.integer(0); });
+    } catch (const StoreError&) {
+      version = 0; // no table: not a history database (yet)
+    }
+    auto known = static_cast<int64_t>(migrations().size());
+    if (version == known) return;
+    throw StoreError(db_->describe() +
+                         (version == 0 ? ": not a task-history database (no schema)"
+                          : version > known
+                              ? ": the schema is at version " + std::to_string(version) +
+                                    ", newer than this kuscia-host knows (" +
+                                    std::to_string(known) + "): use a newer kuscia-host"
+                              : ": the schema is at version " + std::to_string(version) +
+                                    ": a host running task-history on it migrates it"),
+                     false);
+  }
+
   void migrate() {
     db_->script("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY,"
                 " applied_ns BIGINT NOT NULL)");
@@ -308,10 +339,11 @@ private:
 
 } // namespace
 
-std::unique_ptr<HistoryStore> openStore(const std::string& database, const std::string& password) {
+std::unique_ptr<HistoryStore> openStore(const std::string& database, const std::string& password,
+                                        bool readOnly) {
   bool postgres = database.rfind("postgresql://", 0) == 0 || database.rfind("postgres://", 0) == 0;
-  if (postgres) return std::make_unique<SqlStore>(openPostgres(database, password));
-  return std::make_unique<SqlStore>(openSqlite(database));
+  if (postgres) return std::make_unique<SqlStore>(openPostgres(database, password), readOnly);
+  return std::make_unique<SqlStore>(openSqlite(database, readOnly), readOnly);
 }
 
 } // namespace kuscia_host::plugins::history

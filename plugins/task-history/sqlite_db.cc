@@ -41,15 +41,17 @@ private:
 
 class SqliteDb final : public SqlDb {
 public:
-  explicit SqliteDb(const std::string& path) : path_(path) {
+  SqliteDb(const std::string& path, bool readOnly) : path_(path) {
     // Created owner-only before SQLite opens it: task names are not for every local user.
-    int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    int fd =
+        ::open(path.c_str(), readOnly ? O_RDONLY | O_CLOEXEC : O_RDWR | O_CREAT | O_CLOEXEC, 0600);
     if (fd < 0)
       throw StoreError("cannot open the history database " + path + ": " + std::strerror(errno),
                        errno == ENOSPC || errno == EINTR);
     ::close(fd);
-    int rc =
-        sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nullptr);
+    int rc = sqlite3_open_v2(
+        path.c_str(), &db_,
+        (readOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE) | SQLITE_OPEN_NOMUTEX, nullptr);
     if (rc != SQLITE_OK) {
       std::string why = db_ != nullptr ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);
       sqlite3_close(db_);
@@ -58,7 +60,7 @@ public:
     }
     sqlite3_busy_timeout(db_, 5000);
     sqlite3_extended_result_codes(db_, 1);
-    script("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;");
+    if (!readOnly) script("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;");
   }
   ~SqliteDb() override {
     for (auto& [sql, stmt] : cache_)
@@ -143,8 +145,8 @@ private:
 
 } // namespace
 
-std::unique_ptr<SqlDb> openSqlite(const std::string& path) {
-  return std::make_unique<SqliteDb>(path);
+std::unique_ptr<SqlDb> openSqlite(const std::string& path, bool readOnly) {
+  return std::make_unique<SqliteDb>(path, readOnly);
 }
 
 } // namespace kuscia_host::plugins::history

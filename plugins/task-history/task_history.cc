@@ -254,6 +254,23 @@ void TaskHistory::flush(std::chrono::milliseconds wait) {
   poll();
 }
 
+void TaskHistory::serveOffline(std::string_view configJson, const sdk::HttpRequest& request,
+                               sdk::HttpResponse& response) {
+  HistoryConfig config = parseHistoryConfig(configJson);
+  auto now = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                 std::chrono::system_clock::now().time_since_epoch())
+                 .count();
+  std::unique_ptr<HistoryStore> store;
+  try {
+    store = openStore(config.database, config.password, true);
+  } catch (const StoreError& e) {
+    response.status = 503;
+    response.body = json{{"message", e.what()}}.dump();
+    return;
+  }
+  serveHistory(*store, request, response, now);
+}
+
 void TaskHistory::onHttpRequest(const sdk::HttpRequest& request, sdk::HttpResponse& response) {
   try {
     if (!reader_) reader_ = openStore(config_.database, config_.password);

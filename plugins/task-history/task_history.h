@@ -38,6 +38,10 @@ public:
   TaskHistory(const TaskHistory&) = delete;
   TaskHistory& operator=(const TaskHistory&) = delete;
   static void validateConfig(std::string_view configJson) { parseHistoryConfig(configJson); }
+  // The routes from the database alone (ABI 1.2 offline routes: `kuscia-host history --db`),
+  // read-only.
+  static void serveOffline(std::string_view configJson, const sdk::HttpRequest& request,
+                           sdk::HttpResponse& response);
 
   void onStart() override;
   void onStop() override;

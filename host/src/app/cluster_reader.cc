@@ -1,6 +1,8 @@
 #include "app/cluster_reader.h"
 
+#include <fstream>
 #include <future>
+#include <sstream>
 
 #include "k8s/status.h"
 
@@ -8,6 +10,29 @@ namespace kuscia_host {
 
 ClusterReader::ClusterReader(kube::ClusterAccess access)
     : access_(std::move(access)), guard_(io_.get_executor()), thread_([this] { io_.run(); }) {}
+
+Result<std::unique_ptr<ClusterReader>> ClusterReader::openAdmin(const std::string& server,
+                                                                const std::string& tokenFile,
+                                                                const std::string& caFile) {
+  kube::ClusterAccess access;
+  access.server = server;
+  if (!kube::parseServerUrl(server, access.scheme, access.host, access.port))
+    return makeError("--server " + server + ": not an http(s) URL");
+  access.description = "--server " + server;
+  if (!tokenFile.empty()) {
+    if (access.scheme != "https")
+      return makeError("--token-file: a token is only sent over https (--server " + server + ")");
+    access.tokenFile = tokenFile;
+  }
+  if (!caFile.empty()) {
+    std::ifstream in(caFile);
+    std::stringstream pem;
+    pem << in.rdbuf();
+    if (!in) return makeError("--ca-file " + caFile + ": cannot read it");
+    access.caPem = pem.str();
+  }
+  return open(access);
+}
 
 ClusterReader::~ClusterReader() {
   client_.reset();

@@ -1,4 +1,5 @@
-// Blocking requests to an API server for the command line (`timeline`, `demo`): the host's HTTP
+// Blocking requests to an API server or an admin server for the command line (`timeline`,
+// `history`, `demo`): the host's HTTP
 // client (TLS, tokens, client certificates, kubeconfig and in-cluster access) on an io thread of
 // its own.
 #pragma once
@@ -20,6 +21,11 @@ namespace kuscia_host {
 class ClusterReader {
 public:
   static Result<std::unique_ptr<ClusterReader>> open(const kube::ClusterAccess& access);
+  // A kuscia-host's admin server (--server http(s)://HOST:PORT), with the bearer token in
+  // `tokenFile` (https only, re-read at each request) and the CA in `caFile` when given; errors
+  // name the option.
+  static Result<std::unique_ptr<ClusterReader>>
+  openAdmin(const std::string& server, const std::string& tokenFile, const std::string& caFile);
   ~ClusterReader();
   ClusterReader(const ClusterReader&) = delete;
   ClusterReader& operator=(const ClusterReader&) = delete;

@@ -54,6 +54,8 @@ constexpr const char* kDemoDomain = R"(  - id: ${domain}
       - name: task-timeline
       - name: gateway-ready-time
       - name: scheduler-time
+      - name: task-history
+        config: { database: "${historyDb}", recordDelaySeconds: 1 }
 ${otel})";
 // With --otlp-endpoint: each domain's startups also go out as traces.
 constexpr const char* kDemoOtel = R"(      - name: otel-export
@@ -119,6 +121,7 @@ Result<std::vector<DemoHost>> startHosts(const DemoOptions& o, const fs::path& w
                              {"phaseMillis", std::to_string(o.phaseMillis)},
                              {"cleanupMillis", std::to_string(2 * o.phaseMillis)},
                              {"simExtra", extra},
+                             {"historyDb", (work / "history.db").string()},
                              {"otel", o.otlpEndpoint.empty()
                                           ? std::string()
                                           : fill(kDemoOtel, {{"endpoint", o.otlpEndpoint}})}});
@@ -211,7 +214,7 @@ int waitForTimelines(const DemoOptions& o, const std::vector<std::string>& tasks
 // Each task's timeline, and while it serves, how to look further.
 void printResults(const DemoOptions& o, const std::vector<DemoHost>& hosts,
                   const std::vector<std::string>& tasks, const std::map<std::string, json>& docs,
-                  std::ostream& out) {
+                  const fs::path& historyDb, std::ostream& out) {
   for (const auto& t : tasks) {
     out << "\n"
         << renderTimelineSummary(docs.at(t)) << renderTimelineTable(docs.at(t)) << "\n"
@@ -224,6 +227,8 @@ void printResults(const DemoOptions& o, const std::vector<DemoHost>& hosts,
   }
   out << "\n";
   if (!o.outputDir.empty()) out << "timelines written to " << o.outputDir << "/<task>.json\n";
+  // Kept after the tasks are gone, and after the demo exits.
+  out << "history (task-history, SQLite): kuscia-host history --db " << historyDb.string() << "\n";
   for (const auto& h : hosts) {
     if (o.exitWhenDone) break; // everything is in memory: gone once it exits
     std::string who = o.p2p ? h.cluster + "'s cluster" : "the cluster";
@@ -231,6 +236,7 @@ void printResults(const DemoOptions& o, const std::vector<DemoHost>& hosts,
     auto ep = h.daemon->adminEndpoint();
     std::string base = "http://" + ep->address().to_string() + ":" + std::to_string(ep->port());
     out << "  timeline web page: " << base << "/ui/   API: " << base << "/api/v1/timelines\n";
+    out << "  history API: " << base << "/api/v1/history (kept after Kuscia deletes the tasks)\n";
     out << "  in a terminal: kuscia-host timeline " << tasks.front() << " --kubeconfig "
         << h.kubeconfig << "\n";
   }
@@ -258,6 +264,9 @@ int runDemo(const DemoOptions& o, std::ostream& out, std::ostream& err) {
     err << "kuscia-host: demo: cannot create " << work.string() << ": " << ec.message() << "\n";
     return 1;
   }
+  // A fresh history per run (the demo's tasks have the same names every time).
+  for (const char* f : {"history.db", "history.db-wal", "history.db-shm"})
+    fs::remove(work / f, ec);
   std::ofstream logFile(work / "demo.log", std::ios::trunc);
   LogManager logs(LogFormat::kText, spdlog::level::info, logFile);
   SystemClock clock;
@@ -284,7 +293,7 @@ int runDemo(const DemoOptions& o, std::ostream& out, std::ostream& err) {
   out.flush();
   std::map<std::string, json> docs;
   int ready = waitForTimelines(o, tasks, *clusters, docs, out);
-  printResults(o, *hosts, tasks, docs, out);
+  printResults(o, *hosts, tasks, docs, work / "history.db", out);
   out << "log: " << (work / "demo.log").string() << "\n";
   if (ready < o.tasks)
     err << "kuscia-host: demo: only " << ready << " of " << o.tasks << " task(s) started within "

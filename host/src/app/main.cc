@@ -1,4 +1,4 @@
-// kuscia-host command line: run, check-config, demo, timeline, apiserver, version.
+// kuscia-host command line: run, check-config, demo, timeline, history, apiserver, version.
 #include <kuscia_host/timeline.hpp>
 
 #include <CLI/CLI.hpp>
@@ -17,6 +17,7 @@
 #include "app/cluster_reader.h"
 #include "app/daemon.h"
 #include "app/demo.h"
+#include "app/history_command.h"
 #include "app/plugin_checks.h"
 #include "app/plugin_search.h"
 #include "app/timeline_command.h"
@@ -363,6 +364,64 @@ Command addTimeline(CLI::App& app) {
   return {cmd, [o] { return runTimeline(*o, std::cout, std::cerr); }};
 }
 
+Command addHistory(CLI::App& app) {
+  auto o = std::make_shared<HistoryOptions>();
+  auto* cmd = app.add_subcommand(
+      "history",
+      "The tasks the task-history plugin recorded, also after they were deleted: the newest (or "
+      "the slowest) with their startup and blame, one task's stored timeline, or startup "
+      "percentiles by party, blamed phase or day");
+  cmd->add_option("task", o->task, "One task's stored timeline instead of the list");
+  auto* server =
+      cmd->add_option("--server", o->server,
+                      "A kuscia-host's admin server (http(s)://HOST:PORT; default http://" +
+                          std::string(defaults::kAdminListen) + ")");
+  cmd->add_option("--db", o->db,
+                  "Read the database itself instead: a SQLite file or a postgresql:// URI (through "
+                  "task-history.so, found as `run` finds plugins)")
+      ->excludes(server);
+  cmd->add_option("--password-file", o->passwordFile,
+                  "With --db postgresql://...: a file holding the password")
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--plugin-dir", o->pluginDirs,
+                  "With --db: where task-history.so is looked for first (absolute; repeatable)");
+  cmd->add_option("--token-file", o->tokenFile,
+                  "With --server https://...: a file holding the bearer token to send")
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--ca-file", o->caFile,
+                  "With --server https://...: the CA (PEM) to verify its certificate with")
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--since", o->since,
+                  "Tasks created since: RFC 3339, or a duration back from now (90m, 12h, 7d)")
+      ->capture_default_str();
+  cmd->add_option("--until", o->until, "Tasks created before (as --since)");
+  cmd->add_option("--party", o->party, "Tasks this party (domain) took part in");
+  cmd->add_option("--phase", o->phase, "Tasks in this phase (Running, Succeeded, Failed...)");
+  cmd->add_option("--blame-phase", o->blamePhase,
+                  "Tasks whose blamed critical-path phase is this (pulling, scheduling...)");
+  cmd->add_option("--min-startup", o->minStartupSeconds,
+                  "Tasks that took at least this many seconds to start");
+  cmd->add_option("--name-prefix", o->namePrefix, "Tasks whose name starts so");
+  cmd->add_option("--slowest", o->slowest, "The N slowest complete tasks instead of the newest")
+      ->check(CLI::Range(1, 500));
+  cmd->add_option("--limit", o->limit, "At most this many tasks")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 100000));
+  cmd->add_flag("--stats", o->stats,
+                "Count, p50/p90/p99 of startup and seconds per critical-path phase (default "
+                "--since 30d with --stats)");
+  cmd->add_option("--group-by", o->groupBy, "With --stats: party, blamePhase or day")
+      ->check(CLI::IsMember({"party", "blamePhase", "day"}));
+  cmd->add_option("-o,--output", o->output, "table, json or csv")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"table", "json", "csv"}));
+  return {cmd, [o, cmd] {
+            HistoryOptions run = *o;
+            if (run.stats && cmd->count("--since") == 0) run.since = "30d";
+            return runHistory(run, std::cout, std::cerr);
+          }};
+}
+
 Command addVersion(CLI::App& app) {
   auto* cmd = app.add_subcommand(
       "version", "Print the version, the plugin ABI version and the default plugin directory");
@@ -379,8 +438,9 @@ int runMain(int argc, char** argv) {
       "Loads plugins (.so) through a stable C ABI and serves /livez, /readyz and /metrics."};
   app.set_version_flag("--version", std::string("kuscia-host ") + kVersion);
   app.require_subcommand(1);
-  const std::vector<Command> commands = {addRun(app),  addCheckConfig(app), addApiServer(app),
-                                         addDemo(app), addTimeline(app),    addVersion(app)};
+  const std::vector<Command> commands = {addRun(app),    addCheckConfig(app), addApiServer(app),
+                                         addDemo(app),   addTimeline(app),    addHistory(app),
+                                         addVersion(app)};
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -73,25 +73,7 @@ json podFacts(ClusterReader& reader, const std::string& ns, const std::string& n
 
 // The document from a host's admin API (it has the summary already).
 Result<json> serverTimeline(const TimelineOptions& o) {
-  const std::string& server = o.server;
-  kube::ClusterAccess access;
-  access.server = server;
-  if (!kube::parseServerUrl(server, access.scheme, access.host, access.port))
-    return makeError("--server " + server + ": not an http(s) URL");
-  access.description = "--server " + server;
-  if (!o.tokenFile.empty()) {
-    if (access.scheme != "https")
-      return makeError("--token-file: a token is only sent over https (--server " + server + ")");
-    access.tokenFile = o.tokenFile;
-  }
-  if (!o.caFile.empty()) {
-    std::ifstream in(o.caFile);
-    std::stringstream pem;
-    pem << in.rdbuf();
-    if (!in) return makeError("--ca-file " + o.caFile + ": cannot read it");
-    access.caPem = pem.str();
-  }
-  auto reader = ClusterReader::open(access);
+  auto reader = ClusterReader::openAdmin(o.server, o.tokenFile, o.caFile);
   if (!reader) return makeError(reader.error());
   return (*reader)->get("/api/v1/timelines/" + o.task);
 }
