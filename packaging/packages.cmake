@@ -46,6 +46,7 @@ set(kh_packages
   plugin-gateway-ready-time kuscia-host-plugin-gateway-ready-time
   plugin-scheduler-time kuscia-host-plugin-scheduler-time
   plugin-otel-export kuscia-host-plugin-otel-export
+  plugin-task-history kuscia-host-plugin-task-history
   plugin-sim-agent kuscia-host-plugin-sim-agent
   sdk kuscia-host-dev)
 set(kh_components "")
@@ -83,7 +84,7 @@ status with the startup time of each pod and service.
 .
 This package holds the daemon and its command line (run, check-config, demo,
 timeline, apiserver), the systemd service and the default configuration.")
-foreach(p task-timeline gateway-ready-time scheduler-time otel-export sim-agent)
+foreach(p task-timeline gateway-ready-time scheduler-time otel-export task-history sim-agent)
   string(TOUPPER plugin-${p} C)
   set(what_task-timeline "fills KusciaTask pod and service times
 It writes, for every pod and service of a task in its domain, createTime,
@@ -100,6 +101,11 @@ scheduleTime.")
 It sends each task's startup (the task, each party, pod and service, and each
 phase with its reason and the critical path) over OTLP/HTTP to the tracing
 backend operators run: an OpenTelemetry Collector, Jaeger or Grafana Tempo.")
+  set(what_task-history "keeps every task's timeline after the task is gone
+It records each task's timeline (every entry's times, the phases with their
+reasons, the critical path) in SQLite (by default /var/lib/kuscia-host/history.db)
+or PostgreSQL, keeps it after Kuscia deletes the task, and serves it on
+/api/v1/history and to kuscia-host history.")
   set(what_sim-agent "plays Kuscia's controllers for demos
 For embedded, single-machine setups only: it creates each party's pods and
 services as Kuscia does and moves them through scheduled, started and ready,
@@ -163,7 +169,7 @@ set(CPACK_RPM_SDK_PACKAGE_GROUP "Development/Libraries")
 # RPM summaries start with a capital (Debian's synopses do not).
 set(CPACK_RPM_HOST_PACKAGE_SUMMARY "Task-startup timelines for Kuscia: the plugin host")
 set(CPACK_RPM_SDK_PACKAGE_SUMMARY "SDK for kuscia-host plugins")
-foreach(p task-timeline gateway-ready-time scheduler-time otel-export sim-agent)
+foreach(p task-timeline gateway-ready-time scheduler-time otel-export task-history sim-agent)
   string(TOUPPER plugin-${p} C)
   set(CPACK_RPM_${C}_PACKAGE_SUMMARY "Plugin for kuscia-host: ${p}")
 endforeach()

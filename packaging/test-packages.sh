@@ -67,7 +67,7 @@ expect "$host_deb" /usr/bin/kuscia-host /usr/share/man/man1/kuscia-host.1.gz \
 dpkg-deb --ctrl-tarfile "$host_deb" | tar -xO ./conffiles | grep -qx /etc/kuscia-host/kuscia-host.yaml ||
   fail "the config is not a conffile"
 version=$(dpkg-deb -f "$host_deb" Version)
-for p in task-timeline gateway-ready-time scheduler-time otel-export sim-agent; do
+for p in task-timeline gateway-ready-time scheduler-time otel-export task-history sim-agent; do
   deb=$(ls "$dist"/kuscia-host-plugin-${p}_*.deb)
   expect "$deb" "$plugin_dir/$p.so"
   dpkg-deb -f "$deb" Depends | tr ',' '\n' | sed 's/^ *//' | grep -qx "kuscia-host (= $version)" ||
@@ -163,6 +163,7 @@ domains:
       - name: scheduler-time
       - name: otel-export
         config: { endpoint: "http://127.0.0.1:9" }
+      - name: task-history
 YAML
 chmod 0755 "$work" "$svc"
 chmod 0644 "$svc/kuscia-host.yaml"
@@ -181,6 +182,14 @@ for _ in $(seq 1 150); do
 done
 [ -n "$ready" ] || fail "the installed host never became ready: $(cat "$svc/err")"
 curl -fsS "http://127.0.0.1:$port/api/v1/timelines" | grep -q '"tasks"' || fail "no timeline route"
+curl -fsS "http://127.0.0.1:$port/api/v1/history" | grep -q '"items"' || fail "no history route"
+# task-history's default database, in the state directory the package made: the service user's
+# alone.
+db=/var/lib/kuscia-host/history.db
+[ "$(stat -c '%U:%G %a' /var/lib/kuscia-host)" = "kuscia-host:kuscia-host 750" ] ||
+  fail "/var/lib/kuscia-host: $(stat -c '%U:%G %a' /var/lib/kuscia-host)"
+[ "$(stat -c '%U %a' "$db" 2>/dev/null)" = "kuscia-host 600" ] ||
+  fail "$db: $(stat -c '%U %a' "$db" 2>&1)"
 # runuser's child is the host; SIGTERM goes to it, as systemd would send it (runuser itself
 # would end its session with a failure status).
 host_pid=$(pgrep -P "$pid" -x kuscia-host) || fail "no kuscia-host process under runuser"
@@ -215,6 +224,7 @@ for d in /etc/kuscia-host "/usr/lib/$multiarch/kuscia-host" /usr/include/kuscia_
 done
 [ -z "$left" ] || fail "left after purge:$left"
 [ ! -e /etc/kuscia-host ] || fail "/etc/kuscia-host left after purge"
+[ ! -e /var/lib/kuscia-host ] || fail "/var/lib/kuscia-host left after purge"
 ! getent passwd kuscia-host >/dev/null || fail "the kuscia-host user is left after purge"
 ! getent group kuscia-host >/dev/null || fail "the kuscia-host group is left after purge"
 echo "packages: lintian and rpmlint clean; contents, -dev template (g++, clang++, pkg-config)," \

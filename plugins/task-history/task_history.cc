@@ -272,15 +272,20 @@ void TaskHistory::serveOffline(std::string_view configJson, const sdk::HttpReque
 }
 
 void TaskHistory::onHttpRequest(const sdk::HttpRequest& request, sdk::HttpResponse& response) {
-  try {
-    if (!reader_) reader_ = openStore(config_.database, config_.password);
-  } catch (const StoreError& e) {
-    response.status = 503;
-    response.body =
-        json{{"message", std::string("the history database cannot answer: ") + e.what()}}.dump();
-    return;
+  // A connection lost since the last request (the database restarted) is opened again once.
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    try {
+      if (!reader_) reader_ = openStore(config_.database, config_.password);
+    } catch (const StoreError& e) {
+      response.status = 503;
+      response.body =
+          json{{"message", std::string("the history database cannot answer: ") + e.what()}}.dump();
+      return;
+    }
+    serveHistory(*reader_, request, response, host().wallTimeNanos());
+    if (response.status != 503) return;
+    reader_.reset();
   }
-  serveHistory(*reader_, request, response, host().wallTimeNanos());
 }
 
 } // namespace kuscia_host::plugins::history

@@ -169,3 +169,51 @@ class UpstreamController:
                 self._stop.wait(0.2)
             finally:
                 c.close()
+
+
+class PostgresServer:
+    """A real PostgreSQL server (Debian's binaries) in a temporary directory, on a Unix socket
+    there only (no TCP port), as `nobody` when the tests run as root (PostgreSQL refuses root).
+    uri(db) is libpq's URI of a database as its superuser `kh`; stop() and start() keep the data
+    (a database that goes away for a while)."""
+
+    def __init__(self, work):
+        import glob
+        import shutil
+        import subprocess
+        bins = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"))
+        if not bins:
+            raise SystemExit("FAIL: no PostgreSQL server binaries (Debian's postgresql)")
+        self.bin = os.path.dirname(bins[-1])
+        self.dir = os.path.join(work, "pg")
+        os.makedirs(self.dir)
+        os.chmod(work, 0o755)
+        self.prefix = []
+        if os.geteuid() == 0:
+            shutil.chown(self.dir, "nobody", "nogroup")
+            self.prefix = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", "--"]
+        self.subprocess = subprocess
+        r = self._run("initdb", "-D", self.dir + "/data", "-U", "kh", "-A", "trust", "--no-sync", "-E", "UTF8")
+        if r.returncode != 0:
+            raise SystemExit("FAIL: initdb: " + r.stdout + r.stderr)
+        self.start()
+
+    def _run(self, tool, *args):
+        return self.subprocess.run(self.prefix + [os.path.join(self.bin, tool), *args],
+                                   capture_output=True, text=True, timeout=120)
+
+    def start(self):
+        r = self._run("pg_ctl", "-D", self.dir + "/data", "-l", self.dir + "/server.log", "-w", "-t", "60",
+                      "-o", "-k %s -c listen_addresses='' -c fsync=off" % self.dir, "start")
+        if r.returncode != 0:
+            raise SystemExit("FAIL: PostgreSQL did not start: " + open(self.dir + "/server.log").read())
+
+    def stop(self):
+        self._run("pg_ctl", "-D", self.dir + "/data", "-m", "fast", "-w", "stop")
+
+    def uri(self, db="postgres"):
+        return "postgresql://kh@/%s?host=%s" % (db, self.dir)
+
+    def psql(self, sql, db="postgres"):
+        r = self._run("psql", "-X", "-A", "-t", "-q", "-h", self.dir, "-U", "kh", "-d", db, "-c", sql)
+        return r.stdout.strip()

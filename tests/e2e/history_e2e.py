@@ -1,0 +1,225 @@
+#!/usr/bin/python3
+"""task-history end to end: real hosts record real tasks, and the history outlives them.
+
+Centralized and p2p (`kuscia-host demo`, which records into a fresh SQLite file): once every task
+started, the KusciaTasks are deleted (their pods are gone already); the history still serves every
+task, each time exactly as the demo's own timeline had it, through `kuscia-host history --server`
+while the demo runs and `kuscia-host history --db` after it exited. In p2p both hosts share the
+file: each task is one record holding both parties' entries.
+
+Restart and PostgreSQL: `kuscia-host run` against `kuscia-host apiserver`, recording into a real
+PostgreSQL server the test starts. The host is killed with SIGKILL while a task starts and started
+again: no duplicates. Then PostgreSQL is stopped for 20 s while tasks start: nothing is lost once
+it is back, and the failures were counted, none dropped.
+
+usage: history_e2e.py <kuscia-host> <plugin-dir>
+"""
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+from e2e_support import PostgresServer, check, eventually, listening_port
+
+host_bin, plugin_dir = sys.argv[1], sys.argv[2]
+work = tempfile.mkdtemp()
+procs = []
+
+
+def history(*args):
+    """`kuscia-host history ARGS -o json` -> parsed JSON, or None when it failed."""
+    r = subprocess.run([host_bin, "history", "--plugin-dir", plugin_dir, *args, "-o", "json"]
+                       if "--db" in args else [host_bin, "history", *args, "-o", "json"],
+                       capture_output=True, text=True, timeout=60)
+    if r.returncode != 0:
+        print("  (history %s: %s)" % (" ".join(args), r.stderr.strip()), flush=True)
+        return None
+    return json.loads(r.stdout)
+
+
+def complete_items(source, n):
+    items = history(*source, "--since", "1d") or []
+    return len(items) == n and all(i["summary"].get("complete") for i in items) and items
+
+
+def same_times(task, want, got):
+    """Every time the demo's document has, the history's has, equal."""
+    bad = []
+    for key, entry in want["entries"].items():
+        have = got["entries"].get(key, {}).get("times", {})
+        for field, value in entry["times"].items():
+            if have.get(field) != value:
+                bad.append("%s %s: %s, history %s" % (key, field, value, have.get(field)))
+    check(not bad and len(got["entries"]) == len(want["entries"]),
+          "%s: the history holds every time of its %d entries exactly%s" %
+          (task, len(want["entries"]), ("; " + "; ".join(bad[:5])) if bad else ""))
+
+
+def kubectl(kubeconfig, *args, stdin=None):
+    return subprocess.run(["kubectl", "--kubeconfig", kubeconfig, "--cache-dir", os.path.join(work, "kcache"),
+                           *args], input=stdin, capture_output=True, text=True, timeout=60)
+
+
+def demo(p2p):
+    mode = "p2p" if p2p else "centralized"
+    dir = os.path.join(work, mode)
+    out = os.path.join(dir, "out")
+    args = [host_bin, "demo", "--tasks", "3", "--phase-millis", "300", "--plugin-dir", plugin_dir,
+            "--admin-listen", "127.0.0.1:0", "--work-dir", dir, "--output", out] + (["--p2p"] if p2p else [])
+    os.makedirs(dir)
+    log = os.path.join(dir, "demo.out")
+    proc = subprocess.Popen(args, stdout=open(log, "w"), stderr=subprocess.STDOUT, text=True)
+    procs.append(proc)
+    text = lambda: open(log).read()
+    check(eventually(lambda: "serving until Ctrl-C" in text(), 90), "%s demo serving: %s" % (mode, text()[-800:]))
+    m = re.search(r"history API: (http://[0-9.:]+)/api/v1/history", text())
+    check(m, "the demo says where the history API is")
+    db = re.search(r"kuscia-host history --db (\S+)", text())
+    check(db, "and how to read the database")
+    server = ["--server", m.group(1)]
+    docs = {f[:-5]: json.load(open(os.path.join(out, f))) for f in os.listdir(out)}
+    check(eventually(lambda: complete_items(server, 3), 30),
+          "%s: three complete tasks recorded (kuscia-host history --server)" % mode)
+    clusters = [os.path.join(dir, c + ".kubeconfig") for c in (["alice", "bob"] if p2p else ["cluster"])]
+    for k in clusters:
+        r = kubectl(k, "delete", "kt", "--all", "-n", "cross-domain")
+        check(r.returncode == 0, "the KusciaTasks deleted (%s): %s" % (os.path.basename(k), r.stderr))
+    check(eventually(lambda: all("demo-task" not in kubectl(k, "get", "kt", "-n", "cross-domain").stdout
+                                 for k in clusters), 30), "no KusciaTask is left")
+    time.sleep(2)  # past recordDelaySeconds: whatever the deletions brought is recorded
+    for task, want in sorted(docs.items()):
+        got = history(*server, task)
+        check(got is not None, "%s is served after its task was deleted" % task)
+        same_times(task, want, got)
+        parties = sorted({k.split("/")[0] for k in got["entries"]})
+        check(parties == ["alice", "bob"], "%s: one record with both parties' entries" % task)
+    proc.send_signal(signal.SIGINT)
+    proc.wait(timeout=60)
+    # After the demo exited: the database itself.
+    source = ["--db", db.group(1)]
+    check(len(complete_items(source, 3) or []) == 3, "%s: the database still lists the three tasks" % mode)
+    for task, want in sorted(docs.items()):
+        same_times(task, want, history(*source, task))
+    for party in ("alice", "bob"):
+        check(len(history(*source, "--party", party) or []) == 3, "--party %s finds the three" % party)
+    stats = history(*source, "--stats", "--group-by", "party")
+    check(stats and [g["key"] for g in stats["groups"]] == ["alice", "bob"] and
+          all(g["tasks"] == 3 and g["complete"] == 3 for g in stats["groups"]),
+          "--stats --group-by party: three complete tasks for each party")
+    r = subprocess.run([host_bin, "history", "--db", db.group(1), "--plugin-dir", plugin_dir, "-o", "csv"],
+                       capture_output=True, text=True, timeout=60)
+    lines = r.stdout.strip().splitlines()
+    check(r.returncode == 0 and lines[0].startswith("TASK,CREATED,PHASE,STARTUP") and len(lines) == 4,
+          "-o csv: a header and three tasks")
+
+
+def restart_and_postgres():
+    pg = PostgresServer(work)
+    pg.psql("CREATE DATABASE history")
+    kubeconfig = os.path.join(work, "r.kubeconfig")
+    api = subprocess.Popen([host_bin, "apiserver", "--listen", "127.0.0.1:0", "--kubeconfig-out", kubeconfig],
+                           stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    procs.append(api)
+    check("listening on" in api.stdout.readline(), "apiserver started")
+    for n in ("alice", "bob", "cross-domain"):
+        kubectl(kubeconfig, "create", "namespace", n)
+    domain = """  - id: %s
+    plugins:
+      - name: sim-agent
+        config: { phaseMillis: 400 }
+      - name: task-timeline
+      - name: gateway-ready-time
+      - name: task-history
+        config: { database: "%s", recordDelaySeconds: 1 }
+"""
+    config = os.path.join(work, "r.yaml")
+    with open(config, "w") as f:
+        f.write("mode: centralized\ncluster:\n  kubeconfig: %s\ndomains:\n" % kubeconfig +
+                domain % ("alice", pg.uri("history")) + domain % ("bob", pg.uri("history")))
+    log = os.path.join(work, "r.log")
+
+    def run_host():
+        proc = subprocess.Popen([host_bin, "run", "--config", config, "--plugin-dir", plugin_dir,
+                                 "--admin-listen", "127.0.0.1:0"], stdout=subprocess.DEVNULL,
+                                stderr=open(log, "a"))
+        procs.append(proc)
+        port = eventually(lambda: listening_port(proc.pid), 30)
+        check(port, "the host serves its admin API")
+        return proc, ["--server", "http://127.0.0.1:%d" % port]
+
+    def submit(name):
+        task = {"apiVersion": "kuscia.secretflow/v1alpha1", "kind": "KusciaTask",
+                "metadata": {"name": name, "namespace": "cross-domain"},
+                "spec": {"initiator": "alice", "parties": [{"domainID": "alice", "appImageRef": "x"},
+                                                           {"domainID": "bob", "appImageRef": "x"}]}}
+        r = kubectl(kubeconfig, "create", "-f", "-", stdin=json.dumps(task))
+        check(r.returncode == 0, "task %s created: %s" % (name, r.stderr))
+
+    host, server = run_host()
+    submit("r-1")
+    submit("r-2")
+    check(eventually(lambda: complete_items(server, 2), 60), "r-1 and r-2 recorded in PostgreSQL")
+    submit("r-3")
+    time.sleep(0.8)  # r-3 is starting
+    host.send_signal(signal.SIGKILL)
+    host.wait()
+    host, server = run_host()
+    check(eventually(lambda: complete_items(server, 3), 60), "the restarted host records r-3")
+    time.sleep(2)
+    check(pg.psql("SELECT count(*) FROM tasks", "history") == "3" and
+          pg.psql("SELECT count(*) FROM recordings", "history") == "6",
+          "no duplicates: 3 tasks, one recording per party each (%s, %s)" %
+          (pg.psql("SELECT count(*) FROM tasks", "history"), pg.psql("SELECT count(*) FROM recordings", "history")))
+
+    pg.stop()
+    stopped = time.time()
+    submit("r-4")
+    submit("r-5")
+    metrics = lambda: subprocess.run(["curl", "-fsS", server[1] + "/metrics"], capture_output=True,
+                                     text=True, timeout=30).stdout
+    def failures():
+        return sum(float(l.split()[-1]) for l in metrics().splitlines()
+                   if l.startswith("kuscia_history_write_failures_total{"))
+    check(eventually(lambda: failures() > 0, 20), "the failing database is counted")
+    check(re.search(r"recording task history fails", open(log).read()), "and logged")
+    time.sleep(max(0, 20 - (time.time() - stopped)))
+    pg.start()
+    check(eventually(lambda: complete_items(server, 5), 90),
+          "PostgreSQL back after 20 s: r-4 and r-5 recorded, nothing lost")
+    dropped = sum(float(l.split()[-1]) for l in metrics().splitlines()
+                  if l.startswith("kuscia_history_dropped_total{"))
+    check(dropped == 0, "nothing was dropped (the queue held it)")
+    check(eventually(lambda: "recording task history works again" in open(log).read(), 10),
+          "the recovery is logged")
+    for i in range(1, 6):
+        name = "r-%d" % i
+        r = subprocess.run(["curl", "-fsS", server[1] + "/api/v1/timelines/" + name],
+                           capture_output=True, text=True, timeout=30)
+        want = json.loads(r.stdout)
+        got = history(*server, name)
+        # The status's times (the timeline serves this host's first ready and facts too, which
+        # the history holds for the entries whose pods it saw).
+        for e in want["entries"].values():
+            e["times"] = {k: v for k, v in e["times"].items()
+                          if k in ("createTime", "scheduleTime", "startTime", "readyTime")}
+        same_times(name, want, got)
+    check(history("--db", pg.uri("history"), "r-1") is not None, "--db postgresql:// reads it too")
+    host.terminate()
+    host.wait(timeout=30)
+    pg.stop()
+
+
+try:
+    demo(False)
+    demo(True)
+    restart_and_postgres()
+    print("history e2e passed")
+finally:
+    for p in procs:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
