@@ -8,6 +8,7 @@
 #include <cmath>
 #include <ctime>
 #include <map>
+#include <optional>
 
 #include "kuscia.h"
 #include "list_key.h"
@@ -71,46 +72,50 @@ std::optional<int64_t> parseInstant(std::string_view text, int64_t nowNanos) {
 
 json historyStats(const std::vector<StatsRow>& rows, const std::string& groupBy) {
   std::map<std::string, Group> groups;
-  auto addPath = [](Group& g, const json& summary, const std::string& party) {
-    if (!summary.is_object() || !summary.contains("criticalPath") ||
-        !summary["criticalPath"].is_array())
-      return;
-    for (const auto& p : summary["criticalPath"])
-      if (p.is_object() && p.contains("seconds") && p["seconds"].is_number() &&
-          (party.empty() || p.value("party", "") == party))
-        g.phaseSeconds[p.value("phase", "")] += p["seconds"].get<double>();
-  };
+  const bool byParty = groupBy == "party" || groupBy == "day,party";
   for (const auto& r : rows) {
-    if (groupBy == "party") {
-      const json& parties =
-          r.summary.is_object() && r.summary.contains("parties") && r.summary["parties"].is_object()
-              ? r.summary["parties"]
-              : json::object();
-      for (const auto& [party, p] : parties.items()) {
-        Group& g = groups[party];
-        ++g.tasks;
-        if (r.startupSeconds && p.is_object() && p.contains("startupSeconds") &&
-            p["startupSeconds"].is_number()) {
-          g.startups.push_back(p["startupSeconds"].get<double>());
-          addPath(g, r.summary, party);
-        }
-      }
-      continue;
+    const json& s = r.summary;
+    // (group, party): a task counts once, or once in each of its parties with that party's
+    // startup and that party's part of the critical path.
+    std::vector<std::pair<std::string, std::string>> keys;
+    if (byParty) {
+      if (s.is_object() && s.contains("parties") && s["parties"].is_object())
+        for (const auto& [party, p] : s["parties"].items())
+          keys.emplace_back(groupBy == "party" ? party : dayOf(r.createNanos) + "/" + party, party);
+    } else {
+      keys.emplace_back(groupBy == "blamePhase" ? (r.blamePhase.empty() ? "none" : r.blamePhase)
+                        : groupBy == "day"      ? dayOf(r.createNanos)
+                                                : "all",
+                        "");
     }
-    std::string key = groupBy == "blamePhase" ? (r.blamePhase.empty() ? "none" : r.blamePhase)
-                      : groupBy == "day"      ? dayOf(r.createNanos)
-                                              : "all";
-    Group& g = groups[key];
-    ++g.tasks;
-    if (r.startupSeconds) {
-      g.startups.push_back(*r.startupSeconds);
-      addPath(g, r.summary, "");
+    for (const auto& [key, party] : keys) {
+      Group& g = groups[key];
+      ++g.tasks;
+      if (!r.startupSeconds) continue; // not complete: counted, no startup
+      std::optional<double> startup = r.startupSeconds;
+      if (!party.empty()) {
+        const json& p = s["parties"][party];
+        startup = p.is_object() && p.contains("startupSeconds") && p["startupSeconds"].is_number()
+                      ? std::optional(p["startupSeconds"].get<double>())
+                      : std::nullopt;
+      }
+      if (!startup) continue;
+      g.startups.push_back(*startup);
+      if (s.is_object() && s.contains("criticalPath") && s["criticalPath"].is_array())
+        for (const auto& ph : s["criticalPath"])
+          if (ph.is_object() && ph.contains("seconds") && ph["seconds"].is_number() &&
+              (party.empty() || ph.value("party", "") == party))
+            g.phaseSeconds[ph.value("phase", "")] += ph["seconds"].get<double>();
     }
   }
   json out = json::array();
   for (auto& [key, g] : groups) {
     std::sort(g.startups.begin(), g.startups.end());
     json group = {{"key", key}, {"tasks", g.tasks}, {"complete", g.startups.size()}};
+    if (groupBy == "day,party") {
+      group["day"] = key.substr(0, key.find('/'));
+      group["party"] = key.substr(key.find('/') + 1);
+    }
     if (!g.startups.empty())
       group["startupSeconds"] = {{"p50", percentile(g.startups, 0.5)},
                                  {"p90", percentile(g.startups, 0.9)},
@@ -206,8 +211,9 @@ void serveStats(HistoryStore& store, const std::map<std::string, std::string>& q
       (key == "since" ? since : until) = t.value_or(0);
     } else if (key == "groupBy") {
       groupBy = value;
-      if (groupBy != "party" && groupBy != "blamePhase" && groupBy != "day")
-        bad = "groupBy must be party, blamePhase or day";
+      if (groupBy != "party" && groupBy != "blamePhase" && groupBy != "day" &&
+          groupBy != "day,party")
+        bad = "groupBy must be party, blamePhase, day or day,party";
     } else {
       bad = "unknown parameter " + key + " (since, until, groupBy)";
     }

@@ -6,7 +6,7 @@
 //                                7d), party, phase (the task's), minStartupSeconds, blamePhase,
 //                                q (a name prefix); limit (default 100, at most 500), continue;
 //                                order=slowest: the slowest complete tasks, one page
-//   GET /api/v1/history/stats    ?since=&until=&groupBy=party|blamePhase|day: per group the
+//   GET /api/v1/history/stats    ?since=&until=&groupBy=party|blamePhase|day|day,party: per group the
 //                                tasks, the complete ones, p50/p90/p99 of startup seconds, and
 //                                the critical path's seconds per phase (total and mean)
 //   GET /api/v1/history/<task>   the stored document with its summary and phases; 404 when
@@ -34,7 +34,7 @@ inline constexpr std::size_t kMaxHistoryLimit = 500;
 std::optional<int64_t> parseInstant(std::string_view text, int64_t nowNanos);
 
 // The stats of `rows` grouped by `groupBy` ("" for one group "all", "party", "blamePhase",
-// "day").
+// "day", or "day,party": keys "<day>/<party>" with "day" and "party" fields, for a chart).
 nlohmann::json historyStats(const std::vector<StatsRow>& rows, const std::string& groupBy);
 
 // Answers a GET under kHistoryRoute from `store`. Store errors answer 503 with the reason.

@@ -53,12 +53,50 @@ const char* timelinePageHtml() {
   th, td { text-align: left; padding: 3px 8px; border-bottom: 1px solid #eef0f4; vertical-align: top; }
   td.time { font-family: monospace; white-space: nowrap; } td.key { white-space: nowrap; }
   .pending { color: #a06a00; } .negative { color: #c0392b; } .critical { color: #d6336c; }
-  #error { color: #c0392b; }
+  #error, #historyError { color: #c0392b; }
+  [hidden] { display: none !important; }
+  .legend .readymark { position: relative; top: 1px; width: 3px; }
+  header { display: flex; align-items: baseline; gap: 24px; }
+  header a { color: #c9d6f0; text-decoration: none; } header a.on { color: #fff; font-weight: 600; }
+  #historyView { padding: 16px; } #historyView section { margin-top: 12px; }
+  .filters { display: flex; flex-wrap: wrap; gap: 10px; align-items: end; }
+  .filters label { display: flex; flex-direction: column; font-size: 12px; color: #556; }
+  .filters input, .filters select { font: inherit; padding: 2px 4px; }
+  #historyTable tr[data-history-task] { cursor: pointer; }
+  #historyTable tr[data-history-task]:hover { background: #eef3fb; }
+  svg text { font-size: 11px; fill: #556; }
+  .p99 { stroke-dasharray: 5 3; }
 </style>
 </head>
 <body>
-<header><h1>kuscia-host &middot; task startup timelines</h1></header>
-<main>
+<header><h1>kuscia-host &middot; task startup timelines</h1>
+  <a href="#" id="liveLink">Live</a><a href="#history" id="historyLink">History</a></header>
+<div id="historyView" hidden>
+  <form class="filters" id="filters">
+    <label>created in the last<select name="since">
+      <option value="1d">day</option><option value="7d" selected>7 days</option>
+      <option value="30d">30 days</option><option value="90d">90 days</option></select></label>
+    <label>party<input name="party" size="10"></label>
+    <label>task phase<select name="phase"><option value="">any</option><option>Running</option>
+      <option>Succeeded</option><option>Failed</option><option>Pending</option></select></label>
+    <label>blamed phase<select name="blamePhase"><option value="">any</option>
+      <option>creating</option><option>scheduling</option><option>accepting</option>
+      <option>pulling</option><option>starting</option><option>readiness</option>
+      <option>programming</option></select></label>
+    <label>startup at least (s)<input name="minStartupSeconds" type="number" min="0" step="any" size="6"></label>
+    <label>name starts with<input name="q" size="14"></label>
+    <button type="submit">Show</button>
+  </form>
+  <p id="historyError"></p>
+  <section>
+    <h2>Startup per day: p50 (solid) and p99 (dashed), one line per party</h2>
+    <svg id="historyChart" viewBox="0 0 800 220" width="800" height="220" role="img"></svg>
+    <table id="historyTable"><thead><tr><th>task</th><th>created</th><th>phase</th>
+      <th>startup</th><th>last party</th><th>blame</th></tr></thead><tbody></tbody></table>
+    <button id="older" hidden>Older tasks</button>
+  </section>
+</div>
+<main id="liveView">
   <nav><ul id="tasks"></ul></nav>
   <section>
     <h2 id="title">Loading&hellip;</h2>
@@ -89,7 +127,9 @@ const TIMES = ["createTime", "scheduleTime", "startTime", "imagePullStartTime", 
 const TITLES = {createTime: "create", scheduleTime: "schedule", startTime: "start",
                 imagePullStartTime: "pull start", imagePullEndTime: "pull end",
                 containersStartTime: "containers", readyTime: "ready", firstReadyTime: "first ready"};
-let current = decodeURIComponent(location.hash.slice(1));
+let current = "";
+let view = "live"; // "live", "history" (the recorded tasks) or "stored" (one recorded task)
+let historyNext = ""; // the continue token of the history list
 let draws = 0;
 let listHasMore = false; // the list was cut at LIST_LIMIT: a month of history is there
 const states = []; // "starting" / "complete" of the task shown, as each redraw changed it
@@ -300,9 +340,123 @@ function drawTable(entries, critical) {
   }
 }
 
+// The view the location's hash names: "#<task>" (live), "#history", "#history/<task>".
+function route() {
+  const hash = decodeURIComponent(location.hash.slice(1));
+  view = hash === "history" ? "history" : hash.startsWith("history/") ? "stored" : "live";
+  current = view === "stored" ? hash.slice(8) : view === "live" ? hash : "";
+  document.getElementById("historyView").hidden = view !== "history";
+  document.getElementById("liveView").hidden = view === "history";
+  document.getElementById("liveLink").className = view === "live" ? "on" : "";
+  document.getElementById("historyLink").className = view === "live" ? "" : "on";
+  document.body.setAttribute("data-view", view);
+}
+
+function historyQuery() {
+  const q = new URLSearchParams();
+  for (const [k, v] of new FormData(document.getElementById("filters"))) if (v) q.set(k, v);
+  return q;
+}
+
+async function loadHistory(more) {
+  const error = document.getElementById("historyError");
+  const body = document.getElementById("historyTable").tBodies[0];
+  try {
+    const q = historyQuery();
+    q.set("limit", "100");
+    if (more) q.set("continue", historyNext);
+    const r = await fetch("/api/v1/history?" + q, {cache: "no-store"});
+    if (r.status === 404) throw new Error("no history here: enable the task-history plugin");
+    if (!r.ok) throw new Error("/api/v1/history: HTTP " + r.status);
+    const page = await r.json();
+    if (!more) body.replaceChildren();
+    for (const it of page.items || []) {
+      const s = it.summary || {};
+      const tr = el("tr", {"data-history-task": it.task});
+      tr.appendChild(el("td", {class: "key"}, it.task));
+      tr.appendChild(el("td", {class: "time"}, it.createTime || ""));
+      tr.appendChild(el("td", {}, it.phase || ""));
+      tr.appendChild(el("td", {"data-startup-seconds": s.complete ? s.startupSeconds : ""},
+                        s.complete ? secs(s.startupSeconds) : "not ready"));
+      tr.appendChild(el("td", {}, s.lastParty || ""));
+      tr.appendChild(el("td", {}, s.blame ? phaseText(s.blame) + (why(s.blame) ? " \u2014 " +
+                                            why(s.blame) : "") : ""));
+      tr.addEventListener("click", () => {
+        location.hash = "history/" + encodeURIComponent(it.task);
+      });
+      body.appendChild(tr);
+    }
+    historyNext = page.continue || "";
+    document.getElementById("older").hidden = !historyNext;
+    if (!more) await drawHistoryChart(q.get("since"));
+    error.textContent = "";
+    document.body.setAttribute("data-history-loaded", "true");
+  } catch (e) {
+    error.textContent = String(e.message || e);
+  }
+}
+
+// p50 and p99 of startup per day, a line per party, as inline SVG (no library: offline).
+async function drawHistoryChart(since) {
+  const stats = await getJson("/api/v1/history/stats?groupBy=day,party&since=" +
+                              encodeURIComponent(since || "7d"));
+  const svg = document.getElementById("historyChart");
+  svg.replaceChildren();
+  const ns = "http://www.w3.org/2000/svg";
+  const node = (tag, attrs, text) => {
+    const n = document.createElementNS(ns, tag);
+    for (const [k, v] of Object.entries(attrs)) n.setAttribute(k, String(v));
+    if (text !== undefined) n.textContent = String(text);
+    return n;
+  };
+  const groups = (stats.groups || []).filter(g => g.startupSeconds);
+  const days = [...new Set(groups.map(g => g.day))].sort();
+  const parties = [...new Set(groups.map(g => g.party))].sort();
+  if (!days.length) {
+    svg.appendChild(node("text", {x: 60, y: 110}, "no complete task in this range"));
+    return;
+  }
+  const top = Math.max(1, ...groups.map(g => g.startupSeconds.p99));
+  const X0 = 50, X1 = 780, Y0 = 190, Y1 = 20;
+  const x = d => days.length === 1 ? (X0 + X1) / 2 : X0 + (X1 - X0) * days.indexOf(d) / (days.length - 1);
+  const y = v => Y0 - (Y0 - Y1) * v / top;
+  svg.appendChild(node("line", {x1: X0, y1: Y0, x2: X1, y2: Y0, stroke: "#c9cfda"}));
+  svg.appendChild(node("line", {x1: X0, y1: Y0, x2: X0, y2: Y1, stroke: "#c9cfda"}));
+  svg.appendChild(node("text", {x: 4, y: Y1 + 4}, secs(top)));
+  svg.appendChild(node("text", {x: 4, y: Y0}, "0 s"));
+  svg.appendChild(node("text", {x: X0, y: 210}, days[0]));
+  if (days.length > 1) svg.appendChild(node("text", {x: X1 - 70, y: 210}, days[days.length - 1]));
+  const colours = ["#3d7bd9", "#d6336c", "#2b8a3e", "#b58be0", "#e0a526", "#556"];
+  parties.forEach((party, i) => {
+    const colour = colours[i % colours.length];
+    for (const q of ["p50", "p99"]) {
+      const points = groups.filter(g => g.party === party).sort((a, b) => a.day.localeCompare(b.day))
+          .map(g => x(g.day).toFixed(1) + "," + y(g.startupSeconds[q]).toFixed(1));
+      const line = node("polyline", {points: points.join(" "), fill: "none", stroke: colour,
+                                     "stroke-width": 2, class: q, "data-series": party + "-" + q});
+      line.appendChild(node("title", {}, party + " " + q));
+      svg.appendChild(line);
+      for (const pt of points) {
+        const [cx, cy] = pt.split(",");
+        svg.appendChild(node("circle", {cx, cy, r: 2.5, fill: colour}));
+      }
+    }
+    svg.appendChild(node("text", {x: X1 - 60, y: Y1 + 14 * i, style: "fill: " + colour,
+                                  "data-party": party}, party));
+  });
+}
+
 async function refresh() {
   const error = document.getElementById("error");
+  if (view === "history") return; // loaded on arrival and on Show; nothing live to redraw
   try {
+    if (view === "stored") {
+      // A recorded task: drawn from the history, also after the task is gone.
+      drawTask(await getJson("/api/v1/history/" + encodeURIComponent(current)));
+      document.body.setAttribute("data-loaded", "true");
+      error.textContent = "";
+      return;
+    }
     // A long history's list costs the host a pass over every task: asked every fifth redraw.
     if (!listHasMore || draws % 5 === 0) await loadTasks();
     if (current) drawTask(await getJson("/api/v1/timelines/" + encodeURIComponent(current)));
@@ -321,9 +475,17 @@ async function refresh() {
 }
 
 window.addEventListener("hashchange", () => {
-  current = decodeURIComponent(location.hash.slice(1));
+  route();
+  if (view === "history") loadHistory(false);
   refresh();
 });
+document.getElementById("filters").addEventListener("submit", ev => {
+  ev.preventDefault();
+  loadHistory(false);
+});
+document.getElementById("older").addEventListener("click", () => loadHistory(true));
+route();
+if (view === "history") loadHistory(false);
 refresh();
 setInterval(refresh, REFRESH_MS);
 </script>

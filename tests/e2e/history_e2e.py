@@ -17,6 +17,7 @@ usage: history_e2e.py <kuscia-host> <plugin-dir>
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -64,6 +65,31 @@ def kubectl(kubeconfig, *args, stdin=None):
                            *args], input=stdin, capture_output=True, text=True, timeout=60)
 
 
+def browser(url, docs):
+    """The web page's history view in headless Chromium: the recorded tasks' table, the chart of
+    startup per day (p50 and p99, a line per party), and a recorded task's Gantt chart and table
+    drawn from the history once its KusciaTask is gone."""
+    chromium = shutil.which("chromium")
+    check(chromium is not None, "chromium is installed")
+    common = [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+              "--disable-background-networking", "--disable-component-update", "--disable-sync",
+              "--user-data-dir=" + os.path.join(work, "chromium"), "--virtual-time-budget=8000", "--dump-dom"]
+    dom = subprocess.run(common + [url + "/ui/#history"], capture_output=True, text=True, timeout=120).stdout
+    check('data-history-loaded="true"' in dom and 'data-view="history"' in dom, "the history view loaded")
+    for task in docs:
+        check('data-history-task="%s"' % task in dom, "the history table lists " + task)
+    for series in ("alice-p50", "alice-p99", "bob-p50", "bob-p99"):
+        check('data-series="%s"' % series in dom, "the chart has the line " + series)
+    task, want = sorted(docs.items())[0]
+    dom = subprocess.run(common + [url + "/ui/#history/" + task], capture_output=True, text=True,
+                         timeout=120).stdout
+    check('data-view="stored"' in dom and 'data-loaded="true"' in dom, "a recorded task opens from the history")
+    for key, e in want["entries"].items():
+        check(dom.count('data-entry="%s"' % key) >= 2, "%s: a Gantt row and a table row for %s" % (task, key))
+        check(all(t in dom for t in e["times"].values()), "%s: the page shows every time of %s" % (task, key))
+    check(re.search(r'data-startup-seconds="[0-9.]+"[^>]*>Startup', dom), "with the task's summary")
+
+
 def demo(p2p):
     mode = "p2p" if p2p else "centralized"
     dir = os.path.join(work, mode)
@@ -75,7 +101,8 @@ def demo(p2p):
     proc = subprocess.Popen(args, stdout=open(log, "w"), stderr=subprocess.STDOUT, text=True)
     procs.append(proc)
     text = lambda: open(log).read()
-    check(eventually(lambda: "serving until Ctrl-C" in text(), 90), "%s demo serving: %s" % (mode, text()[-800:]))
+    serving = eventually(lambda: "serving until Ctrl-C" in text(), 90)
+    check(serving, "%s demo serving%s" % (mode, "" if serving else ": " + text()[-800:]))
     m = re.search(r"history API: (http://[0-9.:]+)/api/v1/history", text())
     check(m, "the demo says where the history API is")
     db = re.search(r"kuscia-host history --db (\S+)", text())
@@ -97,6 +124,8 @@ def demo(p2p):
         same_times(task, want, got)
         parties = sorted({k.split("/")[0] for k in got["entries"]})
         check(parties == ["alice", "bob"], "%s: one record with both parties' entries" % task)
+    if not p2p:
+        browser(m.group(1), docs)
     proc.send_signal(signal.SIGINT)
     proc.wait(timeout=60)
     # After the demo exited: the database itself.
