@@ -244,6 +244,16 @@ TEST_P(HistoryStoreTest, ListsNewestFirstByFilterAndPage) {
   EXPECT_GE(count(f), 1u);
   f.blamePhase = "no-such-phase";
   EXPECT_EQ(count(f), 0u);
+  // The slowest first, one page: the eight slow ones (40 s), then the quick.
+  f = {};
+  f.slowest = true;
+  f.limit = 9;
+  HistoryPage slow = store_->list(f);
+  ASSERT_EQ(slow.items.size(), 9u);
+  EXPECT_FALSE(slow.next);
+  EXPECT_DOUBLE_EQ(slow.items[0].summary["startupSeconds"].get<double>(), 40);
+  EXPECT_DOUBLE_EQ(slow.items[7].summary["startupSeconds"].get<double>(), 40);
+  EXPECT_DOUBLE_EQ(slow.items[8].summary["startupSeconds"].get<double>(), 6);
 }
 
 TEST_P(HistoryStoreTest, StatsGroupTasksByPartyAndDay) {
@@ -267,6 +277,22 @@ TEST_P(HistoryStoreTest, StatsGroupTasksByPartyAndDay) {
   EXPECT_DOUBLE_EQ(byParty[0]["startupSeconds"]["p90"].get<double>(), 4);
   EXPECT_DOUBLE_EQ(byParty[1]["startupSeconds"]["p90"].get<double>(), 12);
   EXPECT_GT(byParty[1]["phaseSeconds"]["readiness"]["total"].get<double>(), 0);
+  // The web page's chart: a group per day and party.
+  json chart = historyStats(rows, "day,party");
+  ASSERT_EQ(chart.size(), 4u);
+  EXPECT_EQ(chart[3]["key"], "2024-11-02/bob");
+  EXPECT_EQ(chart[3]["day"], "2024-11-02");
+  EXPECT_EQ(chart[3]["party"], "bob");
+  EXPECT_DOUBLE_EQ(chart[3]["startupSeconds"]["p50"].get<double>(), 11); // 9..13
+}
+
+TEST(HistoryApiTest, InstantsAreRfc3339OrDurationsBack) {
+  int64_t now = at("2024-11-10T00:00:00Z");
+  EXPECT_EQ(parseInstant("7d", now), at("2024-11-03T00:00:00Z"));
+  EXPECT_EQ(parseInstant("90m", now), at("2024-11-09T22:30:00Z"));
+  EXPECT_EQ(parseInstant("2024-11-01T08:00:00+08:00", now), at("2024-11-01T00:00:00Z"));
+  for (const char* bad : {"", "d", "7", "7w", "-7d", "yesterday", "99999999999d"})
+    EXPECT_FALSE(parseInstant(bad, now)) << bad;
 }
 
 TEST_P(HistoryStoreTest, RetentionAndTheCapPruneInBatches) {
