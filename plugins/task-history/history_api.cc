@@ -26,27 +26,8 @@ json message(std::string text) {
   return json{{"message", std::move(text)}};
 }
 
-// Nearest rank over sorted values.
-double percentile(const std::vector<double>& sorted, double p) {
-  if (sorted.empty()) return 0;
-  auto rank = static_cast<std::size_t>(std::ceil(p * static_cast<double>(sorted.size())));
-  return sorted[std::min(sorted.size(), std::max<std::size_t>(rank, 1)) - 1];
-}
 
-std::string dayOf(int64_t nanos) {
-  std::time_t secs = static_cast<std::time_t>(nanos / kSecond);
-  std::tm tm{};
-  gmtime_r(&secs, &tm);
-  char buf[16];
-  std::strftime(buf, sizeof buf, "%Y-%m-%d", &tm);
-  return buf;
-}
 
-struct Group {
-  std::size_t tasks = 0;
-  std::vector<double> startups;
-  std::map<std::string, double> phaseSeconds;
-};
 
 } // namespace
 
@@ -70,63 +51,20 @@ std::optional<int64_t> parseInstant(std::string_view text, int64_t nowNanos) {
   return nowNanos - n * unit;
 }
 
-json historyStats(const std::vector<StatsRow>& rows, const std::string& groupBy) {
-  std::map<std::string, Group> groups;
-  const bool byParty = groupBy == "party" || groupBy == "day,party";
-  for (const auto& r : rows) {
-    const json& s = r.summary;
-    // (group, party): a task counts once, or once in each of its parties with that party's
-    // startup and that party's part of the critical path.
-    std::vector<std::pair<std::string, std::string>> keys;
-    if (byParty) {
-      if (s.is_object() && s.contains("parties") && s["parties"].is_object())
-        for (const auto& [party, p] : s["parties"].items())
-          keys.emplace_back(groupBy == "party" ? party : dayOf(r.createNanos) + "/" + party, party);
-    } else {
-      keys.emplace_back(groupBy == "blamePhase" ? (r.blamePhase.empty() ? "none" : r.blamePhase)
-                        : groupBy == "day"      ? dayOf(r.createNanos)
-                                                : "all",
-                        "");
-    }
-    for (const auto& [key, party] : keys) {
-      Group& g = groups[key];
-      ++g.tasks;
-      if (!r.startupSeconds) continue; // not complete: counted, no startup
-      std::optional<double> startup = r.startupSeconds;
-      if (!party.empty()) {
-        const json& p = s["parties"][party];
-        startup = p.is_object() && p.contains("startupSeconds") && p["startupSeconds"].is_number()
-                      ? std::optional(p["startupSeconds"].get<double>())
-                      : std::nullopt;
-      }
-      if (!startup) continue;
-      g.startups.push_back(*startup);
-      if (s.is_object() && s.contains("criticalPath") && s["criticalPath"].is_array())
-        for (const auto& ph : s["criticalPath"])
-          if (ph.is_object() && ph.contains("seconds") && ph["seconds"].is_number() &&
-              (party.empty() || ph.value("party", "") == party))
-            g.phaseSeconds[ph.value("phase", "")] += ph["seconds"].get<double>();
-    }
-  }
+json statsJson(const std::vector<StatsGroup>& groups) {
+  auto round3 = [](double v) { return std::round(v * 1000) / 1000; };
   json out = json::array();
-  for (auto& [key, g] : groups) {
-    std::sort(g.startups.begin(), g.startups.end());
-    json group = {{"key", key}, {"tasks", g.tasks}, {"complete", g.startups.size()}};
-    if (groupBy == "day,party") {
-      group["day"] = key.substr(0, key.find('/'));
-      group["party"] = key.substr(key.find('/') + 1);
-    }
-    if (!g.startups.empty())
-      group["startupSeconds"] = {{"p50", percentile(g.startups, 0.5)},
-                                 {"p90", percentile(g.startups, 0.9)},
-                                 {"p99", percentile(g.startups, 0.99)}};
+  for (const auto& g : groups) {
+    json group = {{"key", g.key}, {"tasks", g.tasks}, {"complete", g.complete}};
+    if (!g.day.empty()) group["day"] = g.day;
+    if (!g.party.empty()) group["party"] = g.party;
+    if (g.p50)
+      group["startupSeconds"] = {{"p50", *g.p50}, {"p90", *g.p90}, {"p99", *g.p99}};
     json phases = json::object();
-    for (const char* phase : sdk::timeline::kPhaseNames)
-      if (auto it = g.phaseSeconds.find(phase); it != g.phaseSeconds.end()) {
-        double mean = it->second / static_cast<double>(g.startups.size());
-        phases[phase] = {{"total", std::round(it->second * 1000) / 1000},
-                         {"mean", std::round(mean * 1000) / 1000}};
-      }
+    for (const auto& [phase, total] : g.phaseSeconds)
+      phases[phase] = {{"total", round3(total)},
+                       {"mean", round3(total / static_cast<double>(std::max<std::size_t>(
+                                                  g.complete, 1)))}};
     group["phaseSeconds"] = std::move(phases);
     out.push_back(std::move(group));
   }
@@ -221,7 +159,7 @@ void serveStats(HistoryStore& store, const std::map<std::string, std::string>& q
   }
   json out = {{"since", sdk::formatTime(since, sdk::TimePrecision::kAsGiven)},
               {"until", sdk::formatTime(until, sdk::TimePrecision::kAsGiven)},
-              {"groups", historyStats(store.statsRows(since, until), groupBy)}};
+              {"groups", statsJson(store.stats(since, until, groupBy))}};
   if (!groupBy.empty()) out["groupBy"] = groupBy;
   answer(response, 200, out);
 }

@@ -33,9 +33,8 @@ inline constexpr std::size_t kMaxHistoryLimit = 500;
 // A time as `since` and `until` take it: RFC 3339, or a duration back from `nowNanos`.
 std::optional<int64_t> parseInstant(std::string_view text, int64_t nowNanos);
 
-// The stats of `rows` grouped by `groupBy` ("" for one group "all", "party", "blamePhase",
-// "day", or "day,party": keys "<day>/<party>" with "day" and "party" fields, for a chart).
-nlohmann::json historyStats(const std::vector<StatsRow>& rows, const std::string& groupBy);
+// The stats' groups as the API answers them (HistoryStore::stats).
+nlohmann::json statsJson(const std::vector<StatsGroup>& groups);
 
 // Answers a GET under kHistoryRoute from `store`. Store errors answer 503 with the reason.
 void serveHistory(HistoryStore& store, const sdk::HttpRequest& request, sdk::HttpResponse& response,

@@ -64,12 +64,12 @@ struct HistoryPage {
   std::optional<std::pair<int64_t, std::string>> next; // more follow after this one
 };
 
-// The figures `stats` groups: one row per task.
-struct StatsRow {
-  int64_t createNanos = 0;
-  std::string blameParty, blamePhase;
-  std::optional<double> startupSeconds;
-  nlohmann::json summary;
+// One group of `stats`, aggregated by the database: no task row is read into memory.
+struct StatsGroup {
+  std::string key, day, party; // day "YYYY-MM-DD" (UTC) and party when grouped by them
+  std::size_t tasks = 0, complete = 0;
+  std::optional<double> p50, p90, p99; // of the startup seconds of the complete tasks
+  std::vector<std::pair<std::string, double>> phaseSeconds; // critical-path seconds per phase
 };
 
 class HistoryStore {
@@ -80,8 +80,11 @@ public:
   virtual HistoryPage list(const HistoryQuery& q) = 0;
   // The task's document, its recordings combined (no summary); nullopt when unknown.
   virtual std::optional<nlohmann::json> document(const std::string& task) = 0;
-  // Tasks created in [since, until), complete or not.
-  virtual std::vector<StatsRow> statsRows(int64_t since, int64_t until) = 0;
+  // The tasks created in [since, until), grouped by `groupBy`: "" (one group "all"), "party" (a
+  // task counts in each of its parties, with that party's startup and part of the critical
+  // path), "blamePhase", "day" (UTC) or "day,party". Groups in key order.
+  virtual std::vector<StatsGroup> stats(int64_t since, int64_t until,
+                                        const std::string& groupBy) = 0;
   // Deletes at most `batch` tasks created before `before`, or beyond the newest `maxTasks`
   // (0: no cap), oldest first; the number deleted.
   virtual std::size_t prune(int64_t before, std::size_t maxTasks, std::size_t batch) = 0;

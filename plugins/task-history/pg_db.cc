@@ -40,6 +40,17 @@ public:
   std::string text(int c) const override {
     return std::string(PQgetvalue(r_, row_, c), static_cast<std::size_t>(PQgetlength(r_, row_, c)));
   }
+  // BYTEA comes as text in the hex format ("\\x" and two digits a byte), the server's default.
+  std::string bytes(int c) const override {
+    std::string_view hex(PQgetvalue(r_, row_, c), static_cast<std::size_t>(PQgetlength(r_, row_, c)));
+    std::string out;
+    if (hex.substr(0, 2) != "\\x") return out;
+    auto digit = [](char d) { return d <= '9' ? d - '0' : (d | 0x20) - 'a' + 10; };
+    out.reserve((hex.size() - 2) / 2);
+    for (std::size_t i = 2; i + 1 < hex.size(); i += 2)
+      out += static_cast<char>(digit(hex[i]) << 4 | digit(hex[i + 1]));
+    return out;
+  }
 
 private:
   PGresult* r_;
@@ -91,6 +102,14 @@ public:
         char buf[32];
         auto [end, ec] = std::to_chars(buf, buf + sizeof buf, std::get<double>(v));
         text[i] = ec == std::errc() ? std::string(buf, end) : "0";
+      } else if (const auto* b = std::get_if<SqlBytes>(&v)) {
+        static constexpr char kHex[] = "0123456789abcdef";
+        text[i].reserve(2 + 2 * b->data.size());
+        text[i] = "\\x";
+        for (unsigned char ch : b->data) {
+          text[i] += kHex[ch >> 4];
+          text[i] += kHex[ch & 15];
+        }
       } else if (std::holds_alternative<std::string>(v)) {
         text[i] = std::get<std::string>(v);
       } else {

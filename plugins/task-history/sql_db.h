@@ -13,7 +13,11 @@
 
 namespace kuscia_host::plugins::history {
 
-using SqlValue = std::variant<std::nullptr_t, int64_t, double, std::string>;
+// Binary data (SQLite BLOB, PostgreSQL BYTEA).
+struct SqlBytes {
+  std::string data;
+};
+using SqlValue = std::variant<std::nullptr_t, int64_t, double, std::string, SqlBytes>;
 
 // One row of a result; columns by index, as the statement lists them.
 class SqlRow {
@@ -23,6 +27,7 @@ public:
   virtual int64_t integer(int column) const = 0;
   virtual double real(int column) const = 0;
   virtual std::string text(int column) const = 0;
+  virtual std::string bytes(int column) const = 0;
 };
 
 class SqlDb {

@@ -1,10 +1,14 @@
 // HistoryStore over SqlDb: the schema, its migrations, and every query, once for both databases.
 #include <kuscia_host/kube_text.hpp>
+#include <zlib.h>
 #include <kuscia_host/timeline_summary.hpp>
 
 #include <algorithm>
 #include <array>
 #include <chrono>
+#include <cmath>
+#include <ctime>
+#include <map>
 
 #include "history_doc.h"
 #include "history_store.h"
@@ -35,7 +39,7 @@ const std::vector<std::string>& migrations() {
       " create_ns BIGINT NOT NULL, complete INTEGER NOT NULL, startup_seconds DOUBLE PRECISION,"
       " blame_party TEXT NOT NULL, blame_phase TEXT NOT NULL," +
       pathColumns(" ", " DOUBLE PRECISION NOT NULL,") +
-      " updated_ns BIGINT NOT NULL, summary TEXT NOT NULL);"
+      " updated_ns BIGINT NOT NULL, summary BYTEA NOT NULL);"
       "CREATE INDEX tasks_by_create ON tasks (create_ns, task);"
       "CREATE TABLE task_parties (task TEXT NOT NULL, party TEXT NOT NULL,"
       " create_ns BIGINT NOT NULL, startup_seconds DOUBLE PRECISION," +
@@ -43,7 +47,7 @@ const std::vector<std::string>& migrations() {
       " PRIMARY KEY (task, party));"
       "CREATE INDEX task_parties_by_party ON task_parties (party, create_ns, task);"
       "CREATE TABLE recordings (task TEXT NOT NULL, recorder TEXT NOT NULL,"
-      " at_ns BIGINT NOT NULL, document TEXT NOT NULL, PRIMARY KEY (task, recorder));"};
+      " at_ns BIGINT NOT NULL, document BYTEA NOT NULL, PRIMARY KEY (task, recorder));"};
   return m;
 }
 
@@ -59,6 +63,48 @@ std::array<double, kPathPhases.size()> pathSeconds(const json& summary, const st
       if (phase == kPathPhases[i]) out[i] += p["seconds"].get<double>();
   }
   return out;
+}
+
+std::string dayText(int64_t day) {
+  std::time_t secs = static_cast<std::time_t>(day * 86400);
+  std::tm tm{};
+  gmtime_r(&secs, &tm);
+  char buf[16];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d", &tm);
+  return buf;
+}
+
+// Documents and summaries are stored deflated (zlib), after the original size (4 bytes, little
+// endian): a recording's JSON shrinks about sixfold.
+SqlBytes pack(const std::string& text) {
+  uLongf size = compressBound(static_cast<uLong>(text.size()));
+  std::string out(4 + size, '\0');
+  auto n = static_cast<uint32_t>(text.size());
+  for (int i = 0; i < 4; ++i)
+    out[i] = static_cast<char>(n >> (8 * i) & 0xff);
+  if (compress2(reinterpret_cast<Bytef*>(out.data() + 4), &size,
+                reinterpret_cast<const Bytef*>(text.data()), static_cast<uLong>(text.size()),
+                6) != Z_OK)
+    throw StoreError("cannot compress a document", false);
+  out.resize(4 + size);
+  return SqlBytes{std::move(out)};
+}
+
+// The JSON of pack(); discarded when it is not one (a damaged row is skipped, not fatal).
+json unpackJson(const std::string& packed) {
+  if (packed.size() < 4) return json::value_t::discarded;
+  uint32_t n = 0;
+  for (int i = 0; i < 4; ++i)
+    n |= static_cast<uint32_t>(static_cast<unsigned char>(packed[i])) << (8 * i);
+  if (n > (64u << 20)) return json::value_t::discarded;
+  std::string text(n, '\0');
+  uLongf size = n;
+  if (uncompress(reinterpret_cast<Bytef*>(text.data()), &size,
+                 reinterpret_cast<const Bytef*>(packed.data() + 4),
+                 static_cast<uLong>(packed.size() - 4)) != Z_OK ||
+      size != n)
+    return json::value_t::discarded;
+  return json::parse(text, nullptr, false);
 }
 
 SqlValue optional(const std::optional<double>& v) {
@@ -80,13 +126,13 @@ public:
     json stored;
     db_->run("SELECT document FROM recordings WHERE task = $1 AND recorder = $2",
              {r.task, r.recorder},
-             [&](const SqlRow& row) { stored = json::parse(row.text(0), nullptr, false); });
+             [&](const SqlRow& row) { stored = unpackJson(row.bytes(0)); });
     json merged = mergeRecording(stored, r.document);
     if (!stored.is_discarded() && merged == stored) return false;
     db_->run("INSERT INTO recordings (task, recorder, at_ns, document) VALUES ($1, $2, $3, $4)"
              " ON CONFLICT (task, recorder) DO UPDATE SET at_ns = excluded.at_ns,"
              " document = excluded.document",
-             {r.task, r.recorder, r.atNanos, merged.dump()});
+             {r.task, r.recorder, r.atNanos, pack(merged.dump())});
     std::vector<StoredRecording> all = recordings(r.task);
     json doc = combine(all);
     int64_t latest = r.atNanos;
@@ -103,7 +149,7 @@ public:
                                row.blameParty,
                                row.blamePhase,
                                latest,
-                               row.summary.dump()};
+                               pack(row.summary.dump())};
     for (double s : cp)
       p.emplace_back(s);
     std::string cols, vals, sets;
@@ -175,7 +221,7 @@ public:
              "task < " + n + "))";
     }
     if (q.slowest)
-      sql += " AND t.startup_seconds IS NOT NULL ORDER BY t.startup_seconds DESC, t.task LIMIT " +
+      sql += " AND t.startup_seconds IS NOT NULL ORDER BY t.startup_seconds DESC, t.task DESC LIMIT " +
              param(static_cast<int64_t>(q.limit));
     else
       sql += " ORDER BY " + t + "create_ns DESC, " + t + "task DESC LIMIT " +
@@ -187,7 +233,7 @@ public:
       it.namespaceName = row.text(1);
       it.phase = row.text(2);
       it.createNanos = row.integer(3);
-      it.summary = json::parse(row.text(4), nullptr, false);
+      it.summary = unpackJson(row.bytes(4));
       page.items.push_back(std::move(it));
     });
     if (page.items.size() > q.limit) {
@@ -208,19 +254,80 @@ public:
     return doc;
   }
 
-  std::vector<StatsRow> statsRows(int64_t since, int64_t until) override {
-    std::vector<StatsRow> out;
-    db_->run("SELECT create_ns, blame_party, blame_phase, startup_seconds, summary FROM tasks"
-             " WHERE create_ns >= $1 AND create_ns < $2",
+  std::vector<StatsGroup> stats(int64_t since, int64_t until, const std::string& groupBy) override {
+    // The day as a number (integer division: the same in both databases), formatted here.
+    bool byParty = groupBy == "party" || groupBy == "day,party";
+    const std::string day = "create_ns / 86400000000000";
+    std::string keys = groupBy == "party"        ? "'', party"
+                       : groupBy == "day,party"  ? day + ", party"
+                       : groupBy == "day"        ? day + ", ''"
+                       : groupBy == "blamePhase" ? "0, blame_phase"
+                                                 : "0, ''";
+    std::string from = byParty ? "task_parties" : "tasks";
+    std::string where = " FROM " + from + " WHERE create_ns >= $1 AND create_ns < $2";
+    std::map<std::pair<std::string, std::string>, StatsGroup> groups;
+    auto keyOf = [&](const SqlRow& row) {
+      return std::pair{groupBy == "day" || groupBy == "day,party" ? dayText(row.integer(0))
+                                                                   : std::string(),
+                       row.text(1)};
+    };
+    auto groupOf = [&](const SqlRow& row) -> StatsGroup& {
+      auto k = keyOf(row);
+      const std::string& d = k.first;
+      const std::string& second = k.second;
+      StatsGroup& g = groups[k];
+      if (g.key.empty()) {
+        g.day = d;
+        g.party = byParty ? second : "";
+        g.key = groupBy == "day,party" ? d + "/" + second
+                : groupBy == "day"     ? d
+                : groupBy.empty()      ? "all"
+                : second.empty()       ? "none"
+                                       : second;
+      }
+      return g;
+    };
+    std::string sums;
+    for (const char* phase : kPathPhases)
+      sums += std::string(", sum(cp_") + phase + ")";
+    db_->run("SELECT " + keys + ", count(*), count(startup_seconds)" + sums + where +
+                 " GROUP BY 1, 2",
              {since, until}, [&](const SqlRow& row) {
-               StatsRow s;
-               s.createNanos = row.integer(0);
-               s.blameParty = row.text(1);
-               s.blamePhase = row.text(2);
-               if (!row.isNull(3)) s.startupSeconds = row.real(3);
-               s.summary = json::parse(row.text(4), nullptr, false);
-               out.push_back(std::move(s));
+               StatsGroup& g = groupOf(row);
+               g.tasks = static_cast<std::size_t>(row.integer(2));
+               g.complete = static_cast<std::size_t>(row.integer(3));
+               for (std::size_t i = 0; i < kPathPhases.size(); ++i)
+                 if (double s = row.isNull(4 + int(i)) ? 0 : row.real(4 + int(i)); s != 0)
+                   g.phaseSeconds.emplace_back(kPathPhases[i], s);
              });
+    // Percentiles from each group's startups counted by the millisecond, in order: exact, and
+    // the answer holds one row per distinct startup, not one per task.
+    std::map<std::pair<std::string, std::string>, std::vector<std::pair<int64_t, int64_t>>> counts;
+    db_->run("SELECT " + keys + ", CAST(round(startup_seconds * 1000) AS BIGINT), count(*)" +
+                 where + " AND startup_seconds IS NOT NULL GROUP BY 1, 2, 3 ORDER BY 1, 2, 3",
+             {since, until}, [&](const SqlRow& row) {
+               counts[keyOf(row)].emplace_back(row.integer(2), row.integer(3));
+             });
+    std::vector<StatsGroup> out;
+    for (auto& [k, g] : groups) {
+      if (auto it = counts.find(k); it != counts.end() && g.complete > 0) {
+        const auto& sorted = it->second;
+        const auto complete = static_cast<double>(g.complete);
+        auto rank = [&sorted, complete](double p) {
+          auto want = std::max<int64_t>(static_cast<int64_t>(std::ceil(p * complete)), 1);
+          int64_t seen = 0;
+          for (const auto& [ms, n] : sorted)
+            if ((seen += n) >= want) return static_cast<double>(ms) / 1000;
+          return static_cast<double>(sorted.back().first) / 1000;
+        };
+        g.p50 = rank(0.5);
+        g.p90 = rank(0.9);
+        g.p99 = rank(0.99);
+      }
+      out.push_back(std::move(g));
+    }
+    std::sort(out.begin(), out.end(),
+              [](const StatsGroup& a, const StatsGroup& b) { return a.key < b.key; });
     return out;
   }
 
@@ -280,7 +387,7 @@ private:
     std::vector<StoredRecording> all;
     db_->run("SELECT recorder, at_ns, document FROM recordings WHERE task = $1", {task},
              [&](const SqlRow& row) {
-               json d = json::parse(row.text(2), nullptr, false);
+               json d = unpackJson(row.bytes(2));
                if (!d.is_discarded()) all.push_back({row.text(0), row.integer(1), std::move(d)});
              });
     return all;

@@ -34,6 +34,10 @@ public:
     const auto* p = reinterpret_cast<const char*>(sqlite3_column_text(s_, c));
     return p == nullptr ? std::string() : std::string(p, sqlite3_column_bytes(s_, c));
   }
+  std::string bytes(int c) const override {
+    const auto* p = static_cast<const char*>(sqlite3_column_blob(s_, c));
+    return p == nullptr ? std::string() : std::string(p, sqlite3_column_bytes(s_, c));
+  }
 
 private:
   sqlite3_stmt* s_;
@@ -95,6 +99,9 @@ public:
         rc = sqlite3_bind_int64(s, at, std::get<int64_t>(v));
       else if (std::holds_alternative<double>(v))
         rc = sqlite3_bind_double(s, at, std::get<double>(v));
+      else if (const auto* b = std::get_if<SqlBytes>(&v))
+        rc = sqlite3_bind_blob(s, at, b->data.data(), static_cast<int>(b->data.size()),
+                               SQLITE_STATIC);
       else if (std::holds_alternative<std::string>(v))
         rc = sqlite3_bind_text(s, at, std::get<std::string>(v).data(),
                                static_cast<int>(std::get<std::string>(v).size()), SQLITE_STATIC);

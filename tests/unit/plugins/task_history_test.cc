@@ -262,28 +262,43 @@ TEST_P(HistoryStoreTest, StatsGroupTasksByPartyAndDay) {
     store_->record(recording("s-" + std::to_string(i), "alice",
                              base + (i < 5 ? 0 : 86400) * kSecond + i * kSecond, 4, 4 + i));
   store_->record(recording("s-pending", "alice", base, 4, 0));
-  auto rows = store_->statsRows(base, base + 2 * 86400 * kSecond);
-  ASSERT_EQ(rows.size(), 11u);
-  json byDay = historyStats(rows, "day");
+  int64_t until = base + 2 * 86400 * kSecond;
+  json all = statsJson(store_->stats(base, until, ""));
+  ASSERT_EQ(all.size(), 1u);
+  EXPECT_EQ(all[0]["tasks"], 11);
+  EXPECT_EQ(all[0]["complete"], 10);
+  EXPECT_DOUBLE_EQ(all[0]["startupSeconds"]["p50"].get<double>(), 8); // 4..13, nearest rank
+  EXPECT_DOUBLE_EQ(all[0]["startupSeconds"]["p99"].get<double>(), 13);
+  json byDay = statsJson(store_->stats(base, until, "day"));
   ASSERT_EQ(byDay.size(), 2u) << byDay.dump();
   EXPECT_EQ(byDay[0]["key"], "2024-11-01");
   EXPECT_EQ(byDay[0]["tasks"], 6);
   EXPECT_EQ(byDay[0]["complete"], 5);
   EXPECT_DOUBLE_EQ(byDay[0]["startupSeconds"]["p50"].get<double>(), 6); // 4..8
   EXPECT_DOUBLE_EQ(byDay[1]["startupSeconds"]["p99"].get<double>(), 13);
-  json byParty = historyStats(rows, "party");
+  double onPath = 0;
+  for (const auto& [phase, s] : byDay[0]["phaseSeconds"].items())
+    onPath += s["total"].get<double>();
+  EXPECT_DOUBLE_EQ(onPath, 4 + 5 + 6 + 7 + 8) << "the critical path's seconds add up to startups";
+  json byParty = statsJson(store_->stats(base, until, "party"));
   ASSERT_EQ(byParty.size(), 2u);
   EXPECT_EQ(byParty[0]["key"], "alice");
+  EXPECT_EQ(byParty[0]["tasks"], 11);
   EXPECT_DOUBLE_EQ(byParty[0]["startupSeconds"]["p90"].get<double>(), 4);
   EXPECT_DOUBLE_EQ(byParty[1]["startupSeconds"]["p90"].get<double>(), 12);
   EXPECT_GT(byParty[1]["phaseSeconds"]["readiness"]["total"].get<double>(), 0);
   // The web page's chart: a group per day and party.
-  json chart = historyStats(rows, "day,party");
+  json chart = statsJson(store_->stats(base, until, "day,party"));
   ASSERT_EQ(chart.size(), 4u);
   EXPECT_EQ(chart[3]["key"], "2024-11-02/bob");
   EXPECT_EQ(chart[3]["day"], "2024-11-02");
   EXPECT_EQ(chart[3]["party"], "bob");
   EXPECT_DOUBLE_EQ(chart[3]["startupSeconds"]["p50"].get<double>(), 11); // 9..13
+  json blame = statsJson(store_->stats(base, until, "blamePhase"));
+  std::size_t tasks = 0;
+  for (const auto& g : blame)
+    tasks += g["tasks"].get<std::size_t>();
+  EXPECT_EQ(tasks, 11u);
 }
 
 TEST(HistoryApiTest, InstantsAreRfc3339OrDurationsBack) {

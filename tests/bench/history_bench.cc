@@ -1,0 +1,291 @@
+// B8: task-history's reads at a million recorded tasks, SQLite and PostgreSQL side by side.
+//
+// Each database gets N recorded two-party tasks (default 1,000,000, spread over 90 days, the
+// default retention): one task recorded through the store as the plugin records it (both parties'
+// recordings, merged and summarised), then copied N times straight into the tables by SQL, each
+// copy with its own name, creation, phase, startup and blame (the columns the queries filter and
+// aggregate on). PostgreSQL is a real server this bench starts (initdb in a temporary
+// directory). Then, through the admin API's own code (serveHistory), with the database warm:
+//  - history pages under every filter, at random depths (keyset `continue`): p50 and p99, target
+//    p99 at most 20 ms;
+//  - one task's document: p99, target 5 ms;
+//  - stats over the last 30 days, each grouping: the slowest, target 500 ms;
+//  - bytes per task on disk.
+// Not a test: it prints figures against their targets (docs/benchmarks.md, B8).
+//
+// usage: history_bench [--tasks N] [--queries Q] [--db sqlite|postgresql|both]
+#include <kuscia_host/kube_text.hpp>
+#include <kuscia_host/timeline.hpp>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <iostream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "history_api.h"
+#include "history_store.h"
+#include "postgres_server.h"
+#include "sql_db.h"
+
+using namespace kuscia_host::plugins::history;
+using nlohmann::json;
+namespace sdk = kuscia_host::sdk;
+
+namespace {
+
+constexpr int64_t kSecond = 1000000000;
+constexpr int64_t kDay = 86400 * kSecond;
+constexpr int64_t kSpan = 90 * kDay;
+constexpr std::size_t kChunk = 100000;
+
+double nowMs() {
+  return std::chrono::duration<double, std::milli>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+int64_t wallNanos() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// The template task as the plugin records it: both parties, each with a pod (its image pull and
+// a reason) and a service, recorded by each party.
+Recording templateRecording(const std::string& recorder, int64_t created) {
+  auto t = [&](int s) { return sdk::formatTime(created + s * kSecond, sdk::TimePrecision::kAsGiven); };
+  json entries = json::object();
+  for (const char* party : {"alice", "bob"}) {
+    std::string pod = std::string(party) + "/bench-template-0";
+    json times = {{"createTime", t(0)}, {"scheduleTime", t(1)}, {"startTime", t(2)},
+                  {"readyTime", t(9)}};
+    if (recorder == party) {
+      times["firstReadyTime"] = t(9);
+      times["imagePullStartTime"] = t(3);
+      times["imagePullEndTime"] = t(7);
+      times["containersStartTime"] = t(8);
+      times["reasons"] = {{"pulling", {{"reason", "Pulling"},
+                                       {"message", "Pulling image \"secretflow/secretflow-lite-anolis8:1.5.0b0\""},
+                                       {"since", created + 3 * kSecond}}}};
+    }
+    json e = sdk::timeline::entry(pod, times, true);
+    entries[pod] = std::move(e);
+    for (const char* port : {"spu", "fed", "global"}) {
+      std::string svc = pod + "-" + port;
+      entries[svc] = sdk::timeline::entry(svc, {{"createTime", t(0)}, {"readyTime", t(10)}}, false);
+    }
+  }
+  json doc = {{"task", "bench-template"}, {"namespace", "cross-domain"}, {"phase", "Succeeded"},
+              {"createTime", t(0)}, {"entries", std::move(entries)}};
+  return Recording{"bench-template", "cross-domain", recorder, created + 60 * kSecond, doc};
+}
+
+std::string cpColumns() {
+  std::string out;
+  for (const char* p : {"creating", "scheduling", "accepting", "pulling", "starting", "readiness",
+                        "programming"})
+    out += std::string(", cp_") + p;
+  return out;
+}
+
+// N copies of the template, by SQL, chunk by chunk (the same statements on both databases).
+void load(SqlDb& db, std::size_t n, int64_t base) {
+  const int64_t step = kSpan / static_cast<int64_t>(n);
+  const std::string series =
+      "WITH RECURSIVE s(i) AS (SELECT CAST($1 AS BIGINT) UNION ALL SELECT i + 1 FROM s WHERE i < "
+      "CAST($2 AS BIGINT)) ";
+  const std::string created = "CAST($3 AS BIGINT) + i * CAST($4 AS BIGINT)";
+  // Startups of 1.0 to 60.9 s, a tenth of the tasks failed, blame spread over four phases.
+  const std::string startup = "(1 + (i * 7919) % 600 / 10.0)";
+  const std::string cp = cpColumns();
+  double started = nowMs();
+  for (std::size_t from = 1; from <= n; from += kChunk) {
+    std::size_t to = std::min(n, from + kChunk - 1);
+    std::vector<SqlValue> p = {static_cast<int64_t>(from), static_cast<int64_t>(to), base, step};
+    db.begin();
+    db.run(series + "INSERT INTO tasks (task, namespace, phase, create_ns, complete, "
+                    "startup_seconds, blame_party, blame_phase" + cp + ", updated_ns, summary) "
+                    "SELECT 'bench-' || i, t.namespace, CASE WHEN i % 10 = 0 THEN 'Failed' ELSE "
+                    "'Succeeded' END, " + created + ", 1, " + startup +
+               ", CASE WHEN i % 3 = 0 THEN 'alice' ELSE 'bob' END, CASE i % 4 WHEN 0 THEN "
+               "'pulling' WHEN 1 THEN 'scheduling' WHEN 2 THEN 'readiness' ELSE 'accepting' END" +
+               cp + ", t.updated_ns, t.summary FROM tasks t, s WHERE t.task = 'bench-template'",
+           p, {});
+    db.run(series + "INSERT INTO task_parties (task, party, create_ns, startup_seconds" + cp +
+               ") SELECT 'bench-' || i, tp.party, " + created + ", " + startup +
+               " - CASE WHEN tp.party = 'alice' THEN 0.5 ELSE 0 END" + cp +
+               " FROM task_parties tp, s WHERE tp.task = 'bench-template'",
+           p, {});
+    db.run(series + "INSERT INTO recordings (task, recorder, at_ns, document) SELECT 'bench-' || "
+                    "i, r.recorder, r.at_ns, r.document FROM recordings r, s WHERE r.task = "
+                    "'bench-template'",
+           {p[0], p[1]}, {});
+    db.commit();
+    std::cerr << "  ... " << to << "/" << n << " tasks stored (" << (nowMs() - started) / 1000
+              << " s)\n";
+  }
+  db.script("ANALYZE");
+}
+
+struct Timing {
+  std::vector<double> ms;
+  double quantile(double q) {
+    std::sort(ms.begin(), ms.end());
+    if (ms.empty()) return 0;
+    return ms[std::min(ms.size() - 1, static_cast<std::size_t>(q * static_cast<double>(ms.size())))];
+  }
+};
+
+// One GET through the admin API's code; its status, timed into `t`.
+json get(HistoryStore& store, const std::string& path, const std::string& query, Timing& t) {
+  sdk::HttpRequest req{"GET", path, query};
+  sdk::HttpResponse res;
+  double start = nowMs();
+  serveHistory(store, req, res, wallNanos());
+  t.ms.push_back(nowMs() - start);
+  if (res.status != 200) {
+    std::cerr << "history_bench: " << path << "?" << query << " answered " << res.status << ": "
+              << res.body << "\n";
+    std::exit(1);
+  }
+  return json::parse(res.body);
+}
+
+struct Result {
+  std::string db;
+  double pageP50 = 0, pageP99 = 0, taskP99 = 0, statsMax = 0, bytesPerTask = 0, loadSeconds = 0;
+};
+
+Result run(const std::string& name, const std::string& database, SqlDb& bulk, std::size_t n,
+           std::size_t queries, const std::function<double()>& diskBytes) {
+  Result r;
+  r.db = name;
+  const int64_t base = wallNanos() - kSpan;
+  {
+    auto store = openStore(database, "");
+    store->record(templateRecording("alice", base));
+    store->record(templateRecording("bob", base));
+  }
+  std::cerr << name << ": storing " << n << " tasks\n";
+  double started = nowMs();
+  load(bulk, n, base);
+  r.loadSeconds = (nowMs() - started) / 1000;
+  auto store = openStore(database, "", true);
+  std::mt19937_64 rng(42);
+  const int64_t step = kSpan / static_cast<int64_t>(n);
+  // Pages: every filter, from the newest and from random depths.
+  const std::vector<std::string> filters = {
+      "",        "party=bob", "phase=Failed",        "minStartupSeconds=30", "blamePhase=pulling",
+      "q=bench-12", "since=7d", "since=30d&until=20d", "order=slowest&since=30d"};
+  Timing pages;
+  for (std::size_t i = 0; i < queries; ++i) {
+    const std::string& f = filters[i % filters.size()];
+    std::string q = f + (f.empty() ? "" : "&") + "limit=100";
+    if (i % 2 == 1 && f.find("order=") == std::string::npos) {
+      std::size_t at = 1 + rng() % n;
+      q += "&continue=" + std::to_string(base + static_cast<int64_t>(at) * step) + ".bench-" +
+           std::to_string(at);
+    }
+    json page = get(*store, "/api/v1/history", q, pages);
+    if (f.empty() && page["items"].size() != 100) {
+      std::cerr << "history_bench: a page of " << page["items"].size() << " items\n";
+      std::exit(1);
+    }
+  }
+  r.pageP50 = pages.quantile(0.5);
+  r.pageP99 = pages.quantile(0.99);
+  Timing one;
+  for (std::size_t i = 0; i < queries; ++i)
+    get(*store, "/api/v1/history/bench-" + std::to_string(1 + rng() % n), "", one);
+  r.taskP99 = one.quantile(0.99);
+  Timing stats;
+  for (const char* g : {"", "groupBy=party", "groupBy=day", "groupBy=day,party", "groupBy=blamePhase"})
+    for (int i = 0; i < 2; ++i) {
+      json s = get(*store, "/api/v1/history/stats", std::string("since=30d") + (*g ? "&" : "") + g,
+                   stats);
+      std::size_t tasks = 0;
+      for (const auto& grp : s["groups"])
+        tasks += grp["tasks"].get<std::size_t>();
+      std::size_t expected = std::string(g).find("party") != std::string::npos ? 2 : 1;
+      if (tasks < expected * (n / 3 - n / 100)) {
+        std::cerr << "history_bench: stats counted " << tasks << " tasks in 30 days\n";
+        std::exit(1);
+      }
+    }
+  r.statsMax = stats.quantile(1.0);
+  r.bytesPerTask = diskBytes() / static_cast<double>(n);
+  return r;
+}
+
+int64_t fileBytes(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 ? st.st_size : 0;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  std::size_t n = 1000000, queries = 200;
+  std::string which = "both";
+  for (int i = 1; i + 1 < argc; i += 2) {
+    std::string a = argv[i];
+    if (a == "--tasks")
+      n = std::stoul(argv[i + 1]);
+    else if (a == "--queries")
+      queries = std::stoul(argv[i + 1]);
+    else if (a == "--db")
+      which = argv[i + 1];
+    else {
+      std::cerr << "usage: history_bench [--tasks N] [--queries Q] [--db sqlite|postgresql|both]\n";
+      return 2;
+    }
+  }
+  std::vector<Result> results;
+  char tmpl[] = "/tmp/kh-b8-XXXXXX";
+  std::string dir = mkdtemp(tmpl);
+  if (which != "postgresql") {
+    std::string path = dir + "/history.db";
+    openStore(path, "");
+    auto bulk = openSqlite(path);
+    results.push_back(run("SQLite", path, *bulk, n, queries, [&] {
+      return static_cast<double>(fileBytes(path) + fileBytes(path + "-wal"));
+    }));
+  }
+  if (which != "sqlite") {
+    kuscia_host::test::PostgresServer pg;
+    if (!pg.available()) {
+      std::cerr << "history_bench: PostgreSQL: " << pg.why() << "\n";
+      return 1;
+    }
+    pg.psql("CREATE DATABASE b8");
+    std::string uri = pg.uri("b8");
+    openStore(uri, "");
+    auto bulk = openPostgres(uri, "");
+    results.push_back(run("PostgreSQL", uri, *bulk, n, queries, [&] {
+      double bytes = 0;
+      bulk->run("SELECT pg_database_size(current_database())", {},
+                [&](const SqlRow& row) { bytes = static_cast<double>(row.integer(0)); });
+      return bytes;
+    }));
+  }
+  std::filesystem::remove_all(dir);
+  std::printf("B8 task history, %zu recorded two-party tasks over 90 days, %zu queries each\n", n,
+              queries);
+  std::printf("  %-11s %10s %10s %10s %12s %12s %10s\n", "database", "page p50", "page p99",
+              "task p99", "stats 30d", "bytes/task", "load");
+  for (const auto& r : results)
+    std::printf("  %-11s %8.2f ms %8.2f ms %8.2f ms %10.1f ms %12.0f %8.1f s\n", r.db.c_str(),
+                r.pageP50, r.pageP99, r.taskP99, r.statsMax, r.bytesPerTask, r.loadSeconds);
+  for (const auto& r : results)
+    std::printf("  %s: page p99 %.2f/20 ms (%s), task p99 %.2f/5 ms (%s), stats %.0f/500 ms (%s)\n",
+                r.db.c_str(), r.pageP99, r.pageP99 <= 20 ? "met" : "not met", r.taskP99,
+                r.taskP99 <= 5 ? "met" : "not met", r.statsMax,
+                r.statsMax <= 500 ? "met" : "not met");
+  return 0;
+}
