@@ -26,9 +26,6 @@ json message(std::string text) {
   return json{{"message", std::move(text)}};
 }
 
-
-
-
 } // namespace
 
 std::optional<int64_t> parseInstant(std::string_view text, int64_t nowNanos) {
@@ -58,13 +55,12 @@ json statsJson(const std::vector<StatsGroup>& groups) {
     json group = {{"key", g.key}, {"tasks", g.tasks}, {"complete", g.complete}};
     if (!g.day.empty()) group["day"] = g.day;
     if (!g.party.empty()) group["party"] = g.party;
-    if (g.p50)
-      group["startupSeconds"] = {{"p50", *g.p50}, {"p90", *g.p90}, {"p99", *g.p99}};
+    if (g.p50) group["startupSeconds"] = {{"p50", *g.p50}, {"p90", *g.p90}, {"p99", *g.p99}};
     json phases = json::object();
     for (const auto& [phase, total] : g.phaseSeconds)
-      phases[phase] = {{"total", round3(total)},
-                       {"mean", round3(total / static_cast<double>(std::max<std::size_t>(
-                                                  g.complete, 1)))}};
+      phases[phase] = {
+          {"total", round3(total)},
+          {"mean", round3(total / static_cast<double>(std::max<std::size_t>(g.complete, 1)))}};
     group["phaseSeconds"] = std::move(phases);
     out.push_back(std::move(group));
   }

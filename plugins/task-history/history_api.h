@@ -6,7 +6,8 @@
 //                                7d), party, phase (the task's), minStartupSeconds, blamePhase,
 //                                q (a name prefix); limit (default 100, at most 500), continue;
 //                                order=slowest: the slowest complete tasks, one page
-//   GET /api/v1/history/stats    ?since=&until=&groupBy=party|blamePhase|day|day,party: per group the
+//   GET /api/v1/history/stats    ?since=&until=&groupBy=party|blamePhase|day|day,party: per group
+//   the
 //                                tasks, the complete ones, p50/p90/p99 of startup seconds, and
 //                                the critical path's seconds per phase (total and mean)
 //   GET /api/v1/history/<task>   the stored document with its summary and phases; 404 when

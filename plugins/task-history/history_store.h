@@ -68,7 +68,8 @@ struct HistoryPage {
 struct StatsGroup {
   std::string key, day, party; // day "YYYY-MM-DD" (UTC) and party when grouped by them
   std::size_t tasks = 0, complete = 0;
-  std::optional<double> p50, p90, p99; // of the startup seconds of the complete tasks
+  // Of the startup seconds of the complete tasks, to the tenth of a second.
+  std::optional<double> p50, p90, p99;
   std::vector<std::pair<std::string, double>> phaseSeconds; // critical-path seconds per phase
 };
 
@@ -89,6 +90,8 @@ public:
   // (0: no cap), oldest first; the number deleted.
   virtual std::size_t prune(int64_t before, std::size_t maxTasks, std::size_t batch) = 0;
   virtual std::size_t count() = 0;
+  // Recomputes the per-day figures `stats` reads from the tasks (after a bulk load).
+  virtual void rebuildStats() = 0;
   // What the storage is, for logs ("sqlite /var/lib/...", "postgresql host=... dbname=...");
   // never a password.
   virtual std::string describe() const = 0;

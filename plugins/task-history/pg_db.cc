@@ -42,7 +42,8 @@ public:
   }
   // BYTEA comes as text in the hex format ("\\x" and two digits a byte), the server's default.
   std::string bytes(int c) const override {
-    std::string_view hex(PQgetvalue(r_, row_, c), static_cast<std::size_t>(PQgetlength(r_, row_, c)));
+    std::string_view hex(PQgetvalue(r_, row_, c),
+                         static_cast<std::size_t>(PQgetlength(r_, row_, c)));
     std::string out;
     if (hex.substr(0, 2) != "\\x") return out;
     auto digit = [](char d) { return d <= '9' ? d - '0' : (d | 0x20) - 'a' + 10; };
@@ -139,6 +140,7 @@ public:
     run("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", {task}, {});
   }
   std::string describe() const override { return describe_; }
+  std::string nameType() const override { return "TEXT COLLATE \"C\""; }
 
 private:
   void ensure() {

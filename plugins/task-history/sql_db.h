@@ -46,6 +46,9 @@ public:
   // the transaction ends); SQLite's write lock already does.
   virtual void lockTask(const std::string& task) = 0;
   virtual std::string describe() const = 0;
+  // The column type of names compared by ranges (the list's name prefix): byte order in both
+  // (PostgreSQL's default collation may ignore punctuation, which would break a prefix range).
+  virtual std::string nameType() const = 0;
 };
 
 // `readOnly`: the file must exist; nothing is written.

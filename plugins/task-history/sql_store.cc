@@ -1,13 +1,15 @@
 // HistoryStore over SqlDb: the schema, its migrations, and every query, once for both databases.
 #include <kuscia_host/kube_text.hpp>
-#include <zlib.h>
 #include <kuscia_host/timeline_summary.hpp>
+#include <zlib.h>
 
 #include <algorithm>
 #include <array>
 #include <chrono>
 #include <cmath>
 #include <ctime>
+#include <functional>
+#include <limits>
 #include <map>
 
 #include "history_doc.h"
@@ -35,17 +37,23 @@ std::string pathColumns(const char* prefix, const char* suffix) {
 // Each migration runs once, in order, in its own transaction; its index + 1 is the version.
 const std::vector<std::string>& migrations() {
   static const std::vector<std::string> m = {
-      "CREATE TABLE tasks (task TEXT PRIMARY KEY, namespace TEXT NOT NULL, phase TEXT NOT NULL,"
+      "CREATE TABLE tasks (task NAME_TYPE PRIMARY KEY, namespace TEXT NOT NULL, phase TEXT NOT "
+      "NULL,"
       " create_ns BIGINT NOT NULL, complete INTEGER NOT NULL, startup_seconds DOUBLE PRECISION,"
       " blame_party TEXT NOT NULL, blame_phase TEXT NOT NULL," +
       pathColumns(" ", " DOUBLE PRECISION NOT NULL,") +
       " updated_ns BIGINT NOT NULL, summary BYTEA NOT NULL);"
       "CREATE INDEX tasks_by_create ON tasks (create_ns, task);"
-      "CREATE TABLE task_parties (task TEXT NOT NULL, party TEXT NOT NULL,"
+      "CREATE INDEX tasks_by_startup ON tasks (startup_seconds, task);"
+      "CREATE TABLE task_parties (task NAME_TYPE NOT NULL, party TEXT NOT NULL,"
       " create_ns BIGINT NOT NULL, startup_seconds DOUBLE PRECISION," +
       pathColumns(" ", " DOUBLE PRECISION NOT NULL,") +
       " PRIMARY KEY (task, party));"
       "CREATE INDEX task_parties_by_party ON task_parties (party, create_ns, task);"
+      "CREATE TABLE stats_days (kind TEXT NOT NULL, day BIGINT NOT NULL, dim TEXT NOT NULL,"
+      " bucket BIGINT NOT NULL, tasks BIGINT NOT NULL," +
+      pathColumns(" ", " DOUBLE PRECISION NOT NULL,") +
+      " PRIMARY KEY (kind, day, dim, bucket));"
       "CREATE TABLE recordings (task TEXT NOT NULL, recorder TEXT NOT NULL,"
       " at_ns BIGINT NOT NULL, document BYTEA NOT NULL, PRIMARY KEY (task, recorder));"};
   return m;
@@ -107,6 +115,29 @@ json unpackJson(const std::string& packed) {
   return json::parse(text, nullptr, false);
 }
 
+// stats_days: what `stats` reads instead of the tasks. Per UTC day, one row per (kind, dim,
+// bucket): kind "all" (dim ""), "blame" (dim: the blamed phase) and "party" (dim: the party, with
+// that party's startup and part of the critical path); bucket: the startup in tenths of a second
+// (-1: not complete); tasks and the critical path's seconds per phase added up. record() and
+// prune() keep it in step (the old contribution out, the new in); stats over days read it, and
+// the raw rows only for the partial days at the edges of the range.
+constexpr int64_t kDayNanos = int64_t{86400} * 1000000000;
+// A name prefix held by at most this many tasks is looked up by name.
+constexpr int64_t kPrefixWalk = 10000;
+const char* const kBucket = "coalesce(CAST(round(startup_seconds * 10) AS BIGINT), -1)";
+
+// The SELECT of the stats_days rows the tasks (or task_parties) created in [$1, $2) make: kind,
+// day, dim, bucket, tasks, cp sums.
+std::string contributionSelect(const std::string& kind) {
+  std::string sums;
+  for (const char* phase : kPathPhases)
+    sums += std::string(", sum(cp_") + phase + ")";
+  std::string dim = kind == "party" ? "party" : kind == "blame" ? "blame_phase" : "''";
+  return "SELECT '" + kind + "', create_ns / " + std::to_string(kDayNanos) + ", " + dim + ", " +
+         kBucket + ", count(*)" + sums + " FROM " + (kind == "party" ? "task_parties" : "tasks") +
+         " WHERE create_ns >= $1 AND create_ns < $2";
+}
+
 SqlValue optional(const std::optional<double>& v) {
   return v ? SqlValue(*v) : SqlValue(nullptr);
 }
@@ -123,10 +154,11 @@ public:
   bool record(const Recording& r) override {
     Transaction tx(*db_);
     db_->lockTask(r.task);
+    // What the task counted in stats_days before this recording (nothing when it is new).
+    std::vector<std::vector<SqlValue>> old = contributions(r.task);
     json stored;
     db_->run("SELECT document FROM recordings WHERE task = $1 AND recorder = $2",
-             {r.task, r.recorder},
-             [&](const SqlRow& row) { stored = unpackJson(row.bytes(0)); });
+             {r.task, r.recorder}, [&](const SqlRow& row) { stored = unpackJson(row.bytes(0)); });
     json merged = mergeRecording(stored, r.document);
     if (!stored.is_discarded() && merged == stored) return false;
     db_->run("INSERT INTO recordings (task, recorder, at_ns, document) VALUES ($1, $2, $3, $4)"
@@ -186,8 +218,25 @@ public:
                    ") VALUES ($1, $2, $3, $4" + pvals + ")",
                pp);
     }
+    for (auto& rowOut : old)
+      addContribution(rowOut, -1);
+    for (auto& rowIn : contributions(r.task))
+      addContribution(rowIn, 1);
     tx.commit();
     return true;
+  }
+
+  void rebuildStats() override {
+    Transaction tx(*db_);
+    db_->run("DELETE FROM stats_days", {});
+    std::string cols;
+    for (const char* phase : kPathPhases)
+      cols += std::string(", cp_") + phase;
+    for (const char* kind : {"all", "blame", "party"})
+      db_->run("INSERT INTO stats_days (kind, day, dim, bucket, tasks" + cols + ") " +
+                   contributionSelect(kind) + " GROUP BY 2, 3, 4",
+               {std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max()});
+    tx.commit();
   }
 
   HistoryPage list(const HistoryQuery& q) override {
@@ -204,24 +253,36 @@ public:
       return "$" + std::to_string(params.size());
     };
     if (byParty) sql += " AND p.party = " + param(q.party);
-    if (q.since) sql += " AND " + t + "create_ns >= " + param(*q.since);
-    if (q.until) sql += " AND " + t + "create_ns < " + param(*q.until);
+    // The slowest: walked down the startup index; the creation range only filters ("+" keeps
+    // the planner of either database from walking the creation index and sorting instead).
+    std::string created = (q.slowest ? "+" : "") + t + "create_ns";
+    if (q.since) sql += " AND " + created + " >= " + param(*q.since);
+    if (q.until) sql += " AND " + created + " < " + param(*q.until);
     if (!q.phase.empty()) sql += " AND t.phase = " + param(q.phase);
     if (!q.blamePhase.empty()) sql += " AND t.blame_phase = " + param(q.blamePhase);
     if (q.minStartupSeconds) sql += " AND t.startup_seconds >= " + param(*q.minStartupSeconds);
     if (!q.prefix.empty()) {
-      // Names are DNS labels: '~' sorts after every character they may hold.
-      sql += " AND " + t + "task >= " + param(q.prefix);
-      sql += " AND " + t + "task < " + param(q.prefix + "~");
+      // Names are DNS labels: '~' sorts after every character they may hold. A prefix few tasks
+      // have is walked by name (then sorted); a common one along the creation index, filtered.
+      std::string to = q.prefix + "~";
+      int64_t named = 0;
+      db_->run("SELECT count(*) FROM (SELECT 1 FROM tasks WHERE task >= $1 AND task < $2 LIMIT " +
+                   std::to_string(kPrefixWalk + 1) + ") n",
+               {q.prefix, to}, [&](const SqlRow& row) { named = row.integer(0); });
+      // (`|| ''` keeps the planner off the name index, as "+" does for a number.)
+      std::string name = t + "task" + (named > kPrefixWalk ? " || ''" : "");
+      sql += " AND " + name + " >= " + param(q.prefix) + " AND " + name + " < " + param(to);
     }
     if (q.after && !q.slowest) {
+      // (create_ns, task) < (c, n), written so that both databases take a range of the index.
       std::string c = param(q.after->first);
       std::string n = param(q.after->second);
-      sql += " AND (" + t + "create_ns < " + c + " OR (" + t + "create_ns = " + c + " AND " + t +
-             "task < " + n + "))";
+      sql += " AND " + t + "create_ns <= " + c + " AND (" + t + "create_ns < " + c + " OR " + t +
+             "task < " + n + ")";
     }
     if (q.slowest)
-      sql += " AND t.startup_seconds IS NOT NULL ORDER BY t.startup_seconds DESC, t.task DESC LIMIT " +
+      sql += " AND t.startup_seconds IS NOT NULL ORDER BY t.startup_seconds DESC, t.task DESC "
+             "LIMIT " +
              param(static_cast<int64_t>(q.limit));
     else
       sql += " ORDER BY " + t + "create_ns DESC, " + t + "task DESC LIMIT " +
@@ -255,75 +316,75 @@ public:
   }
 
   std::vector<StatsGroup> stats(int64_t since, int64_t until, const std::string& groupBy) override {
-    // The day as a number (integer division: the same in both databases), formatted here.
-    bool byParty = groupBy == "party" || groupBy == "day,party";
-    const std::string day = "create_ns / 86400000000000";
-    std::string keys = groupBy == "party"        ? "'', party"
-                       : groupBy == "day,party"  ? day + ", party"
-                       : groupBy == "day"        ? day + ", ''"
-                       : groupBy == "blamePhase" ? "0, blame_phase"
-                                                 : "0, ''";
-    std::string from = byParty ? "task_parties" : "tasks";
-    std::string where = " FROM " + from + " WHERE create_ns >= $1 AND create_ns < $2";
-    std::map<std::pair<std::string, std::string>, StatsGroup> groups;
-    auto keyOf = [&](const SqlRow& row) {
-      return std::pair{groupBy == "day" || groupBy == "day,party" ? dayText(row.integer(0))
-                                                                   : std::string(),
-                       row.text(1)};
+    const bool byParty = groupBy == "party" || groupBy == "day,party";
+    const bool byDay = groupBy == "day" || groupBy == "day,party";
+    const std::string kind = byParty ? "party" : groupBy == "blamePhase" ? "blame" : "all";
+    // Per group: tasks and critical-path sums, and tasks per startup bucket.
+    struct Acc {
+      std::string day, dim;
+      int64_t tasks = 0;
+      std::array<double, kPathPhases.size()> cp{};
+      std::map<int64_t, int64_t> buckets;
     };
-    auto groupOf = [&](const SqlRow& row) -> StatsGroup& {
-      auto k = keyOf(row);
-      const std::string& d = k.first;
-      const std::string& second = k.second;
-      StatsGroup& g = groups[k];
-      if (g.key.empty()) {
-        g.day = d;
-        g.party = byParty ? second : "";
-        g.key = groupBy == "day,party" ? d + "/" + second
-                : groupBy == "day"     ? d
-                : groupBy.empty()      ? "all"
-                : second.empty()       ? "none"
-                                       : second;
-      }
-      return g;
+    std::map<std::pair<std::string, std::string>, Acc> acc;
+    auto add = [&](const SqlRow& row) { // day, dim, bucket, tasks, cp...
+      int64_t tasks = row.integer(3);
+      if (tasks == 0) return;
+      std::string day = byDay ? dayText(row.integer(0)) : std::string();
+      std::string dim = kind == "all" ? std::string() : row.text(1);
+      Acc& a = acc[{day, dim}];
+      a.day = day;
+      a.dim = dim;
+      a.tasks += tasks;
+      a.buckets[row.integer(2)] += tasks;
+      for (std::size_t i = 0; i < kPathPhases.size(); ++i)
+        a.cp[i] += row.isNull(4 + int(i)) ? 0 : row.real(4 + int(i));
     };
-    std::string sums;
-    for (const char* phase : kPathPhases)
-      sums += std::string(", sum(cp_") + phase + ")";
-    db_->run("SELECT " + keys + ", count(*), count(startup_seconds)" + sums + where +
-                 " GROUP BY 1, 2",
-             {since, until}, [&](const SqlRow& row) {
-               StatsGroup& g = groupOf(row);
-               g.tasks = static_cast<std::size_t>(row.integer(2));
-               g.complete = static_cast<std::size_t>(row.integer(3));
-               for (std::size_t i = 0; i < kPathPhases.size(); ++i)
-                 if (double s = row.isNull(4 + int(i)) ? 0 : row.real(4 + int(i)); s != 0)
-                   g.phaseSeconds.emplace_back(kPathPhases[i], s);
-             });
-    // Percentiles from each group's startups counted by the millisecond, in order: exact, and
-    // the answer holds one row per distinct startup, not one per task.
-    std::map<std::pair<std::string, std::string>, std::vector<std::pair<int64_t, int64_t>>> counts;
-    db_->run("SELECT " + keys + ", CAST(round(startup_seconds * 1000) AS BIGINT), count(*)" +
-                 where + " AND startup_seconds IS NOT NULL GROUP BY 1, 2, 3 ORDER BY 1, 2, 3",
-             {since, until}, [&](const SqlRow& row) {
-               counts[keyOf(row)].emplace_back(row.integer(2), row.integer(3));
-             });
+    // Whole days from stats_days; the partial days at either end from the tasks themselves.
+    int64_t firstDay = (since + kDayNanos - 1) / kDayNanos, lastDay = until / kDayNanos;
+    if (since < 0 || firstDay >= lastDay) {
+      raw(kind, since, until, add);
+    } else {
+      std::string cols;
+      for (const char* phase : kPathPhases)
+        cols += std::string(", cp_") + phase;
+      db_->run("SELECT day, dim, bucket, tasks" + cols +
+                   " FROM stats_days WHERE kind = $1 AND day >= $2 AND day < $3",
+               {kind, firstDay, lastDay}, add);
+      raw(kind, since, firstDay * kDayNanos, add);
+      raw(kind, lastDay * kDayNanos, until, add);
+    }
     std::vector<StatsGroup> out;
-    for (auto& [k, g] : groups) {
-      if (auto it = counts.find(k); it != counts.end() && g.complete > 0) {
-        const auto& sorted = it->second;
-        const auto complete = static_cast<double>(g.complete);
-        auto rank = [&sorted, complete](double p) {
-          auto want = std::max<int64_t>(static_cast<int64_t>(std::ceil(p * complete)), 1);
+    for (auto& [k, a] : acc) {
+      StatsGroup g;
+      g.day = a.day;
+      g.party = byParty ? a.dim : "";
+      g.key = groupBy == "day,party" ? a.day + "/" + a.dim
+              : groupBy == "day"     ? a.day
+              : groupBy.empty()      ? "all"
+              : a.dim.empty()        ? "none"
+                                     : a.dim;
+      g.tasks = static_cast<std::size_t>(a.tasks);
+      int64_t complete = 0;
+      for (const auto& [bucket, n] : a.buckets)
+        if (bucket >= 0) complete += n;
+      g.complete = static_cast<std::size_t>(complete);
+      if (complete > 0) {
+        const auto& buckets = a.buckets;
+        auto rank = [&buckets, complete](double p) {
+          auto want = std::max<int64_t>(
+              static_cast<int64_t>(std::ceil(p * static_cast<double>(complete))), 1);
           int64_t seen = 0;
-          for (const auto& [ms, n] : sorted)
-            if ((seen += n) >= want) return static_cast<double>(ms) / 1000;
-          return static_cast<double>(sorted.back().first) / 1000;
+          for (const auto& [bucket, n] : buckets)
+            if (bucket >= 0 && (seen += n) >= want) return static_cast<double>(bucket) / 10;
+          return static_cast<double>(buckets.rbegin()->first) / 10;
         };
         g.p50 = rank(0.5);
         g.p90 = rank(0.9);
         g.p99 = rank(0.99);
       }
+      for (std::size_t i = 0; i < kPathPhases.size(); ++i)
+        if (std::abs(a.cp[i]) > 1e-9) g.phaseSeconds.emplace_back(kPathPhases[i], a.cp[i]);
       out.push_back(std::move(g));
     }
     std::sort(out.begin(), out.end(),
@@ -349,6 +410,10 @@ public:
     if (doomed.empty()) return 0;
     Transaction tx(*db_);
     for (const auto& task : doomed)
+      for (auto& row : contributions(task))
+        addContribution(row, -1);
+    db_->run("DELETE FROM stats_days WHERE tasks <= 0", {});
+    for (const auto& task : doomed)
       for (const char* table : {"tasks", "task_parties", "recordings"})
         db_->run(std::string("DELETE FROM ") + table + " WHERE task = $1", {task});
     tx.commit();
@@ -364,6 +429,17 @@ public:
   std::string describe() const override { return db_->describe(); }
 
 private:
+  // The stats_days rows of the tasks created in [from, to), computed from the tasks: day, dim,
+  // bucket, tasks, cp sums.
+  void raw(const std::string& kind, int64_t from, int64_t to,
+           const std::function<void(const SqlRow&)>& add) {
+    if (from >= to) return;
+    std::string select = contributionSelect(kind);
+    // Drop the leading kind column: the same columns as stats_days' rows.
+    select.replace(0, select.find(',') + 1, "SELECT");
+    db_->run(select + " GROUP BY 1, 2, 3", {from, to}, add);
+  }
+
   // Rolls back unless committed.
   class Transaction {
   public:
@@ -382,6 +458,49 @@ private:
     SqlDb& db_;
     bool done_ = false;
   };
+
+  // The stats_days rows one task makes: (kind, day, dim, bucket, cp...), each for one task.
+  std::vector<std::vector<SqlValue>> contributions(const std::string& task) {
+    std::vector<std::vector<SqlValue>> out;
+    std::string cols;
+    for (const char* phase : kPathPhases)
+      cols += std::string(", cp_") + phase;
+    auto take = [&](const char* kind) {
+      return [&out, kind](const SqlRow& row) {
+        std::vector<SqlValue> v = {std::string(kind), row.integer(0), row.text(1), row.integer(2)};
+        for (std::size_t i = 0; i < kPathPhases.size(); ++i)
+          v.emplace_back(row.real(3 + static_cast<int>(i)));
+        out.push_back(std::move(v));
+      };
+    };
+    const std::string day = "create_ns / " + std::to_string(kDayNanos);
+    db_->run("SELECT " + day + ", '', " + kBucket + cols + " FROM tasks WHERE task = $1", {task},
+             take("all"));
+    db_->run("SELECT " + day + ", blame_phase, " + kBucket + cols + " FROM tasks WHERE task = $1",
+             {task}, take("blame"));
+    db_->run("SELECT " + day + ", party, " + kBucket + cols + " FROM task_parties WHERE task = $1",
+             {task}, take("party"));
+    return out;
+  }
+
+  // Adds (sign 1) or takes out (-1) one task's row of stats_days.
+  void addContribution(std::vector<SqlValue> row, int sign) {
+    std::string cols, vals, sets;
+    for (std::size_t i = 0; i < kPathPhases.size(); ++i) {
+      std::string c = std::string("cp_") + kPathPhases[i];
+      cols += ", " + c;
+      vals += ", $" + std::to_string(6 + i);
+      sets += ", " + c + " = stats_days." + c + " + excluded." + c;
+      row[4 + i] = std::get<double>(row[4 + i]) * sign;
+    }
+    row.insert(row.begin() + 4, SqlValue(int64_t{sign}));
+    db_->run("INSERT INTO stats_days (kind, day, dim, bucket, tasks" + cols +
+                 ") VALUES ($1, $2, $3, $4, $5" + vals +
+                 ") ON CONFLICT (kind, day, dim, bucket) DO UPDATE SET tasks = stats_days.tasks + "
+                 "excluded.tasks" +
+                 sets,
+             row);
+  }
 
   std::vector<StoredRecording> recordings(const std::string& task) {
     std::vector<StoredRecording> all;
@@ -431,7 +550,10 @@ private:
                              "): use a newer kuscia-host",
                          false);
       if (version == static_cast<int64_t>(m.size())) return;
-      db_->script(m[static_cast<std::size_t>(version)]);
+      std::string sql = m[static_cast<std::size_t>(version)];
+      for (auto at = sql.find("NAME_TYPE"); at != std::string::npos; at = sql.find("NAME_TYPE"))
+        sql.replace(at, 9, db_->nameType());
+      db_->script(sql);
       db_->run("INSERT INTO schema_migrations (version, applied_ns) VALUES ($1, $2)",
                {version + 1,
                 static_cast<int64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(

@@ -131,6 +131,7 @@ public:
   }
   void lockTask(const std::string& /*task*/) override {}
   std::string describe() const override { return "sqlite " + path_; }
+  std::string nameType() const override { return "TEXT"; } // BINARY: byte order
 
 private:
   sqlite3_stmt* prepared(const std::string& sql) {

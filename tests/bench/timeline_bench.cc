@@ -18,6 +18,8 @@
 //       Ready transition stored to the status patch with its readyTime stored, the host's CPU
 //       seconds and peak RSS; then every time of every entry compared with what was written:
 //       lost or wrong must be 0. (`--host <kuscia-host>`, `--load-tasks N`, `--load-window S`;
+//       `--load-history on` runs it twice, without and with task-history (SQLite), and prints the
+//       difference in host CPU per task (target at most 0.2 ms);
 //       `--load-finished M` runs it twice, alone and with M finished tasks stored first, as B7
 //       stores them, and prints the ratio of the host's peak RSS: target at most 1.10.)
 //   B7  finished tasks: the host (task-timeline, gateway-ready-time, scheduler-time for alice and
@@ -516,7 +518,7 @@ struct LoadRun {
 };
 
 LoadRun l1(std::size_t tasks, double windowSeconds, const std::string& hostBinary,
-           std::size_t finished) {
+           std::size_t finished, bool history = false) {
   if (hostBinary.empty()) throw std::runtime_error("L1 needs --host <kuscia-host binary>");
   const std::vector<std::string> parties = {"alice", "bob"};
   const std::vector<std::string> ports = {"spu", "fed", "global"};
@@ -542,9 +544,13 @@ LoadRun l1(std::size_t tasks, double windowSeconds, const std::string& hostBinar
     std::ofstream f(config);
     f << "mode: centralized\ncluster:\n  kubeconfig: " << kubeconfig
       << "\n  qps: 2000\n  burst: 4000\npluginDirs: [" << KH_PLUGIN_DIR << "]\ndomains:\n";
-    for (const auto& d : parties)
+    for (const auto& d : parties) {
       f << "  - id: " << d
         << "\n    plugins:\n      - name: task-timeline\n      - name: gateway-ready-time\n";
+      if (history)
+        f << "      - name: task-history\n        config: { database: \""
+          << (dir / "history.db").string() << "\" }\n";
+    }
   }
   HostProcess host(hostBinary, config, (dir / "host.log").string());
   {
@@ -772,6 +778,26 @@ LoadRun l1(std::size_t tasks, double windowSeconds, const std::string& hostBinar
   std::this_thread::sleep_for(std::chrono::milliseconds(300)); // the last writes' metrics
 
   Connection admin(host.port());
+  std::size_t recorded = 0;
+  if (history) {
+    // Every task recorded complete (recordDelaySeconds after its last change).
+    auto since = Clock::now();
+    while (Clock::now() - since < std::chrono::seconds(60)) {
+      recorded = 0;
+      std::string next;
+      do {
+        if (admin.request(http::verb::get, "/api/v1/history?since=1d&limit=500" +
+                                               (next.empty() ? "" : "&continue=" + next)) != 200)
+          throw std::runtime_error("L1: /api/v1/history: " + admin.body());
+        json page = json::parse(admin.body());
+        for (const auto& it : page["items"])
+          recorded += it["summary"].value("complete", false) ? 1 : 0;
+        next = page.value("continue", "");
+      } while (!next.empty());
+      if (recorded >= tasks) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    }
+  }
   admin.request(http::verb::get, "/metrics");
   std::string metrics = admin.body();
   // The host's own peak (wait4's ru_maxrss would also count this process's image at the spawn).
@@ -804,8 +830,14 @@ LoadRun l1(std::size_t tasks, double windowSeconds, const std::string& hostBinar
               cpu * 1e3 / n, peakRssMiB, exitCode);
   std::printf("  times compared: %zu; lost %zu, wrong %zu (target 0)%s%s\n", fields, lost, wrong,
               example.empty() ? "" : "; first: ", example.c_str());
-  if (lost + wrong > 0 || exitCode != 0)
-    throw std::runtime_error("L1: times lost or wrong, or the host failed");
+  if (history)
+    std::printf("  task-history: %zu of %zu tasks recorded complete; %.0f recordings written, %.0f "
+                "unchanged\n",
+                recorded, tasks,
+                metricSum(metrics, "kuscia_history_recordings_total", "result=\"written\""),
+                metricSum(metrics, "kuscia_history_recordings_total", "result=\"unchanged\""));
+  if (lost + wrong > 0 || exitCode != 0 || (history && recorded < tasks))
+    throw std::runtime_error("L1: times lost or wrong, tasks not recorded, or the host failed");
   return {peakRssMiB, cpu};
 }
 
@@ -819,6 +851,18 @@ void l1Beside(std::size_t tasks, double windowSeconds, const std::string& hostBi
               "(target <= 1.10); host CPU %.2f s against %.2f s\n",
               finished, beside.peakRssMiB, alone.peakRssMiB, beside.peakRssMiB / alone.peakRssMiB,
               beside.cpuSeconds, alone.cpuSeconds);
+}
+
+// L1 without, then with task-history (SQLite): what recording costs per task started (the
+// history issue's target: at most 0.2 ms more).
+void l1History(std::size_t tasks, double windowSeconds, const std::string& hostBinary) {
+  LoadRun alone = l1(tasks, windowSeconds, hostBinary, 0);
+  LoadRun with = l1(tasks, windowSeconds, hostBinary, 0, true);
+  auto n = static_cast<double>(tasks);
+  std::printf("  L1 with task-history: host CPU %.2f ms per task against %.2f ms without: "
+              "%+.2f ms (target <= +0.2 ms); peak RSS %.1f MiB against %.1f MiB\n",
+              with.cpuSeconds * 1e3 / n, alone.cpuSeconds * 1e3 / n,
+              (with.cpuSeconds - alone.cpuSeconds) * 1e3 / n, with.peakRssMiB, alone.peakRssMiB);
 }
 
 // --- B7 -------------------------------------------------------------------------------------
@@ -982,6 +1026,7 @@ int run(int argc, char** argv) {
   double loadWindow = 30;
   std::vector<std::size_t> finished = {20000, 100000};
   std::size_t loadFinished = 0;
+  bool loadHistory = false;
   std::string host;
   std::string only;
   for (int i = 1; i + 1 < argc; i += 2) {
@@ -996,6 +1041,8 @@ int run(int argc, char** argv) {
       loadTasks = std::stoul(argv[i + 1]);
     else if (k == "--load-finished")
       loadFinished = std::stoul(argv[i + 1]);
+    else if (k == "--load-history")
+      loadHistory = std::string(argv[i + 1]) == "on";
     else if (k == "--load-window")
       loadWindow = std::stod(argv[i + 1]);
     else if (k == "--host")
@@ -1015,6 +1062,8 @@ int run(int argc, char** argv) {
   if (only.empty() || only == "L1") {
     if (loadFinished > 0)
       l1Beside(loadTasks, loadWindow, host, loadFinished);
+    else if (loadHistory)
+      l1History(loadTasks, loadWindow, host);
     else
       l1(loadTasks, loadWindow, host, 0);
   }

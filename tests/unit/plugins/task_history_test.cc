@@ -294,11 +294,25 @@ TEST_P(HistoryStoreTest, StatsGroupTasksByPartyAndDay) {
   EXPECT_EQ(chart[3]["day"], "2024-11-02");
   EXPECT_EQ(chart[3]["party"], "bob");
   EXPECT_DOUBLE_EQ(chart[3]["startupSeconds"]["p50"].get<double>(), 11); // 9..13
+  // A range that starts mid-day: the partial day from the tasks themselves, the rest per day.
+  json edge = statsJson(store_->stats(base + 3 * kSecond, until, ""));
+  EXPECT_EQ(edge[0]["tasks"], 7) << edge.dump(); // s-3, s-4 and the five of the second day
+  EXPECT_DOUBLE_EQ(edge[0]["startupSeconds"]["p50"].get<double>(), 10);
+  // A task recorded again with another startup counts once, with the new one; a pruned task
+  // counts no more.
+  store_->record(recording("s-9", "alice", base + 86400 * kSecond + 9 * kSecond, 4, 30));
+  json again = statsJson(store_->stats(base, until, ""));
+  EXPECT_EQ(again[0]["tasks"], 11);
+  EXPECT_DOUBLE_EQ(again[0]["startupSeconds"]["p99"].get<double>(), 30);
+  store_->prune(base + 60 * kSecond, 0, 100); // the first day's six
+  json pruned = statsJson(store_->stats(base, until, "day"));
+  ASSERT_EQ(pruned.size(), 1u);
+  EXPECT_EQ(pruned[0]["tasks"], 5);
   json blame = statsJson(store_->stats(base, until, "blamePhase"));
   std::size_t tasks = 0;
   for (const auto& g : blame)
     tasks += g["tasks"].get<std::size_t>();
-  EXPECT_EQ(tasks, 11u);
+  EXPECT_EQ(tasks, 5u);
 }
 
 TEST(HistoryApiTest, InstantsAreRfc3339OrDurationsBack) {
