@@ -261,6 +261,11 @@ case "$cmd" in
     say "benchmark: L1 alone and beside 100,000 finished tasks (history within 10% of the work)"
     taskset -c 0,1 "$root/build-release/tests/timeline_bench" --host "$root/build-release/bin/kuscia-host" \
       --only L1 --load-tasks 1000 --load-finished 100000
+    say "benchmark: L1 without and with task-history (what recording costs per task)"
+    taskset -c 0,1 "$root/build-release/tests/timeline_bench" --host "$root/build-release/bin/kuscia-host" \
+      --only L1 --load-tasks 1000 --load-history on
+    say "benchmark: B8 task history, 1,000,000 recorded tasks in SQLite and PostgreSQL (about 4 GB of disk for a few minutes)"
+    taskset -c 0,1 "$root/build-release/tests/history_bench" --tasks 1000000
     ;;
   format)
     (cd "$root" && clang-format -i $(git ls-files --cached --others --exclude-standard '*.h' '*.hpp' '*.cc' '*.c'))
