@@ -77,6 +77,7 @@ json combine(const std::vector<StoredRecording>& recordings) {
   json entries = json::object();
   // Others' entries first, oldest recording first, so the latest wins; then each recorder's own.
   std::vector<const StoredRecording*> order;
+  order.reserve(recordings.size());
   for (const auto& r : recordings)
     order.push_back(&r);
   std::sort(order.begin(), order.end(), [](const auto* a, const auto* b) {

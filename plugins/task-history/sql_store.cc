@@ -74,7 +74,7 @@ std::array<double, kPathPhases.size()> pathSeconds(const json& summary, const st
 }
 
 std::string dayText(int64_t day) {
-  std::time_t secs = static_cast<std::time_t>(day * 86400);
+  auto secs = static_cast<std::time_t>(day * 86400);
   std::tm tm{};
   gmtime_r(&secs, &tm);
   char buf[16];

@@ -198,7 +198,7 @@ TEST_P(HistoryStoreTest, ListsNewestFirstByFilterAndPage) {
   int64_t base = at("2024-11-01T00:00:00Z");
   for (int i = 0; i < 25; ++i) {
     // Every third task slow (bob ready after 40 s), every fifth failed.
-    auto r = recording("task-" + std::to_string(100 + i), "alice", base + i * 3600 * kSecond, 5,
+    auto r = recording("task-" + std::to_string(100 + i), "alice", base + i * (3600 * kSecond), 5,
                        i % 3 == 0 ? 40 : 6, i % 5 == 0 ? "Failed" : "Succeeded");
     if (i == 24) // alice only
       for (const char* key : {"bob/task-124-0", "bob/task-124-0-fed"})
@@ -233,8 +233,8 @@ TEST_P(HistoryStoreTest, ListsNewestFirstByFilterAndPage) {
   f.party = "bob";
   EXPECT_EQ(count(f), 24u);
   f = {};
-  f.since = base + 10 * 3600 * kSecond;
-  f.until = base + 20 * 3600 * kSecond;
+  f.since = base + 10 * (3600 * kSecond);
+  f.until = base + 20 * (3600 * kSecond);
   EXPECT_EQ(count(f), 10u);
   f = {};
   f.prefix = "task-11";
@@ -262,7 +262,7 @@ TEST_P(HistoryStoreTest, StatsGroupTasksByPartyAndDay) {
     store_->record(recording("s-" + std::to_string(i), "alice",
                              base + (i < 5 ? 0 : 86400) * kSecond + i * kSecond, 4, 4 + i));
   store_->record(recording("s-pending", "alice", base, 4, 0));
-  int64_t until = base + 2 * 86400 * kSecond;
+  int64_t until = base + 2 * (86400 * kSecond);
   json all = statsJson(store_->stats(base, until, ""));
   ASSERT_EQ(all.size(), 1u);
   EXPECT_EQ(all[0]["tasks"], 11);
