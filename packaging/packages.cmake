@@ -103,7 +103,7 @@ phase with its reason and the critical path) over OTLP/HTTP to the tracing
 backend operators run: an OpenTelemetry Collector, Jaeger or Grafana Tempo.")
   set(what_task-history "keeps every task's timeline after the task is gone
 It records each task's timeline (every entry's times, the phases with their
-reasons, the critical path) in SQLite (by default /var/lib/kuscia-host/history.db)
+reasons, the critical path) in SQLite (by default in /var/lib/kuscia-host)
 or PostgreSQL, keeps it after Kuscia deletes the task, and serves it on
 /api/v1/history and to kuscia-host history.")
   set(what_sim-agent "plays Kuscia's controllers for demos

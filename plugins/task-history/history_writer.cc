@@ -115,21 +115,27 @@ void HistoryWriter::run() {
   store_.reset();
 }
 
+HistoryWriter::Outcome HistoryWriter::call(std::unique_lock<std::mutex>& lock,
+                                           const std::function<void()>& work) {
+  lock.unlock();
+  Outcome out;
+  try {
+    work();
+  } catch (const StoreError& e) {
+    out.error = e.what();
+    out.transient = e.transient();
+  } catch (const std::exception& e) {
+    out.error = e.what();
+  }
+  lock.lock();
+  return out;
+}
+
 bool HistoryWriter::writeOne(std::unique_lock<std::mutex>& lock) {
   auto key = order_.front();
   Recording r = queued_.at(key); // a copy: a newer one may replace it while it is written
-  lock.unlock();
-  std::string error;
-  bool transient = false, changed = false;
-  try {
-    changed = store_->record(r);
-  } catch (const StoreError& e) {
-    error = e.what();
-    transient = e.transient();
-  } catch (const std::exception& e) {
-    error = e.what();
-  }
-  lock.lock();
+  bool changed = false;
+  auto [error, transient] = call(lock, [&] { changed = store_->record(r); });
   if (!error.empty() && transient) {
     failed(error); // kept at the head; the connection is opened again if it went
     return false;
@@ -157,20 +163,11 @@ bool HistoryWriter::writeOne(std::unique_lock<std::mutex>& lock) {
 }
 
 void HistoryWriter::pruneSome(std::unique_lock<std::mutex>& lock) {
-  lock.unlock();
   std::size_t n = 0;
-  std::string error;
-  bool transient = false;
-  try {
+  auto [error, transient] = call(lock, [&] {
     n = store_->prune(wallNanos_() - options_.retentionNanos, options_.maxTasks,
                       options_.pruneBatch);
-  } catch (const StoreError& e) {
-    error = e.what();
-    transient = e.transient();
-  } catch (const std::exception& e) {
-    error = e.what();
-  }
-  lock.lock();
+  });
   if (!error.empty()) {
     if (transient) return failed(error);
     ++counters_.failures;

@@ -59,6 +59,12 @@ public:
 
 private:
   void run();
+  struct Outcome {
+    std::string error; // empty: it worked
+    bool transient = false;
+  };
+  // Runs a storage call with the lock released; what it threw.
+  static Outcome call(std::unique_lock<std::mutex>& lock, const std::function<void()>& work);
   bool writeOne(std::unique_lock<std::mutex>& lock);
   void pruneSome(std::unique_lock<std::mutex>& lock);
   void failed(const std::string& error);

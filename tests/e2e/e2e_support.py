@@ -171,6 +171,30 @@ class UpstreamController:
                 c.close()
 
 
+def sim_cluster(host_bin, work, extra, phase_millis, procs):
+    """`kuscia-host apiserver` with the namespaces alice, bob and cross-domain, and a centralized
+    host config against it for both domains: sim-agent at `phase_millis`, task-timeline,
+    gateway-ready-time, then `extra` (a YAML list of plugins, as under `plugins:`, with %(domain)s
+    for the domain). Returns (kubeconfig, config path); the apiserver goes into `procs`."""
+    import subprocess
+    kubeconfig = os.path.join(work, "r.kubeconfig")
+    api = subprocess.Popen([host_bin, "apiserver", "--listen", "127.0.0.1:0", "--kubeconfig-out", kubeconfig],
+                           stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    procs.append(api)
+    check("listening on" in api.stdout.readline(), "apiserver started")
+    for n in ("alice", "bob", "cross-domain"):
+        subprocess.run(["kubectl", "--kubeconfig", kubeconfig, "create", "namespace", n],
+                       capture_output=True, timeout=60)
+    config = os.path.join(work, "r.yaml")
+    with open(config, "w") as f:
+        f.write("mode: centralized\ncluster:\n  kubeconfig: %s\ndomains:\n" % kubeconfig)
+        for d in ("alice", "bob"):
+            f.write("  - id: %s\n    plugins:\n      - name: sim-agent\n        config: { phaseMillis: %d }\n"
+                    "      - name: task-timeline\n      - name: gateway-ready-time\n" % (d, phase_millis) +
+                    extra % {"domain": d})
+    return kubeconfig, config
+
+
 class PostgresServer:
     """A real PostgreSQL server (Debian's binaries) in a temporary directory, on a Unix socket
     there only (no TCP port), as `nobody` when the tests run as root (PostgreSQL refuses root).

@@ -24,7 +24,7 @@ import sys
 import tempfile
 import time
 
-from e2e_support import PostgresServer, check, eventually, listening_port
+from e2e_support import PostgresServer, check, eventually, listening_port, sim_cluster
 
 host_bin, plugin_dir = sys.argv[1], sys.argv[2]
 work = tempfile.mkdtemp()
@@ -149,26 +149,9 @@ def demo(p2p):
 def restart_and_postgres():
     pg = PostgresServer(work)
     pg.psql("CREATE DATABASE history")
-    kubeconfig = os.path.join(work, "r.kubeconfig")
-    api = subprocess.Popen([host_bin, "apiserver", "--listen", "127.0.0.1:0", "--kubeconfig-out", kubeconfig],
-                           stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    procs.append(api)
-    check("listening on" in api.stdout.readline(), "apiserver started")
-    for n in ("alice", "bob", "cross-domain"):
-        kubectl(kubeconfig, "create", "namespace", n)
-    domain = """  - id: %s
-    plugins:
-      - name: sim-agent
-        config: { phaseMillis: 400 }
-      - name: task-timeline
-      - name: gateway-ready-time
-      - name: task-history
+    kubeconfig, config = sim_cluster(host_bin, work, """      - name: task-history
         config: { database: "%s", recordDelaySeconds: 1 }
-"""
-    config = os.path.join(work, "r.yaml")
-    with open(config, "w") as f:
-        f.write("mode: centralized\ncluster:\n  kubeconfig: %s\ndomains:\n" % kubeconfig +
-                domain % ("alice", pg.uri("history")) + domain % ("bob", pg.uri("history")))
+""" % pg.uri("history"), 400, procs)
     log = os.path.join(work, "r.log")
 
     def run_host():

@@ -29,7 +29,7 @@ import time
 here = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(here, "../otel"))
 from otlp_support import Capture, spans_of  # noqa: E402
-from e2e_support import check, eventually  # noqa: E402
+from e2e_support import check, eventually, sim_cluster  # noqa: E402
 
 host_bin, plugin_dir = sys.argv[1], sys.argv[2]
 work = tempfile.mkdtemp()
@@ -201,29 +201,13 @@ def run_host(config, log):
 
 def restart():
     cap = Capture()
-    kubeconfig = os.path.join(work, "r.kubeconfig")
-    api = subprocess.Popen([host_bin, "apiserver", "--listen", "127.0.0.1:0", "--kubeconfig-out", kubeconfig],
-                           stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    procs.append(api)
-    check("listening on" in api.stdout.readline(), "apiserver started")
+    kubeconfig, config = sim_cluster(host_bin, work, """      - name: otel-export
+        config: { endpoint: "%s", batchDelayMillis: 100 }
+""" % cap.url, 500, procs)
+
     def kubectl(*args, stdin=None):
         return subprocess.run(["kubectl", "--kubeconfig", kubeconfig, "--cache-dir", os.path.join(work, "kcache"),
                                *args], input=stdin, capture_output=True, text=True, timeout=60)
-    for n in ("alice", "bob", "cross-domain"):
-        kubectl("create", "namespace", n)
-    config = os.path.join(work, "r.yaml")
-    domain = """  - id: %s
-    plugins:
-      - name: sim-agent
-        config: { phaseMillis: 500 }
-      - name: task-timeline
-      - name: gateway-ready-time
-      - name: otel-export
-        config: { endpoint: "%s", batchDelayMillis: 100 }
-"""
-    with open(config, "w") as f:
-        f.write("mode: centralized\ncluster:\n  kubeconfig: %s\ndomains:\n" % kubeconfig +
-                domain % ("alice", cap.url) + domain % ("bob", cap.url))
     log = os.path.join(work, "r.log")
     host = run_host(config, log)
 

@@ -144,7 +144,40 @@ TEST(ConformanceTest, TheFakeHostAndTheRealHostAnswerAPluginAlike) {
   EXPECT_EQ(real, expected) << real.dump(2);
 }
 
-// A plugin compiled against the frozen 1.0 header runs in this 1.1 host; the host reads none of
+// A daemon running one test plugin (built against a frozen older header) for domain alice.
+struct OldPluginHost {
+  explicit OldPluginHost(const std::string& name)
+      : logs(LogFormat::kText, spdlog::level::warn, logOut),
+        daemon(config(name), DaemonOptions{}, logs, clock) {
+    auto started = daemon.start();
+    EXPECT_TRUE(started.ok()) << started.error();
+  }
+  static HostConfig config(const std::string& name) {
+    HostConfig c;
+    c.adminListen = "127.0.0.1:0";
+    PluginEntry e;
+    e.name = name;
+    e.path = std::string(KH_TEST_PLUGIN_DIR) + "/" + name + ".so";
+    c.domains.push_back({"alice", {e}});
+    return c;
+  }
+  std::ostringstream logOut;
+  LogManager logs;
+  SystemClock clock;
+  Daemon daemon;
+};
+
+// `kuscia-host check-config` of a config enabling the test plugin `name` with `pluginConfig`.
+test::RunResult checkConfig(const std::string& name, const std::string& pluginConfig) {
+  test::TempDir dir;
+  std::string config = dir.file(name + ".yaml");
+  test::writeFile(config, "pluginDirs: [" KH_TEST_PLUGIN_DIR "]\ndomains:\n  - id: alice\n"
+                          "    plugins:\n      - name: " +
+                              name + "\n        config: " + pluginConfig + "\n");
+  return test::runCommand({KH_BINARY, "check-config", "--config", config});
+}
+
+// A plugin compiled against the frozen 1.0 header runs in this host; the host reads none of
 // the 1.1 fields its smaller descriptor lacks (non-NULL garbage sits where they would be).
 TEST(AbiCompatibilityTest, APluginBuiltAgainstAbi10LoadsAndRunsInThisHost) {
   PluginLoader loader(LoaderOptions{::geteuid()});
@@ -153,28 +186,14 @@ TEST(AbiCompatibilityTest, APluginBuiltAgainstAbi10LoadsAndRunsInThisHost) {
   EXPECT_EQ(lib.value()->descriptor().abi_minor, 0);
   EXPECT_EQ(lib.value()->onHttpRequest(), nullptr);
   EXPECT_EQ(lib.value()->validateConfig(), nullptr);
-  std::ostringstream logOut;
-  LogManager logs(LogFormat::kText, spdlog::level::warn, logOut);
-  SystemClock clock;
-  HostConfig c;
-  c.adminListen = "127.0.0.1:0";
-  PluginEntry e;
-  e.name = "abi10";
-  e.path = KH_TEST_PLUGIN_DIR "/abi10.so";
-  c.domains.push_back({"alice", {e}});
-  Daemon d(c, DaemonOptions{}, logs, clock);
-  ASSERT_TRUE(d.start().ok());
+  OldPluginHost host("abi10");
   EXPECT_TRUE(test::eventually([&] {
-    return d.metrics().render().find("abi10_ticks_total{plugin=\"abi10\",domain=\"alice\"} 3") !=
-           std::string::npos;
+    return host.daemon.metrics().render().find(
+               "abi10_ticks_total{plugin=\"abi10\",domain=\"alice\"} 3") != std::string::npos;
   }));
-  d.shutdown();
+  host.daemon.shutdown();
   // And check-config, which calls validate_config where a plugin has one, leaves it alone.
-  test::TempDir dir;
-  std::string config = dir.file("abi10.yaml");
-  test::writeFile(config, "pluginDirs: [" KH_TEST_PLUGIN_DIR "]\ndomains:\n  - id: alice\n"
-                          "    plugins:\n      - name: abi10\n        config: {x: 1}\n");
-  auto r = test::runCommand({KH_BINARY, "check-config", "--config", config});
+  auto r = checkConfig("abi10", "{x: 1}");
   EXPECT_EQ(r.code, 0) << r.err;
 }
 
@@ -188,26 +207,12 @@ TEST(AbiCompatibilityTest, APluginBuiltAgainstAbi11LoadsAndServesItsRoute) {
   EXPECT_EQ(lib.value()->descriptor().abi_minor, 1);
   EXPECT_NE(lib.value()->onHttpRequest(), nullptr);
   EXPECT_EQ(lib.value()->offlineGet(), nullptr);
-  std::ostringstream logOut;
-  LogManager logs(LogFormat::kText, spdlog::level::warn, logOut);
-  SystemClock clock;
-  HostConfig c;
-  c.adminListen = "127.0.0.1:0";
-  PluginEntry e;
-  e.name = "abi11";
-  e.path = KH_TEST_PLUGIN_DIR "/abi11.so";
-  c.domains.push_back({"alice", {e}});
-  Daemon d(c, DaemonOptions{}, logs, clock);
-  ASSERT_TRUE(d.start().ok());
-  auto route = test::httpGet(d.adminEndpoint()->port(), "/api/v1/abi11/x");
+  OldPluginHost host("abi11");
+  auto route = test::httpGet(host.daemon.adminEndpoint()->port(), "/api/v1/abi11/x");
   EXPECT_EQ(route.status, 200);
   EXPECT_EQ(json::parse(route.body), (json{{"abi", "1.1"}, {"path", "/api/v1/abi11/x"}}));
-  d.shutdown();
-  test::TempDir dir;
-  std::string config = dir.file("abi11.yaml");
-  test::writeFile(config, "pluginDirs: [" KH_TEST_PLUGIN_DIR "]\ndomains:\n  - id: alice\n"
-                          "    plugins:\n      - name: abi11\n        config: {bad: 1}\n");
-  auto r = test::runCommand({KH_BINARY, "check-config", "--config", config});
+  host.daemon.shutdown();
+  auto r = checkConfig("abi11", "{bad: 1}");
   EXPECT_NE(r.code, 0);
   EXPECT_NE(r.err.find("abi11 refuses it"), std::string::npos) << r.err;
 }

@@ -319,14 +319,6 @@ private:
   std::thread thread_;
 };
 
-json runningTask() {
-  json task = fixture("kusciatask.json");
-  task["status"]["podStatuses"]["bob/secretflow-task-psi-0"]["readyTime"] = "2024-05-20T08:00:09Z";
-  for (auto& [k, s] : task["status"]["serviceStatuses"].items())
-    s["readyTime"] = "2024-05-20T08:00:10Z";
-  return task;
-}
-
 // Waits (the fake host's timers poll the exporter) until `n` spans arrived.
 bool receive(testing::FakeHost& host, Receiver& r, std::size_t n, int waitMillis = 5000) {
   for (int i = 0; i < waitMillis / 10 && r.spans().size() < n; ++i)
@@ -344,7 +336,7 @@ TEST(OtelExportTest, AFinishedTaskIsSentOnceAndForgotten) {
                                             receiver.url() + "\"}"))
       << host.error();
   ASSERT_TRUE(host.start());
-  json task = runningTask();
+  json task = test::readyTask();
   json pod = fixture("pod.json");
   // As a restarted host gets them: the task's list first, then its pod's and the pod's Events.
   // Nothing is decided before every list is in: the image pull would be missing.
@@ -414,7 +406,7 @@ TEST(OtelExportTest, HistoryIsNotSentAndNotKept) {
   ASSERT_TRUE(host.start());
   test::synced(host);
   for (int i = 0; i < 50; ++i) {
-    json task = runningTask();
+    json task = test::readyTask();
     task["metadata"]["name"] = "old-task-" + std::to_string(i);
     task["metadata"]["uid"] = "uid-" + std::to_string(i);
     deliver(host, "kusciatasks", KH_EVENT_ADDED, task);
@@ -435,7 +427,7 @@ TEST(OtelExportTest, AStuckTaskSendsItsPendingPhaseThenItsEnd) {
       << host.error();
   ASSERT_TRUE(host.start());
   test::synced(host);
-  json task = runningTask();
+  json task = test::readyTask();
   task["status"]["podStatuses"]["alice/secretflow-task-psi-0"].erase("readyTime");
   json pod = fixture("pod.json");
   pod["status"]["conditions"] = json::array();
@@ -471,7 +463,7 @@ TEST(OtelExportTest, AStuckTaskSendsItsPendingPhaseThenItsEnd) {
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   EXPECT_EQ(receiver.spans().size(), before);
   deliver(host, "pods", KH_EVENT_MODIFIED, fixture("pod.json")); // running, then ready
-  deliver(host, "kusciatasks", KH_EVENT_MODIFIED, runningTask());
+  deliver(host, "kusciatasks", KH_EVENT_MODIFIED, test::readyTask());
   for (int i = 0; i < 300 && receiver.spans().size() == before; ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   std::this_thread::sleep_for(std::chrono::milliseconds(100));

@@ -61,6 +61,16 @@ inline kh_status_t deliver(testing::FakeHost& host, const std::string& resource,
   return host.deliver(sub.id, type, k, m.value("uid", ""), m.value("resourceVersion", ""), fields);
 }
 
+// The fixture's task with every entry ready in its status (bob's pod at 08:00:09, the services
+// at 08:00:10): a task whose startup is over.
+inline json readyTask() {
+  json task = fixture("kusciatask.json");
+  task["status"]["podStatuses"]["bob/secretflow-task-psi-0"]["readyTime"] = "2024-05-20T08:00:09Z";
+  for (auto& [k, s] : task["status"]["serviceStatuses"].items())
+    s["readyTime"] = "2024-05-20T08:00:10Z";
+  return task;
+}
+
 inline void synced(testing::FakeHost& host) {
   for (const auto& s : host.subscriptions())
     host.deliver(s.id, KH_EVENT_SYNCED, "", "", "", "");

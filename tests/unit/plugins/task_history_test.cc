@@ -390,14 +390,6 @@ TaskHistory& plugin(testing::FakeHost& host) {
   return *sdk::pluginObject<TaskHistory>(host.instance());
 }
 
-json readyTask() {
-  json task = fixture("kusciatask.json");
-  task["status"]["podStatuses"]["bob/secretflow-task-psi-0"]["readyTime"] = "2024-05-20T08:00:09Z";
-  for (auto& [k, s] : task["status"]["serviceStatuses"].items())
-    s["readyTime"] = "2024-05-20T08:00:10Z";
-  return task;
-}
-
 json pullEvent(const json& pod, const char* reason, const char* time) {
   return {{"metadata", {{"name", std::string("pull-") + reason}, {"namespace", "alice"}}},
           {"involvedObject",
@@ -419,7 +411,7 @@ TEST(TaskHistoryTest, ATaskIsServedAfterItAndItsPodsAreGone) {
   ASSERT_TRUE(host.start());
   test::synced(host);
   json pod = fixture("pod.json");
-  json task = readyTask();
+  json task = test::readyTask();
   deliver(host, "pods", KH_EVENT_ADDED, pod);
   deliver(host, "events", KH_EVENT_ADDED, pullEvent(pod, "Pulling", "2024-05-20T08:00:03Z"));
   deliver(host, "events", KH_EVENT_ADDED, pullEvent(pod, "Pulled", "2024-05-20T08:00:06Z"));
@@ -488,7 +480,7 @@ TEST(TaskHistoryTest, ATaskOfOtherPartiesIsNotRecorded) {
   ASSERT_TRUE(host.create(descriptor(), config(dir.path + "/h.db"))) << host.error();
   ASSERT_TRUE(host.start());
   test::synced(host);
-  deliver(host, "kusciatasks", KH_EVENT_ADDED, readyTask());
+  deliver(host, "kusciatasks", KH_EVENT_ADDED, test::readyTask());
   host.advanceMillis(2000);
   plugin(host).flush(std::chrono::seconds(10));
   EXPECT_EQ(plugin(host).counters().written, 0u);
@@ -502,7 +494,7 @@ TEST(TaskHistoryTest, ADatabaseThatIsDownLosesNothingTheQueueHolds) {
   ASSERT_TRUE(host.create(descriptor(), config(where + "/history.db"))) << host.error();
   ASSERT_TRUE(host.start());
   test::synced(host);
-  deliver(host, "kusciatasks", KH_EVENT_ADDED, readyTask());
+  deliver(host, "kusciatasks", KH_EVENT_ADDED, test::readyTask());
   host.advanceMillis(2000);
   plugin(host).flush(std::chrono::milliseconds(300));
   auto c = plugin(host).counters();
