@@ -38,6 +38,9 @@ install(FILES ${kh_pkg_dir}/systemd/kuscia-host.service DESTINATION lib/systemd/
   COMPONENT host)
 install(FILES ${kh_pkg_dir}/systemd/kuscia-host.sysusers DESTINATION lib/sysusers.d
   RENAME kuscia-host.conf COMPONENT host)
+# The service's state directory (task-history's database): the service user's, 0750 (the rpm by
+# %attr, the deb by its postinst, systemd by StateDirectory= at start).
+install(DIRECTORY DESTINATION /var/lib/kuscia-host COMPONENT host)
 
 # component -> package name; every package carries its copyright and changelog.
 set(kh_packages
@@ -158,7 +161,8 @@ set(CPACK_RPM_PACKAGE_RELEASE ${kh_deb_release})
 set(CPACK_RPM_PACKAGE_LICENSE "Apache-2.0")
 set(CPACK_RPM_PACKAGE_URL "https://example.org/kuscia-host")
 set(CPACK_RPM_CHANGELOG_FILE ${kh_pkg_dir}/rpm/changelog)
-set(CPACK_RPM_HOST_USER_FILELIST "%config(noreplace) ${CMAKE_INSTALL_FULL_SYSCONFDIR}/kuscia-host/kuscia-host.yaml")
+set(CPACK_RPM_HOST_USER_FILELIST "%config(noreplace) ${CMAKE_INSTALL_FULL_SYSCONFDIR}/kuscia-host/kuscia-host.yaml"
+  "%dir %attr(0750,kuscia-host,kuscia-host) /var/lib/kuscia-host")
 set(CPACK_RPM_HOST_PRE_INSTALL_SCRIPT_FILE ${kh_pkg_dir}/rpm/pre)
 set(CPACK_RPM_HOST_POST_INSTALL_SCRIPT_FILE ${kh_pkg_dir}/rpm/post)
 set(CPACK_RPM_HOST_PRE_UNINSTALL_SCRIPT_FILE ${kh_pkg_dir}/rpm/preun)
@@ -179,7 +183,7 @@ set(CPACK_RPM_SPEC_MORE_DEFINE "%define packager ${kh_contact}")
 set(CPACK_RPM_EXCLUDE_FROM_AUTO_FILELIST_ADDITION
   /etc /usr/lib/systemd /usr/lib/systemd/system /usr/lib/sysusers.d /usr/share/man
   /usr/share/man/man1 /usr/share/doc /usr/${CMAKE_INSTALL_LIBDIR} /usr/share/cmake
-  /usr/share/pkgconfig /usr/include /usr/share)
+  /usr/share/pkgconfig /usr/include /usr/share /var /var/lib)
 
 set(CPACK_OUTPUT_FILE_PREFIX ${CMAKE_BINARY_DIR}/dist)
 include(CPack)

@@ -85,6 +85,9 @@ rpm -qp --qf '[%{FILEFLAGS:fflags} %{FILENAMES}\n]' "$dist"/kuscia-host-0*.rpm 2
 rpm -qp --requires "$dist"/kuscia-host-plugin-task-timeline-*.rpm 2>/dev/null |
   grep -qx "kuscia-host = $version" || fail "the task-timeline rpm must require kuscia-host = $version"
 rpm -qp --scripts "$dist"/kuscia-host-0*.rpm 2>/dev/null | grep -q useradd || fail "rpm %pre adds no user"
+rpm -qp --qf '[%{FILEMODES:perms} %{FILEUSERNAME}:%{FILEGROUPNAME} %{FILENAMES}\n]' "$dist"/kuscia-host-0*.rpm \
+  2>/dev/null | grep -qx "drwxr-x--- kuscia-host:kuscia-host /var/lib/kuscia-host" ||
+  fail "the rpm's state directory is not the service user's, 0750"
 [ "$(dpkg-deb -f "$dev_deb" Architecture)" = all ] || fail "kuscia-host-dev must be Architecture: all"
 ls "$dist"/kuscia-host-devel-*.noarch.rpm >/dev/null 2>&1 || fail "no noarch kuscia-host-devel rpm"
 
