@@ -40,7 +40,7 @@ install(FILES ${kh_pkg_dir}/systemd/kuscia-host.sysusers DESTINATION lib/sysuser
   RENAME kuscia-host.conf COMPONENT host)
 # The service's state directory (task-history's database): the service user's, 0750 (the rpm by
 # %attr, the deb by its postinst, systemd by StateDirectory= at start).
-install(DIRECTORY DESTINATION /var/lib/kuscia-host COMPONENT host)
+install(DIRECTORY DESTINATION ${KUSCIA_HOST_STATE_INSTALL_DIR} COMPONENT host)
 
 # component -> package name; every package carries its copyright and changelog.
 set(kh_packages
@@ -162,7 +162,7 @@ set(CPACK_RPM_PACKAGE_LICENSE "Apache-2.0")
 set(CPACK_RPM_PACKAGE_URL "https://example.org/kuscia-host")
 set(CPACK_RPM_CHANGELOG_FILE ${kh_pkg_dir}/rpm/changelog)
 set(CPACK_RPM_HOST_USER_FILELIST "%config(noreplace) ${CMAKE_INSTALL_FULL_SYSCONFDIR}/kuscia-host/kuscia-host.yaml"
-  "%dir %attr(0750,kuscia-host,kuscia-host) /var/lib/kuscia-host")
+  "%dir %attr(0750,kuscia-host,kuscia-host) ${KUSCIA_HOST_STATE_INSTALL_DIR}")
 set(CPACK_RPM_HOST_PRE_INSTALL_SCRIPT_FILE ${kh_pkg_dir}/rpm/pre)
 set(CPACK_RPM_HOST_POST_INSTALL_SCRIPT_FILE ${kh_pkg_dir}/rpm/post)
 set(CPACK_RPM_HOST_PRE_UNINSTALL_SCRIPT_FILE ${kh_pkg_dir}/rpm/preun)
