@@ -4,7 +4,6 @@
 #include <kuscia_host/query.hpp>
 
 #include <cmath>
-#include <filesystem>
 #include <iomanip>
 #include <ostream>
 #include <sstream>
@@ -17,7 +16,6 @@
 
 namespace kuscia_host {
 
-namespace fs = std::filesystem;
 using nlohmann::json;
 
 namespace {
@@ -28,23 +26,9 @@ constexpr int kPageLimit = 500;
 constexpr const char* kRoute = "/api/v1/history";
 constexpr const char* kPlugin = "task-history";
 
-std::string encode(const std::string& s) {
-  std::string out;
-  for (unsigned char c : s) {
-    if (std::isalnum(c) != 0 || c == '-' || c == '.' || c == '_' || c == '~' || c == ':') {
-      out += static_cast<char>(c);
-    } else {
-      char buf[4];
-      std::snprintf(buf, sizeof buf, "%%%02X", c);
-      out += buf;
-    }
-  }
-  return out;
-}
-
 void add(std::string& q, const std::string& key, const std::string& value) {
   if (value.empty()) return;
-  q += (q.empty() ? "" : "&") + key + "=" + encode(value);
+  q += (q.empty() ? "" : "&") + key + "=" + sdk::percentEncode(value);
 }
 
 // The message of an error answer, else the status.
@@ -61,12 +45,7 @@ Result<HistoryFetch> offlineSource(const HistoryOptions& o) {
   if (!search) return makeError(search.error());
   std::vector<std::string> dirs = search->extraPluginDirs;
   dirs.insert(dirs.end(), search->defaultPluginDirs.begin(), search->defaultPluginDirs.end());
-  std::string path;
-  for (const auto& d : dirs)
-    if (std::error_code ec; fs::exists(fs::path(d) / (std::string(kPlugin) + ".so"), ec)) {
-      path = (fs::path(d) / (std::string(kPlugin) + ".so")).string();
-      break;
-    }
+  std::string path = findPluginFile(kPlugin, dirs);
   if (path.empty()) {
     std::string looked;
     for (const auto& d : dirs)

@@ -469,14 +469,8 @@ void resolvePluginPath(const YAML::Node& p, Validator& v, const std::string& ppa
       v.error(n, ppath + ".path", "no plugin file at " + pe.path);
     return;
   }
-  for (const auto& dir : pluginDirs) {
-    std::error_code ec;
-    auto candidate = std::filesystem::path(dir) / (pe.name + ".so");
-    if (std::filesystem::is_regular_file(candidate, ec)) {
-      pe.path = candidate.string();
-      return;
-    }
-  }
+  pe.path = findPluginFile(pe.name, pluginDirs);
+  if (!pe.path.empty()) return;
   std::string dirs;
   for (const auto& dir : pluginDirs)
     dirs += (dirs.empty() ? "" : ", ") + dir;
@@ -584,6 +578,15 @@ std::string ConfigDiagnostic::str() const {
   if (!keyPath.empty()) s << keyPath << ": ";
   s << message;
   return s.str();
+}
+
+std::string findPluginFile(const std::string& name, const std::vector<std::string>& dirs) {
+  for (const auto& dir : dirs) {
+    std::error_code ec;
+    auto candidate = std::filesystem::path(dir) / (name + ".so");
+    if (std::filesystem::is_regular_file(candidate, ec)) return candidate.string();
+  }
+  return {};
 }
 
 ConfigLoadResult parseHostConfig(const std::string& text, const std::string& file,

@@ -95,6 +95,10 @@ struct ConfigLoadOptions {
   std::vector<std::string> defaultPluginDirs;
 };
 
+// <name>.so in the first of `dirs` that has it (a regular file); "" when none does. How a plugin
+// named in a config is found.
+std::string findPluginFile(const std::string& name, const std::vector<std::string>& dirs);
+
 // Loads and validates a config file. Never throws.
 ConfigLoadResult loadHostConfig(const std::string& path, const ConfigLoadOptions& options = {});
 // Same, from text already in memory; `file` is only used in messages.

@@ -1,5 +1,7 @@
 #include "kube/informer.h"
 
+#include <kuscia_host/query.hpp>
+
 #include <boost/asio/post.hpp>
 
 #include <charconv>
@@ -14,21 +16,6 @@ namespace net = boost::asio;
 using std::chrono::milliseconds;
 
 namespace {
-
-std::string urlEncode(const std::string& s) {
-  static const char* kHex = "0123456789ABCDEF";
-  std::string out;
-  for (unsigned char c : s) {
-    if (std::isalnum(c) != 0 || c == '-' || c == '_' || c == '.' || c == '~') {
-      out += static_cast<char>(c);
-    } else {
-      out += '%';
-      out += kHex[c >> 4];
-      out += kHex[c & 15];
-    }
-  }
-  return out;
-}
 
 // The Status message of an error body, or the HTTP code.
 std::string describe(const HttpResponse& r) {
@@ -255,9 +242,9 @@ void Informer::page(uint64_t gen, const std::string& rv, const std::string& cont
   std::string target = basePath() + "?";
   if (paged) target += "limit=" + std::to_string(options_.pageSize) + "&";
   if (!continueToken.empty())
-    target += "continue=" + urlEncode(continueToken); // never with a resourceVersion
+    target += "continue=" + sdk::percentEncode(continueToken); // never with a resourceVersion
   else if (!rv.empty())
-    target += "resourceVersion=" + urlEncode(rv);
+    target += "resourceVersion=" + sdk::percentEncode(rv);
   if (target.back() == '&' || target.back() == '?') target.pop_back();
   ApiCall call{"list", HttpRequest{"GET", target, "", "", milliseconds(60000)}, true, 10};
   api_->call(std::move(call), [self = shared_from_this(), gen, rv, continueToken, paged,
@@ -409,9 +396,8 @@ void Informer::watch() {
   std::uniform_int_distribution<int> timeout(options_.minWatchTimeoutSeconds,
                                              options_.maxWatchTimeoutSeconds);
   int seconds = timeout(rng_);
-  std::string target =
-      basePath() + "?watch=true&allowWatchBookmarks=true&resourceVersion=" + urlEncode(lastRv_) +
-      "&timeoutSeconds=" + std::to_string(seconds);
+  std::string target = basePath() + "?watch=true&allowWatchBookmarks=true&resourceVersion=" +
+                       sdk::percentEncode(lastRv_) + "&timeoutSeconds=" + std::to_string(seconds);
   splitter_.reset();
   watchStarted_ = nowMs();
   watchEvents_ = 0;

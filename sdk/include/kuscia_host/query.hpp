@@ -34,6 +34,25 @@ inline std::string percentDecode(std::string_view s) {
   return out;
 }
 
+// The other way: every byte but RFC 3986's unreserved characters as %XX, for a query's value.
+inline std::string percentEncode(std::string_view s) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  out.reserve(s.size());
+  for (unsigned char c : s) {
+    bool unreserved = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                      c == '-' || c == '_' || c == '.' || c == '~';
+    if (unreserved) {
+      out += static_cast<char>(c);
+    } else {
+      out += '%';
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    }
+  }
+  return out;
+}
+
 inline std::map<std::string, std::string> parseQuery(std::string_view query) {
   std::map<std::string, std::string> out;
   while (!query.empty()) {
