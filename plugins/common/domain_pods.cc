@@ -20,27 +20,27 @@ std::vector<std::string> DomainPods::podFields() {
   return {kTaskIdPointer, "/status/conditions", "/status/containerStatuses"};
 }
 
-void DomainPods::onPod(const sdk::Event& e, int64_t nowNanos, const Wanted& wanted,
-                       const Wanted& held) {
+std::string DomainPods::onPod(const sdk::Event& e, int64_t nowNanos, const Wanted& wanted,
+                              const Wanted& held) {
   std::string key(e.key);
   if (e.type == KH_EVENT_DELETED) {
     auto it = pods_.find(key);
-    if (it == pods_.end()) return;
+    if (it == pods_.end()) return {};
     if (held(it->second.task)) {
       it->second.gone = true; // its facts are still owed to its task's document
       it->second.seenNanos = nowNanos;
     } else {
       pods_.erase(it);
     }
-    return;
+    return {};
   }
   json f = parseFields(e.fieldsJson, kPodFieldCount);
   std::string task = fieldString(f, kPodTask);
   if (task.empty()) {
     pods_.erase(key);
-    return;
+    return {};
   }
-  if (!wanted(task)) return;
+  if (!wanted(task)) return {};
   PodState& p = pods_[key];
   if (p.uid != e.uid) {
     // A new incarnation, or Events of another one came first; Events naming no incarnation are
@@ -56,22 +56,24 @@ void DomainPods::onPod(const sdk::Event& e, int64_t nowNanos, const Wanted& want
       p.firstReady = std::min(p.firstReady.value_or(*t), *t);
   if (!p.containersStart) p.containersStart = sdk::timeline::containersStartTime(f[kPodContainers]);
   p.facts.addContainersWaiting(f[kPodContainers], nowNanos);
+  return task;
 }
 
-void DomainPods::onPodEvent(const sdk::Event& e, int64_t nowNanos, const Wanted& wanted) {
+std::string DomainPods::onPodEvent(const sdk::Event& e, int64_t nowNanos, const Wanted& wanted) {
   auto ev = podEventOf(e);
-  if (!ev) return;
+  if (!ev) return {};
   const std::string& uid = ev->uid;
   auto it = pods_.find(ev->key);
-  if (it != pods_.end() && !it->second.task.empty() && !wanted(it->second.task)) return;
+  if (it != pods_.end() && !it->second.task.empty() && !wanted(it->second.task)) return {};
   PodState& p = pods_[ev->key];
   if (!uid.empty() && p.uid != uid) {
-    if (!p.task.empty()) return; // another incarnation than the pod's
+    if (!p.task.empty()) return p.task; // another incarnation than the pod's
     p = PodState{};
     p.uid = uid;
   }
   p.seenNanos = nowNanos;
   p.facts.addEvent(ev->reason, ev->message, ev->at);
+  return p.task;
 }
 
 json DomainPods::document(const TaskStatusView& t) const {

@@ -37,10 +37,13 @@ public:
   using Wanted = std::function<bool(const std::string& task)>;
 
   // A pod event. A deleted pod's facts stay while `held(task)` (its task still owes a
-  // document), else they go.
-  void onPod(const sdk::Event& e, int64_t nowNanos, const Wanted& wanted, const Wanted& held);
-  // An Event of the pod subscription podEventSubscription().
-  void onPodEvent(const sdk::Event& e, int64_t nowNanos, const Wanted& wanted);
+  // document), else they go. The task whose pod's facts were taken ("" when none: deleted, not a
+  // task's, not wanted).
+  std::string onPod(const sdk::Event& e, int64_t nowNanos, const Wanted& wanted,
+                    const Wanted& held);
+  // An Event of the pod subscription podEventSubscription(). The task of the pod it is about
+  // ("" when that pod is not known as a task's yet).
+  std::string onPodEvent(const sdk::Event& e, int64_t nowNanos, const Wanted& wanted);
 
   // The timeline document of the task (kuscia_host/timeline.hpp), this domain's facts merged into
   // its pods' entries; the status is the source of which entries there are. Each of this domain's
@@ -52,11 +55,6 @@ public:
   // whose task is not `held` and that are deleted or whose task is not `wanted`.
   void sweep(int64_t nowNanos, int64_t orphanNanos, const Wanted& held, const Wanted& wanted);
   std::size_t size() const { return pods_.size(); }
-  // The task of a pod with facts held ("" when none).
-  std::string taskOf(const std::string& podKey) const {
-    auto it = pods_.find(podKey);
-    return it == pods_.end() ? std::string() : it->second.task;
-  }
 
 private:
   struct PodState {

@@ -73,9 +73,10 @@ void OtelExport::onEvent(const sdk::Event& e) {
   if (e.subscriptionId == taskSub_) return onTask(e);
   auto wanted = [this](const std::string& task) { return this->wanted(task); };
   if (e.subscriptionId == podSub_)
-    return pods_.onPod(e, host().wallTimeNanos(), wanted,
-                       [this](const std::string& task) { return held(task); });
-  if (e.subscriptionId == eventSub_) return pods_.onPodEvent(e, host().wallTimeNanos(), wanted);
+    pods_.onPod(e, host().wallTimeNanos(), wanted,
+                [this](const std::string& task) { return held(task); });
+  else if (e.subscriptionId == eventSub_)
+    pods_.onPodEvent(e, host().wallTimeNanos(), wanted);
 }
 
 void OtelExport::onTimer(uint64_t timerId, uint64_t /*userTag*/) {

@@ -26,6 +26,10 @@ json message(std::string text) {
   return json{{"message", std::move(text)}};
 }
 
+std::string badInstant(const std::string& key) {
+  return key + " must be an RFC 3339 time or a duration such as 7d, 12h, 30m";
+}
+
 } // namespace
 
 std::optional<int64_t> parseInstant(std::string_view text, int64_t nowNanos) {
@@ -83,7 +87,7 @@ void serveList(HistoryStore& store, const std::map<std::string, std::string>& qu
     std::string bad;
     if (key == "since" || key == "until") {
       auto t = parseInstant(value, now);
-      if (!t) bad = key + " must be an RFC 3339 time or a duration such as 7d, 12h, 30m";
+      if (!t) bad = badInstant(key);
       (key == "since" ? q.since : q.until) = t;
     } else if (key == "party") {
       q.party = value;
@@ -141,7 +145,7 @@ void serveStats(HistoryStore& store, const std::map<std::string, std::string>& q
     std::string bad;
     if (key == "since" || key == "until") {
       auto t = parseInstant(value, now);
-      if (!t) bad = key + " must be an RFC 3339 time or a duration such as 7d, 12h, 30m";
+      if (!t) bad = badInstant(key);
       (key == "since" ? since : until) = t.value_or(0);
     } else if (key == "groupBy") {
       groupBy = value;

@@ -84,17 +84,10 @@ void HistoryWriter::run() {
       continue;
     }
     if (!store_) {
-      lock.unlock();
       std::unique_ptr<HistoryStore> s;
-      std::string error;
-      try {
-        s = open_();
-      } catch (const std::exception& e) {
-        error = e.what();
-      }
-      lock.lock();
+      auto opened = call(lock, [&] { s = open_(); });
       if (!s) {
-        failed(error);
+        failed(opened.error);
         continue;
       }
       store_ = std::move(s);

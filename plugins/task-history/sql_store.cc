@@ -148,9 +148,7 @@ const char* const kBucket = "coalesce(CAST(round(startup_seconds * 10) AS BIGINT
 // The SELECT of the stats_days rows the tasks (or task_parties) created in [$1, $2) make: kind,
 // day, dim, bucket, tasks, cp sums.
 std::string contributionSelect(const std::string& kind) {
-  std::string sums;
-  for (const char* phase : kPathPhases)
-    sums += std::string(", sum(cp_") + phase + ")";
+  std::string sums = pathColumns(", sum(", ")");
   std::string dim = kind == "party" ? "party" : kind == "blame" ? "blame_phase" : "''";
   return "SELECT '" + kind + "', create_ns / " + std::to_string(kDayNanos) + ", " + dim + ", " +
          kBucket + ", count(*)" + sums + " FROM " + (kind == "party" ? "task_parties" : "tasks") +
@@ -248,9 +246,7 @@ public:
   void rebuildStats() override {
     Transaction tx(*db_);
     db_->run("DELETE FROM stats_days", {});
-    std::string cols;
-    for (const char* phase : kPathPhases)
-      cols += std::string(", cp_") + phase;
+    const std::string cols = pathColumns(", ", "");
     for (const char* kind : {"all", "blame", "party"})
       db_->run("INSERT INTO stats_days (kind, day, dim, bucket, tasks" + cols + ") " +
                    contributionSelect(kind) + " GROUP BY 2, 3, 4",
@@ -364,10 +360,7 @@ public:
     if (since < 0 || firstDay >= lastDay) {
       raw(kind, since, until, add);
     } else {
-      std::string cols;
-      for (const char* phase : kPathPhases)
-        cols += std::string(", cp_") + phase;
-      db_->run("SELECT day, dim, bucket, tasks" + cols +
+      db_->run("SELECT day, dim, bucket, tasks" + pathColumns(", ", "") +
                    " FROM stats_days WHERE kind = $1 AND day >= $2 AND day < $3",
                {kind, firstDay, lastDay}, add);
       raw(kind, since, firstDay * kDayNanos, add);
@@ -481,24 +474,26 @@ private:
   // The stats_days rows one task makes: (kind, day, dim, bucket, cp...), each for one task.
   std::vector<std::vector<SqlValue>> contributions(const std::string& task) {
     std::vector<std::vector<SqlValue>> out;
-    std::string cols;
-    for (const char* phase : kPathPhases)
-      cols += std::string(", cp_") + phase;
-    auto take = [&](const char* kind) {
-      return [&out, kind](const SqlRow& row) {
-        std::vector<SqlValue> v = {std::string(kind), row.integer(0), row.text(1), row.integer(2)};
+    const std::string cols = pathColumns(", ", "");
+    const std::string day = "create_ns / " + std::to_string(kDayNanos);
+    // day, dim, bucket, cp... as rows of `kind`, with `dim` for the row's own when given.
+    auto take = [&out](const char* kind, const std::optional<std::string>& dim) {
+      return [&out, kind, dim](const SqlRow& row) {
+        std::vector<SqlValue> v = {std::string(kind), row.integer(0), dim ? *dim : row.text(1),
+                                   row.integer(2)};
         for (std::size_t i = 0; i < kPathPhases.size(); ++i)
           v.emplace_back(row.real(3 + static_cast<int>(i)));
         out.push_back(std::move(v));
       };
     };
-    const std::string day = "create_ns / " + std::to_string(kDayNanos);
-    db_->run("SELECT " + day + ", '', " + kBucket + cols + " FROM tasks WHERE task = $1", {task},
-             take("all"));
+    // The task's row counts twice: once in "all", once under its blamed phase.
     db_->run("SELECT " + day + ", blame_phase, " + kBucket + cols + " FROM tasks WHERE task = $1",
-             {task}, take("blame"));
+             {task}, [&](const SqlRow& row) {
+               take("all", std::string())(row);
+               take("blame", std::nullopt)(row);
+             });
     db_->run("SELECT " + day + ", party, " + kBucket + cols + " FROM task_parties WHERE task = $1",
-             {task}, take("party"));
+             {task}, take("party", std::nullopt));
     return out;
   }
 

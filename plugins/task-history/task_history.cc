@@ -98,18 +98,14 @@ void TaskHistory::onEvent(const sdk::Event& e) {
   const int64_t now = host().wallTimeNanos();
   auto wanted = [](const std::string&) { return true; };
   auto held = [this](const std::string& task) { return due_.count(task) > 0; };
-  std::string pod;
-  if (e.subscriptionId == podSub_) {
-    pods_.onPod(e, now, wanted, held);
-    pod = std::string(e.key);
-  } else if (e.subscriptionId == eventSub_) {
-    pods_.onPodEvent(e, now, wanted);
-    if (auto ev = podEventOf(e)) pod = ev->key;
-  }
+  std::string task;
+  if (e.subscriptionId == podSub_)
+    task = pods_.onPod(e, now, wanted, held);
+  else if (e.subscriptionId == eventSub_)
+    task = pods_.onPodEvent(e, now, wanted);
   // A new fact of a task's pod: the task is recorded again (before the initial lists are in,
   // the resync that follows them looks at every task anyway).
-  if (synced_.size() < 3 || e.type == KH_EVENT_DELETED || pod.empty()) return;
-  if (std::string task = pods_.taskOf(pod); !task.empty()) markDue(task);
+  if (synced_.size() == 3 && !task.empty()) markDue(task);
 }
 
 void TaskHistory::onTask(const sdk::Event& e) {
@@ -195,7 +191,7 @@ void TaskHistory::startResync() {
 void TaskHistory::resyncSome() {
   // Half the queue at most, so that live recordings keep their room.
   std::size_t room = writer_->room();
-  std::size_t budget = std::min(kResyncBatch, room > room / 2 ? room - room / 2 : 0);
+  std::size_t budget = std::min(kResyncBatch, room - room / 2);
   while (budget > 0 && resyncNext_ < resync_.size()) {
     recordCached(resync_[resyncNext_++]);
     --budget;
