@@ -100,7 +100,7 @@ TEST(ConformanceTest, TheFakeHostAndTheRealHostAnswerAPluginAlike) {
   json real = realHostReport(dir.file("real.json"), dir);
   EXPECT_EQ(fake, real) << "fake host:\n" << fake.dump(2) << "\nreal host:\n" << real.dump(2);
   // And both say what abi.h documents.
-  json expected = {{"abi", "1.2"},
+  json expected = {{"abi", "1.3"},
                    {"sub.plain", "ok"},
                    {"sub.labels", "ok"},
                    {"sub.no_version", KH_ERR_INVALID_ARGUMENT},
@@ -135,6 +135,10 @@ TEST(ConformanceTest, TheFakeHostAndTheRealHostAnswerAPluginAlike) {
                    {"cache.list_selector_key", "alice/p-a"},
                    {"cache.list_counts", "2/1"},
                    {"cache.get", "found"},
+                   {"cache.release_unknown_key", KH_ERR_NOT_FOUND},
+                   {"cache.release_foreign_subscription", KH_ERR_NOT_FOUND},
+                   {"cache.release_stale", KH_ERR_STALE},
+                   {"cache.release", KH_OK},
                    {"cache.get_fields", json::array({{{"app", "a"}}})},
                    {"req.pending", "ok"},
                    {"req.after_stop", KH_ERR_FAILED_PRECONDITION},
@@ -197,7 +201,7 @@ TEST(AbiCompatibilityTest, APluginBuiltAgainstAbi10LoadsAndRunsInThisHost) {
   EXPECT_EQ(r.code, 0) << r.err;
 }
 
-// A plugin compiled against the frozen 1.1 header runs in this 1.2 host: its route is served,
+// A plugin compiled against the frozen 1.1 header runs in this 1.3 host: its route is served,
 // check-config asks it to validate its config, and it exports no 1.2 offline routes, which
 // nothing but the commands that read a plugin's storage offline look for.
 TEST(AbiCompatibilityTest, APluginBuiltAgainstAbi11LoadsAndServesItsRoute) {
@@ -217,12 +221,39 @@ TEST(AbiCompatibilityTest, APluginBuiltAgainstAbi11LoadsAndServesItsRoute) {
   EXPECT_NE(r.err.find("abi11 refuses it"), std::string::npos) << r.err;
 }
 
+// A plugin compiled against the frozen 1.2 header runs in this 1.3 host: its route is served and
+// its offline routes answer; it never releases a cached object, and nothing asks it to.
+TEST(AbiCompatibilityTest, APluginBuiltAgainstAbi12ServesItsRouteAndItsOfflineRoutes) {
+  PluginLoader loader(LoaderOptions{::geteuid()});
+  auto lib = loader.load(KH_TEST_PLUGIN_DIR "/abi12.so", "abi12");
+  ASSERT_TRUE(lib.ok()) << lib.error();
+  EXPECT_EQ(lib.value()->descriptor().abi_minor, 2);
+  auto offline = lib.value()->offlineGet();
+  ASSERT_NE(offline, nullptr);
+  std::string answer;
+  char err[256] = {0};
+  EXPECT_EQ(offline(
+                "{}", 2, "/api/v1/abi12/t", "a=1",
+                [](void* user, int32_t status, const char*, const char* body, size_t len) {
+                  *static_cast<std::string*>(user) =
+                      std::to_string(status) + " " + std::string(body, len);
+                },
+                &answer, err, sizeof err),
+            KH_OK);
+  EXPECT_EQ(answer, R"(200 {"abi": "1.2", "offline": "/api/v1/abi12/t?a=1"})");
+  OldPluginHost host("abi12");
+  auto route = test::httpGet(host.daemon.adminEndpoint()->port(), "/api/v1/abi12/x");
+  EXPECT_EQ(route.status, 200);
+  EXPECT_EQ(json::parse(route.body), (json{{"abi", "1.2"}, {"path", "/api/v1/abi12/x"}}));
+  host.daemon.shutdown();
+}
+
 // A plugin needing a newer minor than the host's is refused, naming both versions.
 TEST(AbiCompatibilityTest, APluginNeedingANewerMinorIsRefusedNamingBothVersions) {
   PluginLoader loader(LoaderOptions{::geteuid()});
   auto lib = loader.load(KH_TEST_PLUGIN_DIR "/bad_newer_minor.so");
   ASSERT_FALSE(lib.ok());
-  EXPECT_NE(lib.error().find("needs ABI 1.3, newer than this host's ABI 1.2"), std::string::npos)
+  EXPECT_NE(lib.error().find("needs ABI 1.4, newer than this host's ABI 1.3"), std::string::npos)
       << lib.error();
 }
 

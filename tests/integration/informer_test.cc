@@ -387,6 +387,108 @@ TEST_F(InformerTest, ColdRecordsArePackedAndReadAsBefore) {
       eventually([&] { return metric(client_->metrics().packedCached, {informer->id()}) == 11; }));
 }
 
+// Releases (ABI 1.3 cache_release): an object every subscription released is forgotten (a digest
+// stays); changes nobody declared, relists that find it unchanged and its deletion deliver
+// nothing; a change of anything declared brings it back as ADDED to every subscriber. A release
+// outlives changes its subscription does not see; stale and unknown releases are refused.
+TEST_F(InformerTest, ReleasedObjectsAreForgottenUntilTheyChange) {
+  createPods(10);
+  makeClient();
+  Recorder a, b;
+  uint64_t subA = subscribe(a); // phase and app
+  auto idB = client_->subscribe({"", "v1", "pods", "alice", "", {"/metadata/labels/app"}, false},
+                                b.sink());
+  ASSERT_TRUE(idB.ok()) << idB.error();
+  client_->start(health_);
+  ASSERT_TRUE(eventually(
+      [&] { return a.count(ChangeType::kSynced) == 1 && b.count(ChangeType::kSynced) == 1; }));
+  auto found = client_->find(subA);
+  std::shared_ptr<Informer> informer = found.first;
+  std::shared_ptr<Subscription> sA = found.second;
+  auto sB = client_->find(*idB).second;
+  const std::string id = informer->id();
+  auto rv = [&](const std::string& key) {
+    RecordPtr r = informer->get(key);
+    return r ? std::string(r->resourceVersion()) : std::string();
+  };
+  auto forgotten = [&] { return metric(client_->metrics().forgottenCached, {id}); };
+  using R = Informer::Release;
+
+  // Refused: an unknown object, a version that is not the cached one.
+  EXPECT_EQ(informer->release(*sA, "alice/none", "1"), R::kNotFound);
+  EXPECT_EQ(informer->release(*sA, "alice/p0", rv("alice/p0") + "0"), R::kStale);
+  // One subscription's release keeps the object for the other; both forget it.
+  EXPECT_EQ(informer->release(*sA, "alice/p0", rv("alice/p0")), R::kReleased);
+  EXPECT_TRUE(informer->get("alice/p0"));
+  EXPECT_EQ(informer->release(*sB, "alice/p0", rv("alice/p0")), R::kReleased);
+  ASSERT_TRUE(eventually([&] { return !informer->get("alice/p0"); }));
+  EXPECT_EQ(informer->forgotten(), 1u);
+  EXPECT_EQ(forgotten(), 1);
+  EXPECT_EQ(informer->size(), 9u);
+  EXPECT_EQ(informer->release(*sA, "alice/p0", "1"), R::kNotFound);
+
+  // A change nobody declared: nothing (p9's change, after it, is the marker).
+  ASSERT_EQ(call("PATCH", std::string(kPods) + "/p0",
+                 {{"metadata", {{"annotations", {{"x", "y"}}}}}}, "application/merge-patch+json")
+                .status,
+            200);
+  setPhase("p9", "Running");
+  ASSERT_TRUE(eventually([&] { return a.count(ChangeType::kModified, "alice/p9") == 1; }));
+  EXPECT_FALSE(informer->get("alice/p0"));
+  EXPECT_EQ(a.count(ChangeType::kAdded, "alice/p0"), 1u); // the initial list's only
+  // A declared change (A's phase): back as ADDED to both, cached again.
+  setPhase("p0", "Running");
+  ASSERT_TRUE(eventually([&] { return b.count(ChangeType::kAdded, "alice/p0") == 2; }));
+  ASSERT_TRUE(eventually([&] { return a.count(ChangeType::kAdded, "alice/p0") == 2; }));
+  EXPECT_EQ(a.state().at("alice/p0"), R"(["Running","a"])");
+  EXPECT_TRUE(informer->get("alice/p0"));
+  EXPECT_EQ(informer->forgotten(), 0u);
+
+  // B's release of p1 outlives a change only A sees; A's release of the new version completes it.
+  EXPECT_EQ(informer->release(*sB, "alice/p1", rv("alice/p1")), R::kReleased);
+  setPhase("p1", "Running");
+  ASSERT_TRUE(eventually([&] { return a.count(ChangeType::kModified, "alice/p1") == 1; }));
+  EXPECT_EQ(b.count(ChangeType::kModified, "alice/p1"), 0u);
+  EXPECT_EQ(informer->release(*sA, "alice/p1", rv("alice/p1")), R::kReleased);
+  ASSERT_TRUE(eventually([&] { return !informer->get("alice/p1"); }));
+  // A change B sees takes B's release back (its event), and the object stays.
+  EXPECT_EQ(informer->release(*sA, "alice/p2", rv("alice/p2")), R::kReleased);
+  EXPECT_EQ(informer->release(*sB, "alice/p2", rv("alice/p2")), R::kReleased);
+  ASSERT_TRUE(eventually([&] { return !informer->get("alice/p2"); }));
+  EXPECT_EQ(informer->forgotten(), 2u);
+
+  // A forgotten object deleted: no DELETED.
+  ASSERT_EQ(call("DELETE", std::string(kPods) + "/p2").status, 200);
+  setPhase("p9", "Failed");
+  ASSERT_TRUE(eventually([&] { return a.count(ChangeType::kModified, "alice/p9") == 2; }));
+  EXPECT_EQ(a.count(ChangeType::kDeleted), 0u);
+  EXPECT_EQ(informer->forgotten(), 1u);
+
+  // Through a relist: p1 (unchanged) stays forgotten without an event; p3, forgotten and then
+  // changed while the watch was down, comes back as ADDED; p4, forgotten and deleted, goes.
+  for (const char* p : {"alice/p3", "alice/p4"}) {
+    EXPECT_EQ(informer->release(*sA, p, rv(p)), R::kReleased);
+    EXPECT_EQ(informer->release(*sB, p, rv(p)), R::kReleased);
+  }
+  ASSERT_TRUE(eventually([&] { return informer->forgotten() == 3u; }));
+  waitForWatch();
+  fault("respond?path=/api/v1/namespaces/alice/pods&method=GET&watch=1&status=503&count=3");
+  fault("drop-watches");
+  setLabel("p3", "c");
+  ASSERT_EQ(call("DELETE", std::string(kPods) + "/p4").status, 200);
+  fault("compact");
+  ASSERT_TRUE(eventually([&] { return b.count(ChangeType::kAdded, "alice/p3") == 2; }, 20));
+  EXPECT_GE(metric(client_->metrics().relists, {id}), 1);
+  EXPECT_TRUE(eventually([&] { return informer->forgotten() == 1u; }));
+  EXPECT_EQ(b.state().at("alice/p3"), R"(["c"])");
+  EXPECT_EQ(a.count(ChangeType::kAdded, "alice/p1"), 1u);
+  EXPECT_EQ(b.count(ChangeType::kAdded, "alice/p1"), 1u);
+  EXPECT_EQ(a.count(ChangeType::kDeleted), 0u);
+  EXPECT_EQ(b.count(ChangeType::kDeleted), 0u);
+  EXPECT_FALSE(informer->get("alice/p1"));
+  EXPECT_EQ(informer->size(), 7u); // p0, p3, p5..p9
+}
+
 TEST_F(InformerTest, ConvergesAfterWatchesDroppedAndHistoryCompacted) {
   createPods(10);
   Recorder rec;

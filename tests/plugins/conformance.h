@@ -107,6 +107,15 @@ public:
                                            })
                                ? "found"
                                : "absent";
+    // ABI 1.3: the answers to releases (the real host forgets asynchronously, and only once every
+    // subscription released: what follows is not compared here).
+    std::string rv;
+    host().cacheGet(labelled_, "alice/p-b",
+                    [&rv](const sdk::Object& o) { rv = std::string(o.resourceVersion); });
+    report_["cache.release_unknown_key"] = host().cacheRelease(labelled_, "alice/none", "1");
+    report_["cache.release_foreign_subscription"] = host().cacheRelease(987654, "alice/p-b", rv);
+    report_["cache.release_stale"] = host().cacheRelease(labelled_, "alice/p-b", rv + "0");
+    report_["cache.release"] = host().cacheRelease(labelled_, "alice/p-b", rv);
     // Completes only when the instance stops: the server keeps failing it with 503s.
     report_["req.pending"] = code([&] { host().kubeRequest(patch("conformance-pending", "{}")); });
     host().setReady(true);

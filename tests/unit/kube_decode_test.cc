@@ -6,7 +6,9 @@
 #include <nlohmann/json.hpp>
 #include <random>
 #include <sstream>
+#include <unordered_map>
 
+#include "kube/digest_table.h"
 #include "kube/frame_splitter.h"
 #include "kube/object_cache.h"
 #include "kube/projection.h"
@@ -457,6 +459,50 @@ TEST(ObjectCacheTest, PackedRecordsReadAndCompareAsPlainOnes) {
   EXPECT_EQ(cache.packedCount(), 0u);
   EXPECT_TRUE(cache.erase("cross-domain/done-42"));
   EXPECT_EQ(cache.recordBytes(), 0u);
+}
+
+// The forgotten objects' table answers as a map would through growth and deletions (backward
+// shifts across the wrap-around included), with keys crowded into few home slots.
+TEST(DigestTableTest, AnswersAsAMapThroughInsertsErasesAndGrowth) {
+  DigestTable table;
+  std::unordered_map<uint64_t, uint64_t> truth;
+  std::mt19937_64 rng(7);
+  auto key = [&] {
+    // Half of them from a small set (repeated puts and erases), half spread out.
+    uint64_t k = rng() % 2 == 0 ? (rng() % 300) + 2 : rng() | 2;
+    return k;
+  };
+  for (int step = 0; step < 200000; ++step) {
+    uint64_t k = key();
+    switch (rng() % 3) {
+    case 0:
+    case 1: {
+      uint64_t d = rng();
+      table.put(k, d);
+      truth[k] = d;
+      break;
+    }
+    default: EXPECT_EQ(table.erase(k), truth.erase(k) > 0) << step; break;
+    }
+    if (step % 5000 == 0) {
+      ASSERT_EQ(table.size(), truth.size());
+      for (const auto& [tk, td] : truth)
+        ASSERT_EQ(table.find(tk), td) << step;
+    }
+  }
+  for (const auto& [tk, td] : truth)
+    EXPECT_EQ(table.find(tk), td);
+  EXPECT_FALSE(table.find(1));
+  EXPECT_LE(table.bytes(), 16 * 2 * 8 * truth.size() / 7 + 1024);
+  // Everything out: the table is empty and finds nothing.
+  std::vector<uint64_t> keys;
+  for (const auto& [tk, td] : truth)
+    keys.push_back(tk);
+  for (uint64_t k : keys)
+    EXPECT_TRUE(table.erase(k));
+  EXPECT_TRUE(table.empty());
+  for (uint64_t k : keys)
+    EXPECT_FALSE(table.find(k));
 }
 
 } // namespace

@@ -23,6 +23,9 @@ KubeMetrics::KubeMetrics(MetricsRegistry& r)
                                "Bytes held by the informer's cached records", {"informer"})),
       packedCached(r.hostFamily(MetricKind::kGauge, "kuscia_host_kube_objects_packed",
                                 "Cached objects held packed (cold, compressed)", {"informer"})),
+      forgottenCached(r.hostFamily(MetricKind::kGauge, "kuscia_host_kube_objects_forgotten",
+                                   "Objects every subscriber released: only a digest is kept",
+                                   {"informer"})),
       requestDuration(r.hostFamily(MetricKind::kHistogram,
                                    "kuscia_host_kube_request_duration_seconds",
                                    "API requests (not watches) by verb and HTTP code "

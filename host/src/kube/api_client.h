@@ -32,6 +32,7 @@ struct KubeMetrics {
   MetricFamily* objectsCached;
   MetricFamily* bytesCached;
   MetricFamily* packedCached;
+  MetricFamily* forgottenCached;
   MetricFamily* requestDuration;
   MetricFamily* requestRetries;
   MetricFamily* rateLimiterWait;

@@ -105,6 +105,7 @@ Informer::Informer(net::io_context& io, std::shared_ptr<ApiClient> api, KubeMetr
   objects_ = metrics_.objectsCached->series({id_});
   bytes_ = metrics_.bytesCached->series({id_});
   packed_ = metrics_.packedCached->series({id_});
+  forgottenGauge_ = metrics_.forgottenCached->series({id_});
   const char* types[] = {"ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR", "unknown"};
   for (std::size_t i = 0; i < eventSeries_.size(); ++i)
     eventSeries_[i] = metrics_.events->series({id_, types[i]});
@@ -129,6 +130,7 @@ Result<std::shared_ptr<Subscription>> Informer::subscribe(uint64_t id, Subscript
   auto sub =
       std::make_shared<Subscription>(id, std::move(spec), std::move(*selector), std::move(sink));
   sub->slots_ = std::move(slots);
+  sub->index_ = subs_.size();
   subs_.push_back(sub);
   return sub;
 }
@@ -184,6 +186,47 @@ RecordPtr Informer::get(std::string_view key) const {
   return cache_.get(key);
 }
 
+Informer::Release Informer::release(const Subscription& sub, std::string_view key,
+                                    std::string_view rv) {
+  bool all = false;
+  {
+    std::shared_lock lock(cacheMu_);
+    RecordPtr r = cache_.get(key);
+    if (!r || !sub.matches(*r)) return Release::kNotFound;
+    if (r->resourceVersion() != rv) return Release::kStale;
+    if (sub.index() >= kMaxReleasing) return Release::kReleased; // kept: see release()
+    r->release(uint64_t{1} << sub.index());
+    all = fullyReleased(*r);
+  }
+  // The strand is the cache's only writer.
+  if (all)
+    net::post(strand_, [self = shared_from_this(), k = std::string(key)] { self->forget(k); });
+  return Release::kReleased;
+}
+
+bool Informer::fullyReleased(const Record& r) const {
+  uint64_t need = 0;
+  for (const auto& s : subs_) {
+    if (!s->matches(r)) continue;
+    if (s->index() >= kMaxReleasing) return false;
+    need |= uint64_t{1} << s->index();
+  }
+  return need != 0 && (r.released() & need) == need;
+}
+
+void Informer::forget(const std::string& key) {
+  if (stopped_) return;
+  RecordPtr r = cache_.get(key); // on the strand: no lock to read
+  if (!r || !fullyReleased(*r)) return;
+  uint64_t digest = r->digest();
+  {
+    std::unique_lock lock(cacheMu_);
+    cache_.erase(key);
+  }
+  forgotten_.put(keyHash(key), digest);
+  updateGauges();
+}
+
 std::size_t Informer::size() const {
   std::shared_lock lock(cacheMu_);
   return cache_.size();
@@ -234,6 +277,11 @@ void Informer::list(const std::string& resourceVersion, bool paged) {
   if (!firstList_) relists_->add(1);
   firstList_ = false;
   uint64_t gen = ++gen_;
+  listForgotten_.clear();
+  // The first list into an empty cache is delivered page by page (there is nothing to compare
+  // with): subscribers can release what they are done with while the rest arrives, so a month of
+  // finished objects never sits in memory at once. Any later list is compared with the cache.
+  streaming_ = !synced_ && cache_.size() == 0 && forgotten_.empty();
   page(gen, resourceVersion, "", paged, std::make_shared<ObjectCache>());
 }
 
@@ -276,15 +324,29 @@ void Informer::page(uint64_t gen, const std::string& rv, const std::string& cont
       auto meta = self->decoder_->decodeList(
           r->body,
           [&](Projected& item) {
-            if (self->namespace_.empty() || item.namespaceName == self->namespace_)
-              items.push_back(RecordPtr::make(item, self->keepRaw_));
+            if (!self->namespace_.empty() && item.namespaceName != self->namespace_) return;
+            RecordPtr r = RecordPtr::make(item, self->keepRaw_);
+            if (!self->forgotten_.empty()) {
+              // Forgotten and unchanged: it stays forgotten, never cached again.
+              uint64_t h = keyHash(r->key());
+              auto digest = self->forgotten_.find(h);
+              if (digest && *digest == r->digest()) {
+                self->listForgotten_.put(h, *digest);
+                return;
+              }
+            }
+            items.push_back(std::move(r));
           },
           [&](const std::string& why) { self->decodeError(why); });
       // A listed object is taken as cold (most of a large list is history): packed at once, so
       // that a month of finished tasks never sits in memory as text, not even during the list.
       self->pack(items);
-      for (auto& item : items)
-        pending->put(std::move(item));
+      if (self->streaming_) {
+        self->stream(items);
+      } else {
+        for (auto& item : items)
+          pending->put(std::move(item));
+      }
       if (!meta) {
         self->decodeError("LIST page: " + meta.error());
         self->noteError("malformed LIST page: " + meta.error());
@@ -298,23 +360,54 @@ void Informer::page(uint64_t gen, const std::string& rv, const std::string& cont
   });
 }
 
+void Informer::stream(std::vector<RecordPtr>& items) {
+  std::vector<RecordPtr> before(items.size());
+  {
+    std::unique_lock lock(cacheMu_);
+    for (std::size_t i = 0; i < items.size(); ++i)
+      before[i] = cache_.put(items[i]);
+  }
+  for (std::size_t i = 0; i < items.size(); ++i)
+    for (const auto& s : subs_)
+      s->change(before[i], items[i]);
+  updateGauges();
+}
+
 void Informer::replace(const std::shared_ptr<ObjectCache>& pending, const std::string& rv) {
+  if (streaming_) {
+    // Every page is in the cache and was delivered already.
+    streaming_ = false;
+    listForgotten_.clear();
+    return listed(rv);
+  }
   {
     std::unique_lock lock(cacheMu_);
     cache_.swap(*pending);
   }
+  // What stayed forgotten; what changed comes back (ADDED below), what is gone goes silently.
+  forgotten_.swap(listForgotten_);
+  listForgotten_.clear();
   // `pending` now holds the previous state: report what changed.
+  std::vector<std::string> released;
   cache_.forEach([&](const RecordPtr& now) {
     RecordPtr before = pending->get(now->key());
-    if (before && before->sameContent(*now)) return;
-    for (const auto& s : subs_)
-      s->change(before, now);
+    if (before) now->release(before->released() & unchangedFor(*before, *now));
+    if (!before || !before->sameContent(*now))
+      for (const auto& s : subs_)
+        s->change(before, now);
+    if (now->released() != 0 && fullyReleased(*now)) released.emplace_back(now->key());
   });
+  for (const auto& key : released)
+    forget(key);
   pending->forEach([&](const RecordPtr& gone) {
     if (cache_.get(gone->key())) return;
     for (const auto& s : subs_)
       s->change(gone, RecordPtr());
   });
+  listed(rv);
+}
+
+void Informer::listed(const std::string& rv) {
   lastRv_ = rv;
   lastRvExpired_ = false;
   updateGauges();
@@ -322,7 +415,8 @@ void Informer::replace(const std::shared_ptr<ObjectCache>& pending, const std::s
     synced_ = true;
     for (const auto& s : subs_)
       s->deliver(ChangeType::kSynced, RecordPtr());
-    logger_->info("informer {} synced: {} object(s) at resourceVersion {}", id_, cache_.size(), rv);
+    logger_->info("informer {} synced: {} object(s) at resourceVersion {} ({} forgotten)", id_,
+                  cache_.size() + forgotten_.size(), rv, forgotten_.size());
   }
   std::lock_guard lock(statusMu_);
   lastError_.clear();
@@ -363,7 +457,10 @@ void Informer::sweep() {
   {
     std::unique_lock lock(cacheMu_);
     for (std::size_t i = 0; i < cold.size(); ++i)
-      if (packed[i]->packed() && cache_.swapIfSame(cold[i], packed[i])) ++n;
+      if (packed[i]->packed() && cache_.swapIfSame(cold[i], packed[i])) {
+        packed[i]->release(cold[i]->released()); // releases made meanwhile hold
+        ++n;
+      }
   }
   if (n > 0) updateGauges();
 }
@@ -382,8 +479,10 @@ void Informer::scheduleSweep() {
 
 void Informer::updateGauges() {
   objects_->set(static_cast<double>(cache_.size()));
-  bytes_->set(static_cast<double>(cache_.recordBytes() + cache_.size() * 64));
+  bytes_->set(static_cast<double>(cache_.recordBytes() + cache_.size() * 64 + forgotten_.bytes()));
   packed_->set(static_cast<double>(cache_.packedCount()));
+  forgottenCount_.store(forgotten_.size(), std::memory_order_relaxed);
+  forgottenGauge_->set(static_cast<double>(forgotten_.size()));
 }
 
 // --- watch -------------------------------------------------------------------------------
@@ -475,13 +574,41 @@ void Informer::onWatchData(uint64_t gen, std::string_view bytes) {
   if (stream_) stream_->cancel();
 }
 
+uint64_t Informer::unchangedFor(const Record& before, const Record& after) const {
+  if (before.released() == 0) return 0;
+  uint64_t keep = 0;
+  for (const auto& s : subs_)
+    if (s->index() < kMaxReleasing && s->matches(before) && s->matches(after) &&
+        !s->differs(before, after))
+      keep |= uint64_t{1} << s->index();
+  return keep;
+}
+
 void Informer::apply(WatchEventType type, const Projected& object) {
   if (!namespace_.empty() && object.namespaceName != namespace_) return;
   RecordPtr rec = RecordPtr::make(object, keepRaw_);
+  bool deleted = type == WatchEventType::kDeleted;
+  if (!forgotten_.empty()) {
+    // A forgotten object: unchanged for every subscriber, it stays forgotten; changed, it is new
+    // to them (ADDED below); deleted, it goes without a word.
+    uint64_t h = keyHash(rec->key());
+    if (auto digest = forgotten_.find(h)) {
+      if (!deleted && *digest == rec->digest()) return;
+      forgotten_.erase(h);
+      if (deleted && !cache_.get(rec->key())) return updateGauges();
+    }
+  }
   RecordPtr before;
   {
     std::unique_lock lock(cacheMu_);
-    before = type == WatchEventType::kDeleted ? cache_.erase(rec->key()) : cache_.put(rec);
+    before = deleted ? cache_.erase(rec->key()) : cache_.put(rec);
+  }
+  // The releases of subscriptions that see no change carry over. Read after the swap: a release
+  // finds either `before` (and is in its bits now) or `rec`.
+  uint64_t keep = 0;
+  if (!deleted && before) {
+    keep = before->released() & unchangedFor(*before, *rec);
+    if (keep != 0) rec->release(keep);
   }
   if (type == WatchEventType::kDeleted) {
     // The last state: the event's object, seen by those who saw the object before.
@@ -491,6 +618,7 @@ void Informer::apply(WatchEventType type, const Projected& object) {
   } else {
     for (const auto& s : subs_)
       s->change(before, rec);
+    if (keep != 0 && fullyReleased(*rec)) return forget(std::string(rec->key()));
   }
   updateGauges();
 }

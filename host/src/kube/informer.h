@@ -21,6 +21,7 @@
 
 #include "k8s/selector.h"
 #include "kube/api_client.h"
+#include "kube/digest_table.h"
 #include "kube/frame_splitter.h"
 #include "kube/object_cache.h"
 #include "kube/projection.h"
@@ -53,6 +54,8 @@ public:
 
   uint64_t id() const { return id_; }
   const SubscriptionSpec& spec() const { return spec_; }
+  // Its position among the informer's subscriptions: its bit in Record::released().
+  std::size_t index() const { return index_; }
   // Whether the object is in this subscription's namespace and selector.
   bool matches(const Record& r) const;
   // The declared fields of `r`, as a JSON array in declaration order (null when absent).
@@ -67,6 +70,7 @@ private:
   void change(const RecordPtr& before, const RecordPtr& after) const;
 
   uint64_t id_;
+  std::size_t index_ = 0;
   SubscriptionSpec spec_;
   k8s::LabelSelector selector_;
   Sink sink_;
@@ -118,6 +122,15 @@ public:
   std::string status() const;
 
   RecordPtr get(std::string_view key) const;
+  // kh_host_api_v1_t.cache_release: subscription `sub` is done with `key` as of resourceVersion
+  // `rv`. Once every subscription that sees the object released it, the informer forgets the
+  // record (on its strand) and keeps a digest: an unchanged object stays forgotten through
+  // watches and relists, a changed one comes back as ADDED, a deleted one goes silently. Only
+  // the first 64 subscriptions of an informer can release. Any thread.
+  enum class Release { kReleased, kNotFound, kStale };
+  Release release(const Subscription& sub, std::string_view key, std::string_view rv);
+  // Objects forgotten (released by every subscriber), whose digest is kept.
+  std::size_t forgotten() const { return forgottenCount_.load(std::memory_order_relaxed); }
   template <class Fn> void forEach(Fn&& fn) const {
     std::shared_lock lock(cacheMu_);
     cache_.forEach(fn);
@@ -133,6 +146,10 @@ private:
   void page(uint64_t gen, const std::string& resourceVersion, const std::string& continueToken,
             bool paged, const std::shared_ptr<ObjectCache>& pending);
   void replace(const std::shared_ptr<ObjectCache>& pending, const std::string& resourceVersion);
+  // The first list's page: cached and delivered at once (see list()).
+  void stream(std::vector<RecordPtr>& items);
+  // A list is in: the watch starts from `resourceVersion`; SYNCED the first time.
+  void listed(const std::string& resourceVersion);
   void watch();
   void onWatchData(uint64_t gen, std::string_view bytes);
   void onWatchDone(uint64_t gen, Result<HttpResponse> r);
@@ -147,7 +164,16 @@ private:
   // Packs what can be packed in `records` (makes the codec from them when there is none yet).
   void pack(std::vector<RecordPtr>& records);
   void scheduleSweep();
+  // Whether every subscription that sees `r` released it.
+  bool fullyReleased(const Record& r) const;
+  // On the strand: drops `key`'s record if it is still fully released, keeping its digest.
+  void forget(const std::string& key);
+  // The subscriptions (bits) whose view does not differ between the two versions, among those
+  // that released `before`: their releases carry over to `after`.
+  uint64_t unchangedFor(const Record& before, const Record& after) const;
+  static uint64_t keyHash(std::string_view key) { return std::hash<std::string_view>{}(key); }
   static constexpr std::size_t kDictionarySamples = 8;
+  static constexpr std::size_t kMaxReleasing = 64; // subscriptions that can release
 
   boost::asio::strand<boost::asio::io_context::executor_type> strand_;
   std::shared_ptr<ApiClient> api_;
@@ -167,6 +193,11 @@ private:
   mutable std::shared_mutex cacheMu_;
   ObjectCache cache_;
   const RecordCodec* codec_ = nullptr; // made from the first records big enough to pack
+  // Forgotten objects: key hash -> digest (Record::digest). Touched only on strand_. A relist
+  // builds the next map in listForgotten_ (the entries it found unchanged) and takes it.
+  DigestTable forgotten_;
+  DigestTable listForgotten_;
+  std::atomic<std::size_t> forgottenCount_{0};
 
   // Reflector state: touched only on strand_ (lists, the watch stream, timers), except through
   // ingest() in benchmarks, which run without a server.
@@ -184,6 +215,7 @@ private:
   bool watchRegressed_ = false; // a resourceVersion older than the last one arrived
   bool firstWatch_ = true;
   bool firstList_ = true;
+  bool streaming_ = false; // the list in progress goes straight to the cache (list())
   std::mutex streamMu_;
   std::shared_ptr<HttpTransport::Stream> stream_;
   std::optional<boost::asio::steady_timer> sweepTimer_; // on strand_
@@ -200,6 +232,7 @@ private:
   MetricSeries* objects_;
   MetricSeries* bytes_;
   MetricSeries* packed_;
+  MetricSeries* forgottenGauge_;
   std::array<MetricSeries*, 6> eventSeries_{};
 };
 

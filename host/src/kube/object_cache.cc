@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <new>
 
 #include "kube/record_codec.h"
@@ -37,6 +38,22 @@ bool Record::sameContent(const Record& o) const {
   for (uint32_t i = kRaw; i < count_; ++i)
     if (a->slot(i) != b->slot(i)) return false;
   return true;
+}
+
+uint64_t Record::digest() const {
+  PlainRecord p(*this);
+  // Each slot's hash, folded with a splitmix64 step so that order and boundaries count.
+  uint64_t h = hasLabels_ ? 0x9e3779b97f4a7c15ULL : 0x632be59bd9b4e019ULL;
+  auto fold = [&h](std::string_view s) {
+    h ^= std::hash<std::string_view>{}(s) + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+    h ^= h >> 30;
+    h *= 0xbf58476d1ce4e5b9ULL;
+    h ^= h >> 27;
+  };
+  fold(p->slot(kUid));
+  for (uint32_t i = kLabels; i < count_; ++i)
+    fold(p->slot(i));
+  return h;
 }
 
 // A packed record's data: the plain prefix (slots before kRaw), the codec's address, the packed

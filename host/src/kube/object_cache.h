@@ -49,6 +49,16 @@ public:
   std::size_t tailSize() const { return offsets()[count_] - offsets()[kRaw]; }
   // Marks the record as seen by a sweep; whether it had been seen before.
   bool markSeen() const { return seen_.exchange(true, std::memory_order_relaxed); }
+  // The subscriptions (bits by their index in the informer) that released this version: they are
+  // done with the object until it changes for them (kh_host_api_v1_t.cache_release).
+  uint64_t released() const { return released_.load(std::memory_order_acquire); }
+  // Adds `bits`; returns the mask after.
+  uint64_t release(uint64_t bits) const {
+    return released_.fetch_or(bits, std::memory_order_acq_rel) | bits;
+  }
+  // A 64-bit digest of everything a subscriber can see (uid, labels, the raw object, the
+  // fields): equal digests mean no subscriber would see a change. Unpacks a packed record.
+  uint64_t digest() const;
 
   // Every slot is followed by a NUL, so slot(i).data() is also a C string.
   std::string_view slot(uint32_t i) const {
@@ -72,7 +82,8 @@ private:
   uint32_t bytes_ = 0;
   bool hasLabels_ = false;
   bool packed_ = false;
-  mutable std::atomic<bool> seen_{false}; // not content: the sweep's note
+  mutable std::atomic<bool> seen_{false};     // not content: the sweep's note
+  mutable std::atomic<uint64_t> released_{0}; // not content: see released()
 };
 
 // A counted reference to an immutable Record (8 bytes).

@@ -87,6 +87,9 @@ kh_status_t cacheList(kh_host_ctx_t* c, uint64_t sub, const char* selector,
                       kh_object_visitor_t visitor, void* user) {
   return self(c)->kube().cacheList(sub, selector, visitor, user);
 }
+kh_status_t cacheRelease(kh_host_ctx_t* c, uint64_t sub, const char* key, const char* rv) {
+  return self(c)->kube().cacheRelease(sub, key, rv);
+}
 kh_status_t kubeRequest(kh_host_ctx_t* c, const kh_kube_request_t* req, uint64_t* outId, char* err,
                         size_t len) {
   return withError(err, len,
@@ -131,6 +134,7 @@ kh_host_api_v1_t makeTable(bool withKube) {
     t.cache_get = &cacheGet;
     t.cache_list = &cacheList;
     t.kube_request = &kubeRequest;
+    t.cache_release = &cacheRelease;
   }
   return t;
 }

@@ -74,6 +74,18 @@ KubeBridge::Lookup KubeClientBridge::list(uint64_t subscription, const std::stri
   return Lookup::kOk;
 }
 
+KubeBridge::Lookup KubeClientBridge::release(uint64_t subscription, std::string_view key,
+                                             std::string_view rv) {
+  auto [informer, sub] = client_.find(subscription);
+  if (!informer) return Lookup::kNotFound;
+  switch (informer->release(*sub, key, rv)) {
+  case kube::Informer::Release::kReleased: return Lookup::kOk;
+  case kube::Informer::Release::kStale: return Lookup::kStale;
+  case kube::Informer::Release::kNotFound: break;
+  }
+  return Lookup::kNotFound;
+}
+
 Result<void> KubeClientBridge::write(const kube::KubeRequest& write,
                                      std::function<void(kube::KubeResult)> done) {
   return client_.write(write, std::move(done));

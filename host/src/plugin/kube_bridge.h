@@ -41,6 +41,7 @@ public:
     kNotFound,    // no such subscription, or no such object in it
     kBadSelector, // the label selector does not parse
     kNoLabels,    // a label selector on a subscription that does not cache labels
+    kStale,       // release: the cache holds a newer version than the one named
   };
 
   virtual ~KubeBridge() = default;
@@ -51,6 +52,12 @@ public:
   // visitor may call back into the host: the matching objects are collected first.
   virtual Lookup list(uint64_t subscription, const std::string& labelSelector,
                       const Visitor& visit) = 0;
+  // The subscription is done with `key` as of resourceVersion `rv` (kube::Informer::release):
+  // kOk, kNotFound or kStale. A bridge that keeps no cache of its own forgets nothing.
+  virtual Lookup release(uint64_t /*subscription*/, std::string_view /*key*/,
+                         std::string_view /*rv*/) {
+    return Lookup::kNotFound;
+  }
   // Sends a write; `done` runs once, on an io thread. Errors: the request is invalid.
   virtual Result<void> write(const kube::KubeRequest& write,
                              std::function<void(kube::KubeResult)> done) = 0;
@@ -64,6 +71,7 @@ public:
   Lookup get(uint64_t subscription, std::string_view key, const Visitor& visit) override;
   Lookup list(uint64_t subscription, const std::string& labelSelector,
               const Visitor& visit) override;
+  Lookup release(uint64_t subscription, std::string_view key, std::string_view rv) override;
   Result<void> write(const kube::KubeRequest& write,
                      std::function<void(kube::KubeResult)> done) override;
 

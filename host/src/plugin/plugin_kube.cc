@@ -218,8 +218,27 @@ kh_status_t PluginKube::cacheList(uint64_t subscription, const char* selector,
   case KubeBridge::Lookup::kNoLabels:
     cb_.callError("cache_list");
     return KH_ERR_FAILED_PRECONDITION;
+  case KubeBridge::Lookup::kStale: break; // not a list's answer
   }
   return KH_ERR_INTERNAL;
+}
+
+kh_status_t PluginKube::cacheRelease(uint64_t subscription, const char* key,
+                                     const char* resourceVersion) {
+  if (bridge_ == nullptr) return KH_ERR_UNAVAILABLE;
+  if (key == nullptr || resourceVersion == nullptr) {
+    cb_.callError("cache_release");
+    return KH_ERR_INVALID_ARGUMENT;
+  }
+  if (!owns(subscription)) return KH_ERR_NOT_FOUND;
+  switch (bridge_->release(subscription, key, resourceVersion)) {
+  case KubeBridge::Lookup::kOk: return KH_OK;
+  case KubeBridge::Lookup::kStale: return KH_ERR_STALE;
+  case KubeBridge::Lookup::kNotFound:
+  case KubeBridge::Lookup::kBadSelector:
+  case KubeBridge::Lookup::kNoLabels: break;
+  }
+  return KH_ERR_NOT_FOUND;
 }
 
 kh_status_t PluginKube::request(const kh_kube_request_t* req, uint64_t* outId, std::string& err) {

@@ -47,6 +47,7 @@ public:
                        void* user);
   kh_status_t cacheList(uint64_t subscription, const char* selector, kh_object_visitor_t visitor,
                         void* user);
+  kh_status_t cacheRelease(uint64_t subscription, const char* key, const char* resourceVersion);
   kh_status_t request(const kh_kube_request_t* req, uint64_t* outId, std::string& err);
 
   // No more events and no new requests; any thread.

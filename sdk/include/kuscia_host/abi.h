@@ -16,6 +16,9 @@
  *        plugin's routes from its config alone, without a host or a cluster, so that a command
  *        line reads what the plugin keeps (`kuscia-host history --db` reads task-history's
  *        database through it). Nothing else changed: descriptor and host API are 1.1's.
+ *   1.3  releasing cached objects: cache_release lets a subscription say it is done with an
+ *        object, so that the host may forget what no subscriber needs (a month of finished
+ *        tasks then costs a digest each); KH_ERR_STALE answers a release of an old version.
  *
  * Rules for every later minor version (what 1.1 followed):
  *  - Every struct starts with `struct_size` and only grows at the end; no field is removed,
@@ -62,7 +65,7 @@ extern "C" {
 #endif
 
 #define KH_ABI_VERSION_MAJOR 1
-#define KH_ABI_VERSION_MINOR 2
+#define KH_ABI_VERSION_MINOR 3
 
 /* Whether the struct at `ptr` (of `type`, from the other side of the ABI) carries `field`: its
  * struct_size reaches past the field's end. Test it before reading a field added after 1.0. */
@@ -89,6 +92,7 @@ typedef int32_t kh_status_t;
 #define KH_ERR_FAILED_PRECONDITION                                                                 \
   4                       /* called at the wrong time, e.g. subscribe outside on_create */
 #define KH_ERR_INTERNAL 5 /* anything else; err says what */
+#define KH_ERR_STALE 6    /* since 1.3: the version named is not the latest one; read it again */
 
 /* Opaque handles. kh_instance_t is the plugin's per-instance state; the host only passes it back.
  * kh_host_ctx_t is the host's per-instance context; the plugin only passes it back. */
@@ -334,6 +338,27 @@ typedef struct kh_host_api_v1 {
    * on_http_request, on its thread. */
   void (*http_respond)(kh_http_response_t* response, int32_t status, const char* content_type,
                        const char* body, size_t body_len);
+
+  /* --- since 1.3 (test with KH_HAS_FIELD(api, kh_host_api_v1_t, cache_release)) --- */
+
+  /* Says that this subscription is done with the object `key` as of `resource_version` (the
+   * version it last got): it needs neither events nor cache reads of it until it changes. Once
+   * every subscription that sees the object is done with it, the host forgets it, keeping only a
+   * digest of what subscribers declared (about 40 bytes instead of the object's fields). Then:
+   *  - cache_get and cache_list no longer find it, through any subscription;
+   *  - a change of any declared field or label is delivered as KH_EVENT_ADDED to every
+   *    subscription that sees the object, as for a new object (it is cached again);
+   *  - changes of nothing declared (the resourceVersion, other fields) deliver nothing, and a
+   *    relist that finds it unchanged delivers nothing either;
+   *  - its deletion delivers nothing (no KH_EVENT_DELETED).
+   * Until then it stays cached and is delivered as before. A release outlives changes that this
+   * subscription does not see; one it sees (an event) takes it back. Returns KH_OK;
+   * KH_ERR_NOT_FOUND when the object is not cached (deleted, already forgotten, or not this
+   * subscription's); KH_ERR_STALE when the cache holds a newer version: read it (cache_get) and
+   * release that one if still done (if it changed what this subscription sees, its event is on
+   * the way as well). Any thread. */
+  kh_status_t (*cache_release)(kh_host_ctx_t* ctx, uint64_t subscription_id, const char* key,
+                               const char* resource_version);
 } kh_host_api_v1_t;
 
 /* ---------------------------------------------------------------------------------------------

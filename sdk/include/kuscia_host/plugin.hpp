@@ -286,6 +286,35 @@ public:
     return s;
   }
 
+  // ABI 1.3: this subscription is done with the object `key` as of `resourceVersion` (the
+  // version it last got): the host may forget it until it changes (kh_host_api_v1_t.
+  // cache_release says exactly what follows). Returns KH_OK, KH_ERR_NOT_FOUND (not cached),
+  // KH_ERR_STALE (the cache holds a newer version), or KH_ERR_UNAVAILABLE from a host older than
+  // 1.3, which forgets nothing: there is nothing to do then.
+  kh_status_t cacheRelease(uint64_t subscriptionId, const std::string& key,
+                           const std::string& resourceVersion) const {
+    if (!KH_HAS_FIELD(api_, kh_host_api_v1_t, cache_release) || api_->cache_release == nullptr)
+      return KH_ERR_UNAVAILABLE;
+    return api_->cache_release(ctx_, subscriptionId, key.c_str(), resourceVersion.c_str());
+  }
+  // The same, and when the version named is stale: reads the newer one and releases it if
+  // `stillDone(const Object&)` says the subscription is still done with it.
+  template <class Fn>
+  kh_status_t cacheRelease(uint64_t subscriptionId, const std::string& key,
+                           const std::string& resourceVersion, Fn&& stillDone) const {
+    kh_status_t s = cacheRelease(subscriptionId, key, resourceVersion);
+    for (int retry = 0; s == KH_ERR_STALE && retry < 3; ++retry) {
+      std::string latest;
+      bool found = cacheGet(subscriptionId, key, [&](const Object& o) {
+        if (stillDone(o)) latest = std::string(o.resourceVersion);
+      });
+      if (!found) return KH_ERR_NOT_FOUND;
+      if (latest.empty()) return KH_ERR_STALE; // not done any more: its event will tell
+      s = cacheRelease(subscriptionId, key, latest);
+    }
+    return s;
+  }
+
   // ABI 1.1: serves GET requests under `pathPrefix` through Plugin::onHttpRequest. Only from the
   // constructor (on_create). Throws HostError; KH_ERR_UNAVAILABLE from a 1.0 host.
   void registerRoute(const std::string& pathPrefix) const {

@@ -222,6 +222,7 @@ public:
       api_.cache_get = &cacheGetFn;
       api_.cache_list = &cacheListFn;
       api_.kube_request = &kubeRequestFn;
+      api_.cache_release = &cacheReleaseFn;
     }
     api_.route_register = &routeRegisterFn;
     api_.http_respond = &httpRespondFn;
@@ -337,6 +338,19 @@ public:
   }
   void removeObject(uint64_t subscriptionId, const std::string& key) {
     cache_[subscriptionId].erase(key);
+  }
+  // Objects the plugin released (ABI 1.3 cache_release), in order. Like a host whose other
+  // subscribers are all done, the fake forgets a released object at once: cacheGet and
+  // cacheList no longer find it through that subscription (putObject brings it back).
+  struct Release {
+    uint64_t subscription;
+    std::string key, resourceVersion;
+  };
+  const std::vector<Release>& releases() const { return releases_; }
+  bool released(uint64_t subscriptionId, const std::string& key) const {
+    return std::any_of(releases_.begin(), releases_.end(), [&](const Release& r) {
+      return r.subscription == subscriptionId && r.key == key;
+    });
   }
 
   // Kube requests: recorded, completed by the test.
@@ -688,6 +702,19 @@ private:
       if (visitOne(o, visitor, user) != 0) break;
     return KH_OK;
   }
+  static kh_status_t cacheReleaseFn(kh_host_ctx_t* c, uint64_t sub, const char* key,
+                                    const char* rv) {
+    auto* h = self(c);
+    if (key == nullptr || rv == nullptr) return KH_ERR_INVALID_ARGUMENT;
+    if (!h->owns(sub)) return KH_ERR_NOT_FOUND;
+    auto& objects = h->cache_[sub];
+    auto it = objects.find(key);
+    if (it == objects.end()) return KH_ERR_NOT_FOUND;
+    if (it->second.resourceVersion != rv) return KH_ERR_STALE;
+    objects.erase(it);
+    h->releases_.push_back({sub, key, rv});
+    return KH_OK;
+  }
   static kh_status_t kubeRequestFn(kh_host_ctx_t* c, const kh_kube_request_t* q, uint64_t* outId,
                                    char* err, size_t len) {
     auto* h = self(c);
@@ -794,6 +821,7 @@ private:
   std::vector<RequestRecord> requests_;
   std::vector<std::string> routes_;
   std::map<uint64_t, std::map<std::string, CachedObject>> cache_;
+  std::vector<Release> releases_;
 };
 
 } // namespace kuscia_host::testing
