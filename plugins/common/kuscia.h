@@ -87,11 +87,6 @@ inline sdk::Subscription taskSubscription(const std::string& taskNamespace,
   return s;
 }
 
-// The KusciaTask subscription both status-writing plugins declare: the task's timing maps.
-inline sdk::Subscription taskSubscription(const std::string& taskNamespace) {
-  return taskSubscription(taskNamespace, {"/status/podStatuses", "/status/serviceStatuses"});
-}
-
 // A subscription to a core (v1) resource in the instance's domain, with these fields.
 inline sdk::Subscription domainSubscription(const char* resource, std::vector<std::string> fields) {
   sdk::Subscription s;

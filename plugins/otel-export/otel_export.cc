@@ -96,7 +96,7 @@ void OtelExport::onTask(const sdk::Event& e) {
     unsynced_.insert(name);
     return;
   }
-  evaluate(name, e.uid, parseFields(e.fieldsJson, kTaskFieldCount));
+  evaluate(name, e.uid, e.resourceVersion, parseFields(e.fieldsJson, kTaskFieldCount));
 }
 
 json OtelExport::documentOf(const TaskFacts& t, const json& fields) const {
@@ -115,13 +115,14 @@ std::optional<json> OtelExport::document(const std::string& task) const {
   return doc;
 }
 
-void OtelExport::evaluate(const std::string& name, std::string_view uid, const json& fields) {
-  if (recent_.count(name) > 0) return; // sent
+void OtelExport::evaluate(const std::string& name, std::string_view uid, std::string_view rv,
+                          const json& fields) {
+  if (recent_.count(name) > 0) return release(name, rv); // sent
   TaskFacts t = taskFactsOf(name, config_.taskNamespace, fields);
   t.uid = std::string(uid);
   bool mine = t.initiator == domain_ ||
               std::find(t.parties.begin(), t.parties.end(), domain_) != t.parties.end();
-  if (!mine) return;
+  if (!mine) return release(name, rv);
   const int64_t now = host().wallTimeNanos();
   Plan plan =
       planSpans(documentOf(t, fields), t, domain_, now,
@@ -130,7 +131,7 @@ void OtelExport::evaluate(const std::string& name, std::string_view uid, const j
   if (plan.finished && held == tasks_.end() && plan.finishedAt &&
       now - *plan.finishedAt > config_.resendWindowSeconds * int64_t{1000000000}) {
     forgetTask(name); // history: it started long before this host saw it
-    return;
+    return release(name, rv);
   }
   bool stuck = std::any_of(plan.spans.begin(), plan.spans.end(),
                            [](const SpanData& s) { return s.pending; });
@@ -152,13 +153,21 @@ void OtelExport::evaluate(const std::string& name, std::string_view uid, const j
   if (plan.finished) {
     forgetTask(name);
     recent_[name] = now;
+    release(name, rv);
   }
+}
+
+void OtelExport::release(const std::string& name, std::string_view rv) {
+  // Sent, too old or not this domain's: no later version of it matters to this instance, so a
+  // newer one is released as well.
+  host().cacheRelease(taskSub_, config_.taskNamespace + "/" + name, std::string(rv),
+                      [](const sdk::Object&) { return true; });
 }
 
 void OtelExport::evaluateCached(const std::string& name) {
   bool found =
       host().cacheGet(taskSub_, config_.taskNamespace + "/" + name, [&](const sdk::Object& o) {
-        evaluate(name, o.uid, parseFields(o.fieldsJson, kTaskFieldCount));
+        evaluate(name, o.uid, o.resourceVersion, parseFields(o.fieldsJson, kTaskFieldCount));
       });
   if (!found) forgetTask(name);
 }

@@ -59,7 +59,10 @@ private:
 
   void onTask(const sdk::Event& e);
   // Decides what to send for the task whose projected fields are `fields`.
-  void evaluate(const std::string& name, std::string_view uid, const nlohmann::json& fields);
+  void evaluate(const std::string& name, std::string_view uid, std::string_view rv,
+                const nlohmann::json& fields);
+  // This instance is done with the task: the host may forget it (ABI 1.3).
+  void release(const std::string& name, std::string_view rv);
   void evaluateCached(const std::string& name);
   nlohmann::json documentOf(const TaskFacts& task, const nlohmann::json& fields) const;
   bool wanted(const std::string& task) const { return recent_.count(task) == 0; }

@@ -12,6 +12,8 @@ using nlohmann::json;
 namespace {
 
 enum PodField { kTask, kCreate, kConditions, kPhase, kFieldCount };
+// The task subscription's: the phase and completion first, for FinishedTasks.
+enum TaskField { kTaskPhase, kTaskCompletion, kTaskPods, kTaskServices, kTaskFieldCount };
 
 } // namespace
 
@@ -33,26 +35,23 @@ SchedulerTime::SchedulerTime(sdk::Host host, std::string_view /*domain*/,
   pods.fields = {kTaskIdPointer, "/metadata/creationTimestamp", "/status/conditions",
                  "/status/phase"};
   podSub_ = host.subscribe(pods);
-  taskSub_ = host.subscribe(taskSubscription(config_.taskNamespace));
+  taskSub_ = host.subscribe(
+      taskSubscription(config_.taskNamespace, {"/status/phase", "/status/completionTime",
+                                               "/status/podStatuses", "/status/serviceStatuses"}));
+  // A finished task is released as soon as this instance has no pod of it.
+  finished_.emplace(host, taskSub_, config_.taskNamespace, kTaskPhase, kTaskCompletion, 0,
+                    [this](const std::string& task) {
+                      return tasks_.count(task) > 0 || !pods_.members(task).empty();
+                    });
+  finished_->waitFor(podSub_);
 }
 
 void SchedulerTime::onEvent(const sdk::Event& e) {
-  if (e.type == KH_EVENT_SYNCED) return;
+  if (e.type == KH_EVENT_SYNCED) return finished_->onEvent(e);
   std::string key(e.key);
   if (e.subscriptionId == taskSub_) {
-    std::string task(nameOf(key));
-    if (e.type == KH_EVENT_DELETED) {
-      tasks_.erase(task);
-      writer_.forget(task);
-      return;
-    }
-    // Held only while this instance has pods of the task: nothing else is its to write.
-    if (pods_.members(task).empty()) return release(task);
-    json f = parseFields(e.fieldsJson, 2);
-    tasks_[task] = f[0].is_object() ? f[0] : json::object();
-    writer_.observed(task, e.resourceVersion, tasks_[task], f[1]);
-    touch(task);
-    return;
+    onTask(e);
+    return finished_->onEvent(e); // after: it asks whether the task is still held
   }
   if (e.subscriptionId != podSub_) return;
   if (e.type == KH_EVENT_DELETED) return release(pods_.forget(key));
@@ -81,6 +80,21 @@ void SchedulerTime::onEvent(const sdk::Event& e) {
   touch(task);
 }
 
+void SchedulerTime::onTask(const sdk::Event& e) {
+  std::string task(nameOf(e.key));
+  if (e.type == KH_EVENT_DELETED) {
+    tasks_.erase(task);
+    writer_.forget(task);
+    return;
+  }
+  // Held only while this instance has pods of the task: nothing else is its to write.
+  if (pods_.members(task).empty()) return release(task);
+  json f = parseFields(e.fieldsJson, kTaskFieldCount);
+  tasks_[task] = f[kTaskPods].is_object() ? f[kTaskPods] : json::object();
+  writer_.observed(task, e.resourceVersion, tasks_[task], f[kTaskServices]);
+  touch(task);
+}
+
 json SchedulerTime::patch(const Pod& p, const json* entry) const {
   json out = json::object();
   bool present = entry != nullptr && entry->is_object();
@@ -98,6 +112,7 @@ json SchedulerTime::patch(const Pod& p, const json* entry) const {
 void SchedulerTime::release(const std::string& task) {
   if (!pods_.members(task).empty()) return;
   if (tasks_.erase(task) > 0) writer_.forget(task);
+  finished_->recheck(task);
 }
 
 void SchedulerTime::touch(const std::string& task) {
@@ -105,8 +120,8 @@ void SchedulerTime::touch(const std::string& task) {
   if (t == tasks_.end()) { // not held yet: as the host's cache has it
     json pods;
     host().cacheGet(taskSub_, config_.taskNamespace + "/" + task, [&pods](const sdk::Object& o) {
-      json f = parseFields(o.fieldsJson, 2);
-      pods = f[0].is_object() ? f[0] : json::object();
+      json f = parseFields(o.fieldsJson, kTaskFieldCount);
+      pods = f[kTaskPods].is_object() ? f[kTaskPods] : json::object();
     });
     if (pods.is_null()) return; // applied when the task appears
     t = tasks_.emplace(task, std::move(pods)).first;

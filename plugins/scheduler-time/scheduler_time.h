@@ -16,6 +16,7 @@
 #include <string>
 #include <string_view>
 
+#include "finished_tasks.h"
 #include "kuscia_model.h"
 #include "scheduler_config.h"
 #include "status_writer.h"
@@ -43,6 +44,7 @@ private:
     bool loggedMalformed = false;
   };
   nlohmann::json patch(const Pod& p, const nlohmann::json* entry) const;
+  void onTask(const sdk::Event& e);
   // Lets the task go when this instance has no pod of it left.
   void release(const std::string& task);
   void touch(const std::string& task);
@@ -54,6 +56,7 @@ private:
   std::map<std::string, nlohmann::json> tasks_; // task -> podStatuses, while it has our pods
   sdk::Metric malformed_;
   StatusWriter writer_;
+  std::optional<FinishedTasks> finished_; // what the host may forget
 };
 
 } // namespace kuscia_host::plugins::scheduler

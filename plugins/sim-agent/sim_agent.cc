@@ -3,6 +3,7 @@
 #include <cmath>
 #include <functional>
 
+#include "finished_tasks.h"
 #include "kuscia.h"
 #include "kuscia_model.h"
 #include "kuscia_time.h"
@@ -135,6 +136,7 @@ void SimAgent::onTask(const sdk::Event& e) {
   json f = parseFields(e.fieldsJson, kTaskFieldCount);
   Task& t = tasks_[name];
   t.uid = std::string(e.uid);
+  t.resourceVersion = std::string(e.resourceVersion);
   t.parties = f[kParties].is_array() ? f[kParties] : json::array();
   t.initiator = fieldString(f, kInitiator);
   t.phase = fieldString(f, kPhase);
@@ -143,6 +145,7 @@ void SimAgent::onTask(const sdk::Event& e) {
     t.mine = t.mine || (p.is_object() && p.value("domainID", "") == domain_);
   ensure(name);
   settlePhase(name);
+  if (finishedPhase(t.phase) && (t.cleaned || config_.cleanupMillis < 0)) release(name);
   if ((t.phase == "Succeeded" || t.phase == "Failed") && config_.cleanupMillis >= 0 &&
       t.cleanupTimer == 0 && !t.cleaned) {
     try {
@@ -550,6 +553,17 @@ void SimAgent::cleanup(const std::string& task) {
     if (p.task == task && p.namespaceName == domain_) remove("pods", key);
   for (const auto& [key, owner] : services_)
     if (owner == task) remove("services", key);
+  release(task);
+}
+
+void SimAgent::release(const std::string& task) {
+  auto it = tasks_.find(task);
+  if (it == tasks_.end()) return;
+  // Finished and cleaned up: nothing of it is left for this agent to do while it stays finished.
+  host().cacheRelease(taskSub_, config_.taskNamespace + "/" + task, it->second.resourceVersion,
+                      [](const sdk::Object& o) {
+                        return finishedPhase(leadingStrings(o.fieldsJson, kPhase + 1)[kPhase]);
+                      });
 }
 
 void SimAgent::settlePhase(const std::string& task) {

@@ -52,7 +52,7 @@ private:
     uint64_t timer = 0;            // the next step is scheduled
   };
   struct Task {
-    std::string uid, initiator, phase;
+    std::string uid, initiator, phase, resourceVersion;
     nlohmann::json parties = nlohmann::json::array();
     bool mine = false;        // lists this domain as a party
     uint64_t finishTimer = 0; // Running -> Succeeded
@@ -62,6 +62,8 @@ private:
   enum Tag : uint64_t { kStep = 1, kEndpoints = 2, kFinish = 3, kCleanup = 4 };
 
   void onTask(const sdk::Event& e);
+  // The host may forget the task (ABI 1.3): it is finished and cleaned up.
+  void release(const std::string& task);
   void onPod(const sdk::Event& e);
   // Creates what the task needs of this domain and is not there yet.
   void ensure(const std::string& task);

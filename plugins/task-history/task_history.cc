@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <thread>
 
+#include "finished_tasks.h"
 #include "history_api.h"
 #include "kuscia.h"
 #include "kuscia_model.h"
@@ -150,8 +151,21 @@ bool TaskHistory::record(const std::string& task, std::string_view uid,
 
 bool TaskHistory::recordCached(const std::string& task) {
   bool ok = true;
-  host().cacheGet(taskSub_, config_.taskNamespace + "/" + task,
-                  [&](const sdk::Object& o) { ok = record(task, o.uid, o.fieldsJson); });
+  std::string key = config_.taskNamespace + "/" + task;
+  std::string finishedRv, recorded;
+  host().cacheGet(taskSub_, key, [&](const sdk::Object& o) {
+    ok = record(task, o.uid, o.fieldsJson);
+    if (ok && finishedPhase(leadingStrings(o.fieldsJson, kTaskPhase + 1)[kTaskPhase])) {
+      finishedRv = std::string(o.resourceVersion);
+      recorded = std::string(o.fieldsJson);
+    }
+  });
+  // A finished task recorded (or queued to be): the host may forget it. A newer version is
+  // released only when what this instance sees of it is what was recorded; otherwise its event
+  // brings another recording first.
+  if (!finishedRv.empty())
+    host().cacheRelease(taskSub_, key, finishedRv,
+                        [&recorded](const sdk::Object& o) { return o.fieldsJson == recorded; });
   return ok;
 }
 

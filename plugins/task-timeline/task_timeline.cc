@@ -109,8 +109,14 @@ TaskTimeline::TaskTimeline(sdk::Host host, std::string_view domain, std::string_
   endpointsSub_ = host.subscribe(domainSubscription("endpoints", {"/subsets"}));
   eventSub_ = host.subscribe(podEventSubscription());
   taskSub_ = host.subscribe(
-      taskSubscription(config_.taskNamespace, {"/status/phase", "/metadata/creationTimestamp",
-                                               "/status/podStatuses", "/status/serviceStatuses"}));
+      taskSubscription(config_.taskNamespace,
+                       {"/status/phase", "/metadata/creationTimestamp", "/status/completionTime",
+                        "/status/podStatuses", "/status/serviceStatuses"}));
+  finished_.emplace(host, taskSub_, config_.taskNamespace, kTaskPhase, kTaskCompletion,
+                    config_.keepFinishedSeconds,
+                    [this](const std::string& task) { return busy(task); });
+  finished_->waitFor(podSub_);
+  finished_->waitFor(serviceSub_);
   host.registerRoute("/api/v1/timelines");
   host.registerRoute(std::string(kPagePrefix));
 }
@@ -134,17 +140,23 @@ void TaskTimeline::onStart() {
 }
 
 void TaskTimeline::onEvent(const sdk::Event& e) {
-  if (e.type == KH_EVENT_SYNCED) return;
+  if (e.type == KH_EVENT_SYNCED) return finished_->onEvent(e);
   if (e.subscriptionId == podSub_) return onPod(e);
   if (e.subscriptionId == serviceSub_) return onService(e);
   if (e.subscriptionId == endpointsSub_) return onEndpoints(e);
-  if (e.subscriptionId == taskSub_) return onTask(e);
+  if (e.subscriptionId == taskSub_) {
+    onTask(e);
+    return finished_->onEvent(e); // after: it asks whether the task is still held
+  }
   if (e.subscriptionId == eventSub_) return onPodEvent(e);
 }
 
 void TaskTimeline::onTimer(uint64_t timerId, uint64_t /*userTag*/) {
   if (writer_.onTimer(timerId)) return;
-  if (timerId == stuckTimer_) refreshStuck();
+  if (timerId == stuckTimer_) {
+    refreshStuck();
+    finished_->tick();
+  }
 }
 
 void TaskTimeline::onKubeResult(const sdk::KubeResult& result) {
@@ -451,6 +463,11 @@ void TaskTimeline::release(const std::string& name) {
   if (!pods_.members(name).empty() || !services_.members(name).empty()) return;
   if (tasks_.erase(name) > 0) writer_.forget(name);
   summarized_.erase(name);
+  finished_->recheck(name);
+}
+
+bool TaskTimeline::busy(const std::string& name) const {
+  return tasks_.count(name) > 0 || !pods_.members(name).empty() || !services_.members(name).empty();
 }
 
 void TaskTimeline::touch(const std::string& task) {

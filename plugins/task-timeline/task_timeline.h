@@ -41,6 +41,7 @@
 #include <string>
 #include <string_view>
 
+#include "finished_tasks.h"
 #include "kuscia_model.h"
 #include "status_writer.h"
 #include "timeline_config.h"
@@ -116,9 +117,16 @@ private:
     bool observed = false;
     bool loggedMalformed = false;
   };
-  // The task subscription's fields. The phase and the creation first: the task list reads them
-  // from the start of the fields alone.
-  enum TaskField { kTaskPhase, kTaskCreate, kTaskPods, kTaskServices, kTaskFieldCount };
+  // The task subscription's fields. The phase, the creation and the completion first: the task
+  // list and the release of finished tasks read them from the start of the fields alone.
+  enum TaskField {
+    kTaskPhase,
+    kTaskCreate,
+    kTaskCompletion,
+    kTaskPods,
+    kTaskServices,
+    kTaskFieldCount
+  };
   struct Task {
     bool exists = false;
     nlohmann::json podStatuses = nlohmann::json::object();
@@ -141,6 +149,8 @@ private:
   std::optional<Task> cachedTask(const std::string& name) const;
   // Lets the task go when this instance has no pod or service of it left.
   void release(const std::string& name);
+  // Whether this instance holds the task or any object of it.
+  bool busy(const std::string& name) const;
   // Reads a time field; a present but malformed value is counted and logged once per object.
   std::optional<Time> readTime(const nlohmann::json& value, const std::string& what,
                                const std::string& key, bool& logged);
@@ -183,7 +193,8 @@ private:
     uint64_t version = 0; // bumped when the facts change
   };
   std::map<std::string, PodEvents> podEvents_;
-  std::set<std::string> summarized_; // held tasks already observed complete
+  std::set<std::string> summarized_;      // held tasks already observed complete
+  std::optional<FinishedTasks> finished_; // what the host may forget
 
   sdk::Metric createToSchedule_, createToStart_, startToReady_, createToReady_;
   sdk::Metric serviceCreateToReady_;

@@ -10,6 +10,10 @@ const std::vector<sdk::ConfigKey>& timelineConfigKeys() {
     k.push_back({"stuckAfterSeconds", "integer", "300",
                  "an entry waiting in a phase longer than this counts in "
                  "kuscia_timeline_stuck_entries (1..86400)"});
+    k.push_back({"keepFinishedSeconds", "integer", "3600",
+                 "a finished task stays in the host's cache (listed by the timelines API and "
+                 "page) this long after its completionTime; then the host may forget it "
+                 "(0..2592000; task-history keeps it for good)"});
     return k;
   }();
   return keys;
@@ -20,6 +24,7 @@ TimelineConfig parseTimelineConfig(std::string_view json) {
   TimelineConfig c;
   readStatusWriterConfig(r, c);
   c.stuckAfterSeconds = r.integer("stuckAfterSeconds", c.stuckAfterSeconds, 1, 86400);
+  c.keepFinishedSeconds = r.integer("keepFinishedSeconds", c.keepFinishedSeconds, 0, 30 * 86400);
   return c;
 }
 

@@ -14,6 +14,7 @@ namespace kuscia_host::plugins::timeline {
 
 struct TimelineConfig : StatusWriterConfig {
   int64_t stuckAfterSeconds = 300;
+  int64_t keepFinishedSeconds = 3600;
 };
 
 // The table of keys: the config reference (README) and the unknown-key check come from it.

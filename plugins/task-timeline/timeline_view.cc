@@ -124,46 +124,6 @@ std::optional<json> TaskTimeline::timeline(const std::string& task, bool phases)
 
 namespace {
 
-// Reads the first two elements of a fields array (the phase and the creation, both strings or
-// null) and stops: the timing maps after them are not looked at.
-class LeadingStrings : public nlohmann::json_sax<json> {
-public:
-  std::string values[2];
-  bool string(string_t& v) override { return take(&v); }
-  bool null() override { return take(nullptr); }
-  bool boolean(bool) override { return take(nullptr); }
-  bool number_integer(number_integer_t) override { return take(nullptr); }
-  bool number_unsigned(number_unsigned_t) override { return take(nullptr); }
-  bool number_float(number_float_t, const string_t&) override { return take(nullptr); }
-  bool binary(binary_t&) override { return take(nullptr); }
-  bool start_object(std::size_t) override { return open(); }
-  bool start_array(std::size_t) override { return open(); }
-  bool key(string_t&) override { return true; }
-  bool end_object() override { return close(); }
-  bool end_array() override { return close(); }
-  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override {
-    return false;
-  }
-
-private:
-  bool open() {
-    // The fields array itself, an element of it (not a string), or something inside one.
-    return ++depth_ != 2 || element(nullptr);
-  }
-  bool close() {
-    --depth_;
-    return true;
-  }
-  bool take(const std::string* v) { return depth_ != 1 || element(v); }
-  // One element of the fields array: kept when a string; false (stop) after the second.
-  bool element(const std::string* v) {
-    if (v != nullptr) values[next_] = *v;
-    return ++next_ < 2;
-  }
-  int depth_ = 0;
-  std::size_t next_ = 0;
-};
-
 constexpr std::size_t kDefaultListLimit = 500;
 constexpr std::size_t kMaxListLimit = 1000;
 
@@ -181,11 +141,10 @@ json TaskTimeline::taskList(std::size_t limit, std::string_view after) const {
   auto later = [](const Listed& a, const Listed& b) { return a.key.before(b.key); };
   std::vector<Listed> heap;
   host().cacheList(taskSub_, "", [&](const sdk::Object& o) {
-    LeadingStrings lead;
-    json::sax_parse(o.fieldsJson, &lead, json::input_format_t::json, false);
-    Listed l{{parseTime(lead.values[kTaskCreate]).value_or(0), std::string(nameOf(o.key))},
-             std::move(lead.values[kTaskPhase]),
-             std::move(lead.values[kTaskCreate])};
+    auto lead = leadingStrings(o.fieldsJson, 2);
+    Listed l{{parseTime(lead[kTaskCreate]).value_or(0), std::string(nameOf(o.key))},
+             std::move(lead[kTaskPhase]),
+             std::move(lead[kTaskCreate])};
     if (l.key.created < 0) l.key.created = 0;
     if (from && !from->before(l.key)) return false;
     if (heap.size() > limit && !l.key.before(heap.front().key)) return false;

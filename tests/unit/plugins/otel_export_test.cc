@@ -369,6 +369,9 @@ TEST(OtelExportTest, AFinishedTaskIsSentOnceAndForgotten) {
   EXPECT_EQ(plugin(host).heldTasks(), 0u) << "nothing of a sent task stays but its name";
   EXPECT_EQ(plugin(host).heldPods(), 0u);
   EXPECT_EQ(plugin(host).recentTasks(), 1u);
+  // Sent: the host may forget the task (ABI 1.3).
+  EXPECT_TRUE(host.released(test::subscription(host, "kusciatasks").id,
+                            "cross-domain/secretflow-task-psi"));
   // The same task again (a resync, a status change): nothing more is sent.
   deliver(host, "kusciatasks", KH_EVENT_MODIFIED, task);
   deliver(host, "pods", KH_EVENT_MODIFIED, pod);
@@ -415,6 +418,7 @@ TEST(OtelExportTest, HistoryIsNotSentAndNotKept) {
   EXPECT_TRUE(receiver.spans().empty());
   EXPECT_EQ(plugin(host).heldTasks(), 0u);
   EXPECT_EQ(plugin(host).recentTasks(), 0u);
+  EXPECT_EQ(host.releases().size(), 50u) << "none of them is kept in the host's cache";
 }
 
 TEST(OtelExportTest, AStuckTaskSendsItsPendingPhaseThenItsEnd) {

@@ -422,6 +422,20 @@ TEST(TaskHistoryTest, ATaskIsServedAfterItAndItsPodsAreGone) {
   plugin(host).flush(std::chrono::seconds(10));
   EXPECT_EQ(plugin(host).counters().written, 1u);
   EXPECT_EQ(host.metric("kuscia_history_recordings_total", "written"), 1);
+  // Finished and recorded as it is now: the host may forget it (ABI 1.3), not before.
+  const uint64_t taskSub = test::subscription(host, "kusciatasks").id;
+  const std::string taskKey = "cross-domain/secretflow-task-psi";
+  EXPECT_FALSE(host.released(taskSub, taskKey)) << "not finished yet";
+  task["status"]["phase"] = "Succeeded";
+  task["metadata"]["resourceVersion"] = "999";
+  deliver(host, "kusciatasks", KH_EVENT_MODIFIED, task);
+  EXPECT_FALSE(host.released(taskSub, taskKey)) << "not recorded finished yet";
+  host.advanceMillis(2000);
+  plugin(host).flush(std::chrono::seconds(10));
+  EXPECT_EQ(plugin(host).counters().written, 2u);
+  ASSERT_EQ(host.releases().size(), 1u);
+  EXPECT_EQ(host.releases()[0].key, taskKey);
+  EXPECT_EQ(host.releases()[0].resourceVersion, "999");
   // Kuscia deletes the pod at once and the task later: what was recorded stays.
   deliver(host, "pods", KH_EVENT_DELETED, pod);
   deliver(host, "kusciatasks", KH_EVENT_DELETED, task);
@@ -485,6 +499,13 @@ TEST(TaskHistoryTest, ATaskOfOtherPartiesIsNotRecorded) {
   plugin(host).flush(std::chrono::seconds(10));
   EXPECT_EQ(plugin(host).counters().written, 0u);
   EXPECT_EQ(json::parse(host.httpGet("/api/v1/history").body)["items"].size(), 0u);
+  // Finished, it is not this domain's to keep either.
+  json done = test::readyTask();
+  done["status"]["phase"] = "Failed";
+  deliver(host, "kusciatasks", KH_EVENT_MODIFIED, done);
+  host.advanceMillis(2000);
+  EXPECT_TRUE(host.released(test::subscription(host, "kusciatasks").id,
+                            "cross-domain/secretflow-task-psi"));
 }
 
 TEST(TaskHistoryTest, ADatabaseThatIsDownLosesNothingTheQueueHolds) {

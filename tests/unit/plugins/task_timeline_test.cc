@@ -556,6 +556,73 @@ TEST_F(TimelineTest, AFinishedTaskIsNotHeldOnceItsObjectsAreGone) {
   EXPECT_EQ(podEntry()["createTime"], "2024-05-20T08:05:00Z");
 }
 
+// The host may forget a finished task (ABI 1.3 cache_release) once the initial lists are in,
+// keepFinishedSeconds after its completionTime, and when this instance holds nothing of it; a task
+// in flight, one with a pod left and one finished recently stay in the cache.
+TEST_F(TimelineTest, AFinishedTaskIsReleasedOnceItsKeepIsOverAndNothingOfItIsHeld) {
+  start(R"({"coalesceMillis": 0, "keepFinishedSeconds": 600})");
+  host_.setWallTimeNanos(*parseTime("2024-05-20T09:00:00Z"));
+  const uint64_t taskSub = test::subscription(host_, "kusciatasks").id;
+  auto finished = [](const std::string& name, const std::string& completion) {
+    json t = fixture("kusciatask.json");
+    t["metadata"]["name"] = name;
+    t["status"]["phase"] = name == "failed" ? "Failed" : "Succeeded";
+    if (!completion.empty()) t["status"]["completionTime"] = completion;
+    return t;
+  };
+  deliver(host_, "kusciatasks", KH_EVENT_ADDED, finished("old", "2024-05-20T08:10:00Z"));
+  deliver(host_, "kusciatasks", KH_EVENT_ADDED, finished("failed", "2024-05-20T08:20:00Z"));
+  deliver(host_, "kusciatasks", KH_EVENT_ADDED, finished("recent", "2024-05-20T08:58:00Z"));
+  deliver(host_, "kusciatasks", KH_EVENT_ADDED, finished("no-completion", ""));
+  // The fixture's task finished, one of its pods still here (Kuscia deletes them after).
+  task_["status"]["phase"] = "Succeeded";
+  task_["status"]["completionTime"] = "2024-05-20T08:30:00Z";
+  deliver(host_, "kusciatasks", KH_EVENT_ADDED, task_);
+  deliver(host_, "pods", KH_EVENT_ADDED, pod_);
+  acceptWrites(); // its pod's times
+  json running = fixture("kusciatask.json");
+  running["metadata"]["name"] = "running";
+  deliver(host_, "kusciatasks", KH_EVENT_ADDED, running);
+  // Nothing before every initial list is in: a pod of a finished task may still be listed.
+  EXPECT_TRUE(host_.releases().empty());
+  test::synced(host_);
+  auto released = [&](const std::string& name) {
+    return host_.released(taskSub, "cross-domain/" + name);
+  };
+  EXPECT_TRUE(released("old"));
+  EXPECT_TRUE(released("failed"));
+  EXPECT_FALSE(released("recent"));        // finished 2 minutes ago: kept 10
+  EXPECT_FALSE(released("no-completion")); // kept 10 minutes from now
+  EXPECT_FALSE(released(kTask));           // its pod is held
+  EXPECT_FALSE(released("running"));
+  EXPECT_EQ(host_.releases().size(), 2u);
+  for (const auto& r : host_.releases()) // the version it saw
+    EXPECT_EQ(r.resourceVersion, fixture("kusciatask.json")["metadata"]["resourceVersion"]);
+  // Released tasks are no longer in the host's cache: the live list shows what is kept.
+  auto list = json::parse(host_.httpGet("/api/v1/timelines").body)["tasks"];
+  EXPECT_FALSE(list.contains("old"));
+  EXPECT_TRUE(list.contains("recent"));
+  // The pod goes: the task is released at once (its keep is over).
+  deliver(host_, "pods", KH_EVENT_DELETED, pod_);
+  EXPECT_TRUE(released(kTask));
+  // Ten minutes on, the recent ones are released by the periodic check.
+  host_.advanceMillis(8 * 60 * 1000);
+  EXPECT_TRUE(released("recent"));
+  EXPECT_FALSE(released("no-completion"));
+  host_.advanceMillis(2 * 60 * 1000 + 5000);
+  EXPECT_TRUE(released("no-completion"));
+  EXPECT_FALSE(released("running"));
+  // A task released, changed again and still finished (the host delivers it as new) is released
+  // again; a version newer than the one it saw is released when it is still finished.
+  json again = finished("old", "2024-05-20T08:10:00Z");
+  bumpVersion(again);
+  deliver(host_, "kusciatasks", KH_EVENT_ADDED, again);
+  EXPECT_EQ(std::count_if(host_.releases().begin(), host_.releases().end(),
+                          [](const auto& r) { return r.key == "cross-domain/old"; }),
+            2);
+  EXPECT_TRUE(host_.pendingRequests().empty());
+}
+
 TEST_F(TimelineTest, ServesItsWebPageAtUi) {
   start();
   for (const char* path : {"/ui", "/ui/"}) {
