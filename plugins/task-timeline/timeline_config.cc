@@ -24,7 +24,8 @@ TimelineConfig parseTimelineConfig(std::string_view json) {
   TimelineConfig c;
   readStatusWriterConfig(r, c);
   c.stuckAfterSeconds = r.integer("stuckAfterSeconds", c.stuckAfterSeconds, 1, 86400);
-  c.keepFinishedSeconds = r.integer("keepFinishedSeconds", c.keepFinishedSeconds, 0, 30 * 86400);
+  c.keepFinishedSeconds =
+      r.integer("keepFinishedSeconds", c.keepFinishedSeconds, 0, int64_t{30} * 86400);
   return c;
 }
 

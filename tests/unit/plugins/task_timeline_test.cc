@@ -606,10 +606,10 @@ TEST_F(TimelineTest, AFinishedTaskIsReleasedOnceItsKeepIsOverAndNothingOfItIsHel
   deliver(host_, "pods", KH_EVENT_DELETED, pod_);
   EXPECT_TRUE(released(kTask));
   // Ten minutes on, the recent ones are released by the periodic check.
-  host_.advanceMillis(8 * 60 * 1000);
+  host_.advanceMillis(int64_t{8} * 60 * 1000);
   EXPECT_TRUE(released("recent"));
   EXPECT_FALSE(released("no-completion"));
-  host_.advanceMillis(2 * 60 * 1000 + 5000);
+  host_.advanceMillis(int64_t{2} * 60 * 1000 + 5000);
   EXPECT_TRUE(released("no-completion"));
   EXPECT_FALSE(released("running"));
   // A task released, changed again and still finished (the host delivers it as new) is released
