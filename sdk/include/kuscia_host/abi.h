@@ -344,7 +344,7 @@ typedef struct kh_host_api_v1 {
   /* Says that this subscription is done with the object `key` as of `resource_version` (the
    * version it last got): it needs neither events nor cache reads of it until it changes. Once
    * every subscription that sees the object is done with it, the host forgets it, keeping only a
-   * digest of what subscribers declared (about 40 bytes instead of the object's fields). Then:
+   * 64-bit digest of what subscribers declared (tens of bytes instead of its fields). Then:
    *  - cache_get and cache_list no longer find it, through any subscription;
    *  - a change of any declared field or label is delivered as KH_EVENT_ADDED to every
    *    subscription that sees the object, as for a new object (it is cached again);
