@@ -146,8 +146,7 @@ void SimAgent::onTask(const sdk::Event& e) {
   ensure(name);
   settlePhase(name);
   if (finishedPhase(t.phase) && (t.cleaned || config_.cleanupMillis < 0)) release(name);
-  if ((t.phase == "Succeeded" || t.phase == "Failed") && config_.cleanupMillis >= 0 &&
-      t.cleanupTimer == 0 && !t.cleaned) {
+  if (finishedPhase(t.phase) && config_.cleanupMillis >= 0 && t.cleanupTimer == 0 && !t.cleaned) {
     try {
       t.cleanupTimer = host().startTimer(static_cast<uint64_t>(config_.cleanupMillis), 0, kCleanup);
       timers_[t.cleanupTimer] = name;
@@ -165,7 +164,7 @@ void SimAgent::ensure(const std::string& task) {
   auto it = tasks_.find(task);
   if (it == tasks_.end() || !it->second.mine) return;
   const Task& t = it->second;
-  if (t.phase == "Succeeded" || t.phase == "Failed") return;
+  if (finishedPhase(t.phase)) return;
   if (t.phase.empty() && (p2p_ || t.initiator == domain_)) {
     send(
         taskStatusPatch(config_.taskNamespace, task, {{"phase", "Pending"}, {"startTime", now()}}));
@@ -571,7 +570,7 @@ void SimAgent::settlePhase(const std::string& task) {
   if (it == tasks_.end()) return;
   Task& t = it->second;
   if (!(p2p_ ? t.mine : t.initiator == domain_)) return;
-  if (t.phase == "Succeeded" || t.phase == "Failed") return;
+  if (finishedPhase(t.phase)) return;
   std::size_t parties = 0;
   for (const auto& p : t.parties)
     parties += p.is_object() && (!p2p_ || p.value("domainID", "") == domain_);

@@ -126,9 +126,10 @@ void TaskHistory::markDue(const std::string& task) {
   due_.emplace(task, host().wallTimeNanos() + config_.recordDelaySeconds * kSecond);
 }
 
-bool TaskHistory::record(const std::string& task, std::string_view uid,
-                         std::string_view fieldsJson) {
+bool TaskHistory::record(const std::string& task, std::string_view uid, std::string_view fieldsJson,
+                         bool* finished) {
   json f = parseFields(fieldsJson, kTaskFieldCount);
+  if (finished != nullptr) *finished = finishedPhase(fieldString(f, kTaskPhase));
   bool mine = fieldString(f, kTaskInitiator) == domain_;
   if (f[kTaskParties].is_array())
     for (const auto& p : f[kTaskParties])
@@ -154,8 +155,9 @@ bool TaskHistory::recordCached(const std::string& task) {
   std::string key = config_.taskNamespace + "/" + task;
   std::string finishedRv, recorded;
   host().cacheGet(taskSub_, key, [&](const sdk::Object& o) {
-    ok = record(task, o.uid, o.fieldsJson);
-    if (ok && finishedPhase(leadingStrings(o.fieldsJson, kTaskPhase + 1)[kTaskPhase])) {
+    bool finished = false;
+    ok = record(task, o.uid, o.fieldsJson, &finished);
+    if (ok && finished) {
       finishedRv = std::string(o.resourceVersion);
       recorded = std::string(o.fieldsJson);
     }

@@ -61,9 +61,11 @@ public:
 private:
   void onTask(const sdk::Event& e);
   void markDue(const std::string& task);
-  // Queues this domain's recording of the task from its projected fields; false when the task
-  // is not this domain's or the queue is full.
-  bool record(const std::string& task, std::string_view uid, std::string_view fieldsJson);
+  // Queues this domain's recording of the task from its projected fields; false when the queue
+  // is full (a task not this domain's is not recorded, and answers true). `finished`, when
+  // given, tells whether the task's phase is final.
+  bool record(const std::string& task, std::string_view uid, std::string_view fieldsJson,
+              bool* finished = nullptr);
   bool recordCached(const std::string& task);
   void tick();
   void resyncSome();

@@ -610,7 +610,7 @@ void Informer::apply(WatchEventType type, const Projected& object) {
     keep = before->released() & unchangedFor(*before, *rec);
     if (keep != 0) rec->release(keep);
   }
-  if (type == WatchEventType::kDeleted) {
+  if (deleted) {
     // The last state: the event's object, seen by those who saw the object before.
     for (const auto& s : subs_)
       if ((before && s->matches(*before)) || (!before && s->matches(*rec)))
