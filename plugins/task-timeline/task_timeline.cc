@@ -58,6 +58,7 @@ void setTime(json& patch, const json* entry, const char* field, const std::optio
 
 TaskTimeline::TaskTimeline(sdk::Host host, std::string_view domain, std::string_view configJson)
     : Plugin(host), config_(parseTimelineConfig(configJson)), domain_(domain),
+      ownPrefix_(std::string(domain) + "/"),
       createToSchedule_(host.histogram("kuscia_timeline_pod_create_to_schedule_seconds",
                                        "Pod creation to PodScheduled=True", {}, durationBuckets())),
       createToStart_(host.histogram("kuscia_timeline_pod_create_to_start_seconds",
@@ -414,12 +415,40 @@ void TaskTimeline::onEndpoints(const sdk::Event& e) {
   if (auto it = services_.find(key); it != services_.end()) publish(key, services_.at(key));
 }
 
-TaskTimeline::Task TaskTimeline::taskFrom(std::string_view fieldsJson) {
-  json f = parseFields(fieldsJson, kTaskFieldCount);
+TaskTimeline::Task TaskTimeline::taskFrom(std::string_view fieldsJson, std::string_view ownPrefix,
+                                          Task* previous) {
   Task t;
   t.exists = true;
-  t.podStatuses = f[kTaskPods].is_object() ? std::move(f[kTaskPods]) : json::object();
-  t.serviceStatuses = f[kTaskServices].is_object() ? std::move(f[kTaskServices]) : json::object();
+  if (previous != nullptr) {
+    t.seenPods = std::move(previous->seenPods);
+    t.seenServices = std::move(previous->seenServices);
+  }
+  auto take = [&t](PartyEntries pods, PartyEntries services) {
+    t.podStatuses = std::move(pods.own);
+    t.serviceStatuses = std::move(services.own);
+    t.othersNotReady = pods.others - pods.othersReady + services.others - services.othersReady;
+  };
+  // The maps are scanned and only this domain's entries parsed (status_entries.h); the leading
+  // strings are small. Text the scanner cannot walk takes the full parser.
+  if (auto spans = arrayElements(fieldsJson); spans && spans->size() == kTaskFieldCount) {
+    auto pods = splitEntries((*spans)[kTaskPods], ownPrefix, &t.seenPods);
+    auto services = splitEntries((*spans)[kTaskServices], ownPrefix, &t.seenServices);
+    if (pods && services) {
+      auto text = [&spans](std::size_t i) {
+        json v = json::parse((*spans)[i], nullptr, false);
+        return v.is_string() ? v.get<std::string>() : std::string();
+      };
+      take(std::move(*pods), std::move(*services));
+      t.phase = text(kTaskPhase);
+      t.createTime = text(kTaskCreate);
+      return t;
+    }
+  }
+  t.seenPods.clear();
+  t.seenServices.clear();
+  json f = parseFields(fieldsJson, kTaskFieldCount);
+  take(splitParsedEntries(f[kTaskPods], ownPrefix),
+       splitParsedEntries(f[kTaskServices], ownPrefix));
   t.phase = fieldString(f, kTaskPhase);
   t.createTime = fieldString(f, kTaskCreate);
   return t;
@@ -437,12 +466,30 @@ void TaskTimeline::onTask(const sdk::Event& e) {
   // it is not held (the routes read it from the host's cache when asked).
   if (pods_.members(name).empty() && services_.members(name).empty()) return release(name);
   Task& t = tasks_[name];
-  t = taskFrom(e.fieldsJson);
+  t = taskFrom(e.fieldsJson, ownPrefix_, &t);
   writer_.observed(name, e.resourceVersion, t.podStatuses, t.serviceStatuses);
   // What this host knows may be missing (a pod seen first, or fields another writer removed).
   touch(name);
   // Complete only once every entry is ready in the status, which only a task event shows.
   summarizeOnce(name);
+}
+
+TaskTimeline::Task TaskTimeline::cachedOthers(const std::string& name) const {
+  Task t;
+  host().cacheGet(taskSub_, config_.taskNamespace + "/" + name, [&](const sdk::Object& o) {
+    t.exists = true;
+    if (auto spans = arrayElements(o.fieldsJson); spans && spans->size() == kTaskFieldCount) {
+      t.podStatuses = otherEntries((*spans)[kTaskPods], ownPrefix_);
+      t.serviceStatuses = otherEntries((*spans)[kTaskServices], ownPrefix_);
+      return;
+    }
+    t = taskFrom(o.fieldsJson); // text the scanner cannot walk: every entry, then not ours
+    for (json* group : {&t.podStatuses, &t.serviceStatuses})
+      for (auto it = group->begin(); it != group->end();)
+        it = it.key().compare(0, ownPrefix_.size(), ownPrefix_) == 0 ? group->erase(it)
+                                                                     : std::next(it);
+  });
+  return t;
 }
 
 TaskTimeline::Task* TaskTimeline::findTask(const std::string& name) {
@@ -452,10 +499,12 @@ TaskTimeline::Task* TaskTimeline::findTask(const std::string& name) {
   return &tasks_.emplace(name, std::move(*t)).first->second;
 }
 
-std::optional<TaskTimeline::Task> TaskTimeline::cachedTask(const std::string& name) const {
+std::optional<TaskTimeline::Task> TaskTimeline::cachedTask(const std::string& name,
+                                                           bool whole) const {
   std::optional<Task> t;
+  std::string_view prefix = whole ? std::string_view() : std::string_view(ownPrefix_);
   host().cacheGet(taskSub_, config_.taskNamespace + "/" + name,
-                  [&t](const sdk::Object& o) { t = taskFrom(o.fieldsJson); });
+                  [&t, prefix](const sdk::Object& o) { t = taskFrom(o.fieldsJson, prefix); });
   return t;
 }
 
@@ -513,7 +562,7 @@ void TaskTimeline::summarizeOnce(const std::string& task) {
     return true;
   };
   const Task& t = held->second;
-  if (!allReady(t.podStatuses) || !allReady(t.serviceStatuses)) return;
+  if (t.othersNotReady > 0 || !allReady(t.podStatuses) || !allReady(t.serviceStatuses)) return;
   for (const auto& key : pods_.members(task))
     if (!t.podStatuses.contains(key)) return;
   for (const auto& key : services_.members(task))

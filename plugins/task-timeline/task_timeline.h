@@ -43,6 +43,7 @@
 
 #include "finished_tasks.h"
 #include "kuscia_model.h"
+#include "status_entries.h"
 #include "status_writer.h"
 #include "timeline_config.h"
 
@@ -127,12 +128,17 @@ private:
     kTaskServices,
     kTaskFieldCount
   };
+  // A task as this instance holds it: of the status maps, its own domain's entries (what it
+  // writes and compares), and how many of the other parties' entries are not ready yet (all the
+  // summary needs of them). The timeline document reads the whole task from the host's cache.
   struct Task {
     bool exists = false;
     nlohmann::json podStatuses = nlohmann::json::object();
     nlohmann::json serviceStatuses = nlohmann::json::object();
+    std::size_t othersNotReady = 0;
     std::string phase;
     std::string createTime;
+    ParsedEntries seenPods, seenServices; // this domain's entries as the last event had them
   };
 
   void onPod(const sdk::Event& e);
@@ -140,13 +146,19 @@ private:
   void onEndpoints(const sdk::Event& e);
   void onPodEvent(const sdk::Event& e);
   void onTask(const sdk::Event& e);
-  // A task's record from its projected fields.
-  static Task taskFrom(std::string_view fieldsJson);
+  // A task's record from its projected fields: the entries of keys starting with `ownPrefix`
+  // ("" : every entry). Entries unchanged since `previous` (the task's record before this event)
+  // are not parsed again.
+  static Task taskFrom(std::string_view fieldsJson, std::string_view ownPrefix = {},
+                       Task* previous = nullptr);
   // The task as held, else as the host's cache has it (then held from now on); nullptr when
   // neither has it.
   Task* findTask(const std::string& name);
-  // The task as the host's cache has it, without holding it.
-  std::optional<Task> cachedTask(const std::string& name) const;
+  // The task as the host's cache has it, without holding it: this domain's entries, or with
+  // `whole` every party's.
+  std::optional<Task> cachedTask(const std::string& name, bool whole = false) const;
+  // The other parties' entries of the task as the host's cache has it (what a held task lacks).
+  Task cachedOthers(const std::string& name) const;
   // Lets the task go when this instance has no pod or service of it left.
   void release(const std::string& name);
   // Whether this instance holds the task or any object of it.
@@ -178,6 +190,7 @@ private:
 
   TimelineConfig config_;
   std::string domain_;
+  std::string ownPrefix_; // "<domain>/": the keys of this domain's status entries
   uint64_t podSub_ = 0, serviceSub_ = 0, endpointsSub_ = 0, taskSub_ = 0, eventSub_ = 0;
   uint64_t stuckTimer_ = 0;
   TaskObjects<Pod> pods_;                 // this domain's task pods, "<ns>/<name>"

@@ -74,13 +74,18 @@ json TaskTimeline::entryTimeline(const std::string& task, const std::string& key
 }
 
 std::optional<json> TaskTimeline::timeline(const std::string& task, bool phases) const {
-  // Held while this instance has objects of it; otherwise as the host's cache has it.
+  // A held task: this domain's entries as held (they hold what was written before its watch
+  // event came back), the other parties' as the host's cache has them. Otherwise every entry as
+  // the cache has it.
   std::optional<Task> cached;
+  Task others;
   const Task* t = nullptr;
-  if (auto it = tasks_.find(task); it != tasks_.end())
+  if (auto it = tasks_.find(task); it != tasks_.end()) {
     t = &it->second;
-  else if ((cached = cachedTask(task)))
+    others = cachedOthers(task);
+  } else if ((cached = cachedTask(task, true))) {
     t = &*cached;
+  }
   const auto& ownPods = pods_.members(task);
   const auto& ownServices = services_.members(task);
   bool known = (t != nullptr && t->exists) || !ownPods.empty() || !ownServices.empty();
@@ -90,10 +95,12 @@ std::optional<json> TaskTimeline::timeline(const std::string& task, bool phases)
   if (t != nullptr && t->exists) {
     if (!t->phase.empty()) doc["phase"] = t->phase;
     if (!t->createTime.empty()) doc["createTime"] = t->createTime;
-    for (const auto& [key, entry] : t->podStatuses.items())
-      entries[key] = entryTimeline(task, key, entry, true);
-    for (const auto& [key, entry] : t->serviceStatuses.items())
-      entries[key] = entryTimeline(task, key, entry, false);
+    for (const Task* from : {t, static_cast<const Task*>(&others)}) {
+      for (const auto& [key, entry] : from->podStatuses.items())
+        entries[key] = entryTimeline(task, key, entry, true);
+      for (const auto& [key, entry] : from->serviceStatuses.items())
+        entries[key] = entryTimeline(task, key, entry, false);
+    }
   }
   // Objects of this domain whose entries are not written yet (the task is not there, or the
   // write is on its way).

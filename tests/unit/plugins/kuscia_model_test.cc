@@ -4,8 +4,11 @@
 
 #include <gtest/gtest.h>
 
+#include <random>
+
 #include "kuscia_time.h"
 #include "plugin_test_support.h"
+#include "status_entries.h"
 #include "status_writer.h"
 #include "write_contest.h"
 
@@ -130,6 +133,93 @@ TEST(StatusWriterConfigTest, EveryStatusWritingPluginTakesTheSameKeys) {
   EXPECT_THROW(readStatusWriterConfig(
                    sdk::ConfigReader(R"({"yieldAfterOverwrites": 0})", statusWriterKeys()), bad),
                sdk::ConfigError);
+}
+
+TEST(StatusEntriesTest, OwnEntriesAreParsedAndTheOthersOnlyCounted) {
+  auto split = splitEntries(R"( {"alice/p":{"createTime":"t1","readyTime":"t2"},
+      "bob/p" : {"readyTime":null,"x":[1,{"y":"}]\"{"}]},
+      "bob/q":{"readyTime":"t3","s":"a\\\"b"}, "carol/r":{} } )",
+                            "alice/");
+  ASSERT_TRUE(split);
+  EXPECT_EQ(split->own, json::parse(R"({"alice/p":{"createTime":"t1","readyTime":"t2"}})"));
+  EXPECT_EQ(split->others, 3u);
+  EXPECT_EQ(split->othersReady, 1u); // bob/q: null is not ready, carol/r has none
+  // A key with an escape is decoded; "" takes every entry as its own; null is empty.
+  auto escaped = splitEntries(R"({"alice\/e":{"a":1}})", "alice/");
+  ASSERT_TRUE(escaped);
+  EXPECT_TRUE(escaped->own.contains("alice/e"));
+  auto all = splitEntries(R"({"a/x":{},"b/y":{"readyTime":"t"}})", "");
+  ASSERT_TRUE(all);
+  EXPECT_EQ(all->own.size(), 2u);
+  EXPECT_EQ(all->others, 0u);
+  auto none = splitEntries("null", "alice/");
+  ASSERT_TRUE(none);
+  EXPECT_TRUE(none->own.empty());
+  // What the scanner cannot walk is refused, for the caller's full parser.
+  for (const char* bad : {R"({"a/x":1})", R"({"a/x":{})", R"({"a/x" {}})", R"(["a/x"])",
+                          R"({"alice/x":{"a":}})", R"({"a/x":{}} x)", R"({"a/x":"})", ""})
+    EXPECT_FALSE(splitEntries(bad, "alice/")) << bad;
+
+  auto spans = arrayElements(R"([ "Running", null , {"a":[1,2]}, 12.5e3, true ])");
+  ASSERT_TRUE(spans);
+  EXPECT_EQ(*spans, (std::vector<std::string_view>{R"("Running")", "null", R"({"a":[1,2]})",
+                                                   "12.5e3", "true"}));
+  EXPECT_TRUE(arrayElements("[]") && arrayElements("[]")->empty());
+  for (const char* bad : {"", "[", "[1,", "[1 2]", "{}", R"(["a)", "[1]]"})
+    EXPECT_FALSE(arrayElements(bad)) << bad;
+}
+
+TEST(StatusEntriesTest, TheScannerSplitsAsTheFullParserDoes) {
+  // Random maps of entries, serialised with and without spaces: the scanner's split equals the
+  // split of the parsed map.
+  std::mt19937 rng(7);
+  auto pick = [&rng](int n) { return static_cast<int>(rng() % static_cast<unsigned>(n)); };
+  const std::vector<std::string> parties = {"alice", "bob", "alice-2", "al"};
+  const std::vector<std::string> values = {"2024-05-20T08:00:00Z", "", "a\"b", "}{][", "\\"};
+  ParsedEntries seen;
+  for (int round = 0; round < 500; ++round) {
+    json map = json::object();
+    for (int n = pick(8); n > 0; --n) {
+      json entry = json::object();
+      for (const char* field : {"createTime", "readyTime", "podName", "reasons"}) {
+        int kind = pick(4);
+        if (kind == 0) continue;
+        if (kind == 1)
+          entry[field] = nullptr;
+        else if (kind == 2)
+          entry[field] = values[static_cast<std::size_t>(pick(5))];
+        else
+          entry[field] = {{"nested", {values[static_cast<std::size_t>(pick(5))], 1, false}}};
+      }
+      map[parties[static_cast<std::size_t>(pick(4))] + "/obj-" + std::to_string(pick(50))] = entry;
+    }
+    PartyEntries parsed = splitParsedEntries(map, "alice/");
+    for (int indent : {-1, 2}) {
+      auto scanned = splitEntries(map.dump(indent), "alice/");
+      ASSERT_TRUE(scanned) << map.dump();
+      EXPECT_EQ(scanned->own, parsed.own);
+      EXPECT_EQ(scanned->others, parsed.others);
+      EXPECT_EQ(scanned->othersReady, parsed.othersReady);
+    }
+    // The other parties' entries, parsed, are the map without the own ones.
+    json others = map;
+    for (const auto& [key, entry] : parsed.own.items())
+      others.erase(key);
+    EXPECT_EQ(otherEntries(map.dump(2), "alice/"), others);
+    // With what the map before this one parsed to: the same split, and `seen` is this map's.
+    auto reused = splitEntries(map.dump(), "alice/", &seen);
+    ASSERT_TRUE(reused);
+    EXPECT_EQ(reused->own, parsed.own);
+    ASSERT_EQ(seen.size(), parsed.own.size());
+    for (const auto& [key, textAndValue] : seen)
+      EXPECT_EQ(textAndValue.second, parsed.own[key]);
+    // One own entry changed: it is parsed again, the others are reused as they were.
+    if (parsed.own.empty()) continue;
+    map[parsed.own.begin().key()]["createTime"] = "changed";
+    auto again = splitEntries(map.dump(), "alice/", &seen);
+    ASSERT_TRUE(again);
+    EXPECT_EQ(again->own, splitParsedEntries(map, "alice/").own);
+  }
 }
 
 } // namespace

@@ -870,6 +870,13 @@ TEST_F(TimelineTest, InstancesOfSeveralDomainsAnswerOneSummary) {
   EXPECT_EQ(fromAlice["lastParty"], "bob");
   EXPECT_EQ(fromAlice["blame"]["phase"], "pulling");
   EXPECT_EQ(fromAlice["blame"]["entry"], "bob/secretflow-task-psi-0");
+  // Each instance holds its own domain's entries and counts the other party's. Each observed the
+  // task once, complete as its domain saw it: alice's when its entries were ready (bob had not
+  // written), bob's once alice's entries, counted ready, and its own were: the whole startup.
+  EXPECT_EQ(host_.metric("kuscia_timeline_task_startup_seconds"), 1);
+  EXPECT_EQ(bob.metric("kuscia_timeline_task_startup_seconds"), 1);
+  EXPECT_EQ(bob.metricSum("kuscia_timeline_task_startup_seconds"),
+            fromAlice["startupSeconds"].get<double>());
   // Alice's instance shows bob's pull, as bob's does.
   EXPECT_EQ(plugin().timeline(kTask)->at(
                 "entries")["bob/secretflow-task-psi-0"]["times"]["imagePullEndTime"],

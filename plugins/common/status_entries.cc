@@ -1,0 +1,206 @@
+#include "status_entries.h"
+
+#include <cstring>
+
+namespace kuscia_host::plugins {
+
+using nlohmann::json;
+
+namespace {
+
+constexpr std::size_t kBad = std::string_view::npos;
+
+// Character classes of the scanner: what ends a number or literal, and what a bracket scan stops
+// at (a quote or a bracket).
+struct Classes {
+  bool endsLiteral[256] = {};
+  bool structural[256] = {};
+  constexpr Classes() {
+    for (unsigned char c : std::string_view(",]} \n\r\t"))
+      endsLiteral[c] = true;
+    for (unsigned char c : std::string_view("\"{}[]"))
+      structural[c] = true;
+  }
+};
+constexpr Classes kClasses;
+
+bool is(const bool (&table)[256], char c) {
+  return table[static_cast<unsigned char>(c)];
+}
+
+std::size_t skipSpace(std::string_view s, std::size_t i) {
+  while (i < s.size() && (s[i] == ' ' || s[i] == '\n' || s[i] == '\r' || s[i] == '\t'))
+    ++i;
+  return i;
+}
+
+// s[i] is '"': the index after the closing quote.
+std::size_t skipString(std::string_view s, std::size_t i) {
+  for (++i; i < s.size(); ++i) {
+    // To the next quote; an escape before it is looked at from where it starts.
+    const auto* at = static_cast<const char*>(std::memchr(s.data() + i, '"', s.size() - i));
+    if (at == nullptr) return kBad;
+    auto quote = static_cast<std::size_t>(at - s.data());
+    const auto* escape = static_cast<const char*>(std::memchr(s.data() + i, '\\', quote - i));
+    if (escape == nullptr) return quote + 1;
+    i = static_cast<std::size_t>(escape - s.data()) + 1; // past the backslash and what it escapes
+  }
+  return kBad;
+}
+
+// One value starting at s[i] (no leading space): the index after it. Brackets are matched and
+// strings skipped; the rest of JSON's grammar is not checked (the host's projection wrote it).
+std::size_t skipValue(std::string_view s, std::size_t i) {
+  if (i >= s.size()) return kBad;
+  if (s[i] == '"') return skipString(s, i);
+  if (s[i] == '{' || s[i] == '[') {
+    std::size_t depth = 0;
+    for (; i < s.size(); ++i) {
+      char c = s[i];
+      if (!is(kClasses.structural, c)) continue;
+      if (c == '"') {
+        i = skipString(s, i);
+        if (i == kBad) return kBad;
+        --i; // the loop's increment
+      } else if (c == '{' || c == '[') {
+        ++depth;
+      } else if (c == '}' || c == ']') {
+        if (--depth == 0) return i + 1;
+      }
+    }
+    return kBad;
+  }
+  std::size_t start = i;
+  while (i < s.size() && !is(kClasses.endsLiteral, s[i]))
+    ++i;
+  return i == start ? kBad : i;
+}
+
+// Calls member(rawKey, value) for each member of the object at s (the whole text); false when it
+// is not an object. rawKey is the key's text between its quotes, escapes left as they are.
+template <class Member> bool forEachMember(std::string_view s, Member&& member) {
+  std::size_t i = skipSpace(s, 0);
+  if (i >= s.size() || s[i] != '{') return false;
+  i = skipSpace(s, i + 1);
+  if (i < s.size() && s[i] == '}') return skipSpace(s, i + 1) == s.size();
+  while (true) {
+    if (i >= s.size() || s[i] != '"') return false;
+    std::size_t keyEnd = skipString(s, i);
+    if (keyEnd == kBad) return false;
+    std::string_view key = s.substr(i + 1, keyEnd - i - 2);
+    i = skipSpace(s, keyEnd);
+    if (i >= s.size() || s[i] != ':') return false;
+    i = skipSpace(s, i + 1);
+    std::size_t valueEnd = skipValue(s, i);
+    if (valueEnd == kBad) return false;
+    if (!member(key, s.substr(i, valueEnd - i))) return false;
+    i = skipSpace(s, valueEnd);
+    if (i >= s.size()) return false;
+    if (s[i] == '}') return skipSpace(s, i + 1) == s.size();
+    if (s[i] != ',') return false;
+    i = skipSpace(s, i + 1);
+  }
+}
+
+bool hasReadyTime(const json& entry) {
+  auto it = entry.find("readyTime");
+  return it != entry.end() && !it->is_null();
+}
+
+} // namespace
+
+std::optional<std::vector<std::string_view>> arrayElements(std::string_view s) {
+  std::vector<std::string_view> out;
+  std::size_t i = skipSpace(s, 0);
+  if (i >= s.size() || s[i] != '[') return std::nullopt;
+  i = skipSpace(s, i + 1);
+  if (i < s.size() && s[i] == ']')
+    return skipSpace(s, i + 1) == s.size() ? std::optional(out) : std::nullopt;
+  while (true) {
+    std::size_t end = skipValue(s, i);
+    if (end == kBad) return std::nullopt;
+    out.push_back(s.substr(i, end - i));
+    i = skipSpace(s, end);
+    if (i >= s.size()) return std::nullopt;
+    if (s[i] == ']') return skipSpace(s, i + 1) == s.size() ? std::optional(out) : std::nullopt;
+    if (s[i] != ',') return std::nullopt;
+    i = skipSpace(s, i + 1);
+  }
+}
+
+std::optional<PartyEntries> splitEntries(std::string_view objectJson, std::string_view ownPrefix,
+                                         ParsedEntries* seen) {
+  PartyEntries out;
+  ParsedEntries next;
+  if (objectJson == "null") {
+    if (seen != nullptr) seen->clear();
+    return out;
+  }
+  bool ok = forEachMember(objectJson, [&](std::string_view rawKey, std::string_view value) {
+    if (value.empty() || value.front() != '{') return false;
+    // A key with an escape is decoded by the full parser (Kubernetes names have none).
+    std::string key(rawKey);
+    if (rawKey.find('\\') != std::string_view::npos) {
+      json decoded = json::parse("\"" + key + "\"", nullptr, false);
+      if (!decoded.is_string()) return false;
+      key = decoded.get<std::string>();
+    }
+    if (key.compare(0, ownPrefix.size(), ownPrefix) == 0) {
+      if (seen != nullptr) {
+        auto node = seen->extract(key);
+        if (!node.empty() && node.mapped().first == value) {
+          out.own[key] = node.mapped().second;
+          next.insert(std::move(node));
+          return true;
+        }
+      }
+      json entry = json::parse(value, nullptr, false);
+      if (!entry.is_object()) return false;
+      if (seen != nullptr) next.emplace(key, std::pair(std::string(value), entry));
+      out.own[key] = std::move(entry);
+      return true;
+    }
+    ++out.others;
+    bool ready = false;
+    bool object = forEachMember(value, [&ready](std::string_view field, std::string_view v) {
+      if (field == "readyTime" && v != "null") ready = true;
+      return true;
+    });
+    if (ready) ++out.othersReady;
+    return object;
+  });
+  if (!ok) return std::nullopt;
+  if (seen != nullptr) *seen = std::move(next);
+  return out;
+}
+
+json otherEntries(std::string_view objectJson, std::string_view ownPrefix) {
+  json out = json::object();
+  bool ok = forEachMember(objectJson, [&](std::string_view rawKey, std::string_view value) {
+    if (rawKey.substr(0, ownPrefix.size()) == ownPrefix && rawKey.find('\\') == rawKey.npos)
+      return true; // an own entry (an escaped key is decoded below, then compared)
+    json key = json::parse("\"" + std::string(rawKey) + "\"", nullptr, false);
+    json entry = json::parse(value, nullptr, false);
+    if (!key.is_string() || !entry.is_object()) return false;
+    const auto& name = key.get_ref<const std::string&>();
+    if (name.compare(0, ownPrefix.size(), ownPrefix) != 0) out[name] = std::move(entry);
+    return true;
+  });
+  return ok ? out : json::object();
+}
+
+PartyEntries splitParsedEntries(const json& map, std::string_view ownPrefix) {
+  PartyEntries out;
+  if (!map.is_object()) return out;
+  for (const auto& [key, entry] : map.items()) {
+    if (key.compare(0, ownPrefix.size(), ownPrefix) == 0) {
+      out.own[key] = entry;
+      continue;
+    }
+    ++out.others;
+    if (entry.is_object() && hasReadyTime(entry)) ++out.othersReady;
+  }
+  return out;
+}
+
+} // namespace kuscia_host::plugins

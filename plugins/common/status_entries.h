@@ -1,0 +1,53 @@
+// A KusciaTask's status maps (podStatuses, serviceStatuses) as one party's plugin needs them: its
+// own entries ("<party>/<name>") parsed, the other parties' entries only counted.
+//
+// Every status write of every party comes back to every instance as a task event carrying all
+// the entries (about 2 KB for a two-party task). An instance writes and compares only its own,
+// and of the others needs only whether each is ready. Parsing the whole map into a DOM on every
+// event was the largest single cost of a task event (docs/benchmarks.md, L1): here the other
+// parties' entries are skipped by a scanner that only matches quotes and brackets, and only the
+// instance's own entries become JSON values.
+#pragma once
+
+#include <cstddef>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace kuscia_host::plugins {
+
+struct PartyEntries {
+  nlohmann::json own = nlohmann::json::object(); // "<party>/<name>" -> entry
+  std::size_t others = 0;                        // entries of other parties
+  std::size_t othersReady = 0;                   // of those, the ones holding a readyTime
+};
+
+// The spans of the elements of a JSON array (the projected fields of an event, in declaration
+// order); nullopt when the text is not an array this scanner can walk.
+std::optional<std::vector<std::string_view>> arrayElements(std::string_view json);
+
+// The text each own entry was last parsed from, and what it parsed to: an entry whose text has
+// not changed since is copied, not parsed again (most task events change another party's
+// entries, or a few of this one's).
+using ParsedEntries = std::map<std::string, std::pair<std::string, nlohmann::json>, std::less<>>;
+
+// A status map's text split for the party whose keys start with `ownPrefix` ("" : every entry is
+// its own). null (or absent) is an empty map; nullopt when the text is not an object of objects,
+// or an own entry does not parse. `seen` (optional) is read and replaced by this split's own
+// entries.
+std::optional<PartyEntries> splitEntries(std::string_view objectJson, std::string_view ownPrefix,
+                                         ParsedEntries* seen = nullptr);
+
+// The other parties' entries of a status map's text (keys not starting with `ownPrefix`),
+// parsed: what a party's own record lacks to draw the whole task. An empty object when the text
+// is not an object of objects.
+nlohmann::json otherEntries(std::string_view objectJson, std::string_view ownPrefix);
+
+// The same split of a map already parsed (what a caller falls back to).
+PartyEntries splitParsedEntries(const nlohmann::json& map, std::string_view ownPrefix);
+
+} // namespace kuscia_host::plugins
