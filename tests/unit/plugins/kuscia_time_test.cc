@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <random>
+
 namespace kuscia_host::plugins {
 namespace {
 
@@ -47,6 +49,21 @@ TEST(KusciaTimeTest, FormatsUtcAtTheAskedPrecision) {
   EXPECT_EQ(normalizeTime("2024-05-20T16:00:10+08:00"), "2024-05-20T08:00:10Z");
   for (const char* s : {"2000-02-29T12:34:56Z", "2099-12-31T23:59:59.999Z", "1999-01-01T00:00:00Z"})
     EXPECT_EQ(normalizeTime(s), s);
+  // Every instant of the nanosecond range, at random, at each precision: the text parses back to
+  // the instant it was written from (to the precision's truncation).
+  std::mt19937_64 rng(11);
+  for (int i = 0; i < 20000; ++i) {
+    auto ns = static_cast<int64_t>(rng());
+    if (i % 4 == 1) ns -= ns % 1000000000;                  // whole seconds
+    if (i % 4 == 2) ns -= ns % 1000000;                     // whole milliseconds
+    if (i % 4 == 3) ns %= int64_t{4102444800} * 1000000000; // 1840..2100
+    int64_t secs = ns >= 0 ? ns / 1000000000 : -((-ns + 999999999) / 1000000000);
+    int64_t frac = ns - secs * 1000000000;
+    EXPECT_EQ(parseTime(formatTime(ns, TimePrecision::kAsGiven)), ns) << ns;
+    EXPECT_EQ(parseTime(formatTime(ns)), ns - frac) << ns;
+    EXPECT_EQ(parseTime(formatTime(ns, TimePrecision::kMillis)), ns - frac % 1000000) << ns;
+    EXPECT_EQ(formatTime(ns, TimePrecision::kMillis).size(), 24u) << ns;
+  }
 }
 
 } // namespace
