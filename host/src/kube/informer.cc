@@ -325,17 +325,17 @@ void Informer::page(uint64_t gen, const std::string& rv, const std::string& cont
           r->body,
           [&](Projected& item) {
             if (!self->namespace_.empty() && item.namespaceName != self->namespace_) return;
-            RecordPtr r = RecordPtr::make(item, self->keepRaw_);
+            RecordPtr rec = RecordPtr::make(item, self->keepRaw_);
             if (!self->forgotten_.empty()) {
               // Forgotten and unchanged: it stays forgotten, never cached again.
-              uint64_t h = keyHash(r->key());
+              uint64_t h = keyHash(rec->key());
               auto digest = self->forgotten_.find(h);
-              if (digest && *digest == r->digest()) {
+              if (digest && *digest == rec->digest()) {
                 self->listForgotten_.put(h, *digest);
                 return;
               }
             }
-            items.push_back(std::move(r));
+            items.push_back(std::move(rec));
           },
           [&](const std::string& why) { self->decodeError(why); });
       // A listed object is taken as cold (most of a large list is history): packed at once, so

@@ -363,7 +363,7 @@ TEST_P(HistoryStoreTest, ANewerSchemaIsRefusedByName) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Databases, HistoryStoreTest, ::testing::Values("sqlite", "postgresql"),
-                         [](const auto& info) { return info.param; });
+                         [](const auto& p) { return p.param; });
 
 TEST(HistoryStoreSqliteTest, TheFileIsTheOwnersOnlyAndInWalMode) {
   TempDir dir;
