@@ -40,18 +40,24 @@ const std::vector<double>& durationBuckets() {
   return b;
 }
 
-// Sets patch[field] when the entry does not already hold `want` (compared as instants, at the
-// precision the other writer serialises: write_contest.h). `forwardOnly`: a later time the entry
-// holds is kept (the latest Ready another writer saw).
-void setTime(json& patch, const json* entry, const char* field, const std::optional<Time>& want,
+// Sets (*patch)[field] when the entry does not already hold `want` (compared as instants, at the
+// precision the other writer serialises: write_contest.h); true when it does or would (patch
+// nullptr: only the answer, nothing built). `forwardOnly`: a later time the entry holds is kept
+// (the latest Ready another writer saw).
+bool setTime(json* patch, const json* entry, const char* field, const std::optional<Time>& want,
              bool clearStale, bool forwardOnly = false) {
   if (want) {
     auto have = entryTime(entry, field);
-    if (!have || (!sameTime(*have, want->nanos) && !(forwardOnly && *have > want->nanos)))
-      patch[field] = want->text;
-  } else if (clearStale && entryHas(entry, field)) {
-    patch[field] = nullptr; // a time of an earlier incarnation
+    if (have && (sameTime(*have, want->nanos) || (forwardOnly && *have > want->nanos)))
+      return false;
+    if (patch != nullptr) (*patch)[field] = want->text;
+    return true;
   }
+  if (clearStale && entryHas(entry, field)) {
+    if (patch != nullptr) (*patch)[field] = nullptr; // a time of an earlier incarnation
+    return true;
+  }
+  return false;
 }
 
 } // namespace
@@ -278,18 +284,23 @@ void TaskTimeline::publish(const std::string& key, Pod& p) {
 }
 
 void TaskTimeline::publish(const std::string& key, Service& s) {
+  // As for pods: a signature of what would be published first, the JSON only when it changed.
+  auto w = serviceWaiting(s);
+  if (w && s.facts.addReason("programming", w->reason, w->message, host().wallTimeNanos(), true))
+    ++s.factsVersion;
+  std::string signature = std::to_string(s.factsVersion) + "|";
+  if (w)
+    signature +=
+        w->phase + "|" + w->reason + "|" + w->message + "|" + std::to_string(w->sinceNanos);
+  if (signature == s.published) return;
+  s.published = std::move(signature);
   json facts = json::object();
-  if (auto w = serviceWaiting(s)) {
-    s.facts.addReason("programming", w->reason, w->message, host().wallTimeNanos(), true);
+  if (w)
     facts["waiting"] = {{"phase", w->phase},
                         {"reason", w->reason},
                         {"message", w->message},
                         {"since", w->sinceNanos}};
-  }
   s.facts.fill(facts);
-  std::string text = facts.dump();
-  if (text == s.published) return;
-  s.published = std::move(text);
   EntryBoard::process().put(key, std::move(facts));
 }
 
@@ -526,7 +537,7 @@ void TaskTimeline::touch(const std::string& task) {
   bool differs = false;
   for (const auto& key : pods_.members(task)) {
     auto e = t.podStatuses.find(key);
-    if (!podPatch(pods_.at(key), e == t.podStatuses.end() ? nullptr : &*e).is_null()) {
+    if (podDiffers(pods_.at(key), e == t.podStatuses.end() ? nullptr : &*e)) {
       differs = true;
       break;
     }
@@ -534,7 +545,7 @@ void TaskTimeline::touch(const std::string& task) {
   for (const auto& key : services_.members(task)) {
     if (differs) break;
     auto e = t.serviceStatuses.find(key);
-    if (!servicePatch(services_.at(key), e == t.serviceStatuses.end() ? nullptr : &*e).is_null())
+    if (serviceDiffers(services_.at(key), e == t.serviceStatuses.end() ? nullptr : &*e))
       differs = true;
   }
   if (differs) writer_.changed(task);
@@ -582,11 +593,16 @@ void TaskTimeline::summarizeOnce(const std::string& task) {
 
 json TaskTimeline::podPatch(Pod& p, const json* entry) const {
   json patch = json::object();
+  return podDiffers(p, entry, &patch) ? patch : json();
+}
+
+bool TaskTimeline::podDiffers(Pod& p, const json* entry, json* patch) const {
   bool present = entry != nullptr && entry->is_object();
   bool same = sameIncarnation(entry, p.create ? std::optional(p.create->nanos) : std::nullopt);
-  if (!present) patch = newPodEntry(p.namespaceName, p.name, p.phase);
-  setTime(patch, entry, "createTime", p.create, false);
-  setTime(patch, entry, "startTime", p.start, present && !same);
+  bool differs = !present;
+  if (!present && patch != nullptr) *patch = newPodEntry(p.namespaceName, p.name, p.phase);
+  differs = setTime(patch, entry, "createTime", p.create, false) || differs;
+  differs = setTime(patch, entry, "startTime", p.start, present && !same) || differs;
   // The first ready of this incarnation: the status, as first read, may hold an earlier Ready
   // than this host saw (it restarted after a flap, or the status was written by a host that kept
   // the first ready). Read once: what other writers put there later is theirs.
@@ -599,18 +615,23 @@ json TaskTimeline::podPatch(Pod& p, const json* entry) const {
     }
   }
   // The latest Ready, as Kuscia's controller writes it; a later one in the status stays.
-  setTime(patch, entry, "readyTime", p.ready, present && !same, true);
-  return patch.empty() ? json() : patch;
+  differs = setTime(patch, entry, "readyTime", p.ready, present && !same, true) || differs;
+  return differs;
 }
 
 json TaskTimeline::servicePatch(const Service& s, const json* entry) const {
   json patch = json::object();
+  return serviceDiffers(s, entry, &patch) ? patch : json();
+}
+
+bool TaskTimeline::serviceDiffers(const Service& s, const json* entry, json* patch) const {
   bool present = entry != nullptr && entry->is_object();
   bool same = sameIncarnation(entry, s.create ? std::optional(s.create->nanos) : std::nullopt);
-  if (!present) patch = newServiceEntry(s.namespaceName, s.name);
-  setTime(patch, entry, "createTime", s.create, false);
-  setTime(patch, entry, "readyTime", s.ready, present && !same);
-  return patch.empty() ? json() : patch;
+  bool differs = !present;
+  if (!present && patch != nullptr) *patch = newServiceEntry(s.namespaceName, s.name);
+  differs = setTime(patch, entry, "createTime", s.create, false) || differs;
+  differs = setTime(patch, entry, "readyTime", s.ready, present && !same) || differs;
+  return differs;
 }
 
 json TaskTimeline::diff(const std::string& task) {

@@ -114,7 +114,8 @@ private:
     std::string uid, task, namespaceName, name;
     std::optional<Time> create, ready;
     sdk::timeline::PodFacts facts; // why programming waited
-    std::string published;
+    uint64_t factsVersion = 0;     // bumped when the facts change
+    std::string published;         // the signature of what is on the entry board
     bool observed = false;
     bool loggedMalformed = false;
   };
@@ -176,6 +177,11 @@ private:
   // The merge-patch entry for one pod or service against the status entry (null when equal).
   nlohmann::json podPatch(Pod& p, const nlohmann::json* entry) const;
   nlohmann::json servicePatch(const Service& s, const nlohmann::json* entry) const;
+  // Whether the entry differs from what this host knows (the patch is built into `patch` when
+  // given; touch() only asks, and builds nothing).
+  bool podDiffers(Pod& p, const nlohmann::json* entry, nlohmann::json* patch = nullptr) const;
+  bool serviceDiffers(const Service& s, const nlohmann::json* entry,
+                      nlohmann::json* patch = nullptr) const;
   // Marks the task for a write when the object's entry differs from the status.
   void touch(const std::string& task);
   void written(const std::string& task, const nlohmann::json& object);
