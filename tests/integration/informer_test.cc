@@ -720,6 +720,10 @@ TEST_F(InformerTest, WritesWithPreconditionsRetriesAndStatusMessages) {
   KubeRequest bad = patch;
   bad.body = "{not json";
   EXPECT_FALSE(client_->write(bad, [](const KubeResult&) {}).ok());
+  // Valid JSON the fast validator cannot represent (an integer beyond 64 bits) is still sent.
+  KubeRequest big = patch;
+  big.body = R"({"metadata":{"annotations":{"n":"1"}},"x":123456789012345678901234567890})";
+  EXPECT_TRUE(client_->write(big, [](const KubeResult&) {}).ok());
   bad = patch;
   bad.body = "[]"; // a JSON patch's body for a merge patch
   EXPECT_FALSE(client_->write(bad, [](const KubeResult&) {}).ok());
