@@ -128,14 +128,9 @@ std::optional<std::vector<std::string_view>> arrayElements(std::string_view s) {
   }
 }
 
-std::optional<PartyEntries> splitEntries(std::string_view objectJson, std::string_view ownPrefix,
-                                         ParsedEntries* seen) {
+std::optional<PartyEntries> splitEntries(std::string_view objectJson, std::string_view ownPrefix) {
   PartyEntries out;
-  ParsedEntries next;
-  if (objectJson == "null") {
-    if (seen != nullptr) seen->clear();
-    return out;
-  }
+  if (objectJson == "null") return out;
   bool ok = forEachMember(objectJson, [&](std::string_view rawKey, std::string_view value) {
     if (value.empty() || value.front() != '{') return false;
     // A key with an escape is decoded by the full parser (Kubernetes names have none).
@@ -146,17 +141,8 @@ std::optional<PartyEntries> splitEntries(std::string_view objectJson, std::strin
       key = decoded.get<std::string>();
     }
     if (key.compare(0, ownPrefix.size(), ownPrefix) == 0) {
-      if (seen != nullptr) {
-        auto node = seen->extract(key);
-        if (!node.empty() && node.mapped().first == value) {
-          out.own[key] = node.mapped().second;
-          next.insert(std::move(node));
-          return true;
-        }
-      }
       json entry = json::parse(value, nullptr, false);
       if (!entry.is_object()) return false;
-      if (seen != nullptr) next.emplace(key, std::pair(std::string(value), entry));
       out.own[key] = std::move(entry);
       return true;
     }
@@ -170,7 +156,6 @@ std::optional<PartyEntries> splitEntries(std::string_view objectJson, std::strin
     return object;
   });
   if (!ok) return std::nullopt;
-  if (seen != nullptr) *seen = std::move(next);
   return out;
 }
 

@@ -10,12 +10,9 @@
 #pragma once
 
 #include <cstddef>
-#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
-#include <string>
 #include <string_view>
-#include <utility>
 #include <vector>
 
 namespace kuscia_host::plugins {
@@ -30,17 +27,10 @@ struct PartyEntries {
 // order); nullopt when the text is not an array this scanner can walk.
 std::optional<std::vector<std::string_view>> arrayElements(std::string_view json);
 
-// The text each own entry was last parsed from, and what it parsed to: an entry whose text has
-// not changed since is copied, not parsed again (most task events change another party's
-// entries, or a few of this one's).
-using ParsedEntries = std::map<std::string, std::pair<std::string, nlohmann::json>, std::less<>>;
-
 // A status map's text split for the party whose keys start with `ownPrefix` ("" : every entry is
 // its own). null (or absent) is an empty map; nullopt when the text is not an object of objects,
-// or an own entry does not parse. `seen` (optional) is read and replaced by this split's own
-// entries.
-std::optional<PartyEntries> splitEntries(std::string_view objectJson, std::string_view ownPrefix,
-                                         ParsedEntries* seen = nullptr);
+// or an own entry does not parse.
+std::optional<PartyEntries> splitEntries(std::string_view objectJson, std::string_view ownPrefix);
 
 // The other parties' entries of a status map's text (keys not starting with `ownPrefix`),
 // parsed: what a party's own record lacks to draw the whole task. An empty object when the text

@@ -426,14 +426,9 @@ void TaskTimeline::onEndpoints(const sdk::Event& e) {
   if (auto it = services_.find(key); it != services_.end()) publish(key, services_.at(key));
 }
 
-TaskTimeline::Task TaskTimeline::taskFrom(std::string_view fieldsJson, std::string_view ownPrefix,
-                                          Task* previous) {
+TaskTimeline::Task TaskTimeline::taskFrom(std::string_view fieldsJson, std::string_view ownPrefix) {
   Task t;
   t.exists = true;
-  if (previous != nullptr) {
-    t.seenPods = std::move(previous->seenPods);
-    t.seenServices = std::move(previous->seenServices);
-  }
   auto take = [&t](PartyEntries pods, PartyEntries services) {
     t.podStatuses = std::move(pods.own);
     t.serviceStatuses = std::move(services.own);
@@ -442,8 +437,8 @@ TaskTimeline::Task TaskTimeline::taskFrom(std::string_view fieldsJson, std::stri
   // The maps are scanned and only this domain's entries parsed (status_entries.h); the leading
   // strings are small. Text the scanner cannot walk takes the full parser.
   if (auto spans = arrayElements(fieldsJson); spans && spans->size() == kTaskFieldCount) {
-    auto pods = splitEntries((*spans)[kTaskPods], ownPrefix, &t.seenPods);
-    auto services = splitEntries((*spans)[kTaskServices], ownPrefix, &t.seenServices);
+    auto pods = splitEntries((*spans)[kTaskPods], ownPrefix);
+    auto services = splitEntries((*spans)[kTaskServices], ownPrefix);
     if (pods && services) {
       auto text = [&spans](std::size_t i) {
         json v = json::parse((*spans)[i], nullptr, false);
@@ -455,8 +450,6 @@ TaskTimeline::Task TaskTimeline::taskFrom(std::string_view fieldsJson, std::stri
       return t;
     }
   }
-  t.seenPods.clear();
-  t.seenServices.clear();
   json f = parseFields(fieldsJson, kTaskFieldCount);
   take(splitParsedEntries(f[kTaskPods], ownPrefix),
        splitParsedEntries(f[kTaskServices], ownPrefix));
@@ -477,7 +470,7 @@ void TaskTimeline::onTask(const sdk::Event& e) {
   // it is not held (the routes read it from the host's cache when asked).
   if (pods_.members(name).empty() && services_.members(name).empty()) return release(name);
   Task& t = tasks_[name];
-  t = taskFrom(e.fieldsJson, ownPrefix_, &t);
+  t = taskFrom(e.fieldsJson, ownPrefix_);
   writer_.observed(name, e.resourceVersion, t.podStatuses, t.serviceStatuses);
   // What this host knows may be missing (a pod seen first, or fields another writer removed).
   touch(name);

@@ -139,7 +139,6 @@ private:
     std::size_t othersNotReady = 0;
     std::string phase;
     std::string createTime;
-    ParsedEntries seenPods, seenServices; // this domain's entries as the last event had them
   };
 
   void onPod(const sdk::Event& e);
@@ -148,10 +147,8 @@ private:
   void onPodEvent(const sdk::Event& e);
   void onTask(const sdk::Event& e);
   // A task's record from its projected fields: the entries of keys starting with `ownPrefix`
-  // ("" : every entry). Entries unchanged since `previous` (the task's record before this event)
-  // are not parsed again.
-  static Task taskFrom(std::string_view fieldsJson, std::string_view ownPrefix = {},
-                       Task* previous = nullptr);
+  // ("" : every entry).
+  static Task taskFrom(std::string_view fieldsJson, std::string_view ownPrefix = {});
   // The task as held, else as the host's cache has it (then held from now on); nullptr when
   // neither has it.
   Task* findTask(const std::string& name);
