@@ -1,6 +1,10 @@
 #include "status_entries.h"
 
 #include <cstring>
+#include <optional>
+#include <string>
+
+#include "kuscia_model.h"
 
 namespace kuscia_host::plugins {
 
@@ -102,9 +106,13 @@ template <class Member> bool forEachMember(std::string_view s, Member&& member) 
   }
 }
 
-bool hasReadyTime(const json& entry) {
-  auto it = entry.find("readyTime");
-  return it != entry.end() && !it->is_null();
+// A key as its text between quotes has it; one with an escape is decoded by the full parser
+// (Kubernetes names have none). nullopt when it does not decode.
+std::optional<std::string> decodeKey(std::string_view rawKey) {
+  if (rawKey.find('\\') == std::string_view::npos) return std::string(rawKey);
+  json decoded = json::parse("\"" + std::string(rawKey) + "\"", nullptr, false);
+  if (!decoded.is_string()) return std::nullopt;
+  return decoded.get<std::string>();
 }
 
 } // namespace
@@ -133,17 +141,12 @@ std::optional<PartyEntries> splitEntries(std::string_view objectJson, std::strin
   if (objectJson == "null") return out;
   bool ok = forEachMember(objectJson, [&](std::string_view rawKey, std::string_view value) {
     if (value.empty() || value.front() != '{') return false;
-    // A key with an escape is decoded by the full parser (Kubernetes names have none).
-    std::string key(rawKey);
-    if (rawKey.find('\\') != std::string_view::npos) {
-      json decoded = json::parse("\"" + key + "\"", nullptr, false);
-      if (!decoded.is_string()) return false;
-      key = decoded.get<std::string>();
-    }
-    if (key.compare(0, ownPrefix.size(), ownPrefix) == 0) {
+    auto key = decodeKey(rawKey);
+    if (!key) return false;
+    if (key->compare(0, ownPrefix.size(), ownPrefix) == 0) {
       json entry = json::parse(value, nullptr, false);
       if (!entry.is_object()) return false;
-      out.own[key] = std::move(entry);
+      out.own[*key] = std::move(entry);
       return true;
     }
     ++out.others;
@@ -162,13 +165,12 @@ std::optional<PartyEntries> splitEntries(std::string_view objectJson, std::strin
 json otherEntries(std::string_view objectJson, std::string_view ownPrefix) {
   json out = json::object();
   bool ok = forEachMember(objectJson, [&](std::string_view rawKey, std::string_view value) {
-    if (rawKey.substr(0, ownPrefix.size()) == ownPrefix && rawKey.find('\\') == rawKey.npos)
-      return true; // an own entry (an escaped key is decoded below, then compared)
-    json key = json::parse("\"" + std::string(rawKey) + "\"", nullptr, false);
+    auto key = decodeKey(rawKey);
+    if (!key) return false;
+    if (key->compare(0, ownPrefix.size(), ownPrefix) == 0) return true; // an own entry
     json entry = json::parse(value, nullptr, false);
-    if (!key.is_string() || !entry.is_object()) return false;
-    const auto& name = key.get_ref<const std::string&>();
-    if (name.compare(0, ownPrefix.size(), ownPrefix) != 0) out[name] = std::move(entry);
+    if (!entry.is_object()) return false;
+    out[*key] = std::move(entry);
     return true;
   });
   return ok ? out : json::object();
@@ -183,7 +185,7 @@ PartyEntries splitParsedEntries(const json& map, std::string_view ownPrefix) {
       continue;
     }
     ++out.others;
-    if (entry.is_object() && hasReadyTime(entry)) ++out.othersReady;
+    if (entryHas(&entry, "readyTime")) ++out.othersReady;
   }
   return out;
 }
