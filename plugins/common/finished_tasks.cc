@@ -53,8 +53,6 @@ private:
   std::size_t next_ = 0;
 };
 
-constexpr int64_t kSecond = 1000000000;
-
 } // namespace
 
 std::vector<std::string> leadingStrings(std::string_view fieldsJson, std::size_t n) {

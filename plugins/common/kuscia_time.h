@@ -13,6 +13,8 @@ using sdk::normalizeTime;
 using sdk::parseTime;
 using sdk::TimePrecision;
 
+inline constexpr int64_t kSecond = 1000000000; // in nanoseconds
+
 // Seconds from `from` to `to` (negative when the clocks disagree).
 inline double secondsBetween(int64_t fromNanos, int64_t toNanos) {
   return static_cast<double>(toNanos - fromNanos) / 1e9;

@@ -11,8 +11,6 @@ using nlohmann::json;
 
 namespace {
 
-constexpr int64_t kSecond = 1000000000;
-
 // The fields of an entry that only identify it (written with a new entry, never contested).
 bool identifying(std::string_view field) {
   return field == "namespace" || field == "podName" || field == "podPhase" ||

@@ -11,6 +11,7 @@
 #include <optional>
 
 #include "kuscia.h"
+#include "kuscia_time.h"
 #include "list_key.h"
 
 namespace kuscia_host::plugins::history {
@@ -19,7 +20,6 @@ using nlohmann::json;
 
 namespace {
 
-constexpr int64_t kSecond = 1000000000;
 constexpr int64_t kDay = 86400 * kSecond;
 
 json message(std::string text) {

@@ -7,6 +7,7 @@
 #include "history_api.h"
 #include "kuscia.h"
 #include "kuscia_model.h"
+#include "kuscia_time.h"
 
 namespace kuscia_host::plugins::history {
 
@@ -16,7 +17,6 @@ namespace {
 
 constexpr uint64_t kTickMillis = 1000;
 constexpr std::size_t kResyncBatch = 200;
-constexpr int64_t kSecond = 1000000000;
 constexpr int64_t kOrphanNanos = 600 * kSecond;
 
 // The task subscription's fields, in this order.

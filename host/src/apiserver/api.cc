@@ -30,11 +30,6 @@ std::string auditVerb(const std::string& method, bool watch, bool named) {
   return method;
 }
 
-const char* const kMergePatch = "application/merge-patch+json";
-const char* const kJsonPatch = "application/json-patch+json";
-const char* const kStrategicPatch = "application/strategic-merge-patch+json";
-const char* const kApplyPatch = "application/apply-patch+yaml";
-
 // The request body as JSON, or the 400 to answer.
 std::variant<json, ApiResponse> parseBody(const std::string& body) {
   try {

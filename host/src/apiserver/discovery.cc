@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "apiserver/api.h"
+#include "apiserver/patch.h"
 #include "k8s/paths.h"
 
 namespace kuscia_host::apiserver {
@@ -10,9 +11,6 @@ namespace kuscia_host::apiserver {
 using nlohmann::json;
 
 namespace {
-
-const char* const kMergePatch = "application/merge-patch+json";
-const char* const kJsonPatch = "application/json-patch+json";
 
 json versionInfo(const ApiOptions& options) {
   // "v1.30.0-kuscia-host" -> "30"

@@ -10,6 +10,12 @@
 
 namespace kuscia_host::apiserver {
 
+// The media types a PATCH names its format with (Content-Type).
+inline constexpr const char* kMergePatch = "application/merge-patch+json";
+inline constexpr const char* kJsonPatch = "application/json-patch+json";
+inline constexpr const char* kStrategicPatch = "application/strategic-merge-patch+json";
+inline constexpr const char* kApplyPatch = "application/apply-patch+yaml";
+
 Result<nlohmann::json> applyMergePatch(const nlohmann::json& original, const nlohmann::json& patch);
 Result<nlohmann::json> applyJsonPatch(const nlohmann::json& original, const nlohmann::json& patch);
 Result<nlohmann::json> applyStrategicMergePatch(const nlohmann::json& original,

@@ -1,4 +1,5 @@
 #include "app/history_command.h"
+#include "app/exit_codes.h"
 
 #include <kuscia_host/abi.h>
 #include <kuscia_host/query.hpp>
@@ -20,8 +21,6 @@ using nlohmann::json;
 
 namespace {
 
-constexpr int kExitFailure = 1;
-constexpr int kExitUsage = 2;
 constexpr int kPageLimit = 500;
 constexpr const char* kRoute = "/api/v1/history";
 constexpr const char* kPlugin = "task-history";

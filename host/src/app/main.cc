@@ -17,6 +17,7 @@
 #include "app/cluster_reader.h"
 #include "app/daemon.h"
 #include "app/demo.h"
+#include "app/exit_codes.h"
 #include "app/history_command.h"
 #include "app/plugin_checks.h"
 #include "app/plugin_search.h"
@@ -33,10 +34,6 @@
 namespace {
 
 using namespace kuscia_host;
-
-constexpr int kExitOk = 0;
-constexpr int kExitFailure = 1;
-constexpr int kExitUsage = 2; // bad command line or bad config
 
 // Loads the config, printing every diagnostic; nullopt on error.
 std::optional<HostConfig> loadOrReport(const std::string& path,

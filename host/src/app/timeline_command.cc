@@ -1,4 +1,5 @@
 #include "app/timeline_command.h"
+#include "app/exit_codes.h"
 
 #include <kuscia_host/pod_events.hpp>
 #include <kuscia_host/timeline.hpp>
@@ -19,10 +20,6 @@ namespace kuscia_host {
 using nlohmann::json;
 
 namespace {
-
-constexpr int kExitOk = 0;
-constexpr int kExitFailure = 1;
-constexpr int kExitUsage = 2;
 
 int64_t wallNanos() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
