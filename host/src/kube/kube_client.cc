@@ -45,7 +45,12 @@ KubeClient::KubeClient(boost::asio::io_context& io, std::shared_ptr<HttpTranspor
                                        metrics_, logger_)) {}
 
 KubeClient::~KubeClient() {
-  stop();
+  // stop() posts to each informer's strand, which allocates; a destructor must not throw, and
+  // what could not be posted is cancelled with the io_context anyway.
+  try {
+    stop();
+  } catch (...) { // NOLINT(bugprone-empty-catch): see above
+  }
 }
 
 Result<uint64_t> KubeClient::subscribe(SubscriptionSpec spec, Subscription::Sink sink) {
