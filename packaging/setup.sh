@@ -95,22 +95,10 @@ b1_instructions() {
 lint() {
   local dir=$1
   say "linting with clang-tidy"
-  local out db
-  # clang-tidy is clang: drop the GCC-only flags from the compilation database it reads, and the
-  # precompiled headers (GCC's or clang's): without them every source must include what it uses,
-  # and clang-tidy is faster parsing the headers than walking a PCH's whole AST.
-  db=$(mktemp -d)
-  sed -e 's/ -fno-gnu-unique//g' -e 's/ -Wshadow=local//g' -e 's/ -Winvalid-pch//g' \
-    -e 's/ -include [^ ]*cmake_pch\.hxx//g' -e 's/ -Xclang -include-pch -Xclang [^ ]*//g' \
-    -e 's/ -Xclang -include -Xclang [^ ]*cmake_pch\.hxx//g' \
-    "$dir/compile_commands.json" >"$db/compile_commands.json"
-  # Only sources this build compiles: tests/sdk_consumer is built out of tree, tests/fuzz only
-  # with KH_FUZZ.
-  out=$(cd "$root" && git ls-files 'host/*.cc' 'plugins/*.cc' 'tests/*.cc' |
-    while read -r f; do grep -q "\"file\": \"$root/$f\"" "$db/compile_commands.json" && echo "$f"; done |
-    xargs -P "$jobs" -n 1 clang-tidy -p "$db" --quiet 2>/dev/null || true)
-  rm -rf "$db"
-  if grep -E -A3 '(warning|error):' <<<"$out"; then
+  # packaging/lint.py: every unit of the build's compile database that holds a tracked source of
+  # host/, plugins/ or tests/ (tests/sdk_consumer is built out of tree, tests/fuzz only with
+  # KH_FUZZ); a unity build's file lints its sources together.
+  if ! python3 "$root/packaging/lint.py" "$dir" --jobs "$jobs"; then
     say "clang-tidy found problems (see above)"
     return 1
   fi
@@ -187,22 +175,35 @@ case "$cmd" in
       lint "$build_dir"
     else
       # CI: the suite under ASan+UBSan (benchmarks' smoke included) and under TSan, built by clang
-      # with warnings as errors; then the packages, built and tested; clang-tidy lints meanwhile. Sanitizer builds use -O0
-      # with line tables only (-g1): every report keeps file:line. clang, not GCC: on 2 cores it
-      # builds the sanitized tree in 5 minutes where GCC takes 11 (these are Beast-heavy sources).
+      # with warnings as errors; clang-tidy and the package build meanwhile; then the packages
+      # tested. Sanitizer builds use -O0 with line tables only (-g1): every report keeps
+      # file:line. clang, not GCC: on 2 cores it builds the sanitized tree in 5 minutes where GCC
+      # takes 11 (these are Beast-heavy sources).
       deps "${package_tools[@]}"
+      # Unity builds (eight sources of a target per compiler run): the Beast, Asio and nlohmann
+      # headers are compiled once per eight sources, and clang-tidy walks them once per eight
+      # (five times faster). The package build stays one source per run: it proves that every
+      # source of the host and the plugins includes what it uses.
       local_flags=(-DKH_WERROR=ON -DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS_DEBUG=-O0 -g1"
-        "-DCMAKE_C_FLAGS_DEBUG=-O0 -g1" -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++)
+        "-DCMAKE_C_FLAGS_DEBUG=-O0 -g1" -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++
+        -DCMAKE_UNITY_BUILD=ON)
       # The ASan tree also builds the libFuzzer harnesses, which ctest runs for a few seconds each
       # (Fuzz.*): the seeds, the regressions, some mutation. Coverage instrumentation of the whole
       # tree would make it build a third slower; `setup.sh fuzz` has it for the long runs.
       configure_and_build "$build_dir-asan" "${local_flags[@]}" -DKH_SANITIZE=address -DKH_FUZZ=ON \
         -DKH_FUZZ_COVERAGE=OFF
-      # clang-tidy runs from here to the end at the lowest priority: it takes the CPU the test
-      # runs leave idle and yields to the builds.
-      nice -n 19 bash -c "$(declare -f say lint); root=$root jobs=$jobs started_at=$started_at \
-        lint $build_dir-asan" >"$build_dir-asan/lint.log" 2>&1 &
-      lint_pid=$!
+      # clang-tidy, then the package build, run from here in the background at the lowest
+      # priority: they take the CPU the test runs leave idle and yield to the TSan build. Their
+      # output is printed once they are done.
+      (
+        renice -n 19 -p "$BASHPID" >/dev/null
+        lint "$build_dir-asan"
+        say "clang-tidy: clean"
+        build_packages
+      ) >"$build_dir-asan/background.log" 2>&1 &
+      background_pid=$!
+      # A failing test ends the script: the background goes with it.
+      trap 'pkill -P "$background_pid" 2>/dev/null; kill "$background_pid" 2>/dev/null || true' EXIT
       ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
         run_tests "$build_dir-asan"
       # TSan looks for races: the host and its plugins' threads, not the single-threaded plugin
@@ -210,14 +211,18 @@ case "$cmd" in
       configure_and_build "$build_dir-tsan" "${local_flags[@]}" -DKH_SANITIZE=thread \
         -DKH_BUILD_BENCH=OFF
       TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 run_tests "$build_dir-tsan"
-      build_packages
-      test_packages
-      say "waiting for clang-tidy"
-      if ! wait "$lint_pid"; then
-        cat "$build_dir-asan/lint.log" >&2
+      say "waiting for clang-tidy and the package build (background)"
+      background_rc=0
+      wait "$background_pid" || background_rc=$?
+      # Their progress lines, and on failure everything they printed.
+      if [ "$background_rc" -ne 0 ]; then
+        cat "$build_dir-asan/background.log" >&2
+        say "clang-tidy or the package build failed (above)"
         exit 1
       fi
-      say "clang-tidy: clean"
+      trap - EXIT
+      grep -a '==>' "$build_dir-asan/background.log" >&2 || true
+      test_packages
     fi
     say "all tests passed"
     ;;
