@@ -77,22 +77,25 @@ std::string DomainPods::onPodEvent(const sdk::Event& e, int64_t nowNanos, const 
 }
 
 json DomainPods::document(const TaskStatusView& t) const {
+  const bool hasPods = t.podStatuses != nullptr && t.podStatuses->is_object();
   json status = json::object();
   if (!t.phase.empty()) status["phase"] = t.phase;
-  if (t.podStatuses != nullptr && t.podStatuses->is_object())
-    status["podStatuses"] = *t.podStatuses;
+  if (hasPods) status["podStatuses"] = *t.podStatuses;
   if (t.serviceStatuses != nullptr && t.serviceStatuses->is_object())
     status["serviceStatuses"] = *t.serviceStatuses;
   json meta = {{"name", t.name}, {"namespace", t.namespaceName}};
   if (t.creationTimestamp != nullptr && t.creationTimestamp->is_string())
     meta["creationTimestamp"] = *t.creationTimestamp;
-  json doc = sdk::timeline::fromTask({{"metadata", std::move(meta)}, {"status", status}});
-  if (!status.contains("podStatuses")) return doc;
-  const json& podStatuses = status["podStatuses"];
-  for (const auto& [key, p] : pods_) {
-    if (p.task != t.name) continue;
-    auto it = podStatuses.find(key);
-    if (it == podStatuses.end() || !it->is_object()) continue; // the status is the source
+  json doc =
+      sdk::timeline::fromTask({{"metadata", std::move(meta)}, {"status", std::move(status)}});
+  if (!hasPods) return doc;
+  // The task's pods this domain holds facts of, found from the status's entries (the status is
+  // the source): a look-up each, not a walk over every pod held.
+  for (auto it = t.podStatuses->begin(); it != t.podStatuses->end(); ++it) {
+    const std::string& key = it.key();
+    auto held = pods_.find(key);
+    if (held == pods_.end() || held->second.task != t.name || !it->is_object()) continue;
+    const PodState& p = held->second;
     json merged = *it;
     using sdk::formatTime;
     using sdk::TimePrecision;
