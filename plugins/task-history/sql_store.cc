@@ -182,7 +182,9 @@ public:
              " ON CONFLICT (task, recorder) DO UPDATE SET at_ns = excluded.at_ns,"
              " document = excluded.document",
              {r.task, r.recorder, r.atNanos, deflater_.pack(merged.dump())});
-    std::vector<StoredRecording> all = recordings(r.task);
+    // The other recorders' documents from the database; this one's is in hand.
+    std::vector<StoredRecording> all = recordings(r.task, r.recorder);
+    all.push_back({r.recorder, r.atNanos, std::move(merged)});
     json doc = combine(all);
     int64_t latest = r.atNanos;
     for (const auto& s : all)
@@ -516,10 +518,11 @@ private:
              row);
   }
 
-  std::vector<StoredRecording> recordings(const std::string& task) {
+  // The task's recordings, but `except`'s.
+  std::vector<StoredRecording> recordings(const std::string& task, const std::string& except = {}) {
     std::vector<StoredRecording> all;
-    db_->run("SELECT recorder, at_ns, document FROM recordings WHERE task = $1", {task},
-             [&](const SqlRow& row) {
+    db_->run("SELECT recorder, at_ns, document FROM recordings WHERE task = $1 AND recorder <> $2",
+             {task, except}, [&](const SqlRow& row) {
                json d = unpackJson(row.bytes(2));
                if (!d.is_discarded()) all.push_back({row.text(0), row.integer(1), std::move(d)});
              });
