@@ -11,9 +11,15 @@
 //  - one task's document: p99, target 5 ms;
 //  - stats over the last 30 days, each grouping: the slowest, target 500 ms;
 //  - bytes per task on disk.
+// Before that, on an empty database of its own, what recording costs the writer: R two-party tasks
+// recorded as a host records them (each party's first recording, then each party's recording
+// again with a later readyTime, merged into the stored one), the bench's CPU and wall time per
+// recording (PostgreSQL's own CPU is its server's, not counted). task-history's recording target is
+// the host's CPU per task (L1 with task-history, timeline_bench); this is the writer's part of it.
 // Not a test: it prints figures against their targets (docs/benchmarks.md, B8).
 //
-// usage: history_bench [--tasks N] [--queries Q] [--db sqlite|postgresql|both]
+// usage: history_bench [--tasks N] [--queries Q] [--recordings R] [--db sqlite|postgresql|both]
+// (--tasks 0: only the recordings; --recordings 0: none)
 #include <kuscia_host/kube_text.hpp>
 #include <kuscia_host/timeline.hpp>
 #include <sys/stat.h>
@@ -22,7 +28,9 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <filesystem>
+#include <functional>
 #include <iostream>
 #include <map>
 #include <random>
@@ -59,17 +67,20 @@ int64_t wallNanos() {
 
 // The template task as the plugin records it: both parties, each with a pod (its image pull and
 // a reason) and a service, recorded by each party.
-Recording templateRecording(const std::string& recorder, int64_t created) {
+// `name` and `readySecond` vary it: another task, a later readyTime for the recorder's pod.
+Recording templateRecording(const std::string& recorder, int64_t created,
+                            const std::string& name = "bench-template", int readySecond = 9) {
   auto t = [&](int s) {
     return sdk::formatTime(created + s * kSecond, sdk::TimePrecision::kAsGiven);
   };
   json entries = json::object();
   for (const char* party : {"alice", "bob"}) {
     std::string pod = std::string(party) + "/bench-template-0";
+    int ready = recorder == party ? readySecond : 9;
     json times = {
-        {"createTime", t(0)}, {"scheduleTime", t(1)}, {"startTime", t(2)}, {"readyTime", t(9)}};
+        {"createTime", t(0)}, {"scheduleTime", t(1)}, {"startTime", t(2)}, {"readyTime", t(ready)}};
     if (recorder == party) {
-      times["firstReadyTime"] = t(9);
+      times["firstReadyTime"] = t(ready);
       times["imagePullStartTime"] = t(3);
       times["imagePullEndTime"] = t(7);
       times["containersStartTime"] = t(8);
@@ -86,12 +97,49 @@ Recording templateRecording(const std::string& recorder, int64_t created) {
       entries[svc] = sdk::timeline::entry(svc, {{"createTime", t(0)}, {"readyTime", t(10)}}, false);
     }
   }
-  json doc = {{"task", "bench-template"},
+  json doc = {{"task", name},
               {"namespace", "cross-domain"},
               {"phase", "Succeeded"},
               {"createTime", t(0)},
               {"entries", std::move(entries)}};
-  return Recording{"bench-template", "cross-domain", recorder, created + 60 * kSecond, doc};
+  return Recording{name, "cross-domain", recorder, created + 60 * kSecond + readySecond, doc};
+}
+
+double cpuMs() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) / 1e6;
+}
+
+struct RecordingCost {
+  double firstCpuUs = 0, firstWallUs = 0, againCpuUs = 0, againWallUs = 0;
+};
+
+// `tasks` two-party tasks recorded into an empty database: per recording, CPU and wall time.
+RecordingCost recordingCost(const std::string& database, std::size_t tasks) {
+  RecordingCost c;
+  auto store = openStore(database, "");
+  const int64_t base = wallNanos() - kDay;
+  auto pass = [&](int readySecond, double& cpuUs, double& wallUs) {
+    double cpu0 = cpuMs(), wall0 = nowMs();
+    std::size_t written = 0;
+    for (std::size_t i = 0; i < tasks; ++i)
+      for (const char* party : {"alice", "bob"})
+        written += store->record(templateRecording(party, base + static_cast<int64_t>(i) * kSecond,
+                                                   "rec-" + std::to_string(i), readySecond))
+                       ? 1
+                       : 0;
+    if (written != 2 * tasks) {
+      std::cerr << "history_bench: " << written << " of " << 2 * tasks
+                << " recordings changed the store\n";
+      std::exit(1);
+    }
+    cpuUs = (cpuMs() - cpu0) * 1e3 / static_cast<double>(2 * tasks);
+    wallUs = (nowMs() - wall0) * 1e3 / static_cast<double>(2 * tasks);
+  };
+  pass(9, c.firstCpuUs, c.firstWallUs);
+  pass(10, c.againCpuUs, c.againWallUs);
+  return c;
 }
 
 std::string cpColumns() {
@@ -179,6 +227,7 @@ json get(HistoryStore& store, const std::string& path, const std::string& query,
 struct Result {
   std::string db;
   double pageP50 = 0, pageP99 = 0, taskP99 = 0, statsMax = 0, bytesPerTask = 0, loadSeconds = 0;
+  RecordingCost recording;
 };
 
 Result run(const std::string& name, const std::string& database, SqlDb& bulk, std::size_t n,
@@ -269,7 +318,7 @@ int64_t fileBytes(const std::string& path) {
 } // namespace
 
 int main(int argc, char** argv) {
-  std::size_t n = 1000000, queries = 200;
+  std::size_t n = 1000000, queries = 200, recordings = 1000;
   std::string which = "both";
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string a = argv[i];
@@ -277,23 +326,42 @@ int main(int argc, char** argv) {
       n = std::stoul(argv[i + 1]);
     else if (a == "--queries")
       queries = std::stoul(argv[i + 1]);
+    else if (a == "--recordings")
+      recordings = std::stoul(argv[i + 1]);
     else if (a == "--db")
       which = argv[i + 1];
     else {
-      std::cerr << "usage: history_bench [--tasks N] [--queries Q] [--db sqlite|postgresql|both]\n";
+      std::cerr << "usage: history_bench [--tasks N] [--queries Q] [--recordings R] [--db "
+                   "sqlite|postgresql|both]\n";
       return 2;
     }
   }
   std::vector<Result> results;
   char tmpl[] = "/tmp/kh-b8-XXXXXX";
   std::string dir = mkdtemp(tmpl);
+  // The recording cost on an empty database of its own, then the reads at N tasks.
+  auto measure = [&](const std::string& name, const std::string& recordingDb,
+                     const std::function<Result()>& reads) {
+    Result r;
+    if (recordings > 0) {
+      std::cerr << name << ": recording " << recordings << " two-party tasks twice\n";
+      RecordingCost c = recordingCost(recordingDb, recordings);
+      if (n > 0) r = reads();
+      r.recording = c;
+    } else if (n > 0) {
+      r = reads();
+    }
+    r.db = name;
+    results.push_back(r);
+  };
   if (which != "postgresql") {
     std::string path = dir + "/history.db";
-    openStore(path, "");
-    auto bulk = openSqlite(path);
-    results.push_back(run("SQLite", path, *bulk, n, queries, [&] {
-      return static_cast<double>(fileBytes(path) + fileBytes(path + "-wal"));
-    }));
+    measure("SQLite", dir + "/recording.db", [&] {
+      openStore(path, "");
+      auto bulk = openSqlite(path);
+      return run("SQLite", path, *bulk, n, queries,
+                 [&] { return static_cast<double>(fileBytes(path) + fileBytes(path + "-wal")); });
+    });
   }
   if (which != "sqlite") {
     kuscia_host::test::PostgresServer pg;
@@ -302,17 +370,31 @@ int main(int argc, char** argv) {
       return 1;
     }
     pg.psql("CREATE DATABASE b8");
-    std::string uri = pg.uri("b8");
-    openStore(uri, "");
-    auto bulk = openPostgres(uri, "");
-    results.push_back(run("PostgreSQL", uri, *bulk, n, queries, [&] {
-      double bytes = 0;
-      bulk->run("SELECT pg_database_size(current_database())", {},
-                [&](const SqlRow& row) { bytes = static_cast<double>(row.integer(0)); });
-      return bytes;
-    }));
+    pg.psql("CREATE DATABASE b8rec");
+    measure("PostgreSQL", pg.uri("b8rec"), [&] {
+      std::string uri = pg.uri("b8");
+      openStore(uri, "");
+      auto bulk = openPostgres(uri, "");
+      return run("PostgreSQL", uri, *bulk, n, queries, [&] {
+        double bytes = 0;
+        bulk->run("SELECT pg_database_size(current_database())", {},
+                  [&](const SqlRow& row) { bytes = static_cast<double>(row.integer(0)); });
+        return bytes;
+      });
+    });
   }
   std::filesystem::remove_all(dir);
+  if (recordings > 0) {
+    std::printf("B8 recording, %zu two-party tasks into an empty database (the writer's part of "
+                "task-history's recording cost)\n",
+                recordings);
+    for (const auto& r : results)
+      std::printf("  %-11s first recording %6.0f us CPU (%6.0f us wall); again, merged %6.0f us "
+                  "CPU (%6.0f us wall)\n",
+                  r.db.c_str(), r.recording.firstCpuUs, r.recording.firstWallUs,
+                  r.recording.againCpuUs, r.recording.againWallUs);
+  }
+  if (n == 0) return 0;
   std::printf("B8 task history, %zu recorded two-party tasks over 90 days, %zu queries each\n", n,
               queries);
   std::printf("  %-11s %10s %10s %10s %12s %12s %10s\n", "database", "page p50", "page p99",
