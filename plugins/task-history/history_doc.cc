@@ -67,29 +67,34 @@ json mergeRecording(const json& stored, const json& incoming) {
   return out;
 }
 
-json combine(const std::vector<StoredRecording>& recordings) {
+json combine(std::vector<StoredRecording> recordings) {
   if (recordings.empty()) return json();
-  const StoredRecording* latest = &recordings.front();
-  for (const auto& r : recordings)
+  StoredRecording* latest = &recordings.front();
+  for (auto& r : recordings)
     if (r.atNanos > latest->atNanos) latest = &r;
-  json doc = latest->document;
-  doc.erase("summary");
-  json entries = json::object();
   // Others' entries first, oldest recording first, so the latest wins; then each recorder's own.
-  std::vector<const StoredRecording*> order;
+  // Each recording's entry is taken once, by one of the two walks: moved, not copied.
+  std::vector<StoredRecording*> order;
   order.reserve(recordings.size());
-  for (const auto& r : recordings)
+  for (auto& r : recordings)
     order.push_back(&r);
   std::sort(order.begin(), order.end(), [](const auto* a, const auto* b) {
     return a->atNanos != b->atNanos ? a->atNanos < b->atNanos : a->recorder < b->recorder;
   });
-  auto partyOf = [](const std::string& key) { return key.substr(0, key.find('/')); };
-  for (const auto* r : order)
-    for (const auto& [key, e] : member(r->document, "entries").items())
-      if (partyOf(key) != r->recorder) entries[key] = e;
-  for (const auto* r : order)
-    for (const auto& [key, e] : member(r->document, "entries").items())
-      if (partyOf(key) == r->recorder) entries[key] = e;
+  auto ownEntry = [](const std::string& key, const std::string& recorder) {
+    return key.size() > recorder.size() && key[recorder.size()] == '/' &&
+           key.compare(0, recorder.size(), recorder) == 0;
+  };
+  json entries = json::object();
+  for (bool own : {false, true})
+    for (auto* r : order) {
+      auto it = r->document.is_object() ? r->document.find("entries") : r->document.end();
+      if (it == r->document.end() || !it->is_object()) continue;
+      for (auto e = it->begin(); e != it->end(); ++e)
+        if (ownEntry(e.key(), r->recorder) == own) entries[e.key()] = std::move(*e);
+    }
+  json doc = std::move(latest->document);
+  doc.erase("summary");
   doc["entries"] = std::move(entries);
   return doc;
 }

@@ -24,7 +24,7 @@ struct StoredRecording {
   int64_t atNanos = 0;
   nlohmann::json document;
 };
-nlohmann::json combine(const std::vector<StoredRecording>& recordings);
+nlohmann::json combine(std::vector<StoredRecording> recordings);
 
 // The row a task's combined document makes (its summary dated `nowNanos`).
 // The implicit noexcept move of nlohmann::json calls its invariant check, which clang-tidy cannot

@@ -37,7 +37,8 @@ bool HistoryWriter::enqueue(Recording r) {
     std::lock_guard lock(mu_);
     auto key = std::pair{r.task, r.recorder};
     if (auto it = queued_.find(key); it != queued_.end()) {
-      it->second = std::move(r); // the latest replaces the queued one in its place
+      // The latest replaces the queued one in its place.
+      it->second = std::make_shared<const Recording>(std::move(r));
       return true;
     }
     if (queued_.size() >= options_.capacity) {
@@ -45,7 +46,7 @@ bool HistoryWriter::enqueue(Recording r) {
       return false;
     }
     order_.push_back(key);
-    queued_.emplace(std::move(key), std::move(r));
+    queued_.emplace(std::move(key), std::make_shared<const Recording>(std::move(r)));
     counters_.depth = queued_.size();
   }
   cv_.notify_one();
@@ -126,9 +127,9 @@ HistoryWriter::Outcome HistoryWriter::call(std::unique_lock<std::mutex>& lock,
 
 bool HistoryWriter::writeOne(std::unique_lock<std::mutex>& lock) {
   auto key = order_.front();
-  Recording r = queued_.at(key); // a copy: a newer one may replace it while it is written
+  std::shared_ptr<const Recording> r = queued_.at(key); // a newer one may replace it meanwhile
   bool changed = false;
-  auto [error, transient] = call(lock, [&] { changed = store_->record(r); });
+  auto [error, transient] = call(lock, [&] { changed = store_->record(*r); });
   if (!error.empty() && transient) {
     failed(error); // kept at the head; the connection is opened again if it went
     return false;
@@ -136,7 +137,7 @@ bool HistoryWriter::writeOne(std::unique_lock<std::mutex>& lock) {
   // Written (or refused for good: counted, and not retried forever). A newer recording that
   // came meanwhile stays queued.
   auto it = queued_.find(key);
-  if (it != queued_.end() && it->second.atNanos == r.atNanos && it->second.document == r.document) {
+  if (it != queued_.end() && it->second == r) {
     queued_.erase(it);
     order_.pop_front();
   } else {

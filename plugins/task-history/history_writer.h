@@ -75,8 +75,10 @@ private:
   std::unique_ptr<HistoryStore> store_; // the worker's only
   mutable std::mutex mu_;
   std::condition_variable cv_;
-  std::deque<std::pair<std::string, std::string>> order_;           // (task, recorder), FIFO
-  std::map<std::pair<std::string, std::string>, Recording> queued_; // the latest of each
+  std::deque<std::pair<std::string, std::string>> order_; // (task, recorder), FIFO
+  // The latest of each, shared with the write under way: a newer one replaces the pointer, so
+  // the writer knows by identity whether what it wrote is still the latest.
+  std::map<std::pair<std::string, std::string>, std::shared_ptr<const Recording>> queued_;
   Counters counters_;
   std::chrono::milliseconds backoff_{0};
   std::chrono::steady_clock::time_point retryAt_{}, pruneAt_{};

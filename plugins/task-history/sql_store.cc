@@ -91,7 +91,7 @@ std::string dayText(int64_t day) {
 class Deflater {
 public:
   Deflater() {
-    if (deflateInit(&z_, 6) != Z_OK) throw StoreError("cannot start zlib", false);
+    if (deflateInit(&z_, Z_BEST_SPEED) != Z_OK) throw StoreError("cannot start zlib", false);
   }
   ~Deflater() { deflateEnd(&z_); }
   Deflater(const Deflater&) = delete;
@@ -185,10 +185,10 @@ public:
     // The other recorders' documents from the database; this one's is in hand.
     std::vector<StoredRecording> all = recordings(r.task, r.recorder);
     all.push_back({r.recorder, r.atNanos, std::move(merged)});
-    json doc = combine(all);
     int64_t latest = r.atNanos;
     for (const auto& s : all)
       latest = std::max(latest, s.atNanos);
+    json doc = combine(std::move(all));
     TaskRow row = taskRowOf(doc, latest);
     auto cp = pathSeconds(row.summary, "");
     std::vector<SqlValue> p = {r.task,
@@ -324,10 +324,10 @@ public:
   std::optional<json> document(const std::string& task) override {
     auto all = recordings(task);
     if (all.empty()) return std::nullopt;
-    json doc = combine(all);
     int64_t latest = 0;
     for (const auto& r : all)
       latest = std::max(latest, r.atNanos);
+    json doc = combine(std::move(all));
     doc["recordedTime"] = sdk::formatTime(latest, sdk::TimePrecision::kAsGiven);
     return doc;
   }

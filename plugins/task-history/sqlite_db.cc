@@ -124,8 +124,9 @@ public:
     return sqlite3_changes64(db_);
   }
 
-  void begin() override { script("BEGIN IMMEDIATE"); }
-  void commit() override { script("COMMIT"); }
+  // Prepared once, as every statement run() runs: sqlite3_exec() would parse them each time.
+  void begin() override { run("BEGIN IMMEDIATE", {}, {}); }
+  void commit() override { run("COMMIT", {}, {}); }
   void rollback() noexcept override {
     if (sqlite3_get_autocommit(db_) == 0) sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
   }
