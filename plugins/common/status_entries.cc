@@ -162,6 +162,17 @@ std::optional<PartyEntries> splitEntries(std::string_view objectJson, std::strin
   return out;
 }
 
+std::optional<std::size_t> countEntries(std::string_view objectJson) {
+  std::size_t n = 0;
+  if (objectJson == "null") return n;
+  bool ok = forEachMember(objectJson, [&n](std::string_view /*key*/, std::string_view value) {
+    ++n;
+    return !value.empty() && value.front() == '{';
+  });
+  if (!ok) return std::nullopt;
+  return n;
+}
+
 json otherEntries(std::string_view objectJson, std::string_view ownPrefix) {
   json out = json::object();
   bool ok = forEachMember(objectJson, [&](std::string_view rawKey, std::string_view value) {

@@ -37,6 +37,10 @@ std::optional<PartyEntries> splitEntries(std::string_view objectJson, std::strin
 // is not an object of objects.
 nlohmann::json otherEntries(std::string_view objectJson, std::string_view ownPrefix);
 
+// How many entries a status map's text holds, none of them parsed; nullopt when the text is not
+// an object of objects.
+std::optional<std::size_t> countEntries(std::string_view objectJson);
+
 // The same split of a map already parsed (what a caller falls back to).
 PartyEntries splitParsedEntries(const nlohmann::json& map, std::string_view ownPrefix);
 

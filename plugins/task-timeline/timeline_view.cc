@@ -171,13 +171,22 @@ json TaskTimeline::taskList(std::size_t limit, std::string_view after) const {
   }
   json tasks = json::object();
   for (auto& l : heap) {
-    // Only the listed tasks' timing maps are read, to count their entries.
+    // Only the listed tasks' timing maps are read, to count their entries: scanned, not parsed
+    // (text the scanner cannot walk takes the full parser).
     std::size_t entries = 0;
-    host().cacheGet(taskSub_, config_.taskNamespace + "/" + l.key.name,
-                    [&entries](const sdk::Object& o) {
-                      Task t = taskFrom(o.fieldsJson);
-                      entries = t.podStatuses.size() + t.serviceStatuses.size();
-                    });
+    host().cacheGet(
+        taskSub_, config_.taskNamespace + "/" + l.key.name, [&entries](const sdk::Object& o) {
+          if (auto spans = arrayElements(o.fieldsJson); spans && spans->size() == kTaskFieldCount) {
+            auto pods = countEntries((*spans)[kTaskPods]);
+            auto services = countEntries((*spans)[kTaskServices]);
+            if (pods && services) {
+              entries = *pods + *services;
+              return;
+            }
+          }
+          Task t = taskFrom(o.fieldsJson);
+          entries = t.podStatuses.size() + t.serviceStatuses.size();
+        });
     tasks[l.key.name] = {{"phase", std::move(l.phase)},
                          {"createTime", std::move(l.createTime)},
                          {"entries", entries}};

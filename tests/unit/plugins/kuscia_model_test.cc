@@ -159,6 +159,12 @@ TEST(StatusEntriesTest, OwnEntriesAreParsedAndTheOthersOnlyCounted) {
   for (const char* bad : {R"({"a/x":1})", R"({"a/x":{})", R"({"a/x" {}})", R"(["a/x"])",
                           R"({"alice/x":{"a":}})", R"({"a/x":{}} x)", R"({"a/x":"})", ""})
     EXPECT_FALSE(splitEntries(bad, "alice/")) << bad;
+  // Counting parses nothing, and refuses what is not an object of objects.
+  EXPECT_EQ(countEntries(R"( {"a/x":{"s":"}{"},"b\/y" : {}} )"), 2u);
+  EXPECT_EQ(countEntries("null"), 0u);
+  EXPECT_EQ(countEntries("{}"), 0u);
+  for (const char* bad : {R"({"a/x":1})", R"({"a/x":{})", R"(["a/x"])", R"({"a/x":{}} x)", ""})
+    EXPECT_FALSE(countEntries(bad)) << bad;
 
   auto spans = arrayElements(R"([ "Running", null , {"a":[1,2]}, 12.5e3, true ])");
   ASSERT_TRUE(spans);
@@ -199,6 +205,7 @@ TEST(StatusEntriesTest, TheScannerSplitsAsTheFullParserDoes) {
       EXPECT_EQ(scanned->own, parsed.own);
       EXPECT_EQ(scanned->others, parsed.others);
       EXPECT_EQ(scanned->othersReady, parsed.othersReady);
+      EXPECT_EQ(countEntries(map.dump(indent)), map.size());
     }
     // The other parties' entries, parsed, are the map without the own ones.
     json others = map;
