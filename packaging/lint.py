@@ -6,9 +6,9 @@
 With SOURCEs (paths from the top of the repository), only the units that hold one of them.
 
 Each translation unit of BUILD_DIR's compile_commands.json that holds a tracked source is linted
-once. A unity build's file (CI's sanitizer trees: CMAKE_UNITY_BUILD) holds up to eight sources of
-one target, so clang-tidy walks the Boost, Beast and nlohmann headers once for all of them instead
-of once each: the lint takes a fifth of the time. Diagnostics in the sources are then diagnostics in
+once. A unity build's file (CI's sanitizer trees: CMAKE_UNITY_BUILD) holds up to sixteen sources
+of one target, so clang-tidy walks the Boost, Beast and nlohmann headers once for all of them
+instead of once each: the lint takes 10 CPU-minutes instead of about 25. Diagnostics in the sources are then diagnostics in
 included files, which the header filter passes (tests/ added for the tests' units, with their
 narrower checks from tests/.clang-tidy).
 
@@ -22,6 +22,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import time
 
 # The header filter of .clang-tidy, with the tests added for the tests' unity files.
 TESTS_HEADER_FILTER = r".*/(host/src/|plugins/|tests/|sdk/include/kuscia_host/(plugin|config_reader|testing/)).*"
@@ -68,6 +69,12 @@ def units(root, entries):
     return found
 
 
+def where(root, sources):
+    """A unit's sources as one line: their common folder and how many."""
+    folder = os.path.relpath(os.path.commonpath([os.path.dirname(s) for s in sources]), root)
+    return folder if len(sources) > 1 else os.path.relpath(sources[0], root)
+
+
 def lint_unit(db, root, main, sources):
     cmd = ["clang-tidy", "-p", db, "--quiet"]
     checks = []
@@ -82,8 +89,9 @@ def lint_unit(db, root, main, sources):
     if checks:
         cmd.append("--checks=" + ",".join(checks))
     cmd.append(main)
+    started = time.monotonic()
     r = subprocess.run(cmd, capture_output=True, text=True)
-    return r.stdout
+    return r.stdout, time.monotonic() - started
 
 
 def main():
@@ -114,8 +122,16 @@ def main():
     with tempfile.TemporaryDirectory() as db:
         with open(os.path.join(db, "compile_commands.json"), "w", encoding="utf-8") as f:
             json.dump(entries, f)
+        outs = []
         with concurrent.futures.ThreadPoolExecutor(max_workers=a.jobs) as pool:
-            outs = list(pool.map(lambda u: lint_unit(db, root, *u), todo))
+            futures = {pool.submit(lint_unit, db, root, *u): u for u in todo}
+            for done, f in enumerate(concurrent.futures.as_completed(futures), 1):
+                out, seconds = f.result()
+                outs.append(out)
+                _, sources = futures[f]
+                print(f"lint: [{done}/{len(todo)}] {seconds:.0f} s {where(root, sources)}"
+                      f" ({len(sources)} source{'s' if len(sources) > 1 else ''})"
+                      f"{' !' if out.strip() else ''}", file=sys.stderr)
     report = "".join(outs)
     if re.search(r"(warning|error):", report):
         print(report, end="")
