@@ -6,6 +6,8 @@
 
 #include <set>
 
+#include "kuscia.h"
+
 namespace kuscia_host::plugins::history {
 
 using nlohmann::json;
@@ -81,17 +83,13 @@ json combine(std::vector<StoredRecording> recordings) {
   std::sort(order.begin(), order.end(), [](const auto* a, const auto* b) {
     return a->atNanos != b->atNanos ? a->atNanos < b->atNanos : a->recorder < b->recorder;
   });
-  auto ownEntry = [](const std::string& key, const std::string& recorder) {
-    return key.size() > recorder.size() && key[recorder.size()] == '/' &&
-           key.compare(0, recorder.size(), recorder) == 0;
-  };
   json entries = json::object();
   for (bool own : {false, true})
     for (auto* r : order) {
-      auto it = r->document.is_object() ? r->document.find("entries") : r->document.end();
+      auto it = r->document.find("entries"); // end() when the document is not an object
       if (it == r->document.end() || !it->is_object()) continue;
       for (auto e = it->begin(); e != it->end(); ++e)
-        if (ownEntry(e.key(), r->recorder) == own) entries[e.key()] = std::move(*e);
+        if ((namespaceOf(e.key()) == r->recorder) == own) entries[e.key()] = std::move(*e);
     }
   json doc = std::move(latest->document);
   doc.erase("summary");
@@ -113,8 +111,7 @@ TaskRow taskRowOf(const json& document, int64_t nowNanos) {
   row.blamePhase = textOf(blame, "phase");
   std::set<std::string> parties;
   for (const auto& [key, e] : member(document, "entries").items())
-    if (auto slash = key.find('/'); slash != std::string::npos && slash > 0)
-      parties.insert(key.substr(0, slash));
+    if (auto party = namespaceOf(key); !party.empty()) parties.emplace(party);
   row.parties.assign(parties.begin(), parties.end());
   return row;
 }
