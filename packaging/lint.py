@@ -8,11 +8,12 @@ With SOURCEs (paths from the top of the repository), only the units that hold on
 Each translation unit of BUILD_DIR's compile_commands.json that holds a tracked source is linted
 once. A unity build's file (CI's sanitizer trees: CMAKE_UNITY_BUILD) holds up to sixteen sources
 of one target, so clang-tidy walks the Boost, Beast and nlohmann headers once for all of them
-instead of once each: the lint takes 10 CPU-minutes instead of about 25. Diagnostics in the sources are then diagnostics in
-included files, which the header filter passes (tests/ added for the tests' units, with their
-narrower checks from tests/.clang-tidy).
+instead of once each: the lint takes 10 CPU-minutes instead of about 25. Diagnostics in the
+sources are then diagnostics in included files, which the header filter passes (tests/ added for
+the tests' units, with their narrower checks from tests/.clang-tidy).
 
-Prints every diagnostic; exits 1 when there is one, 2 on a usage error.
+Prints every diagnostic; exits 1 when there is one or clang-tidy failed without one (a crash),
+2 on a usage error.
 """
 import argparse
 import concurrent.futures
@@ -91,7 +92,11 @@ def lint_unit(db, root, main, sources):
     cmd.append(main)
     started = time.monotonic()
     r = subprocess.run(cmd, capture_output=True, text=True)
-    return r.stdout, time.monotonic() - started
+    out = r.stdout
+    if r.returncode != 0 and not re.search(r"(warning|error):", out):
+        # It failed without a diagnostic (a crash): say so rather than pass the unit.
+        out += f"{main}: error: clang-tidy exited with {r.returncode}:\n{r.stderr[-2000:]}\n"
+    return out, time.monotonic() - started
 
 
 def main():
