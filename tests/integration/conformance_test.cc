@@ -100,7 +100,7 @@ TEST(ConformanceTest, TheFakeHostAndTheRealHostAnswerAPluginAlike) {
   json real = realHostReport(dir.file("real.json"), dir);
   EXPECT_EQ(fake, real) << "fake host:\n" << fake.dump(2) << "\nreal host:\n" << real.dump(2);
   // And both say what abi.h documents.
-  json expected = {{"abi", "1.3"},
+  json expected = {{"abi", "1.4"},
                    {"sub.plain", "ok"},
                    {"sub.labels", "ok"},
                    {"sub.no_version", KH_ERR_INVALID_ARGUMENT},
@@ -248,12 +248,23 @@ TEST(AbiCompatibilityTest, APluginBuiltAgainstAbi12ServesItsRouteAndItsOfflineRo
   host.daemon.shutdown();
 }
 
+// A plugin compiled against the frozen 1.3 header answers its route before returning, as
+// every plugin did before deferred answers (1.4), and finds the 1.3 host functions.
+TEST(AbiCompatibilityTest, APluginBuiltAgainstAbi13ServesItsRoute) {
+  OldPluginHost host("abi13");
+  auto route = test::httpGet(host.daemon.adminEndpoint()->port(), "/api/v1/abi13/x");
+  EXPECT_EQ(route.status, 200);
+  EXPECT_EQ(json::parse(route.body),
+            (json{{"abi", "1.3"}, {"path", "/api/v1/abi13/x"}, {"release", true}}));
+  host.daemon.shutdown();
+}
+
 // A plugin needing a newer minor than the host's is refused, naming both versions.
 TEST(AbiCompatibilityTest, APluginNeedingANewerMinorIsRefusedNamingBothVersions) {
   PluginLoader loader(LoaderOptions{::geteuid()});
   auto lib = loader.load(KH_TEST_PLUGIN_DIR "/bad_newer_minor.so");
   ASSERT_FALSE(lib.ok());
-  EXPECT_NE(lib.error().find("needs ABI 1.4, newer than this host's ABI 1.3"), std::string::npos)
+  EXPECT_NE(lib.error().find("needs ABI 1.5, newer than this host's ABI 1.4"), std::string::npos)
       << lib.error();
 }
 

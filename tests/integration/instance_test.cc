@@ -3,6 +3,7 @@
 
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <thread>
 
 #include "admin/admin_server.h"
 #include "app/daemon.h"
@@ -268,6 +269,29 @@ TEST(InstanceClockTest, PluginsReadTheInjectedClock) {
            1700000000;
   }));
   d.shutdown();
+}
+
+// A deferred answer (ABI 1.4) leaves the host's one worker thread free: while a request waits
+// for its answer, the same instance serves the request that releases it, and the answer then
+// comes from the plugin's own thread. A deferred answer the plugin drops is a 500.
+TEST_F(InstanceTest, ADeferredAnswerDoesNotHoldTheHostsOnlyThread) {
+  auto d = make(configWith({{"alice", probe({{"route", true}})}}, 1));
+  ASSERT_TRUE(d->start().ok());
+  const unsigned short port = d->adminEndpoint()->port();
+  test::HttpResult parked;
+  std::thread waiter([&] { parked = test::httpGet(port, "/api/v1/probe/park"); });
+  // Once the probe holds the parked request, a release answers it.
+  EXPECT_TRUE(test::eventually([&] {
+    auto r = test::httpGet(port, "/api/v1/probe/release");
+    return r.status == 200 && nlohmann::json::parse(r.body).value("released", 0) == 1;
+  }));
+  waiter.join();
+  EXPECT_EQ(parked.status, 200);
+  EXPECT_EQ(nlohmann::json::parse(parked.body), (nlohmann::json{{"parked", 0}}));
+  auto dropped = test::httpGet(port, "/api/v1/probe/drop");
+  EXPECT_EQ(dropped.status, 500);
+  EXPECT_NE(dropped.body.find("the plugin did not answer"), std::string::npos) << dropped.body;
+  d->shutdown();
 }
 
 } // namespace

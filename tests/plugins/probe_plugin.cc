@@ -1,6 +1,7 @@
 // probe: the test plugin the host tests drive. Configurable misbehaviour, lifecycle trace to a
-// file (and "unload" from the library's destructor), and a check that two callbacks of one
-// instance never overlap, reported through metrics.
+// file (and "unload" from the library's destructor), a check that two callbacks of one
+// instance never overlap, reported through metrics, and an admin route that answers later
+// (ABI 1.4 deferred answers).
 #include <kuscia_host/config_reader.hpp>
 #include <kuscia_host/plugin.hpp>
 
@@ -11,6 +12,7 @@
 #include <mutex>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -54,7 +56,8 @@ public:
                                             {"selector", "string", "", ""},
                                             {"wantRaw", "boolean", "false", ""},
                                             {"eventFile", "string", "", ""},
-                                            {"patchOnSynced", "string", "", ""}});
+                                            {"patchOnSynced", "string", "", ""},
+                                            {"route", "boolean", "false", ""}});
     traceFile_ = r.string("traceFile", "");
     timers_ = r.integer("timers", 0, 0, 64);
     periodMs_ = r.integer("periodMs", 1, 0, 60000);
@@ -92,6 +95,10 @@ public:
       resource_ = sub.resource;
       subscription_ = host.subscribe(sub);
     }
+    // GET /api/v1/probe/park waits (deferred) until a GET /api/v1/probe/release, which answers
+    // every parked request from a thread of the probe's own; /api/v1/probe/drop defers and
+    // drops the answer (the SDK answers 500).
+    if (r.boolean("route", false)) host.registerRoute("/api/v1/probe/");
     fired_ = host.counter("probe_timer_fired_total", "timer callbacks run");
     overlaps_ = host.counter("probe_overlaps_total", "callbacks that overlapped another");
     startedAt_ = host.gauge("probe_started_wall_seconds", "the host's wall clock at onStart");
@@ -101,7 +108,10 @@ public:
     }
     trace(traceFile_, "create " + domain_);
   }
-  ~Probe() override { trace(traceFile_, "destroy " + domain_); }
+  ~Probe() override {
+    if (answerer_.joinable()) answerer_.join();
+    trace(traceFile_, "destroy " + domain_);
+  }
 
   void onStart() override {
     Guard g(*this);
@@ -169,6 +179,35 @@ public:
     if (throwOnTimer_) throw std::runtime_error("probe timer failure requested");
   }
 
+  void onHttpRequest(const kuscia_host::sdk::HttpRequest& request,
+                     kuscia_host::sdk::HttpResponse& response) override {
+    Guard g(*this);
+    if (request.path == "/api/v1/probe/park" || request.path == "/api/v1/probe/drop") {
+      auto later = response.defer();
+      if (!later) {
+        response.status = 501;
+        response.body = R"({"message":"the host cannot defer answers"})";
+        return;
+      }
+      if (request.path == "/api/v1/probe/park") parked_.push_back(std::move(later));
+      return; // a dropped DeferredResponse answers 500
+    }
+    if (request.path == "/api/v1/probe/release") {
+      if (answerer_.joinable()) answerer_.join();
+      const std::size_t n = parked_.size();
+      answerer_ = std::thread([parked = std::move(parked_)]() mutable {
+        for (std::size_t i = 0; i < parked.size(); ++i)
+          parked[i].respond({200, "application/json", R"({"parked":)" + std::to_string(i) + "}"});
+      });
+      parked_.clear();
+      response.status = 200;
+      response.body = R"({"released":)" + std::to_string(n) + "}";
+      return;
+    }
+    response.status = 404;
+    response.body = R"({"message":"not found"})";
+  }
+
 private:
   struct Guard {
     explicit Guard(Probe& p) : p_(p) {
@@ -199,6 +238,8 @@ private:
   bool throwOnTimer_ = false, failStart_ = false, notReady_ = false;
   kuscia_host::sdk::Metric fired_, overlaps_, startedAt_;
   std::atomic<int> inFlight_{0};
+  std::vector<kuscia_host::sdk::DeferredResponse> parked_;
+  std::thread answerer_;
 };
 
 } // namespace

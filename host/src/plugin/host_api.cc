@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <memory>
 #include <string>
 
 #include "plugin/instance.h"
@@ -103,10 +104,25 @@ void httpRespond(kh_http_response_t* h, int32_t status, const char* contentType,
                  size_t len) {
   if (h == nullptr) return;
   RouteResponse* r = RouteResponse::from(h);
+  if (r->deferred) return; // its answer is the deferred handle's
   r->answered = true;
   r->status = status;
   r->contentType = contentType != nullptr ? contentType : "application/json";
   r->body.assign(body != nullptr ? body : "", body != nullptr ? len : 0);
+  if (!r->onHeap) return;
+  std::unique_ptr<RouteResponse> owned(r);
+  if (owned->done)
+    owned->done({owned->status, std::move(owned->contentType), std::move(owned->body)});
+}
+kh_http_response_t* httpDefer(kh_http_response_t* h) {
+  if (h == nullptr) return nullptr;
+  RouteResponse* r = RouteResponse::from(h);
+  if (r->onHeap || r->deferred || !r->done) return nullptr;
+  auto later = std::make_unique<RouteResponse>();
+  later->onHeap = true;
+  later->done = std::move(r->done);
+  r->deferred = true;
+  return later.release()->handle();
 }
 
 kh_host_api_v1_t makeTable(bool withKube) {
@@ -129,6 +145,7 @@ kh_host_api_v1_t makeTable(bool withKube) {
   t.set_ready = &setReady;
   t.route_register = &routeRegister;
   t.http_respond = &httpRespond;
+  t.http_defer = &httpDefer;
   if (withKube) {
     t.subscribe = &subscribe;
     t.cache_get = &cacheGet;

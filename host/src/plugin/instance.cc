@@ -289,8 +289,10 @@ void PluginInstance::serveRoute(const RouteRequest& request,
     req.path = request.path.c_str();
     req.query = request.query.c_str();
     RouteResponse res;
+    res.done = done; // http_defer takes it
     if (instance_ != nullptr && state() == InstanceState::kRunning)
       invoke(kOnHttpRequest, [&] { return onRequest(instance_, &req, res.handle()); });
+    if (res.deferred) return; // answered later, through the handle http_defer gave
     if (!res.answered) {
       res.status = 500;
       res.contentType = "application/json";

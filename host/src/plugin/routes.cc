@@ -119,20 +119,23 @@ void PluginRoutes::serve(const std::string& prefix, const RouteRequest& request,
   const std::size_t maxBody = limits_.maxBodyBytes;
   for (std::size_t i = 0; i < servers.size(); ++i) {
     RouteServer* server = servers[i];
-    server->serveRoute(request, [g, i, finish, maxBody, server](RouteAnswer a) {
-      if (a.body.size() > maxBody)
-        a = message(500, "the answer of " + server->routeOwner() + " is over the limit of " +
-                             std::to_string(maxBody) + " bytes");
-      std::vector<RouteAnswer> all;
-      {
-        std::lock_guard lock(g->mu);
-        if (g->done) return;
-        g->answers[i] = std::move(a);
-        if (--g->pending > 0) return;
-        all = g->answers;
-      }
-      finish(merge(all));
-    });
+    // The answer may come from a plugin's thread (a deferred answer): it names the instance
+    // without touching it.
+    server->serveRoute(request,
+                       [g, i, finish, maxBody, owner = server->routeOwner()](RouteAnswer a) {
+                         if (a.body.size() > maxBody)
+                           a = message(500, "the answer of " + owner + " is over the limit of " +
+                                                std::to_string(maxBody) + " bytes");
+                         std::vector<RouteAnswer> all;
+                         {
+                           std::lock_guard lock(g->mu);
+                           if (g->done) return;
+                           g->answers[i] = std::move(a);
+                           if (--g->pending > 0) return;
+                           all = g->answers;
+                         }
+                         finish(merge(all));
+                       });
   }
 }
 

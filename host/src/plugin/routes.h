@@ -22,13 +22,23 @@
 
 namespace kuscia_host {
 
+struct RouteAnswer {
+  int status = 500;
+  std::string contentType = "application/json";
+  std::string body;
+};
+
 // What an on_http_request answered through http_respond; plugins see it as the opaque
-// kh_http_response_t.
+// kh_http_response_t. One lives on the stack for the callback; http_defer (ABI 1.4) moves `done`
+// into one on the heap, which http_respond answers through and frees.
 struct RouteResponse {
   int32_t status = 500;
   std::string contentType = "application/json";
   std::string body;
   bool answered = false;
+  bool deferred = false; // this stack response handed its answer to a heap one
+  bool onHeap = false;   // a deferred response: http_respond answers `done` and frees it
+  std::function<void(RouteAnswer)> done;
 
   kh_http_response_t* handle() { return reinterpret_cast<kh_http_response_t*>(this); }
   static RouteResponse* from(kh_http_response_t* h) { return reinterpret_cast<RouteResponse*>(h); }
@@ -38,12 +48,6 @@ struct RouteRequest {
   std::string method;
   std::string path;
   std::string query;
-};
-
-struct RouteAnswer {
-  int status = 500;
-  std::string contentType = "application/json";
-  std::string body;
 };
 
 // One instance's side of a route: answers on its executor, then calls `done` (any thread).

@@ -19,6 +19,8 @@
  *   1.3  releasing cached objects: cache_release lets a subscription say it is done with an
  *        object, so that the host may forget what no subscriber needs (a month of finished
  *        tasks then costs a digest each); KH_ERR_STALE answers a release of an old version.
+ *   1.4  deferred answers: http_defer lets on_http_request return before its answer is ready
+ *        (a query on the plugin's own thread), so that no callback needs to block.
  *
  * Rules for every later minor version (what 1.1 followed):
  *  - Every struct starts with `struct_size` and only grows at the end; no field is removed,
@@ -65,7 +67,7 @@ extern "C" {
 #endif
 
 #define KH_ABI_VERSION_MAJOR 1
-#define KH_ABI_VERSION_MINOR 3
+#define KH_ABI_VERSION_MINOR 4
 
 /* Whether the struct at `ptr` (of `type`, from the other side of the ABI) carries `field`: its
  * struct_size reaches past the field's end. Test it before reading a field added after 1.0. */
@@ -335,7 +337,8 @@ typedef struct kh_host_api_v1 {
                                 size_t err_len);
   /* Sets the answer to the request being served: status, content type (NULL: application/json)
    * and body (copied). The last call wins; without one the answer is 500. Only during
-   * on_http_request, on its thread. */
+   * on_http_request, on its thread; or, once, on a handle from http_defer (since 1.4), from any
+   * thread. */
   void (*http_respond)(kh_http_response_t* response, int32_t status, const char* content_type,
                        const char* body, size_t body_len);
 
@@ -359,6 +362,18 @@ typedef struct kh_host_api_v1 {
    * the way as well). Any thread. */
   kh_status_t (*cache_release)(kh_host_ctx_t* ctx, uint64_t subscription_id, const char* key,
                                const char* resource_version);
+
+  /* --- since 1.4 (test with KH_HAS_FIELD(api, kh_host_api_v1_t, http_defer)) --- */
+
+  /* Defers the answer to the request being served, so that on_http_request may return before
+   * the answer is ready (a query on a thread of the plugin's own: callbacks must not block).
+   * Only during on_http_request, on its thread, at most once per request. Returns a handle that
+   * stays valid after the callback returns; `response` is ignored from then on. The plugin must
+   * answer it exactly once with http_respond, from any thread; that call frees the handle. An
+   * answer later than the route timeout (5 s) is dropped, but must still be made, and every
+   * deferred answer must be made before the instance's on_destroy returns. Returns NULL (then
+   * answer `response` as usual) when called twice or outside on_http_request. */
+  kh_http_response_t* (*http_defer)(kh_http_response_t* response);
 } kh_host_api_v1_t;
 
 /* ---------------------------------------------------------------------------------------------
@@ -400,7 +415,8 @@ typedef struct kh_plugin_v1 {
   /* --- since 1.1 (the host tests KH_HAS_FIELD(desc, kh_plugin_v1_t, <field>)) --- */
 
   /* A request to a route the instance registered. Answer with host->http_respond before
-   * returning. On the instance's executor. May be NULL if the plugin registers no route. */
+   * returning, or defer the answer with host->http_defer (since 1.4). On the instance's
+   * executor. May be NULL if the plugin registers no route. */
   kh_status_t (*on_http_request)(kh_instance_t* instance, const kh_http_request_t* request,
                                  kh_http_response_t* response);
   /* Validates an instance's config (as on_create receives it) without creating an instance, for

@@ -110,12 +110,75 @@ struct HttpRequest {
   std::string_view query;
 };
 
-// The answer onHttpRequest fills in.
+class DeferredResponse;
+
+// The answer onHttpRequest fills in, or defers (defer()).
 struct HttpResponse {
   int32_t status = 404;
   std::string contentType = "application/json";
   std::string body;
+
+  // Since ABI 1.4: the answer is given later, through the returned handle, and this one is
+  // ignored; onHttpRequest may return at once (a query then runs on a thread of the plugin's
+  // own: callbacks must not block). Only during onHttpRequest, once. The handle is empty (false)
+  // when the host predates 1.4 or outside onHttpRequest (an offline route): then answer here.
+  DeferredResponse defer();
+
+  // Set by the adapter around onHttpRequest (not for plugins).
+  const kh_host_api_v1_t* hostApi = nullptr;
+  kh_http_response_t* hostHandle = nullptr;
+  bool deferred = false;
 };
+
+// A deferred answer (HttpResponse::defer). Answer it once, from any thread, before the
+// instance is destroyed; one destroyed unanswered answers 500. Move-only.
+class DeferredResponse {
+public:
+  DeferredResponse() = default;
+  DeferredResponse(const kh_host_api_v1_t* api, kh_http_response_t* handle)
+      : api_(api), handle_(handle) {}
+  DeferredResponse(DeferredResponse&& o) noexcept
+      : api_(o.api_), handle_(std::exchange(o.handle_, nullptr)) {}
+  DeferredResponse& operator=(DeferredResponse&& o) noexcept {
+    if (this != &o) {
+      abandon();
+      api_ = o.api_;
+      handle_ = std::exchange(o.handle_, nullptr);
+    }
+    return *this;
+  }
+  DeferredResponse(const DeferredResponse&) = delete;
+  DeferredResponse& operator=(const DeferredResponse&) = delete;
+  ~DeferredResponse() { abandon(); }
+
+  explicit operator bool() const { return handle_ != nullptr; }
+  void respond(const HttpResponse& r) {
+    if (handle_ == nullptr) return;
+    api_->http_respond(std::exchange(handle_, nullptr), r.status, r.contentType.c_str(),
+                       r.body.data(), r.body.size());
+  }
+
+private:
+  void abandon() noexcept {
+    if (handle_ == nullptr) return;
+    static constexpr std::string_view kBody = R"({"message":"the plugin did not answer"})";
+    api_->http_respond(std::exchange(handle_, nullptr), 500, "application/json", kBody.data(),
+                       kBody.size());
+  }
+
+  const kh_host_api_v1_t* api_ = nullptr;
+  kh_http_response_t* handle_ = nullptr;
+};
+
+inline DeferredResponse HttpResponse::defer() {
+  if (hostApi == nullptr || hostHandle == nullptr || deferred ||
+      !KH_HAS_FIELD(hostApi, kh_host_api_v1_t, http_defer) || hostApi->http_defer == nullptr)
+    return {};
+  kh_http_response_t* later = hostApi->http_defer(hostHandle);
+  if (later == nullptr) return {};
+  deferred = true;
+  return {hostApi, later};
+}
 
 // C++ view of an event; the string_views are valid only during onEvent.
 struct Event {
@@ -500,18 +563,21 @@ template <class T> struct Adapter {
   static kh_status_t httpRequest(kh_instance_t* instance, const kh_http_request_t* q,
                                  kh_http_response_t* out) {
     auto* p = reinterpret_cast<Plugin*>(instance);
+    const kh_host_api_v1_t* api = p->host().api();
     HttpResponse res;
+    res.hostApi = api;
+    res.hostHandle = out;
     kh_status_t s = guard(instance, "onHttpRequest", [q, &res](Plugin* pl) {
       HttpRequest req{q->method != nullptr ? q->method : "", q->path != nullptr ? q->path : "",
                       q->query != nullptr ? q->query : ""};
       pl->onHttpRequest(req, res);
     });
+    if (res.deferred) return s; // the DeferredResponse answers (or answered already)
     if (s != KH_OK) {
       res.status = 500;
       res.contentType = "application/json";
       res.body = R"({"message":"the plugin failed to answer"})";
     }
-    const kh_host_api_v1_t* api = p->host().api();
     if (KH_HAS_FIELD(api, kh_host_api_v1_t, http_respond) && api->http_respond != nullptr)
       api->http_respond(out, res.status, res.contentType.c_str(), res.body.data(), res.body.size());
     return s;

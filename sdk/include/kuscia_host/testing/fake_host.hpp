@@ -20,9 +20,13 @@
 #include <kuscia_host/label_selector.hpp>
 
 #include <algorithm>
+#include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <cstring>
 #include <map>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -32,12 +36,25 @@ namespace kuscia_host::testing {
 
 namespace detail {
 
-// The fake host's answer buffer behind the opaque kh_http_response_t.
+// Where a deferred answer (ABI 1.4) arrives, from any thread.
+struct FakeDeferred {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool answered = false;
+  int32_t status = 500;
+  std::string contentType, body;
+};
+
+// The fake host's answer buffer behind the opaque kh_http_response_t. http_defer makes a heap
+// one that answers `later`.
 struct FakeResponse {
   int32_t status = 500;
   std::string contentType = "application/json";
   std::string body;
   bool answered = false;
+  bool deferred = false; // this one's answer comes through `later`
+  bool onHeap = false;   // a deferred handle: http_respond answers `later` and frees it
+  std::shared_ptr<FakeDeferred> later;
 };
 
 // JSON well-formedness, enough to refuse what the real host refuses: returns the kind of the
@@ -226,6 +243,7 @@ public:
     }
     api_.route_register = &routeRegisterFn;
     api_.http_respond = &httpRespondFn;
+    api_.http_defer = &httpDeferFn;
   }
   ~FakeHost() { destroy(); }
   FakeHost(const FakeHost&) = delete;
@@ -399,9 +417,20 @@ public:
     req.query = query.c_str();
     detail::FakeResponse res;
     record(plugin_->on_http_request(instance_, &req, reinterpret_cast<kh_http_response_t*>(&res)));
+    if (res.deferred) {
+      // A deferred answer comes from the plugin's thread: wait for it as the admin server would
+      // (its timeout is 5 s; tests get more room).
+      auto& d = *res.later;
+      std::unique_lock lock(d.mu);
+      if (!d.cv.wait_for(lock, deferredWait_, [&d] { return d.answered; }))
+        return {503, "application/json", R"({"message":"no answer in time"})"};
+      return {d.status, d.contentType, d.body};
+    }
     if (!res.answered) return {500, "application/json", R"({"message":"no answer"})"};
     return {res.status, res.contentType, res.body};
   }
+  // How long httpGet waits for a deferred answer (default 10 s).
+  void setDeferredWait(std::chrono::milliseconds wait) { deferredWait_ = wait; }
 
   // Observations.
   const std::vector<LogLine>& logs() const { return logs_; }
@@ -797,10 +826,32 @@ private:
                             const char* body, size_t len) {
     if (h == nullptr) return;
     auto* r = reinterpret_cast<detail::FakeResponse*>(h);
+    if (r->deferred) return; // answered through the deferred handle
     r->answered = true;
     r->status = status;
     r->contentType = contentType != nullptr ? contentType : "application/json";
     r->body.assign(body != nullptr ? body : "", body != nullptr ? len : 0);
+    if (!r->onHeap) return;
+    std::unique_ptr<detail::FakeResponse> owned(r);
+    {
+      std::lock_guard lock(owned->later->mu);
+      owned->later->answered = true;
+      owned->later->status = owned->status;
+      owned->later->contentType = owned->contentType;
+      owned->later->body = owned->body;
+    }
+    owned->later->cv.notify_all();
+  }
+  static kh_http_response_t* httpDeferFn(kh_http_response_t* h) {
+    if (h == nullptr) return nullptr;
+    auto* r = reinterpret_cast<detail::FakeResponse*>(h);
+    if (r->deferred || r->onHeap) return nullptr;
+    r->deferred = true;
+    r->later = std::make_shared<detail::FakeDeferred>();
+    auto heap = std::make_unique<detail::FakeResponse>();
+    heap->onHeap = true;
+    heap->later = r->later;
+    return reinterpret_cast<kh_http_response_t*>(heap.release());
   }
 
   std::string domain_, mode_;
@@ -813,6 +864,7 @@ private:
   int invalidMetricCalls_ = 0;
   int64_t wallNs_ = 1700000000LL * 1000000000LL; // 2023-11-14T22:13:20Z
   int64_t monoNs_ = 0;
+  std::chrono::milliseconds deferredWait_{10000};
   uint64_t nextId_ = 0;
   std::map<uint64_t, Timer> timers_;
   std::vector<LogLine> logs_;
