@@ -281,20 +281,19 @@ void TaskHistory::serveOffline(std::string_view configJson, const sdk::HttpReque
 }
 
 void TaskHistory::onHttpRequest(const sdk::HttpRequest& request, sdk::HttpResponse& response) {
-  // A connection lost since the last request (the database restarted) is opened again once.
-  for (int attempt = 0; attempt < 2; ++attempt) {
-    try {
-      if (!reader_) reader_ = openStore(config_.database, config_.password);
-    } catch (const StoreError& e) {
-      response.status = 503;
-      response.body =
-          json{{"message", std::string("the history database cannot answer: ") + e.what()}}.dump();
-      return;
-    }
-    serveHistory(*reader_, request, response, host().wallTimeNanos());
-    if (response.status != 503) return;
-    reader_.reset();
+  auto open = [this] { return openStore(config_.database, config_.password); };
+  sdk::DeferredResponse later = response.defer();
+  if (!later) {
+    // Not deferrable (cannot happen with the host this plugin needs): answer here.
+    std::unique_ptr<HistoryStore> store;
+    answerFromStore(store, open, request, response, host().wallTimeNanos());
+    return;
   }
+  if (!reader_) {
+    sdk::Host h = host();
+    reader_ = std::make_unique<HistoryReader>(open, [h] { return h.wallTimeNanos(); });
+  }
+  reader_->submit(request, std::move(later));
 }
 
 } // namespace kuscia_host::plugins::history

@@ -26,6 +26,7 @@
 
 #include "domain_pods.h"
 #include "history_config.h"
+#include "history_reader.h"
 #include "history_store.h"
 #include "history_writer.h"
 
@@ -81,7 +82,8 @@ private:
   std::vector<std::string> resync_;    // task names to look at again
   std::size_t resyncNext_ = 0;
   std::unique_ptr<HistoryWriter> writer_;
-  std::unique_ptr<HistoryStore> reader_; // the admin API's connection, opened when first asked
+  // The admin API's thread and connection, started when first asked (history_reader.h).
+  std::unique_ptr<HistoryReader> reader_;
   HistoryWriter::Counters reported_;
   uint64_t loggedEpisode_ = 0;
   bool loggedFailing_ = false;

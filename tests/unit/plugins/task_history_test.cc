@@ -7,12 +7,15 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <atomic>
 #include <filesystem>
 #include <kuscia_host/kube_text.hpp>
+#include <mutex>
 #include <thread>
 
 #include "history_api.h"
 #include "history_doc.h"
+#include "history_reader.h"
 #include "plugin_test_support.h"
 #include "postgres_server.h"
 #include <kuscia_host/timeline.hpp>
@@ -534,6 +537,98 @@ TEST(TaskHistoryTest, ADatabaseThatIsDownLosesNothingTheQueueHolds) {
   EXPECT_FALSE(plugin(host).counters().failing);
   EXPECT_TRUE(host.logged("recording task history works again"));
   EXPECT_EQ(json::parse(host.httpGet("/api/v1/history").body)["items"].size(), 1u);
+}
+
+// True once pred holds, false after 10 s.
+template <class Pred> bool waitFor(Pred pred) {
+  auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!pred()) {
+    if (std::chrono::steady_clock::now() > until) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return true;
+}
+
+// The admin API's reader answers on its own thread (the routes defer their answers, ABI 1.4):
+// requests wait in order while one query runs, those over the limit are answered 503 at once,
+// and a reader stopped while requests wait answers them 503.
+TEST(HistoryReaderTest, AnswersInOrderAndRefusesWhatItCannotHold) {
+  struct Answers {
+    std::mutex mu;
+    std::vector<std::pair<int, std::string>> got; // status, body#handle, in arrival order
+    std::size_t size() {
+      std::lock_guard lock(mu);
+      return got.size();
+    }
+  };
+  static Answers answers;
+  kh_host_api_v1_t api{};
+  api.struct_size = sizeof api;
+  api.http_respond = [](kh_http_response_t* h, int32_t status, const char*, const char* body,
+                        size_t len) {
+    std::lock_guard lock(answers.mu);
+    answers.got.emplace_back(status, std::string(body, len) + "#" +
+                                         std::to_string(reinterpret_cast<std::uintptr_t>(h)));
+  };
+  auto later = [&api](std::uintptr_t n) {
+    return sdk::DeferredResponse(&api, reinterpret_cast<kh_http_response_t*>(n));
+  };
+  TempDir dir;
+  const std::string database = dir.path + "/history.db";
+  openStore(database, "")->record(recording("t1", "alice", 1716192000 * kSecond, 5, 8));
+  // Opening the store waits until the test lets it go: the first query runs meanwhile.
+  std::atomic<bool> letGo{false};
+  std::atomic<int> opens{0};
+  auto open = [&] {
+    opens.fetch_add(1);
+    while (!letGo.load())
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    return openStore(database, "", true);
+  };
+  auto now = [] { return int64_t{1716192100} * kSecond; };
+  {
+    HistoryReader reader(open, now, 2);
+    reader.submit({"GET", "/api/v1/history/t1", ""}, later(1));
+    ASSERT_TRUE(waitFor([&] { return opens.load() == 1; }));
+    reader.submit({"GET", "/api/v1/history", ""}, later(2));
+    reader.submit({"GET", "/api/v1/history/nope", ""}, later(3));
+    reader.submit({"GET", "/api/v1/history", ""}, later(4)); // two wait already
+    ASSERT_EQ(answers.size(), 1u);
+    EXPECT_EQ(answers.got[0].first, 503);
+    EXPECT_NE(answers.got[0].second.find("answering 2 requests already"), std::string::npos);
+    EXPECT_NE(answers.got[0].second.find("#4"), std::string::npos);
+    letGo = true;
+    ASSERT_TRUE(waitFor([&] { return answers.size() == 4; }));
+    EXPECT_EQ(answers.got[1].first, 200);
+    EXPECT_NE(answers.got[1].second.find("#1"), std::string::npos);
+    EXPECT_EQ(answers.got[2].first, 200);
+    EXPECT_NE(answers.got[2].second.find("\"t1\""), std::string::npos);
+    EXPECT_NE(answers.got[2].second.find("#2"), std::string::npos);
+    EXPECT_EQ(answers.got[3].first, 404);
+    EXPECT_NE(answers.got[3].second.find("#3"), std::string::npos);
+    EXPECT_EQ(opens.load(), 1); // one connection answers every request
+  }
+  answers.got.clear();
+  letGo = false;
+  opens = 0;
+  auto reader = std::make_unique<HistoryReader>(open, now, 2);
+  reader->submit({"GET", "/api/v1/history/t1", ""}, later(5));
+  ASSERT_TRUE(waitFor([&] { return opens.load() == 1; }));
+  reader->submit({"GET", "/api/v1/history/t1", ""}, later(6));
+  // Only the stopping reader can answer the waiting request while the query runs; the query
+  // then finishes and is answered too.
+  std::thread release([&] {
+    EXPECT_TRUE(waitFor([&] { return answers.size() == 1; }));
+    letGo = true;
+  });
+  reader.reset();
+  release.join();
+  ASSERT_EQ(answers.size(), 2u);
+  EXPECT_EQ(answers.got[0].first, 503);
+  EXPECT_NE(answers.got[0].second.find("task-history is stopping"), std::string::npos);
+  EXPECT_NE(answers.got[0].second.find("#6"), std::string::npos);
+  EXPECT_EQ(answers.got[1].first, 200);
+  EXPECT_NE(answers.got[1].second.find("#5"), std::string::npos);
 }
 
 TEST(TaskHistoryTest, ConfigErrorsNameTheKey) {
