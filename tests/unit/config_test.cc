@@ -47,7 +47,7 @@ TEST(ConfigTest, MinimalConfigGetsDefaults) {
   EXPECT_EQ(r.config->mode, "centralized");
   EXPECT_EQ(r.config->logLevel, "info");
   EXPECT_EQ(r.config->adminListen, "127.0.0.1:9464");
-  EXPECT_EQ(r.config->workerThreads, 2);
+  EXPECT_EQ(r.config->workerThreads, 1);
   EXPECT_EQ(r.config->cluster.source, ClusterConfig::Source::kNone);
   ASSERT_EQ(r.config->domains.size(), 1u);
   EXPECT_TRUE(r.config->domains[0].plugins.empty());
