@@ -1,8 +1,11 @@
 #include "status_entries.h"
 
 #include <cstring>
+#include <functional>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "kuscia_model.h"
 
@@ -115,6 +118,24 @@ std::optional<std::string> decodeKey(std::string_view rawKey) {
   return decoded.get<std::string>();
 }
 
+// One entry's part of a digest of own entries. The digest is kNoEntries plus a sum of these, so
+// that the order of the entries does not matter.
+uint64_t entryDigest(std::string_view key, std::string_view valueText) {
+  const std::hash<std::string_view> hash;
+  const uint64_t keyHash = hash(key);
+  uint64_t h = (keyHash * 0x9E3779B97F4A7C15ULL) ^ hash(valueText);
+  // splitmix64's finaliser: a sum of well-mixed terms.
+  h ^= h >> 30;
+  h *= 0xBF58476D1CE4E5B9ULL;
+  h ^= h >> 27;
+  h *= 0x94D049BB133111EBULL;
+  return h ^ (h >> 31);
+}
+
+// The digest of no own entries (not 0, which means "not known"; a sum that comes to 0 is as
+// unlikely as any other collision of 64 bits).
+constexpr uint64_t kNoEntries = 0x6A09E667F3BCC909ULL;
+
 } // namespace
 
 std::optional<std::vector<std::string_view>> arrayElements(std::string_view s) {
@@ -136,17 +157,23 @@ std::optional<std::vector<std::string_view>> arrayElements(std::string_view s) {
   }
 }
 
-std::optional<PartyEntries> splitEntries(std::string_view objectJson, std::string_view ownPrefix) {
+std::optional<PartyEntries> splitEntries(std::string_view objectJson, std::string_view ownPrefix,
+                                         OwnEntries previous) {
   PartyEntries out;
-  if (objectJson == "null") return out;
+  if (objectJson == "null") {
+    out.ownDigest = kNoEntries;
+    return out;
+  }
+  // The own entries' texts first: parsed only when they differ from `previous`.
+  std::vector<std::pair<std::string, std::string_view>> own;
+  uint64_t digest = kNoEntries;
   bool ok = forEachMember(objectJson, [&](std::string_view rawKey, std::string_view value) {
     if (value.empty() || value.front() != '{') return false;
     auto key = decodeKey(rawKey);
     if (!key) return false;
     if (key->compare(0, ownPrefix.size(), ownPrefix) == 0) {
-      json entry = json::parse(value, nullptr, false);
-      if (!entry.is_object()) return false;
-      out.own[*key] = std::move(entry);
+      digest += entryDigest(*key, value);
+      own.emplace_back(std::move(*key), value);
       return true;
     }
     ++out.others;
@@ -159,7 +186,25 @@ std::optional<PartyEntries> splitEntries(std::string_view objectJson, std::strin
     return object;
   });
   if (!ok) return std::nullopt;
+  out.ownDigest = digest;
+  if (previous.own != nullptr && previous.digest != 0 && previous.digest == digest) {
+    out.own = std::move(*previous.own);
+    return out;
+  }
+  for (auto& [key, value] : own) {
+    json entry = json::parse(value, nullptr, false);
+    if (!entry.is_object()) return std::nullopt;
+    out.own[std::move(key)] = std::move(entry);
+  }
   return out;
+}
+
+uint64_t ownEntriesDigest(const json& own) {
+  uint64_t digest = kNoEntries;
+  if (!own.is_object()) return digest;
+  for (const auto& [key, entry] : own.items())
+    digest += entryDigest(key, entry.dump());
+  return digest;
 }
 
 std::optional<std::size_t> countEntries(std::string_view objectJson) {

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string_view>
@@ -21,6 +22,15 @@ struct PartyEntries {
   nlohmann::json own = nlohmann::json::object(); // "<party>/<name>" -> entry
   std::size_t others = 0;                        // entries of other parties
   std::size_t othersReady = 0;                   // of those, the ones holding a readyTime
+  uint64_t ownDigest = 0; // of the own entries' text (ownEntriesDigest); 0: not known
+};
+
+// Own entries already parsed, and the digest of the text they were parsed from (or would dump
+// to): a split whose own entries digest alike takes them instead of parsing again. Most task
+// events change nothing of one party's entries (another party wrote, or the phase moved).
+struct OwnEntries {
+  uint64_t digest = 0; // 0: not known, never taken
+  nlohmann::json* own = nullptr;
 };
 
 // The spans of the elements of a JSON array (the projected fields of an event, in declaration
@@ -30,7 +40,13 @@ std::optional<std::vector<std::string_view>> arrayElements(std::string_view json
 // A status map's text split for the party whose keys start with `ownPrefix` ("" : every entry is
 // its own). null (or absent) is an empty map; nullopt when the text is not an object of objects,
 // or an own entry does not parse.
-std::optional<PartyEntries> splitEntries(std::string_view objectJson, std::string_view ownPrefix);
+std::optional<PartyEntries> splitEntries(std::string_view objectJson, std::string_view ownPrefix,
+                                         OwnEntries previous = {});
+
+// The digest of own entries: of each key with its value's compact text, in any order. That of a
+// parsed map (its entries dumped) equals that of the text when the text is compact with sorted
+// keys, as the API server writes it; when not, the digests differ and the text is parsed.
+uint64_t ownEntriesDigest(const nlohmann::json& own);
 
 // The other parties' entries of a status map's text (keys not starting with `ownPrefix`),
 // parsed: what a party's own record lacks to draw the whole task. An empty object when the text

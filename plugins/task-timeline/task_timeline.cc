@@ -426,19 +426,28 @@ void TaskTimeline::onEndpoints(const sdk::Event& e) {
   if (auto it = services_.find(key); it != services_.end()) publish(key, services_.at(key));
 }
 
-TaskTimeline::Task TaskTimeline::taskFrom(std::string_view fieldsJson, std::string_view ownPrefix) {
+TaskTimeline::Task TaskTimeline::taskFrom(std::string_view fieldsJson, std::string_view ownPrefix,
+                                          Task* previous) {
   Task t;
   t.exists = true;
   auto take = [&t](PartyEntries pods, PartyEntries services) {
     t.podStatuses = std::move(pods.own);
     t.serviceStatuses = std::move(services.own);
+    t.podsDigest = pods.ownDigest;
+    t.servicesDigest = services.ownDigest;
     t.othersNotReady = pods.others - pods.othersReady + services.others - services.othersReady;
   };
-  // The maps are scanned and only this domain's entries parsed (status_entries.h); the leading
-  // strings are small. Text the scanner cannot walk takes the full parser.
+  // The maps are scanned and only this domain's entries parsed (status_entries.h), and those
+  // only when they changed since `previous`; the leading strings are small. Text the scanner
+  // cannot walk takes the full parser.
   if (auto spans = arrayElements(fieldsJson); spans && spans->size() == kTaskFieldCount) {
-    auto pods = splitEntries((*spans)[kTaskPods], ownPrefix);
-    auto services = splitEntries((*spans)[kTaskServices], ownPrefix);
+    OwnEntries heldPods, heldServices;
+    if (previous != nullptr) {
+      heldPods = {previous->podsDigest, &previous->podStatuses};
+      heldServices = {previous->servicesDigest, &previous->serviceStatuses};
+    }
+    auto pods = splitEntries((*spans)[kTaskPods], ownPrefix, heldPods);
+    auto services = splitEntries((*spans)[kTaskServices], ownPrefix, heldServices);
     if (pods && services) {
       auto text = [&spans](std::size_t i) {
         json v = json::parse((*spans)[i], nullptr, false);
@@ -470,7 +479,7 @@ void TaskTimeline::onTask(const sdk::Event& e) {
   // it is not held (the routes read it from the host's cache when asked).
   if (pods_.members(name).empty() && services_.members(name).empty()) return release(name);
   Task& t = tasks_[name];
-  t = taskFrom(e.fieldsJson, ownPrefix_);
+  t = taskFrom(e.fieldsJson, ownPrefix_, &t);
   writer_.observed(name, e.resourceVersion, t.podStatuses, t.serviceStatuses);
   // What this host knows may be missing (a pod seen first, or fields another writer removed).
   touch(name);
@@ -654,9 +663,17 @@ void TaskTimeline::written(const std::string& task, const json& status) {
   if (it == tasks_.end()) return;
   // What was written is in the task now: later diffs start from it, so the write is not repeated
   // while the watch event is on its way (which then brings the task as it is).
-  if (status.contains("podStatuses")) it->second.podStatuses.merge_patch(status["podStatuses"]);
-  if (status.contains("serviceStatuses"))
-    it->second.serviceStatuses.merge_patch(status["serviceStatuses"]);
+  // The echo of the write then digests like the merged entries (the server writes compact JSON
+  // with sorted keys) and is not parsed again.
+  Task& t = it->second;
+  if (status.contains("podStatuses")) {
+    t.podStatuses.merge_patch(status["podStatuses"]);
+    t.podsDigest = ownEntriesDigest(t.podStatuses);
+  }
+  if (status.contains("serviceStatuses")) {
+    t.serviceStatuses.merge_patch(status["serviceStatuses"]);
+    t.servicesDigest = ownEntriesDigest(t.serviceStatuses);
+  }
 }
 
 void TaskTimeline::refreshStuck() {

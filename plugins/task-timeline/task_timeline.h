@@ -139,6 +139,9 @@ private:
     std::size_t othersNotReady = 0;
     std::string phase;
     std::string createTime;
+    // Digests of the text the own entries were parsed from, or that they dump to after a write
+    // (status_entries.h): the next event parses them only if they changed. 0: not known.
+    uint64_t podsDigest = 0, servicesDigest = 0;
   };
 
   void onPod(const sdk::Event& e);
@@ -148,7 +151,10 @@ private:
   void onTask(const sdk::Event& e);
   // A task's record from its projected fields: the entries of keys starting with `ownPrefix`
   // ("" : every entry).
-  static Task taskFrom(std::string_view fieldsJson, std::string_view ownPrefix = {});
+  // `previous`, when given, is the task as held: own entries that did not change are taken from
+  // it instead of parsed.
+  static Task taskFrom(std::string_view fieldsJson, std::string_view ownPrefix = {},
+                       Task* previous = nullptr);
   // The task as held, else as the host's cache has it (then held from now on); nullptr when
   // neither has it.
   Task* findTask(const std::string& name);

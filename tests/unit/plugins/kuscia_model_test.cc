@@ -215,5 +215,43 @@ TEST(StatusEntriesTest, TheScannerSplitsAsTheFullParserDoes) {
   }
 }
 
+// Own entries that did not change are taken from the previous split instead of parsed: the
+// digest is that of the own entries only, in any order, and a parsed map digests like its
+// compact text. Anything else that differs is parsed.
+TEST(StatusEntriesTest, UnchangedOwnEntriesAreTakenNotParsed) {
+  const std::string first =
+      R"({"alice/p":{"createTime":"t1"},"alice/q":{"readyTime":"t2"},"bob/p":{}})";
+  auto a = splitEntries(first, "alice/");
+  ASSERT_TRUE(a);
+  EXPECT_NE(a->ownDigest, 0u);
+  EXPECT_EQ(a->ownDigest, ownEntriesDigest(a->own));
+  // Another party wrote; the own entries come in another order: taken (the marker shows it).
+  json held = a->own;
+  held["marker"] = json::object();
+  auto b = splitEntries(
+      R"({"bob/p":{"readyTime":"t9"},"alice/q":{"readyTime":"t2"},"alice/p":{"createTime":"t1"}})",
+      "alice/", {a->ownDigest, &held});
+  ASSERT_TRUE(b);
+  EXPECT_TRUE(b->own.contains("marker"));
+  EXPECT_EQ(b->othersReady, 1u);
+  // An own entry changed, or one went, or its text is spaced: parsed.
+  for (const char* changed : {R"({"alice/p":{"createTime":"t0"},"alice/q":{"readyTime":"t2"}})",
+                              R"({"alice/p":{"createTime":"t1"}})",
+                              R"({"alice/p":{"createTime": "t1"},"alice/q":{"readyTime":"t2"}})"}) {
+    json again = a->own;
+    again["marker"] = json::object();
+    auto c = splitEntries(changed, "alice/", {a->ownDigest, &again});
+    ASSERT_TRUE(c) << changed;
+    EXPECT_FALSE(c->own.contains("marker")) << changed;
+    EXPECT_EQ(c->own, json::parse(changed)) << changed;
+  }
+  // A digest of 0 is "not known": never taken, even for no own entries.
+  json none = {{"marker", 1}};
+  auto d = splitEntries(R"({"bob/p":{}})", "alice/", {0, &none});
+  ASSERT_TRUE(d);
+  EXPECT_TRUE(d->own.empty());
+  EXPECT_EQ(d->ownDigest, ownEntriesDigest(json::object()));
+}
+
 } // namespace
 } // namespace kuscia_host::plugins
