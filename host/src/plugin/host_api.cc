@@ -111,8 +111,13 @@ void httpRespond(kh_http_response_t* h, int32_t status, const char* contentType,
   r->body.assign(body != nullptr ? body : "", body != nullptr ? len : 0);
   if (!r->onHeap) return;
   std::unique_ptr<RouteResponse> owned(r);
-  if (owned->done)
-    owned->done({owned->status, std::move(owned->contentType), std::move(owned->body)});
+  // Called across the C ABI, from any thread: nothing may escape. An answer that cannot be
+  // passed on (no memory) leaves the request to the route timeout's 503.
+  try {
+    if (owned->done)
+      owned->done({owned->status, std::move(owned->contentType), std::move(owned->body)});
+  } catch (...) { // NOLINT(bugprone-empty-catch): the timeout answers instead
+  }
 }
 kh_http_response_t* httpDefer(kh_http_response_t* h) {
   if (h == nullptr) return nullptr;
