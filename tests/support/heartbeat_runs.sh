@@ -18,13 +18,15 @@ domains:
         config: { intervalMillis: 10 }
 YAML
 "$host" check-config --config "$work/heartbeat.yaml" >/dev/null
+# The log exists before the first read: the background job may not have opened it yet.
+: >"$work/err"
 "$host" run --config "$work/heartbeat.yaml" 2>"$work/err" &
 pid=$!
 trap 'kill "$pid" 2>/dev/null || true' EXIT
 port="" beats=0
 for _ in $(seq 1 300); do
   port=$(sed -n 's/.*admin server listening on 127.0.0.1:\([0-9]*\).*/\1/p' "$work/err")
-  [ -n "$port" ] && beats=$(curl -fsS "http://127.0.0.1:$port/metrics" |
+  [ -n "$port" ] && beats=$( (curl -fsS "http://127.0.0.1:$port/metrics" || true) |
     sed -n 's/^heartbeat_beats_total{plugin="heartbeat",domain="alice"} \([0-9]*\)$/\1/p')
   [ "${beats:-0}" -ge 3 ] && break
   sleep 0.1
