@@ -13,6 +13,7 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
 
 namespace kuscia_host::plugins::timeline {
 
@@ -26,6 +27,11 @@ public:
   void erase(const std::string& key);
   // The entry's facts, or null.
   nlohmann::json get(const std::string& key) const;
+  // Calls `read` with the entry's facts, without copying them, when the board has the entry.
+  template <class F> void read(const std::string& key, F&& read) const {
+    std::lock_guard lock(mu_);
+    if (auto it = entries_.find(key); it != entries_.end()) std::forward<F>(read)(it->second);
+  }
   std::size_t size() const;
 
 private:

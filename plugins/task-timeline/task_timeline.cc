@@ -580,17 +580,47 @@ void TaskTimeline::summarizeOnce(const std::string& task) {
     if (!t.podStatuses.contains(key)) return;
   for (const auto& key : services_.members(task))
     if (!t.serviceStatuses.contains(key)) return;
-  auto doc = timeline(task, false);
-  if (!doc) return;
-  const json& s = (*doc)["summary"];
-  if (!s.value("complete", false)) return;
+  // The summary from the entries' times as the document has them (timeline()): this domain's
+  // entries as held, the other parties' as the host's cache has them, each with what the entry
+  // board knows beside the status. No document is built for it.
+  std::vector<sdk::timeline::EntryTimes> entries;
+  Task others = cachedOthers(task);
+  for (const Task* from : {&t, static_cast<const Task*>(&others)}) {
+    for (const auto& [key, entry] : from->podStatuses.items())
+      entries.push_back(entryTimes(key, entry, true));
+    for (const auto& [key, entry] : from->serviceStatuses.items())
+      entries.push_back(entryTimes(key, entry, false));
+  }
+  std::optional<int64_t> created;
+  if (!t.createTime.empty()) created = parseTime(t.createTime);
+  auto s = sdk::timeline::summarize(created, std::move(entries), host().wallTimeNanos());
+  if (!s.complete) return;
   summarized_.insert(task);
-  if (s.contains("startupSeconds")) taskStartup_.observe(s["startupSeconds"].get<double>());
-  for (const auto& p : s["criticalPath"])
-    if (double seconds = p.value("seconds", 0.0); seconds > 0)
-      criticalPath_.add(seconds, {p.value("phase", "").c_str()});
-  if (s.contains("blame"))
-    blamed_.add(1, {s["blame"].value("party", "").c_str(), s["blame"].value("phase", "").c_str()});
+  if (auto startup = s.startupSeconds()) taskStartup_.observe(*startup);
+  for (const auto& p : s.criticalPath)
+    if (double seconds = p.seconds().value_or(0); seconds > 0)
+      criticalPath_.add(seconds, {p.phase.c_str()});
+  if (s.blame) blamed_.add(1, {s.blame->party.c_str(), s.blame->phase.c_str()});
+}
+
+sdk::timeline::EntryTimes TaskTimeline::entryTimes(const std::string& key, const json& status,
+                                                   bool pod) {
+  // As entryTimeline() reads an entry: the status's times and reasons, replaced by what the
+  // board has for the entry.
+  sdk::timeline::EntryTimes e;
+  e.key = key;
+  e.pod = pod;
+  e.readTimes(status);
+  if (status.is_object())
+    if (auto it = status.find("reasons"); it != status.end()) e.readReasons(*it);
+  EntryBoard::process().read(key, [&e](const json& facts) {
+    e.readTimes(facts);
+    if (!facts.is_object()) return;
+    if (auto it = facts.find("reasons"); it != facts.end()) e.readReasons(*it);
+    if (auto it = facts.find("waiting"); it != facts.end() && it->is_object())
+      e.waitingToStart = it->value("phase", "") == "starting";
+  });
+  return e;
 }
 
 json TaskTimeline::podPatch(Pod& p, const json* entry) const {

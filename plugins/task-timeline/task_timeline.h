@@ -32,6 +32,7 @@
 
 #include <kuscia_host/plugin.hpp>
 #include <kuscia_host/pod_events.hpp>
+#include <kuscia_host/timeline_summary.hpp>
 
 #include <cstdint>
 #include <map>
@@ -196,6 +197,9 @@ private:
   void summarizeOnce(const std::string& task);
   nlohmann::json entryTimeline(const std::string& task, const std::string& key,
                                const nlohmann::json& entry, bool pod) const;
+  // An entry's times as its timeline document has them (what the summary reads).
+  static sdk::timeline::EntryTimes entryTimes(const std::string& key, const nlohmann::json& status,
+                                              bool pod);
 
   TimelineConfig config_;
   std::string domain_;

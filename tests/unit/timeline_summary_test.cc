@@ -277,6 +277,32 @@ TEST(TimelineSummary, TheWorkedExampleOfTheDocs) {
   EXPECT_EQ(s["blame"]["seconds"], 35);
 }
 
+// The summary of values (what task-timeline sums its counters from) answers as the document's,
+// whatever order the entries come in.
+TEST(TimelineSummary, ValuesInAnyOrderAnswerAsTheDocument) {
+  Doc d;
+  d.pod("alice/t1-0", {{"createTime", 1}, {"startTime", 2}, {"readyTime", 7}},
+        {{"starting", {{"reason", "ContainerCreating"}, {"message", "m"}}}});
+  d.service("alice/t1-0-fed", 1, 8);
+  d.pod("bob/t1-0", {{"createTime", 1}, {"startTime", 3}, {"readyTime", 30}});
+  d.service("bob/t1-0-fed", 1, 30);
+  d.pod("bob/t1-1", {{"createTime", 2}, {"startTime", 4}});
+  for (bool complete : {false, true}) {
+    if (complete) d.pod("bob/t1-1", {{"createTime", 2}, {"startTime", 4}, {"readyTime", 30}});
+    std::vector<tl::EntryTimes> entries;
+    for (const auto& [key, entry] : d.doc["entries"].items())
+      entries.insert(entries.begin(), tl::entryTimes(key, entry));
+    auto values = tl::summarize(kuscia_host::sdk::parseTime(at(0)), entries, nanosAt(600));
+    EXPECT_EQ(values.complete, complete);
+    EXPECT_EQ(tl::toJson(values, nanosAt(600)), d.summary()) << complete;
+    // Ties at 30 s: the entry created first, a pod over a service, then the smaller key.
+    if (complete) {
+      EXPECT_EQ(values.criticalPath.back().entry, "bob/t1-0");
+      EXPECT_EQ(values.startupSeconds(), 30);
+    }
+  }
+}
+
 // A pod's Events give the same facts in any order (a watch and a list order them differently):
 // the first Pulling, the last Pulled, a failure kept over a later success.
 TEST(PodFacts, TheSameInAnyOrder) {

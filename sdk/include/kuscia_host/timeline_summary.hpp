@@ -44,6 +44,7 @@
 #include <kuscia_host/kube_text.hpp>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <map>
@@ -64,6 +65,12 @@ struct Phase {
   std::optional<int64_t> to;
   std::string reason;
   std::string message;
+
+  // Its length in seconds, to the millisecond (as the documents give it); none while it lasts.
+  std::optional<double> seconds() const {
+    if (!to) return std::nullopt;
+    return std::round(static_cast<double>(*to - from) / 1e6) / 1e3;
+  }
 };
 
 // A pod's phases in order, each with the time that ends it.
@@ -80,6 +87,65 @@ inline constexpr PhaseEnd kPodPhases[] = {{"scheduling", "scheduleTime"},
 // Every phase a critical path may hold, in the order of a startup.
 inline constexpr const char* kPhaseNames[] = {"creating", "scheduling", "accepting",  "pulling",
                                               "starting", "readiness",  "programming"};
+
+// One entry as the summary reads it: its times (nanoseconds since the epoch) and why its phases
+// waited. entryTimes() reads it from a document's entry; a source that holds these facts itself
+// (task-timeline) fills it directly and builds no document to summarize a task.
+struct EntryTimes {
+  std::string key; // "<ns>/<name>"
+  bool pod = false;
+  std::optional<int64_t> createTime, scheduleTime, startTime, readyTime, firstReadyTime,
+      imagePullStartTime, imagePullEndTime, containersStartTime;
+  // phase -> {reason, message} ("reasons" of the document's entry)
+  std::map<std::string, std::pair<std::string, std::string>, std::less<>> reasons;
+  // The source says the pod waits to be accepted ("waiting": {"phase": "starting"}): it was
+  // scheduled, though no scheduleTime is known.
+  bool waitingToStart = false;
+
+  using Member = std::optional<int64_t> EntryTimes::*;
+  // The time fields by their names in the documents (kPodTimes and the times only some sources
+  // know).
+  static constexpr std::array<std::pair<std::string_view, Member>, 8> fields() {
+    return {{{"createTime", &EntryTimes::createTime},
+             {"scheduleTime", &EntryTimes::scheduleTime},
+             {"startTime", &EntryTimes::startTime},
+             {"readyTime", &EntryTimes::readyTime},
+             {"firstReadyTime", &EntryTimes::firstReadyTime},
+             {"imagePullStartTime", &EntryTimes::imagePullStartTime},
+             {"imagePullEndTime", &EntryTimes::imagePullEndTime},
+             {"containersStartTime", &EntryTimes::containersStartTime}}};
+  }
+  // The time field `name`; none for a name fields() lacks.
+  std::optional<int64_t> time(std::string_view name) const {
+    for (auto [field, member] : fields())
+      if (name == field) return this->*member;
+    return std::nullopt;
+  }
+  // Sets every time field `from` (a document entry's "times", or a status-like object) has: to
+  // its instant, or to none when its value is not a time. Fields it lacks are left as they are.
+  void readTimes(const nlohmann::json& from) {
+    if (!from.is_object()) return;
+    for (auto [field, member] : fields())
+      if (auto it = from.find(field); it != from.end())
+        this->*member = it->is_string() ? parseTime(it->get_ref<const std::string&>())
+                                        : std::optional<int64_t>();
+  }
+  // Replaces the reasons with those of `from` ({"<phase>": {"reason", "message"}}) when it is an
+  // object.
+  void readReasons(const nlohmann::json& from) {
+    if (!from.is_object()) return;
+    reasons.clear();
+    // A phase whose value is no object still has a reason (an empty one): it says the phase
+    // waited (a pull failure with no Events is pulling).
+    for (const auto& [phase, r] : from.items()) {
+      auto text = [&r](const char* k) {
+        auto it = r.is_object() ? r.find(k) : r.end();
+        return it != r.end() && it->is_string() ? it->get<std::string>() : std::string();
+      };
+      reasons[phase] = {text("reason"), text("message")};
+    }
+  }
+};
 
 namespace detail {
 
@@ -98,10 +164,6 @@ inline std::string text(const nlohmann::json& obj, const char* key) {
   return it != obj.end() && it->is_string() ? it->get<std::string>() : std::string();
 }
 
-inline bool isPod(const nlohmann::json& entry) {
-  return text(entry, "kind") == "pod";
-}
-
 inline std::string partyOf(std::string_view key) {
   auto slash = key.find('/');
   return std::string(slash == std::string_view::npos ? std::string_view() : key.substr(0, slash));
@@ -111,13 +173,11 @@ inline double seconds(int64_t from, int64_t to) {
   return std::round(static_cast<double>(to - from) / 1e6) / 1e3;
 }
 
-inline void withReason(Phase& p, const nlohmann::json& entry) {
-  if (!entry.is_object() || !entry.contains("reasons") || !entry["reasons"].is_object()) return;
-  const auto& reasons = entry["reasons"];
-  auto it = reasons.find(p.phase);
-  if (it == reasons.end() || !it->is_object()) return;
-  p.reason = text(*it, "reason");
-  p.message = text(*it, "message");
+inline void withReason(Phase& p, const EntryTimes& entry) {
+  auto it = entry.reasons.find(p.phase);
+  if (it == entry.reasons.end()) return;
+  p.reason = it->second.first;
+  p.message = it->second.second;
 }
 
 inline nlohmann::json toJson(const Phase& p, std::optional<int64_t> now = {}) {
@@ -139,24 +199,39 @@ inline nlohmann::json toJson(const Phase& p, std::optional<int64_t> now = {}) {
 
 } // namespace detail
 
+// A document's entry ({"kind", "times", "reasons", "waiting"}, timeline.hpp) as the summary
+// reads it.
+inline EntryTimes entryTimes(std::string_view key, const nlohmann::json& entry) {
+  EntryTimes t;
+  t.key = std::string(key);
+  if (!entry.is_object()) return t;
+  t.pod = detail::text(entry, "kind") == "pod";
+  if (auto it = entry.find("times"); it != entry.end()) t.readTimes(*it);
+  if (auto it = entry.find("reasons"); it != entry.end()) t.readReasons(*it);
+  if (auto it = entry.find("waiting"); it != entry.end())
+    t.waitingToStart = detail::text(*it, "phase") == "starting";
+  return t;
+}
+
 // The time an entry's startup ended: its first ready (pods), its ready-time (services).
+inline std::optional<int64_t> readyOf(const EntryTimes& entry) {
+  if (entry.pod && entry.firstReadyTime) return entry.firstReadyTime;
+  return entry.readyTime;
+}
 inline std::optional<int64_t> readyOf(const nlohmann::json& entry) {
-  if (detail::isPod(entry))
-    if (auto t = detail::timeOf(entry, "firstReadyTime")) return t;
-  return detail::timeOf(entry, "readyTime");
+  return readyOf(entryTimes({}, entry));
 }
 
 // The phases an entry completed (step 2 above), earliest first, and the one it is in when it is
 // not ready yet (its `to` absent).
-inline std::vector<Phase> phasesOf(std::string_view key, const nlohmann::json& entry) {
+inline std::vector<Phase> phasesOf(const EntryTimes& entry) {
   std::vector<Phase> out;
-  auto create = detail::timeOf(entry, "createTime");
-  if (!create) return out;
+  if (!entry.createTime) return out;
   auto ready = readyOf(entry);
   Phase base;
-  base.entry = std::string(key);
-  base.party = detail::partyOf(key);
-  int64_t from = *create;
+  base.entry = entry.key;
+  base.party = detail::partyOf(entry.key);
+  int64_t from = *entry.createTime;
   auto add = [&](const char* phase, std::optional<int64_t> to) {
     Phase p = base;
     p.phase = phase;
@@ -166,14 +241,14 @@ inline std::vector<Phase> phasesOf(std::string_view key, const nlohmann::json& e
     out.push_back(std::move(p));
     if (to) from = *to;
   };
-  if (!detail::isPod(entry)) {
+  if (!entry.pod) {
     add("programming", ready);
     return out;
   }
   for (const PhaseEnd& pe : kPodPhases) {
     std::string_view phase = pe.phase;
-    auto end = phase == "readiness" ? ready : detail::timeOf(entry, pe.time);
-    if (phase == "pulling" && !detail::timeOf(entry, "imagePullStartTime")) end.reset();
+    auto end = phase == "readiness" ? ready : entry.time(pe.time);
+    if (phase == "pulling" && !entry.imagePullStartTime) end.reset();
     if (phase != "readiness" && end && ready && *end > *ready) end.reset();
     if (end || phase == "readiness") add(pe.phase, end);
   }
@@ -181,19 +256,13 @@ inline std::vector<Phase> phasesOf(std::string_view key, const nlohmann::json& e
     // Not ready yet: the pending phase is the one after the last time it reached.
     Phase pending = out.back();
     out.pop_back();
-    auto hasReason = [&entry](const char* phase) {
-      return entry.contains("reasons") && entry["reasons"].is_object() &&
-             entry["reasons"].contains(phase);
-    };
-    bool scheduled = detail::timeOf(entry, "scheduleTime") ||
-                     (entry.contains("waiting") && entry["waiting"].is_object() &&
-                      detail::text(entry["waiting"], "phase") == "starting");
-    if (!detail::timeOf(entry, "startTime"))
+    bool scheduled = entry.scheduleTime || entry.waitingToStart;
+    if (!entry.startTime)
       pending.phase = scheduled ? "accepting" : "scheduling";
-    else if (!detail::timeOf(entry, "imagePullEndTime") &&
-             (detail::timeOf(entry, "imagePullStartTime") || hasReason("pulling")))
+    else if (!entry.imagePullEndTime &&
+             (entry.imagePullStartTime || entry.reasons.count("pulling") > 0))
       pending.phase = "pulling"; // a Pulling Event, or a pull failure, and no Pulled yet
-    else if (!detail::timeOf(entry, "containersStartTime"))
+    else if (!entry.containersStartTime)
       pending.phase = "starting";
     else
       pending.phase = "readiness";
@@ -203,6 +272,9 @@ inline std::vector<Phase> phasesOf(std::string_view key, const nlohmann::json& e
     out.push_back(std::move(pending));
   }
   return out;
+}
+inline std::vector<Phase> phasesOf(std::string_view key, const nlohmann::json& entry) {
+  return phasesOf(entryTimes(key, entry));
 }
 
 // Sets each entry's "phases" (phasesOf, as JSON, the last one "ongoing" while the entry is not
@@ -218,67 +290,66 @@ inline void addPhases(nlohmann::json& doc, int64_t nowNanos) {
   }
 }
 
-// The summary of a timeline document ({"createTime", "entries"}); `nowNanos` dates the pending
-// phases of an incomplete task.
-inline nlohmann::json summarize(const nlohmann::json& doc, int64_t nowNanos) {
-  using detail::toJson;
-  using nlohmann::json;
-  json out = {{"complete", false}};
-  std::optional<int64_t> taskCreate;
-  if (doc.contains("createTime") && doc["createTime"].is_string())
-    taskCreate = parseTime(doc["createTime"].get<std::string>());
-  if (taskCreate) out["createTime"] = formatTime(*taskCreate, TimePrecision::kAsGiven);
-  const json empty = json::object();
-  const json& entries =
-      doc.contains("entries") && doc["entries"].is_object() ? doc["entries"] : empty;
-
-  struct Seen {
+// A task's summary as values: what summarize() answers as JSON (toJson).
+struct Summary {
+  struct Party {
     int entries = 0, ready = 0;
-    std::optional<int64_t> last;
+    std::optional<int64_t> last; // the latest ready time of its entries
   };
-  std::map<std::string, Seen> parties;
-  std::string lastKey;
+  bool complete = false;
+  std::optional<int64_t> createTime, allReadyTime;
+  std::map<std::string, Party> parties;
+  std::string lastParty;
+  std::vector<Phase> criticalPath; // earliest first (complete tasks)
+  std::vector<Phase> pending;      // longest first (incomplete tasks)
+  std::optional<Phase> blame;
+
+  // The task's creation to its last entry ready, in seconds (to the millisecond); none while the
+  // task is incomplete or its creation is unknown.
+  std::optional<double> startupSeconds() const {
+    if (!complete || !createTime || !allReadyTime) return std::nullopt;
+    return std::round(static_cast<double>(*allReadyTime - *createTime) / 1e6) / 1e3;
+  }
+};
+
+// The summary of a task created at `taskCreate` (when known) with these entries; `nowNanos`
+// dates the pending phases of an incomplete task. The entries are taken in key order, whatever
+// order they come in.
+inline Summary summarize(std::optional<int64_t> taskCreate, std::vector<EntryTimes> entries,
+                         int64_t nowNanos) {
+  Summary out;
+  out.createTime = taskCreate;
+  std::sort(entries.begin(), entries.end(),
+            [](const EntryTimes& a, const EntryTimes& b) { return a.key < b.key; });
+  const EntryTimes* last = nullptr;
   std::optional<int64_t> allReady;
   bool complete = !entries.empty();
   // Step 3: the last-ready entry and its tie-breaks.
-  auto later = [&](const std::string& key, int64_t ready) {
+  auto later = [&](const EntryTimes& e, int64_t ready) {
     if (!allReady) return true;
     int64_t a = ready / 1000000000, b = *allReady / 1000000000;
     if (a != b) return a > b;
-    const json& other = entries[lastKey];
-    auto c1 = detail::timeOf(entries[key], "createTime");
-    auto c2 = detail::timeOf(other, "createTime");
-    if (c1 != c2) return c1 && (!c2 || *c1 < *c2);
-    if (detail::isPod(entries[key]) != detail::isPod(other)) return detail::isPod(entries[key]);
-    return key < lastKey;
+    if (e.createTime != last->createTime)
+      return e.createTime && (!last->createTime || *e.createTime < *last->createTime);
+    if (e.pod != last->pod) return e.pod;
+    return e.key < last->key;
   };
-  for (const auto& [key, entry] : entries.items()) {
-    Seen& s = parties[detail::partyOf(key)];
+  for (const EntryTimes& e : entries) {
+    Summary::Party& s = out.parties[detail::partyOf(e.key)];
     ++s.entries;
-    auto ready = readyOf(entry);
+    auto ready = readyOf(e);
     if (!ready) {
       complete = false;
       continue;
     }
     ++s.ready;
     if (!s.last || *ready > *s.last) s.last = ready;
-    if (later(key, *ready)) {
-      lastKey = key;
+    if (later(e, *ready)) {
+      last = &e;
       allReady = ready;
     }
   }
-  json partiesOut = json::object();
-  for (const auto& [party, s] : parties) {
-    json p = {{"entries", s.entries}, {"readyEntries", s.ready}};
-    if (s.ready == s.entries && s.last) {
-      p["readyTime"] = formatTime(*s.last, TimePrecision::kAsGiven);
-      if (taskCreate) p["startupSeconds"] = detail::seconds(*taskCreate, *s.last);
-    }
-    partiesOut[party] = std::move(p);
-  }
-  out["parties"] = std::move(partiesOut);
-
-  auto longest = [](const std::vector<Phase>& phases, int64_t now) -> const Phase* {
+  auto longest = [](const std::vector<Phase>& phases, int64_t now) -> std::optional<Phase> {
     const Phase* best = nullptr;
     int64_t bestLength = 0;
     for (const Phase& p : phases) {
@@ -288,81 +359,118 @@ inline nlohmann::json summarize(const nlohmann::json& doc, int64_t nowNanos) {
         bestLength = length;
       }
     }
-    return best;
+    return best != nullptr ? std::optional<Phase>(*best) : std::nullopt;
   };
 
   if (!complete) {
-    std::vector<Phase> pending;
-    for (const auto& [key, entry] : entries.items())
-      if (!readyOf(entry)) {
-        auto phases = phasesOf(key, entry);
-        if (!phases.empty()) pending.push_back(phases.back());
+    for (const EntryTimes& e : entries)
+      if (!readyOf(e)) {
+        auto phases = phasesOf(e);
+        if (!phases.empty()) out.pending.push_back(std::move(phases.back()));
       }
-    std::stable_sort(pending.begin(), pending.end(), [&](const Phase& a, const Phase& b) {
+    std::stable_sort(out.pending.begin(), out.pending.end(), [&](const Phase& a, const Phase& b) {
       return nowNanos - a.from > nowNanos - b.from;
     });
-    json list = json::array();
-    for (const Phase& p : pending)
-      list.push_back(toJson(p, nowNanos));
-    out["pending"] = std::move(list);
-    if (const Phase* b = longest(pending, nowNanos)) out["blame"] = toJson(*b, nowNanos);
+    out.blame = longest(out.pending, nowNanos);
     return out;
   }
 
   // Step 4: the walk back from the last-ready entry.
-  std::vector<Phase> path; // latest first
-  std::string key = lastKey;
+  std::vector<Phase>& path = out.criticalPath; // latest first until reversed
+  const EntryTimes* entry = last;
   int64_t end = *allReady;
-  const json* entry = &entries[key];
-  if (!detail::isPod(*entry)) {
-    std::string ns = detail::partyOf(key);
-    std::string name = key.substr(ns.size() + 1);
-    std::string pod;
-    for (const auto& [other, e] : entries.items()) {
-      std::string podName = other.substr(std::min(other.size(), ns.size() + 1));
-      if (!detail::isPod(e) || detail::partyOf(other) != ns || podName.size() <= pod.size() ||
-          name.rfind(podName + "-", 0) != 0)
+  if (!entry->pod) {
+    std::string ns = detail::partyOf(entry->key);
+    std::string name = entry->key.substr(ns.size() + 1);
+    const EntryTimes* pod = nullptr;
+    std::size_t podLength = 0;
+    for (const EntryTimes& e : entries) {
+      std::string_view podName =
+          std::string_view(e.key).substr(std::min(e.key.size(), ns.size() + 1));
+      if (!e.pod || detail::partyOf(e.key) != ns || podName.size() <= podLength ||
+          name.size() <= podName.size() || name.compare(0, podName.size(), podName) != 0 ||
+          name[podName.size()] != '-')
         continue;
-      pod = podName;
+      pod = &e;
+      podLength = podName.size();
     }
-    auto create = detail::timeOf(*entry, "createTime");
-    if (!pod.empty() && create) {
-      std::string podKey = ns + "/" + pod;
-      auto podReady = readyOf(entries[podKey]);
-      if (podReady && *podReady > *create && *podReady <= end) {
-        Phase p = phasesOf(key, *entry).front();
+    if (pod != nullptr && entry->createTime) {
+      auto podReady = readyOf(*pod);
+      if (podReady && *podReady > *entry->createTime && *podReady <= end) {
+        Phase p = phasesOf(*entry).front();
         p.from = *podReady;
         path.push_back(std::move(p));
-        key = podKey;
+        entry = pod;
         end = *podReady;
-        entry = &entries[key];
       }
     }
   }
-  auto phases = phasesOf(key, *entry);
+  auto phases = phasesOf(*entry);
   for (auto it = phases.rbegin(); it != phases.rend(); ++it)
-    path.push_back(*it);
-  if (auto create = detail::timeOf(*entry, "createTime"); create && taskCreate) {
+    path.push_back(std::move(*it));
+  if (entry->createTime && taskCreate) {
     Phase p;
-    p.entry = key;
-    p.party = detail::partyOf(key);
+    p.entry = entry->key;
+    p.party = detail::partyOf(entry->key);
     p.phase = "creating";
     p.from = *taskCreate;
-    p.to = *create;
+    p.to = *entry->createTime;
     path.push_back(std::move(p));
   }
   std::reverse(path.begin(), path.end());
+  out.complete = true;
+  out.allReadyTime = allReady;
+  out.lastParty = detail::partyOf(last->key);
+  out.blame = longest(path, *allReady);
+  return out;
+}
 
-  out["complete"] = true;
-  out["allReadyTime"] = formatTime(*allReady, TimePrecision::kAsGiven);
-  if (taskCreate) out["startupSeconds"] = detail::seconds(*taskCreate, *allReady);
-  out["lastParty"] = detail::partyOf(lastKey);
+// The summary as the documents carry it ("summary", at the top of this file).
+inline nlohmann::json toJson(const Summary& s, int64_t nowNanos) {
+  using detail::toJson;
+  using nlohmann::json;
+  json out = {{"complete", s.complete}};
+  if (s.createTime) out["createTime"] = formatTime(*s.createTime, TimePrecision::kAsGiven);
+  json parties = json::object();
+  for (const auto& [party, p] : s.parties) {
+    json j = {{"entries", p.entries}, {"readyEntries", p.ready}};
+    if (p.ready == p.entries && p.last) {
+      j["readyTime"] = formatTime(*p.last, TimePrecision::kAsGiven);
+      if (s.createTime) j["startupSeconds"] = detail::seconds(*s.createTime, *p.last);
+    }
+    parties[party] = std::move(j);
+  }
+  out["parties"] = std::move(parties);
+  if (!s.complete) {
+    json list = json::array();
+    for (const Phase& p : s.pending)
+      list.push_back(toJson(p, nowNanos));
+    out["pending"] = std::move(list);
+    if (s.blame) out["blame"] = toJson(*s.blame, nowNanos);
+    return out;
+  }
+  out["allReadyTime"] = formatTime(*s.allReadyTime, TimePrecision::kAsGiven);
+  if (auto startup = s.startupSeconds()) out["startupSeconds"] = *startup;
+  out["lastParty"] = s.lastParty;
   json list = json::array();
-  for (const Phase& p : path)
+  for (const Phase& p : s.criticalPath)
     list.push_back(toJson(p));
   out["criticalPath"] = std::move(list);
-  if (const Phase* b = longest(path, *allReady)) out["blame"] = toJson(*b);
+  if (s.blame) out["blame"] = toJson(*s.blame);
   return out;
+}
+
+// The summary of a timeline document ({"createTime", "entries"}); `nowNanos` dates the pending
+// phases of an incomplete task.
+inline nlohmann::json summarize(const nlohmann::json& doc, int64_t nowNanos) {
+  std::optional<int64_t> taskCreate;
+  if (doc.contains("createTime") && doc["createTime"].is_string())
+    taskCreate = parseTime(doc["createTime"].get<std::string>());
+  std::vector<EntryTimes> entries;
+  if (doc.contains("entries") && doc["entries"].is_object())
+    for (const auto& [key, entry] : doc["entries"].items())
+      entries.push_back(entryTimes(key, entry));
+  return toJson(summarize(taskCreate, std::move(entries), nowNanos), nowNanos);
 }
 
 } // namespace kuscia_host::sdk::timeline

@@ -877,6 +877,20 @@ TEST_F(TimelineTest, InstancesOfSeveralDomainsAnswerOneSummary) {
   EXPECT_EQ(bob.metric("kuscia_timeline_task_startup_seconds"), 1);
   EXPECT_EQ(bob.metricSum("kuscia_timeline_task_startup_seconds"),
             fromAlice["startupSeconds"].get<double>());
+  // The counters bob's instance observed say what the document says, the pull it only knows
+  // from the entry board included (the counters are summed without building the document).
+  for (const auto& p : fromAlice["criticalPath"]) {
+    if (p["seconds"].get<double>() > 0) {
+      EXPECT_EQ(
+          bob.metric("kuscia_timeline_critical_path_seconds_total", p["phase"].get<std::string>()),
+          p["seconds"].get<double>())
+          << p.dump();
+    }
+  }
+  EXPECT_EQ(bob.metric("kuscia_timeline_critical_path_seconds_total", "pulling"),
+            fromAlice["blame"]["seconds"].get<double>());
+  EXPECT_GT(bob.metric("kuscia_timeline_critical_path_seconds_total", "pulling"), 30);
+  EXPECT_EQ(bob.metric("kuscia_timeline_blamed_tasks_total", "bob,pulling"), 1);
   // Alice's instance shows bob's pull, as bob's does.
   EXPECT_EQ(plugin().timeline(kTask)->at(
                 "entries")["bob/secretflow-task-psi-0"]["times"]["imagePullEndTime"],
