@@ -52,6 +52,7 @@ void StatusWriter::forget(const std::string& task) {
 void StatusWriter::changed(const std::string& task) {
   TaskState& st = tasks_[task];
   st.dirty = true;
+  st.owed = false;
   if (st.request != 0 || st.timer != 0) return; // flushed when those complete
   schedule(task, st, options_.coalesceMillis);
 }
@@ -117,6 +118,7 @@ bool StatusWriter::onKubeResult(const sdk::KubeResult& result) {
   if (code == 404) { // the task is gone: its next appearance calls changed() again
     writes_.add(1, {"gone"});
     st.dirty = false;
+    st.owed = true;
     return true;
   }
   if (code == 409) { // the task changed under the write: decide again from what it holds now
@@ -130,6 +132,7 @@ bool StatusWriter::onKubeResult(const sdk::KubeResult& result) {
     // stops first. Nothing more is written by this instance.
     writes_.add(1, {"unsent"});
     st.dirty = true;
+    st.owed = true;
     host_.debug("status patch of task " + task + " not completed (" +
                 (code == 0 ? std::string("no answer") : std::to_string(code)) +
                 "): " + std::string(result.message));
@@ -138,6 +141,7 @@ bool StatusWriter::onKubeResult(const sdk::KubeResult& result) {
   // Refused as it is (400, 403, 415, 422, ...): the same patch cannot succeed; the next change
   // tries again.
   writes_.add(1, {"failed"});
+  st.owed = true;
   host_.error("status patch of task " + task + " refused (" + std::to_string(code) +
               "): " + std::string(result.message));
   return true;

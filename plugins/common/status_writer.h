@@ -81,10 +81,19 @@ public:
   const WriteContest& contest() const { return contest_; }
 
   std::size_t inFlight() const { return requests_.size(); }
+  // Whether the last write of `task` did not land (not sent, refused, or the task was gone) and
+  // nothing is on its way: the plugin's next look at the task must compare again, even when
+  // what it sees did not change.
+  bool owes(const std::string& task) const {
+    auto it = tasks_.find(task);
+    return it != tasks_.end() && it->second.owed && it->second.timer == 0 &&
+           it->second.request == 0;
+  }
 
 private:
   struct TaskState {
     bool dirty = false;
+    bool owed = false; // the last write did not land (owes())
     uint64_t timer = 0;
     uint64_t request = 0;
   };
