@@ -137,12 +137,13 @@ struct EntryTimes {
     reasons.clear();
     // A phase whose value is no object still has a reason (an empty one): it says the phase
     // waited (a pull failure with no Events is pulling).
-    for (const auto& [phase, r] : from.items()) {
+    for (auto entry = from.begin(); entry != from.end(); ++entry) {
+      const nlohmann::json& r = entry.value();
       auto text = [&r](const char* k) {
         auto it = r.is_object() ? r.find(k) : r.end();
         return it != r.end() && it->is_string() ? it->get<std::string>() : std::string();
       };
-      reasons[phase] = {text("reason"), text("message")};
+      reasons[entry.key()] = {text("reason"), text("message")};
     }
   }
 };
