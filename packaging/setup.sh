@@ -28,7 +28,7 @@ jobs=${JOBS:-$(nproc)}
 packages=(
   cmake ninja-build g++ pkgconf clang-format clang-tidy curl binutils openssl
   libboost1.81-dev nlohmann-json3-dev libspdlog-dev libfmt-dev libyaml-cpp-dev libssl-dev zlib1g-dev
-  libzstd-dev libsimdjson-dev libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev python3-kubernetes
+  libzstd-dev libjemalloc-dev libsimdjson-dev libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev python3-kubernetes
   chromium clang prometheus libsqlite3-dev sqlite3 libpq-dev postgresql
 )
 

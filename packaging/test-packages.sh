@@ -67,6 +67,9 @@ expect "$host_deb" /usr/bin/kuscia-host /usr/share/man/man1/kuscia-host.1.gz \
 dpkg-deb --ctrl-tarfile "$host_deb" | tar -xO ./conffiles | grep -qx /etc/kuscia-host/kuscia-host.yaml ||
   fail "the config is not a conffile"
 version=$(dpkg-deb -f "$host_deb" Version)
+# The daemon runs on jemalloc (KH_JEMALLOC): dpkg-shlibdeps must have found it.
+dpkg-deb -f "$host_deb" Depends | tr ',' '\n' | grep -q "^ *libjemalloc2\b" ||
+  fail "kuscia-host must depend on libjemalloc2: $(dpkg-deb -f "$host_deb" Depends)"
 for p in task-timeline gateway-ready-time scheduler-time otel-export task-history sim-agent; do
   deb=$(ls "$dist"/kuscia-host-plugin-${p}_*.deb)
   expect "$deb" "$plugin_dir/$p.so"

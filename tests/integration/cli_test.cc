@@ -21,6 +21,8 @@ TEST(CliTest, VersionAndHelp) {
   EXPECT_EQ(r.code, 0);
   EXPECT_NE(r.out.find("kuscia-host "), std::string::npos);
   EXPECT_NE(r.out.find("plugin ABI 1.4"), std::string::npos);
+  // The allocator the build links (KH_JEMALLOC), as the process finds it at run time.
+  EXPECT_NE(r.out.find(std::string("\nallocator ") + KH_ALLOCATOR), std::string::npos) << r.out;
   // Found from the binary's own place (E2e.Install checks it after `cmake --install`).
   EXPECT_NE(r.out.find("plugin directory " +
                        std::filesystem::path(KH_BINARY).parent_path().parent_path().string() + "/"),

@@ -2,6 +2,8 @@
 #include <kuscia_host/timeline.hpp>
 
 #include <CLI/CLI.hpp>
+#include <cstddef>
+#include <dlfcn.h>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -419,12 +421,28 @@ Command addHistory(CLI::App& app) {
           }};
 }
 
+// The process's allocator: jemalloc (linked, as the packages build it, or preloaded) answers its
+// mallctl("version"); anything else is the system's.
+std::string allocatorName() {
+  using Mallctl = int (*)(const char*, void*, std::size_t*, void*, std::size_t);
+  auto* mallctl = reinterpret_cast<Mallctl>(dlsym(RTLD_DEFAULT, "mallctl"));
+  if (mallctl == nullptr) return "system malloc";
+  const char* version = nullptr;
+  std::size_t size = sizeof version;
+  if (mallctl("version", static_cast<void*>(&version), &size, nullptr, 0) != 0 ||
+      version == nullptr)
+    return "jemalloc";
+  return std::string("jemalloc ") + version;
+}
+
 Command addVersion(CLI::App& app) {
-  auto* cmd = app.add_subcommand(
-      "version", "Print the version, the plugin ABI version and the default plugin directory");
+  auto* cmd =
+      app.add_subcommand("version", "Print the version, the plugin ABI version, the default plugin "
+                                    "directory and the allocator");
   return {cmd, [] {
             std::cout << "kuscia-host " << kVersion << "\nplugin ABI " << kAbiVersion
-                      << "\nplugin directory " << installedPluginDir().string() << "\n";
+                      << "\nplugin directory " << installedPluginDir().string() << "\nallocator "
+                      << allocatorName() << "\n";
             return kExitOk;
           }};
 }
