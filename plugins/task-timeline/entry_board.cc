@@ -1,26 +1,38 @@
 #include "entry_board.h"
 
+#include <kuscia_host/kube_text.hpp>
+
 namespace kuscia_host::plugins::timeline {
+
+nlohmann::json EntryFacts::toJson() const {
+  using sdk::formatTime;
+  using sdk::TimePrecision;
+  nlohmann::json out = nlohmann::json::object();
+  if (firstReady) out["firstReadyTime"] = formatTime(*firstReady, TimePrecision::kAsGiven);
+  if (containersStart)
+    out["containersStartTime"] = formatTime(*containersStart, TimePrecision::kAsGiven);
+  facts.fill(out);
+  if (waiting)
+    out["waiting"] = {{"phase", waiting->phase},
+                      {"reason", waiting->reason},
+                      {"message", waiting->message},
+                      {"since", waiting->sinceNanos}};
+  return out;
+}
 
 EntryBoard& EntryBoard::process() {
   static EntryBoard board;
   return board;
 }
 
-void EntryBoard::put(const std::string& key, nlohmann::json facts) {
+void EntryBoard::put(const std::string& key, EntryFacts facts) {
   std::lock_guard lock(mu_);
-  entries_[key] = std::move(facts);
+  entries_.insert_or_assign(key, std::move(facts));
 }
 
 void EntryBoard::erase(const std::string& key) {
   std::lock_guard lock(mu_);
   entries_.erase(key);
-}
-
-nlohmann::json EntryBoard::get(const std::string& key) const {
-  std::lock_guard lock(mu_);
-  auto it = entries_.find(key);
-  return it == entries_.end() ? nlohmann::json() : it->second;
 }
 
 std::size_t EntryBoard::size() const {

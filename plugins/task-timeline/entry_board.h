@@ -9,24 +9,47 @@
 // and all of its entries when it is destroyed. Thread-safe (instances run on their own executors).
 #pragma once
 
+#include <kuscia_host/pod_events.hpp>
+
+#include <cstdint>
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <utility>
 
 namespace kuscia_host::plugins::timeline {
+
+// Why an entry has not reached its next time yet, and since when.
+struct Waiting {
+  std::string phase; // "scheduling", "starting", "ready"
+  std::string reason;
+  std::string message;
+  int64_t sinceNanos = 0;
+};
+
+// One entry's facts as its instance publishes them: values, not a document. The documents read
+// them as JSON (toJson); the summary reads the values.
+struct EntryFacts {
+  std::optional<int64_t> firstReady;      // pods: the first Ready=True of the incarnation
+  std::optional<int64_t> containersStart; // pods: every container running
+  sdk::timeline::PodFacts facts;          // the image pull, and why each phase waited
+  std::optional<Waiting> waiting;         // what it waits for now
+
+  // The status-like object the timeline document's entry takes these from ("firstReadyTime",
+  // "containersStartTime", "imagePullStartTime", "imagePullEndTime", "reasons", "waiting").
+  nlohmann::json toJson() const;
+};
 
 class EntryBoard {
 public:
   // The board of this process (the plugin's library is loaded once per host).
   static EntryBoard& process();
 
-  // Sets the entry "<ns>/<name>" (a status-like object: times and "reasons", "waiting").
-  void put(const std::string& key, nlohmann::json facts);
+  // Sets the entry "<ns>/<name>".
+  void put(const std::string& key, EntryFacts facts);
   void erase(const std::string& key);
-  // The entry's facts, or null.
-  nlohmann::json get(const std::string& key) const;
   // Calls `read` with the entry's facts, without copying them, when the board has the entry.
   template <class F> void read(const std::string& key, F&& read) const {
     std::lock_guard lock(mu_);
@@ -36,7 +59,7 @@ public:
 
 private:
   mutable std::mutex mu_;
-  std::map<std::string, nlohmann::json> entries_;
+  std::map<std::string, EntryFacts> entries_;
 };
 
 } // namespace kuscia_host::plugins::timeline

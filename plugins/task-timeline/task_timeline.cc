@@ -271,15 +271,11 @@ void TaskTimeline::publish(const std::string& key, Pod& p) {
                  std::to_string(p.waiting->sinceNanos);
   if (signature == p.published) return;
   p.published = std::move(signature);
-  json facts = json::object();
-  if (p.firstReady) facts["firstReadyTime"] = p.firstReady->text;
-  if (p.containersStart) facts["containersStartTime"] = p.containersStart->text;
-  if (events != podEvents_.end()) events->second.facts.fill(facts);
-  if (p.waiting)
-    facts["waiting"] = {{"phase", p.waiting->phase},
-                        {"reason", p.waiting->reason},
-                        {"message", p.waiting->message},
-                        {"since", p.waiting->sinceNanos}};
+  EntryFacts facts;
+  if (p.firstReady) facts.firstReady = p.firstReady->nanos;
+  if (p.containersStart) facts.containersStart = p.containersStart->nanos;
+  if (events != podEvents_.end()) facts.facts = events->second.facts;
+  facts.waiting = p.waiting;
   EntryBoard::process().put(key, std::move(facts));
 }
 
@@ -294,13 +290,9 @@ void TaskTimeline::publish(const std::string& key, Service& s) {
         w->phase + "|" + w->reason + "|" + w->message + "|" + std::to_string(w->sinceNanos);
   if (signature == s.published) return;
   s.published = std::move(signature);
-  json facts = json::object();
-  if (w)
-    facts["waiting"] = {{"phase", w->phase},
-                        {"reason", w->reason},
-                        {"message", w->message},
-                        {"since", w->sinceNanos}};
-  s.facts.fill(facts);
+  EntryFacts facts;
+  facts.facts = s.facts;
+  facts.waiting = std::move(w);
   EntryBoard::process().put(key, std::move(facts));
 }
 
@@ -621,12 +613,17 @@ sdk::timeline::EntryTimes TaskTimeline::entryTimes(const std::string& key, const
   e.readTimes(status);
   if (status.is_object())
     if (auto it = status.find("reasons"); it != status.end()) e.readReasons(*it);
-  EntryBoard::process().read(key, [&e](const json& facts) {
-    e.readTimes(facts);
-    if (!facts.is_object()) return;
-    if (auto it = facts.find("reasons"); it != facts.end()) e.readReasons(*it);
-    if (auto it = facts.find("waiting"); it != facts.end() && it->is_object())
-      e.waitingToStart = it->value("phase", "") == "starting";
+  EntryBoard::process().read(key, [&e](const EntryFacts& f) {
+    if (f.firstReady) e.firstReadyTime = f.firstReady;
+    if (f.containersStart) e.containersStartTime = f.containersStart;
+    if (auto t = f.facts.imagePullStart()) e.imagePullStartTime = t;
+    if (auto t = f.facts.imagePullEnd()) e.imagePullEndTime = t;
+    if (!f.facts.reasons().empty()) {
+      e.reasons.clear();
+      for (const auto& [phase, r] : f.facts.reasons())
+        e.reasons[phase] = {r.reason, r.message};
+    }
+    if (f.waiting) e.waitingToStart = f.waiting->phase == "starting";
   });
   return e;
 }

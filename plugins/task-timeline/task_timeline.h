@@ -42,6 +42,7 @@
 #include <string>
 #include <string_view>
 
+#include "entry_board.h"
 #include "finished_tasks.h"
 #include "kuscia_model.h"
 #include "status_entries.h"
@@ -49,14 +50,6 @@
 #include "timeline_config.h"
 
 namespace kuscia_host::plugins::timeline {
-
-// Why an entry has not reached its next time yet, and since when.
-struct Waiting {
-  std::string phase; // "scheduling", "starting" or "ready"
-  std::string reason;
-  std::string message;
-  int64_t sinceNanos = 0;
-};
 
 // One time as read from an object: the instant and its canonical (UTC) text.
 struct Time {
