@@ -232,6 +232,48 @@ json otherEntries(std::string_view objectJson, std::string_view ownPrefix) {
   return ok ? out : json::object();
 }
 
+std::optional<std::vector<sdk::timeline::EntryTimes>>
+otherEntryTimes(std::string_view objectJson, std::string_view ownPrefix, bool pods) {
+  std::vector<sdk::timeline::EntryTimes> out;
+  if (objectJson == "null") return out;
+  bool ok = forEachMember(objectJson, [&](std::string_view rawKey, std::string_view value) {
+    if (value.empty() || value.front() != '{') return false;
+    auto key = decodeKey(rawKey);
+    if (!key) return false;
+    if (key->compare(0, ownPrefix.size(), ownPrefix) == 0) return true; // an own entry
+    sdk::timeline::EntryTimes e;
+    e.key = std::move(*key);
+    e.pod = pods;
+    bool entryOk = forEachMember(value, [&e](std::string_view rawField, std::string_view v) {
+      if (rawField.find('\\') != std::string_view::npos) return false; // the full parser's
+      if (rawField == "reasons") {
+        e.readReasons(json::parse(v, nullptr, false));
+        return true;
+      }
+      for (auto [field, member] : sdk::timeline::EntryTimes::fields()) {
+        if (rawField != field) continue;
+        // A string without escapes is its text between the quotes; anything else is parsed.
+        bool plain = v.size() >= 2 && v.front() == '"' && v.back() == '"' &&
+                     v.find('\\') == std::string_view::npos;
+        if (plain) {
+          e.*member = sdk::parseTime(v.substr(1, v.size() - 2));
+        } else {
+          json parsed = json::parse(v, nullptr, false);
+          e.*member = parsed.is_string() ? sdk::parseTime(parsed.get_ref<const std::string&>())
+                                         : std::nullopt;
+        }
+        break;
+      }
+      return true;
+    });
+    if (!entryOk) return false;
+    out.push_back(std::move(e));
+    return true;
+  });
+  if (!ok) return std::nullopt;
+  return out;
+}
+
 PartyEntries splitParsedEntries(const json& map, std::string_view ownPrefix) {
   PartyEntries out;
   if (!map.is_object()) return out;

@@ -9,6 +9,8 @@
 // instance's own entries become JSON values.
 #pragma once
 
+#include <kuscia_host/timeline_summary.hpp>
+
 #include <cstddef>
 #include <cstdint>
 #include <nlohmann/json.hpp>
@@ -52,6 +54,13 @@ uint64_t ownEntriesDigest(const nlohmann::json& own);
 // parsed: what a party's own record lacks to draw the whole task. An empty object when the text
 // is not an object of objects.
 nlohmann::json otherEntries(std::string_view objectJson, std::string_view ownPrefix);
+
+// The other parties' entries of a status map's text as the timeline summary reads them (each
+// entry's times and reasons, as EntryTimes::readTimes and readReasons read a parsed entry), no
+// entry parsed into a DOM; `pods`: the map is podStatuses. nullopt when the text is not an object
+// of objects this scanner can walk (the caller parses it then).
+std::optional<std::vector<sdk::timeline::EntryTimes>>
+otherEntryTimes(std::string_view objectJson, std::string_view ownPrefix, bool pods);
 
 // How many entries a status map's text holds, none of them parsed; nullopt when the text is not
 // an object of objects.

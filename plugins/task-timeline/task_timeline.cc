@@ -9,6 +9,7 @@
 #include "kuscia.h"
 #include "kuscia_model.h"
 #include "kuscia_time.h"
+#include "status_entries.h"
 #include "timeline_page.h"
 #include "write_contest.h"
 
@@ -584,11 +585,31 @@ void TaskTimeline::summarizeOnce(const std::string& task) {
   // entries as held, the other parties' as the host's cache has them, each with what the entry
   // board knows beside the status. No document is built for it.
   std::vector<sdk::timeline::EntryTimes> entries;
-  Task others = cachedOthers(task);
-  for (const Task* from : {&t, static_cast<const Task*>(&others)}) {
-    for (const auto& [key, entry] : from->podStatuses.items())
+  for (const auto& [key, entry] : t.podStatuses.items())
+    entries.push_back(entryTimes(key, entry, true));
+  for (const auto& [key, entry] : t.serviceStatuses.items())
+    entries.push_back(entryTimes(key, entry, false));
+  // The other parties' entries are read off the cached text by the scanner, none parsed; text it
+  // cannot walk takes the full parser.
+  bool scanned = false;
+  host().cacheGet(taskSub_, config_.taskNamespace + "/" + task, [&](const sdk::Object& o) {
+    auto spans = arrayElements(o.fieldsJson);
+    if (!spans || spans->size() != kTaskFieldCount) return;
+    auto pods = otherEntryTimes((*spans)[kTaskPods], ownPrefix_, true);
+    auto services = otherEntryTimes((*spans)[kTaskServices], ownPrefix_, false);
+    if (!pods || !services) return;
+    for (auto* group : {&*pods, &*services})
+      for (auto& e : *group) {
+        withBoardFacts(e);
+        entries.push_back(std::move(e));
+      }
+    scanned = true;
+  });
+  if (!scanned) {
+    Task others = cachedOthers(task);
+    for (const auto& [key, entry] : others.podStatuses.items())
       entries.push_back(entryTimes(key, entry, true));
-    for (const auto& [key, entry] : from->serviceStatuses.items())
+    for (const auto& [key, entry] : others.serviceStatuses.items())
       entries.push_back(entryTimes(key, entry, false));
   }
   std::optional<int64_t> created;
@@ -613,7 +634,12 @@ sdk::timeline::EntryTimes TaskTimeline::entryTimes(const std::string& key, const
   e.readTimes(status);
   if (status.is_object())
     if (auto it = status.find("reasons"); it != status.end()) e.readReasons(*it);
-  EntryBoard::process().read(key, [&e](const EntryFacts& f) {
+  withBoardFacts(e);
+  return e;
+}
+
+void TaskTimeline::withBoardFacts(sdk::timeline::EntryTimes& e) {
+  EntryBoard::process().read(e.key, [&e](const EntryFacts& f) {
     if (f.firstReady) e.firstReadyTime = f.firstReady;
     if (f.containersStart) e.containersStartTime = f.containersStart;
     if (auto t = f.facts.imagePullStart()) e.imagePullStartTime = t;
@@ -625,7 +651,6 @@ sdk::timeline::EntryTimes TaskTimeline::entryTimes(const std::string& key, const
     }
     if (f.waiting) e.waitingToStart = f.waiting->phase == "starting";
   });
-  return e;
 }
 
 json TaskTimeline::podPatch(Pod& p, const json* entry) const {

@@ -193,6 +193,8 @@ private:
   // An entry's times as its timeline document has them (what the summary reads).
   static sdk::timeline::EntryTimes entryTimes(const std::string& key, const nlohmann::json& status,
                                               bool pod);
+  // Adds what the entry board has for the entry, over what its status says.
+  static void withBoardFacts(sdk::timeline::EntryTimes& e);
 
   TimelineConfig config_;
   std::string domain_;

@@ -181,7 +181,8 @@ TEST(StatusEntriesTest, TheScannerSplitsAsTheFullParserDoes) {
   std::mt19937 rng(7);
   auto pick = [&rng](int n) { return static_cast<int>(rng() % static_cast<unsigned>(n)); };
   const std::vector<std::string> parties = {"alice", "bob", "alice-2", "al"};
-  const std::vector<std::string> values = {"2024-05-20T08:00:00Z", "", "a\"b", "}{][", "\\"};
+  const std::vector<std::string> values = {"2024-05-20T08:00:00Z",       "", "a\"b", "}{][", "\\",
+                                           "2024-05-20T10:00:01.5+02:00"};
   for (int round = 0; round < 500; ++round) {
     json map = json::object();
     for (int n = pick(8); n > 0; --n) {
@@ -192,9 +193,9 @@ TEST(StatusEntriesTest, TheScannerSplitsAsTheFullParserDoes) {
         if (kind == 1)
           entry[field] = nullptr;
         else if (kind == 2)
-          entry[field] = values[static_cast<std::size_t>(pick(5))];
+          entry[field] = values[static_cast<std::size_t>(pick(6))];
         else
-          entry[field] = {{"nested", {values[static_cast<std::size_t>(pick(5))], 1, false}}};
+          entry[field] = {{"nested", {values[static_cast<std::size_t>(pick(6))], 1, false}}};
       }
       map[parties[static_cast<std::size_t>(pick(4))] + "/obj-" + std::to_string(pick(50))] = entry;
     }
@@ -212,6 +213,32 @@ TEST(StatusEntriesTest, TheScannerSplitsAsTheFullParserDoes) {
     for (const auto& [key, entry] : parsed.own.items())
       others.erase(key);
     EXPECT_EQ(otherEntries(map.dump(2), "alice/"), others);
+    // Read as the summary reads them, unparsed: the times and reasons the parsed entries give.
+    auto render = [](const sdk::timeline::EntryTimes& e) {
+      json j = {{"key", e.key}, {"pod", e.pod}};
+      for (auto [field, member] : sdk::timeline::EntryTimes::fields())
+        if (e.*member) j[std::string(field)] = *(e.*member);
+      for (const auto& [phase, r] : e.reasons)
+        j["reasons"][phase] = {r.first, r.second};
+      return j;
+    };
+    json expected = json::array();
+    for (const auto& [key, entry] : others.items()) {
+      sdk::timeline::EntryTimes e;
+      e.key = key;
+      e.pod = true;
+      e.readTimes(entry);
+      if (entry.contains("reasons")) e.readReasons(entry["reasons"]);
+      expected.push_back(render(e));
+    }
+    for (int indent : {-1, 2}) {
+      auto times = otherEntryTimes(map.dump(indent), "alice/", true);
+      ASSERT_TRUE(times) << map.dump(indent);
+      json got = json::array();
+      for (const auto& e : *times)
+        got.push_back(render(e));
+      EXPECT_EQ(got, expected) << map.dump(indent);
+    }
   }
 }
 
