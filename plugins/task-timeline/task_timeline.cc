@@ -237,7 +237,7 @@ void TaskTimeline::onPod(const sdk::Event& e) {
   }
   observe(p);
   publish(key, p);
-  touch(task);
+  touch(task, &key);
 }
 
 void TaskTimeline::onPodEvent(const sdk::Event& e) {
@@ -257,7 +257,7 @@ void TaskTimeline::onPodEvent(const sdk::Event& e) {
   Pod& p = pods_.at(key);
   observe(p);
   publish(key, p);
-  touch(p.task);
+  touch(p.task, &key);
 }
 
 void TaskTimeline::publish(const std::string& key, Pod& p) {
@@ -405,7 +405,7 @@ void TaskTimeline::onService(const sdk::Event& e) {
     s.ready = t;
   observe(s);
   publish(key, s);
-  touch(task);
+  touch(task, nullptr, &key);
 }
 
 void TaskTimeline::onEndpoints(const sdk::Event& e) {
@@ -533,30 +533,43 @@ bool TaskTimeline::busy(const std::string& name) const {
   return tasks_.count(name) > 0 || !pods_.members(name).empty() || !services_.members(name).empty();
 }
 
-void TaskTimeline::touch(const std::string& task) {
+void TaskTimeline::touch(const std::string& task, const std::string* pod,
+                         const std::string* service) {
+  bool wasHeld = tasks_.count(task) > 0;
   Task* held = findTask(task);
   if (held == nullptr) return;
   const Task& t = *held;
-  bool differs = false;
-  for (const auto& key : pods_.members(task)) {
+  // One object changed in a task held before: the others were compared when they changed, or
+  // when the task's entries did (onTask). A task held only now is compared whole.
+  bool one = wasHeld && (pod != nullptr || service != nullptr);
+  auto podDiffer = [&](const std::string& key) {
     auto e = t.podStatuses.find(key);
-    if (podDiffers(pods_.at(key), e == t.podStatuses.end() ? nullptr : &*e)) {
-      differs = true;
-      break;
-    }
-  }
-  for (const auto& key : services_.members(task)) {
-    if (differs) break;
-    auto e = t.serviceStatuses.find(key);
-    if (serviceDiffers(services_.at(key), e == t.serviceStatuses.end() ? nullptr : &*e))
-      differs = true;
-  }
-  if (differs) writer_.changed(task);
-  for (const auto& key : pods_.members(task))
-    if (Pod& p = pods_.at(key); p.republish) {
+    Pod& p = pods_.at(key);
+    bool differs = podDiffers(p, e == t.podStatuses.end() ? nullptr : &*e);
+    if (p.republish) {
       p.republish = false;
       publish(key, p);
     }
+    return differs;
+  };
+  auto serviceDiffer = [&](const std::string& key) {
+    auto e = t.serviceStatuses.find(key);
+    return serviceDiffers(services_.at(key), e == t.serviceStatuses.end() ? nullptr : &*e);
+  };
+  bool differs = false;
+  if (one) {
+    differs = pod != nullptr ? podDiffer(*pod) : serviceDiffer(*service);
+  } else {
+    // Every pod is compared (one may take its first ready from the status), services until one
+    // differs.
+    for (const auto& key : pods_.members(task))
+      differs = podDiffer(key) || differs;
+    for (const auto& key : services_.members(task)) {
+      if (differs) break;
+      differs = serviceDiffer(key);
+    }
+  }
+  if (differs) writer_.changed(task);
 }
 
 void TaskTimeline::summarizeOnce(const std::string& task) {

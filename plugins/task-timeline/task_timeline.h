@@ -180,7 +180,9 @@ private:
   bool serviceDiffers(const Service& s, const nlohmann::json* entry,
                       nlohmann::json* patch = nullptr) const;
   // Marks the task for a write when the object's entry differs from the status.
-  void touch(const std::string& task);
+  // `pod` or `service`: the one object an event changed (the others are not compared again).
+  void touch(const std::string& task, const std::string* pod = nullptr,
+             const std::string* service = nullptr);
   void written(const std::string& task, const nlohmann::json& object);
   void refreshStuck();
   // Puts this instance's knowledge of a pod or service on the entry board when it changed.
