@@ -475,14 +475,15 @@ void TaskTimeline::onTask(const sdk::Event& e) {
   const bool held = t.exists;
   const uint64_t podsDigest = t.podsDigest, servicesDigest = t.servicesDigest;
   t = taskFrom(e.fieldsJson, ownPrefix_, &t);
-  writer_.observed(name, e.resourceVersion, t.podStatuses, t.serviceStatuses);
-  // What this host knows may be missing (a pod seen first, or fields another writer removed).
-  // Every change of this domain's objects was compared when it came (onPod, onService), so only
-  // a change of its entries can make a difference now, or a write that did not land: when they
-  // digest as before (another party wrote, or the echo of this instance's own write came back),
-  // there is nothing to compare.
+  // Own entries that digest as held (another party wrote, or the echo of this instance's own
+  // write came back, which the held entries were merged with) hold every field this instance
+  // wrote, as it wrote it: no other writer changed them, and nothing needs comparing.
   const bool sameEntries = held && podsDigest != 0 && servicesDigest != 0 &&
                            t.podsDigest == podsDigest && t.servicesDigest == servicesDigest;
+  if (!sameEntries) writer_.observed(name, e.resourceVersion, t.podStatuses, t.serviceStatuses);
+  // What this host knows may be missing (a pod seen first, or fields another writer removed).
+  // Every change of this domain's objects was compared when it came (onPod, onService), so only
+  // a change of its entries can make a difference now, or a write that did not land.
   if (!sameEntries || writer_.owes(name)) touch(name);
   // Complete only once every entry is ready in the status, which only a task event shows.
   summarizeOnce(name);
