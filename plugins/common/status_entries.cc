@@ -83,30 +83,37 @@ std::size_t skipValue(std::string_view s, std::size_t i) {
   return i == start ? kBad : i;
 }
 
-// Calls member(rawKey, value) for each member of the object at s (the whole text); false when it
-// is not an object. rawKey is the key's text between its quotes, escapes left as they are.
-template <class Member> bool forEachMember(std::string_view s, Member&& member) {
-  std::size_t i = skipSpace(s, 0);
-  if (i >= s.size() || s[i] != '{') return false;
+// Calls member(rawKey, value) for each member of the object starting at s[i] (no leading space);
+// the index after its closing brace, or kBad when it is not an object (or `member` refused one).
+// rawKey is the key's text between its quotes, escapes left as they are.
+template <class Member> std::size_t walkObject(std::string_view s, std::size_t i, Member&& member) {
+  if (i >= s.size() || s[i] != '{') return kBad;
   i = skipSpace(s, i + 1);
-  if (i < s.size() && s[i] == '}') return skipSpace(s, i + 1) == s.size();
+  if (i < s.size() && s[i] == '}') return i + 1;
   while (true) {
-    if (i >= s.size() || s[i] != '"') return false;
+    if (i >= s.size() || s[i] != '"') return kBad;
     std::size_t keyEnd = skipString(s, i);
-    if (keyEnd == kBad) return false;
+    if (keyEnd == kBad) return kBad;
     std::string_view key = s.substr(i + 1, keyEnd - i - 2);
     i = skipSpace(s, keyEnd);
-    if (i >= s.size() || s[i] != ':') return false;
+    if (i >= s.size() || s[i] != ':') return kBad;
     i = skipSpace(s, i + 1);
     std::size_t valueEnd = skipValue(s, i);
-    if (valueEnd == kBad) return false;
-    if (!member(key, s.substr(i, valueEnd - i))) return false;
+    if (valueEnd == kBad) return kBad;
+    if (!member(key, s.substr(i, valueEnd - i))) return kBad;
     i = skipSpace(s, valueEnd);
-    if (i >= s.size()) return false;
-    if (s[i] == '}') return skipSpace(s, i + 1) == s.size();
-    if (s[i] != ',') return false;
+    if (i >= s.size()) return kBad;
+    if (s[i] == '}') return i + 1;
+    if (s[i] != ',') return kBad;
     i = skipSpace(s, i + 1);
   }
+}
+
+// walkObject over the whole text s (spaces around the object allowed); false when it is not an
+// object.
+template <class Member> bool forEachMember(std::string_view s, Member&& member) {
+  std::size_t end = walkObject(s, skipSpace(s, 0), std::forward<Member>(member));
+  return end != kBad && skipSpace(s, end) == s.size();
 }
 
 // A key as its text between quotes has it; one with an escape is decoded by the full parser
@@ -157,17 +164,21 @@ std::optional<std::vector<std::string_view>> arrayElements(std::string_view s) {
   }
 }
 
-std::optional<PartyEntries> splitEntries(std::string_view objectJson, std::string_view ownPrefix,
-                                         OwnEntries previous) {
+namespace {
+
+// The status map starting at s[i] ("null" or an object) split for the party; `i` moves past it.
+std::optional<PartyEntries> splitAt(std::string_view s, std::size_t& i, std::string_view ownPrefix,
+                                    OwnEntries previous) {
   PartyEntries out;
-  if (objectJson == "null") {
+  if (s.compare(i, 4, "null") == 0) {
+    i += 4;
     out.ownDigest = kNoEntries;
     return out;
   }
   // The own entries' texts first: parsed only when they differ from `previous`.
   std::vector<std::pair<std::string, std::string_view>> own;
   uint64_t digest = kNoEntries;
-  bool ok = forEachMember(objectJson, [&](std::string_view rawKey, std::string_view value) {
+  std::size_t end = walkObject(s, i, [&](std::string_view rawKey, std::string_view value) {
     if (value.empty() || value.front() != '{') return false;
     auto key = decodeKey(rawKey);
     if (!key) return false;
@@ -185,7 +196,8 @@ std::optional<PartyEntries> splitEntries(std::string_view objectJson, std::strin
     if (ready) ++out.othersReady;
     return object;
   });
-  if (!ok) return std::nullopt;
+  if (end == kBad) return std::nullopt;
+  i = end;
   out.ownDigest = digest;
   if (previous.own != nullptr && previous.digest != 0 && previous.digest == digest) {
     out.own = std::move(*previous.own);
@@ -196,6 +208,48 @@ std::optional<PartyEntries> splitEntries(std::string_view objectJson, std::strin
     if (!entry.is_object()) return std::nullopt;
     out.own[std::move(key)] = std::move(entry);
   }
+  return out;
+}
+
+} // namespace
+
+std::optional<PartyEntries> splitEntries(std::string_view objectJson, std::string_view ownPrefix,
+                                         OwnEntries previous) {
+  std::size_t i = skipSpace(objectJson, 0);
+  auto out = splitAt(objectJson, i, ownPrefix, previous);
+  if (!out || skipSpace(objectJson, i) != objectJson.size()) return std::nullopt;
+  return out;
+}
+
+std::optional<TaskFields> splitTaskFields(std::string_view fieldsJson, std::size_t leading,
+                                          std::string_view ownPrefix, OwnEntries pods,
+                                          OwnEntries services) {
+  TaskFields out;
+  const std::string_view s = fieldsJson;
+  std::size_t i = skipSpace(s, 0);
+  if (i >= s.size() || s[i] != '[') return std::nullopt;
+  auto comma = [&s, &i] {
+    i = skipSpace(s, i);
+    if (i >= s.size() || s[i] != ',') return false;
+    i = skipSpace(s, i + 1);
+    return true;
+  };
+  i = skipSpace(s, i + 1);
+  for (std::size_t k = 0; k < leading; ++k) {
+    std::size_t end = skipValue(s, i);
+    if (end == kBad) return std::nullopt;
+    out.leading.push_back(s.substr(i, end - i));
+    i = end;
+    if (!comma()) return std::nullopt;
+  }
+  auto p = splitAt(s, i, ownPrefix, pods);
+  if (!p || !comma()) return std::nullopt;
+  auto v = splitAt(s, i, ownPrefix, services);
+  if (!v) return std::nullopt;
+  i = skipSpace(s, i);
+  if (i >= s.size() || s[i] != ']' || skipSpace(s, i + 1) != s.size()) return std::nullopt;
+  out.pods = std::move(*p);
+  out.services = std::move(*v);
   return out;
 }
 

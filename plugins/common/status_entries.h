@@ -45,6 +45,17 @@ std::optional<std::vector<std::string_view>> arrayElements(std::string_view json
 std::optional<PartyEntries> splitEntries(std::string_view objectJson, std::string_view ownPrefix,
                                          OwnEntries previous = {});
 
+// A task's projected fields ending with its two status maps (podStatuses, serviceStatuses): the
+// spans of the `leading` fields before them, and the maps split as splitEntries splits them, in
+// one walk of the text. nullopt when the text is not such an array this scanner can walk.
+struct TaskFields {
+  std::vector<std::string_view> leading;
+  PartyEntries pods, services;
+};
+std::optional<TaskFields> splitTaskFields(std::string_view fieldsJson, std::size_t leading,
+                                          std::string_view ownPrefix, OwnEntries pods = {},
+                                          OwnEntries services = {});
+
 // The digest of own entries: of each key with its value's compact text, in any order. That of a
 // parsed map (its entries dumped) equals that of the text when the text is compact with sorted
 // keys, as the API server writes it; when not, the digests differ and the text is parsed.

@@ -431,26 +431,28 @@ TaskTimeline::Task TaskTimeline::taskFrom(std::string_view fieldsJson, std::stri
     t.othersNotReady = pods.others - pods.othersReady + services.others - services.othersReady;
   };
   // The maps are scanned and only this domain's entries parsed (status_entries.h), and those
-  // only when they changed since `previous`; the leading strings are small. Text the scanner
-  // cannot walk takes the full parser.
-  if (auto spans = arrayElements(fieldsJson); spans && spans->size() == kTaskFieldCount) {
-    OwnEntries heldPods, heldServices;
-    if (previous != nullptr) {
-      heldPods = {previous->podsDigest, &previous->podStatuses};
-      heldServices = {previous->servicesDigest, &previous->serviceStatuses};
-    }
-    auto pods = splitEntries((*spans)[kTaskPods], ownPrefix, heldPods);
-    auto services = splitEntries((*spans)[kTaskServices], ownPrefix, heldServices);
-    if (pods && services) {
-      auto text = [&spans](std::size_t i) {
-        json v = json::parse((*spans)[i], nullptr, false);
-        return v.is_string() ? v.get<std::string>() : std::string();
-      };
-      take(std::move(*pods), std::move(*services));
-      t.phase = text(kTaskPhase);
-      t.createTime = text(kTaskCreate);
-      return t;
-    }
+  // only when they changed since `previous`, in one walk of the text; the leading strings are
+  // small. Text the scanner cannot walk takes the full parser.
+  OwnEntries heldPods, heldServices;
+  if (previous != nullptr) {
+    heldPods = {previous->podsDigest, &previous->podStatuses};
+    heldServices = {previous->servicesDigest, &previous->serviceStatuses};
+  }
+  static_assert(kTaskPods == kTaskFieldCount - 2 && kTaskServices == kTaskFieldCount - 1);
+  if (auto fields = splitTaskFields(fieldsJson, kTaskPods, ownPrefix, heldPods, heldServices)) {
+    auto text = [&fields](std::size_t i) {
+      std::string_view v = fields->leading[i];
+      // A string without escapes is its text between the quotes.
+      if (v.size() >= 2 && v.front() == '"' && v.back() == '"' &&
+          v.find('\\') == std::string_view::npos)
+        return std::string(v.substr(1, v.size() - 2));
+      json parsed = json::parse(v, nullptr, false);
+      return parsed.is_string() ? parsed.get<std::string>() : std::string();
+    };
+    take(std::move(fields->pods), std::move(fields->services));
+    t.phase = text(kTaskPhase);
+    t.createTime = text(kTaskCreate);
+    return t;
   }
   json f = parseFields(fieldsJson, kTaskFieldCount);
   take(splitParsedEntries(f[kTaskPods], ownPrefix),

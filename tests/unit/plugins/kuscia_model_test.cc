@@ -175,6 +175,14 @@ TEST(StatusEntriesTest, OwnEntriesAreParsedAndTheOthersOnlyCounted) {
     EXPECT_FALSE(arrayElements(bad)) << bad;
 }
 
+TEST(StatusEntriesTest, TaskFieldsThatAreNotWhatTheyShouldBeAreRefused) {
+  EXPECT_TRUE(splitTaskFields(R"(["a", {}, null])", 1, "alice/"));
+  for (const char* bad :
+       {R"(["a", {}])", R"(["a", {}, {}, {}])", R"(["a", {}, 1])", R"(["a" {}, {}])",
+        R"(["a", {}, {}] x)", R"({"a": 1})", R"(["a", {"alice/p": 1}, {}])", ""})
+    EXPECT_FALSE(splitTaskFields(bad, 1, "alice/")) << bad;
+}
+
 TEST(StatusEntriesTest, TheScannerSplitsAsTheFullParserDoes) {
   // Random maps of entries, serialised with and without spaces: the scanner's split equals the
   // split of the parsed map.
@@ -207,6 +215,28 @@ TEST(StatusEntriesTest, TheScannerSplitsAsTheFullParserDoes) {
       EXPECT_EQ(scanned->others, parsed.others);
       EXPECT_EQ(scanned->othersReady, parsed.othersReady);
       EXPECT_EQ(countEntries(map.dump(indent)), map.size());
+      // In a task's fields, after the leading ones, with a second map: one walk splits both as
+      // splitEntries splits each.
+      json other = json::object();
+      if (round % 3 == 0) other = nullptr;
+      if (round % 3 == 1) other = {{"bob/x", {{"readyTime", "t"}}}, {"alice/y", json::object()}};
+      json fields = json::array({"Running", nullptr, "2024-05-20T08:00:00Z", map, other});
+      const std::string fieldsText = fields.dump(indent); // the spans point into it
+      auto split = splitTaskFields(fieldsText, 3, "alice/");
+      ASSERT_TRUE(split) << fieldsText;
+      ASSERT_EQ(split->leading.size(), 3u);
+      EXPECT_EQ(split->leading[0], "\"Running\"");
+      EXPECT_EQ(split->leading[1], "null");
+      EXPECT_EQ(split->pods.own, parsed.own);
+      EXPECT_EQ(split->pods.others, parsed.others);
+      EXPECT_EQ(split->pods.othersReady, parsed.othersReady);
+      if (indent < 0) { // indented, the map's text is indented deeper inside the array
+        EXPECT_EQ(split->pods.ownDigest, splitEntries(map.dump(), "alice/")->ownDigest);
+      }
+      PartyEntries second = splitParsedEntries(other, "alice/");
+      EXPECT_EQ(split->services.own, second.own);
+      EXPECT_EQ(split->services.others, second.others);
+      EXPECT_EQ(split->services.othersReady, second.othersReady);
     }
     // The other parties' entries, parsed, are the map without the own ones.
     json others = map;
