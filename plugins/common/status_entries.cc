@@ -164,6 +164,11 @@ std::optional<std::vector<std::string_view>> arrayElements(std::string_view s) {
   }
 }
 
+std::optional<std::string> stringValue(std::string_view v) {
+  if (v.size() < 2 || v.front() != '"' || v.back() != '"') return std::nullopt;
+  return decodeKey(v.substr(1, v.size() - 2)); // a key's text decodes as any string's
+}
+
 namespace {
 
 // The status map starting at s[i] ("null" or an object) split for the party; `i` moves past it.
@@ -306,16 +311,8 @@ otherEntryTimes(std::string_view objectJson, std::string_view ownPrefix, bool po
       }
       for (auto [field, member] : sdk::timeline::EntryTimes::fields()) {
         if (rawField != field) continue;
-        // A string without escapes is its text between the quotes; anything else is parsed.
-        bool plain = v.size() >= 2 && v.front() == '"' && v.back() == '"' &&
-                     v.find('\\') == std::string_view::npos;
-        if (plain) {
-          e.*member = sdk::parseTime(v.substr(1, v.size() - 2));
-        } else {
-          json parsed = json::parse(v, nullptr, false);
-          e.*member = parsed.is_string() ? sdk::parseTime(parsed.get_ref<const std::string&>())
-                                         : std::nullopt;
-        }
+        auto text = stringValue(v);
+        e.*member = text ? sdk::parseTime(*text) : std::nullopt;
         break;
       }
       return true;

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -38,6 +39,10 @@ struct OwnEntries {
 // The spans of the elements of a JSON array (the projected fields of an event, in declaration
 // order); nullopt when the text is not an array this scanner can walk.
 std::optional<std::vector<std::string_view>> arrayElements(std::string_view json);
+
+// The string one JSON value's text holds (a span the scanner gave: its text between the quotes
+// when it has no escape, else what the full parser reads); nullopt when it is not a string.
+std::optional<std::string> stringValue(std::string_view valueJson);
 
 // A status map's text split for the party whose keys start with `ownPrefix` ("" : every entry is
 // its own). null (or absent) is an empty map; nullopt when the text is not an object of objects,

@@ -440,18 +440,9 @@ TaskTimeline::Task TaskTimeline::taskFrom(std::string_view fieldsJson, std::stri
   }
   static_assert(kTaskPods == kTaskFieldCount - 2 && kTaskServices == kTaskFieldCount - 1);
   if (auto fields = splitTaskFields(fieldsJson, kTaskPods, ownPrefix, heldPods, heldServices)) {
-    auto text = [&fields](std::size_t i) {
-      std::string_view v = fields->leading[i];
-      // A string without escapes is its text between the quotes.
-      if (v.size() >= 2 && v.front() == '"' && v.back() == '"' &&
-          v.find('\\') == std::string_view::npos)
-        return std::string(v.substr(1, v.size() - 2));
-      json parsed = json::parse(v, nullptr, false);
-      return parsed.is_string() ? parsed.get<std::string>() : std::string();
-    };
     take(std::move(fields->pods), std::move(fields->services));
-    t.phase = text(kTaskPhase);
-    t.createTime = text(kTaskCreate);
+    t.phase = stringValue(fields->leading[kTaskPhase]).value_or("");
+    t.createTime = stringValue(fields->leading[kTaskCreate]).value_or("");
     return t;
   }
   json f = parseFields(fieldsJson, kTaskFieldCount);

@@ -56,6 +56,15 @@
 
 namespace kuscia_host::sdk::timeline {
 
+namespace detail {
+
+// From `from` to `to` in seconds, to the millisecond: every duration the documents give.
+inline double seconds(int64_t from, int64_t to) {
+  return std::round(static_cast<double>(to - from) / 1e6) / 1e3;
+}
+
+} // namespace detail
+
 // One phase of an entry's startup: [from, to] (to absent while it lasts).
 struct Phase {
   std::string entry;
@@ -69,7 +78,7 @@ struct Phase {
   // Its length in seconds, to the millisecond (as the documents give it); none while it lasts.
   std::optional<double> seconds() const {
     if (!to) return std::nullopt;
-    return std::round(static_cast<double>(*to - from) / 1e6) / 1e3;
+    return detail::seconds(from, *to);
   }
 };
 
@@ -168,10 +177,6 @@ inline std::string text(const nlohmann::json& obj, const char* key) {
 inline std::string partyOf(std::string_view key) {
   auto slash = key.find('/');
   return std::string(slash == std::string_view::npos ? std::string_view() : key.substr(0, slash));
-}
-
-inline double seconds(int64_t from, int64_t to) {
-  return std::round(static_cast<double>(to - from) / 1e6) / 1e3;
 }
 
 inline void withReason(Phase& p, const EntryTimes& entry) {
@@ -309,7 +314,7 @@ struct Summary {
   // task is incomplete or its creation is unknown.
   std::optional<double> startupSeconds() const {
     if (!complete || !createTime || !allReadyTime) return std::nullopt;
-    return std::round(static_cast<double>(*allReadyTime - *createTime) / 1e6) / 1e3;
+    return detail::seconds(*createTime, *allReadyTime);
   }
 };
 

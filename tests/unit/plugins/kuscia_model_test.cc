@@ -175,6 +175,14 @@ TEST(StatusEntriesTest, OwnEntriesAreParsedAndTheOthersOnlyCounted) {
     EXPECT_FALSE(arrayElements(bad)) << bad;
 }
 
+TEST(StatusEntriesTest, AStringValueIsItsTextOrWhatTheParserReads) {
+  EXPECT_EQ(stringValue(R"("Running")"), "Running");
+  EXPECT_EQ(stringValue(R"("")"), "");
+  EXPECT_EQ(stringValue(R"("a\"b\u00e9")"), "a\"b\u00e9");
+  for (const char* other : {"null", "12", "{}", R"("\")", R"(")"})
+    EXPECT_FALSE(stringValue(other)) << other;
+}
+
 TEST(StatusEntriesTest, TaskFieldsThatAreNotWhatTheyShouldBeAreRefused) {
   EXPECT_TRUE(splitTaskFields(R"(["a", {}, null])", 1, "alice/"));
   for (const char* bad :
