@@ -592,10 +592,13 @@ void TaskTimeline::summarizeOnce(const std::string& task) {
   // entries as held, the other parties' as the host's cache has them, each with what the entry
   // board knows beside the status. No document is built for it.
   std::vector<sdk::timeline::EntryTimes> entries;
-  for (const auto& [key, entry] : t.podStatuses.items())
-    entries.push_back(entryTimes(key, entry, true));
-  for (const auto& [key, entry] : t.serviceStatuses.items())
-    entries.push_back(entryTimes(key, entry, false));
+  auto addParsed = [&entries](const Task& from) {
+    for (const auto& [key, entry] : from.podStatuses.items())
+      entries.push_back(entryTimes(key, entry, true));
+    for (const auto& [key, entry] : from.serviceStatuses.items())
+      entries.push_back(entryTimes(key, entry, false));
+  };
+  addParsed(t);
   // The other parties' entries are read off the cached text by the scanner, none parsed; text it
   // cannot walk takes the full parser.
   bool scanned = false;
@@ -612,13 +615,7 @@ void TaskTimeline::summarizeOnce(const std::string& task) {
       }
     scanned = true;
   });
-  if (!scanned) {
-    Task others = cachedOthers(task);
-    for (const auto& [key, entry] : others.podStatuses.items())
-      entries.push_back(entryTimes(key, entry, true));
-    for (const auto& [key, entry] : others.serviceStatuses.items())
-      entries.push_back(entryTimes(key, entry, false));
-  }
+  if (!scanned) addParsed(cachedOthers(task));
   std::optional<int64_t> created;
   if (!t.createTime.empty()) created = parseTime(t.createTime);
   auto s = sdk::timeline::summarize(created, std::move(entries), host().wallTimeNanos());
