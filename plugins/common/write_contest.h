@@ -28,11 +28,11 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
-#include <tuple>
 #include <vector>
 
 namespace kuscia_host::plugins {
@@ -67,36 +67,51 @@ public:
   void forget(const std::string& task);
 
 private:
-  struct Field {
-    std::optional<int64_t> written; // our last write's instant, until an overwrite is seen
-    std::string writtenText;
-    uint64_t writtenVersion = 0; // the task's resourceVersion after it (0: unknown)
-    // Monotonic millis of overwrites in the window: a few at most, and empty (no allocation) for
-    // almost every field (an empty std::deque allocates; a field record exists per time written).
+  static constexpr int64_t kNone = INT64_MIN;
+  // What is known of a field once another writer overwrote it: rare, so kept apart and allocated
+  // only then (a record per field written is the contest's whole cost at work: B7, L1).
+  struct Contest {
+    // Monotonic millis of overwrites in the window: a few at most.
     std::vector<int64_t> replaced, removed;
     bool yielded = false;
-    std::string createTime; // of the entry when yielded: a new incarnation starts afresh
+    int64_t createNanos = kNone; // of the entry when yielded: a new incarnation starts afresh
   };
-  // A field of an entry: "podStatuses" or "serviceStatuses", "<ns>/<name>", the field's name.
-  struct FieldKey {
-    std::string group, entry, field;
-    bool operator<(const FieldKey& o) const {
-      return std::tie(group, entry, field) < std::tie(o.group, o.entry, o.field);
-    }
+  // A time field of an entry this host wrote. Its name is an index into names_.
+  struct Field {
+    int64_t lastWritten = kNone; // the instant this host last wrote
+    uint64_t writtenVersion = 0; // the task's resourceVersion after it (0: unknown)
+    std::unique_ptr<Contest> contest;
+    uint8_t name = 0;
+    bool defending = false; // the last write is not yet seen overwritten
   };
+  // An entry ("<ns>/<name>") of podStatuses (group 0) or serviceStatuses (group 1), with the
+  // fields written, in the order of their names' indices.
+  struct Entry {
+    std::string key;
+    uint8_t group = 0;
+    std::vector<Field> fields;
+  };
+  // The entries written, ordered by group and key: a task has a few.
   struct Task {
-    std::map<FieldKey, Field> fields;
+    std::vector<Entry> entries;
     int64_t holdUntilMillis = 0;
   };
   int64_t nowMillis() const;
-  void overwritten(const std::string& task, Task& t, const FieldKey& key, Field& f,
+  // The index of a field's name (added when `add`; nullopt when unknown and not added).
+  std::optional<uint8_t> nameIndex(std::string_view field, bool add);
+  static Entry* findEntry(Task& t, uint8_t group, std::string_view key, bool add);
+  static Field* findField(Entry& e, uint8_t name, bool add);
+  const Field* findField(const Task& t, std::string_view group, std::string_view entry,
+                         std::string_view field) const;
+  void overwritten(const std::string& task, Task& t, const Entry& e, Field& f,
                    const nlohmann::json* entry, const nlohmann::json* value);
-  void yield(const std::string& task, Task& t, const FieldKey& key, Field& f,
-             const nlohmann::json* entry, const std::string& theirs);
+  void yield(const std::string& task, const Entry& e, Field& f, const nlohmann::json* entry,
+             const std::string& theirs);
 
   sdk::Host host_;
   int yieldAfter_;
   sdk::Metric yieldedMetric_, overwrites_;
+  std::vector<std::string> names_; // of the fields written, at most 256
   std::map<std::string, Task> tasks_;
 };
 
