@@ -51,7 +51,7 @@ bool setTime(json* patch, const json* entry, const char* field, const std::optio
     auto have = entryTime(entry, field);
     if (have && (sameTime(*have, want->nanos) || (forwardOnly && *have > want->nanos)))
       return false;
-    if (patch != nullptr) (*patch)[field] = want->text;
+    if (patch != nullptr) (*patch)[field] = want->text();
     return true;
   }
   if (clearStale && entryHas(entry, field)) {
@@ -59,6 +59,12 @@ bool setTime(json* patch, const json* entry, const char* field, const std::optio
     return true;
   }
   return false;
+}
+
+// What a signature of published facts is kept as: its digest, never 0 (0: nothing published).
+uint64_t signatureDigest(std::string_view signature) {
+  uint64_t h = std::hash<std::string_view>{}(signature);
+  return h == 0 ? 1 : h;
 }
 
 } // namespace
@@ -134,9 +140,9 @@ TaskTimeline::~TaskTimeline() {
                 std::is_nothrow_move_assignable_v<Pod> &&
                 std::is_nothrow_default_constructible_v<Pod>);
   for (const auto& [key, p] : pods_)
-    if (!p.published.empty()) EntryBoard::process().erase(key);
+    if (p.published != 0) EntryBoard::process().erase(key);
   for (const auto& [key, s] : services_)
-    if (!s.published.empty()) EntryBoard::process().erase(key);
+    if (s.published != 0) EntryBoard::process().erase(key);
 }
 
 void TaskTimeline::onStart() {
@@ -175,7 +181,7 @@ std::optional<Time> TaskTimeline::readTime(const json& value, const std::string&
                                            const std::string& key, bool& logged) {
   if (value.is_null()) return std::nullopt;
   auto t = value.is_string() ? parseTime(value.get<std::string>()) : std::nullopt;
-  if (t) return Time{*t, formatTime(*t, TimePrecision::kAsGiven)};
+  if (t) return Time{*t};
   malformed_.add(1, {what.c_str()});
   if (!logged) {
     logged = true;
@@ -216,7 +222,7 @@ void TaskTimeline::onPod(const sdk::Event& e) {
   }
   if (!p.containersStart)
     if (auto t = sdk::timeline::containersStartTime(f[kPodContainers]))
-      p.containersStart = Time{*t, formatTime(*t, TimePrecision::kAsGiven)};
+      p.containersStart = Time{*t};
   auto& events = podEvents_[key];
   if (events.uid != p.uid) events = PodEvents{p.uid, {}, 0, events.version + 1};
   if (p.firstReady) {
@@ -270,8 +276,8 @@ void TaskTimeline::publish(const std::string& key, Pod& p) {
   if (p.waiting)
     signature += p.waiting->phase + "|" + p.waiting->reason + "|" + p.waiting->message + "|" +
                  std::to_string(p.waiting->sinceNanos);
-  if (signature == p.published) return;
-  p.published = std::move(signature);
+  if (signatureDigest(signature) == p.published) return;
+  p.published = signatureDigest(signature);
   EntryFacts facts;
   if (p.firstReady) facts.firstReady = p.firstReady->nanos;
   if (p.containersStart) facts.containersStart = p.containersStart->nanos;
@@ -289,8 +295,8 @@ void TaskTimeline::publish(const std::string& key, Service& s) {
   if (w)
     signature +=
         w->phase + "|" + w->reason + "|" + w->message + "|" + std::to_string(w->sinceNanos);
-  if (signature == s.published) return;
-  s.published = std::move(signature);
+  if (signatureDigest(signature) == s.published) return;
+  s.published = signatureDigest(signature);
   EntryFacts facts;
   facts.facts = s.facts;
   facts.waiting = std::move(w);
@@ -377,7 +383,7 @@ void TaskTimeline::observe(Pod& p) {
       // The pull is over once the containers run (or the pod is ready): no later Pulled comes.
       if (from && to && (p.containersStart || p.firstReady)) {
         p.observedPull = true;
-        observeDuration(imagePull_, "pod_image_pull", Time{*from, ""}, Time{*to, ""});
+        observeDuration(imagePull_, "pod_image_pull", Time{*from}, Time{*to});
       }
     }
 }
@@ -676,7 +682,7 @@ bool TaskTimeline::podDiffers(Pod& p, const json* entry, json* patch) const {
     p.readStatusReady = true;
     if (auto have = entryTime(entry, "readyTime");
         have && (!p.firstReady || *have < p.firstReady->nanos)) {
-      p.firstReady = Time{*have, formatTime(*have, TimePrecision::kAsGiven)};
+      p.firstReady = Time{*have};
       p.republish = true;
     }
   }

@@ -45,6 +45,7 @@
 #include "entry_board.h"
 #include "finished_tasks.h"
 #include "kuscia_model.h"
+#include "kuscia_time.h"
 #include "status_entries.h"
 #include "status_writer.h"
 #include "timeline_config.h"
@@ -52,9 +53,11 @@
 namespace kuscia_host::plugins::timeline {
 
 // One time as read from an object: the instant and its canonical (UTC) text.
+// A time an object shows, as its instant: written and served in the canonical form of what was
+// read (formatTime kAsGiven), which is all a time's text ever was (8 bytes, not 40 and a string).
 struct Time {
   int64_t nanos = 0;
-  std::string text;
+  std::string text() const { return formatTime(nanos, TimePrecision::kAsGiven); }
 };
 
 class TaskTimeline final : public sdk::Plugin {
@@ -97,7 +100,7 @@ private:
     std::optional<Time> ready;           // the latest Ready=True
     std::optional<Time> containersStart; // the first moment every container ran
     std::optional<Waiting> waiting;
-    nlohmann::json published; // what is on the entry board for it
+    uint64_t published = 0; // the digest of what is on the entry board for it (0: nothing)
     bool observedStart = false, observedReady = false, observedSchedule = false;
     bool observedContainers = false, observedPull = false;
     bool readStatusReady = false; // the status's readyTime was read once for the first ready
@@ -109,7 +112,7 @@ private:
     std::optional<Time> create, ready;
     sdk::timeline::PodFacts facts; // why programming waited
     uint64_t factsVersion = 0;     // bumped when the facts change
-    std::string published;         // the signature of what is on the entry board
+    uint64_t published = 0;        // the digest of what is on the entry board (0: nothing)
     bool observed = false;
     bool loggedMalformed = false;
   };

@@ -50,7 +50,7 @@ json TaskTimeline::entryTimeline(const std::string& task, const std::string& key
   json yielded = json::object();
   const char* group = pod ? "podStatuses" : "serviceStatuses";
   auto mine = [&](const char* field, const std::optional<Time>& t) {
-    if (t && writer_.contest().yielded(task, group, key, field)) yielded[field] = t->text;
+    if (t && writer_.contest().yielded(task, group, key, field)) yielded[field] = t->text();
   };
   if (pod) {
     if (auto p = pods_.find(key); p != pods_.end()) {
@@ -105,7 +105,7 @@ std::optional<json> TaskTimeline::timeline(const std::string& task, bool phases)
   }
   // Objects of this domain whose entries are not written yet (the task is not there, or the
   // write is on its way).
-  auto pending = [](const std::optional<Time>& time) { return time ? json(time->text) : json(); };
+  auto pending = [](const std::optional<Time>& time) { return time ? json(time->text()) : json(); };
   for (const auto& key : ownPods)
     if (!entries.contains(key)) {
       const Pod& p = pods_.at(key);
@@ -120,8 +120,8 @@ std::optional<json> TaskTimeline::timeline(const std::string& task, bool phases)
     if (!entries.contains(key)) {
       const Service& s = services_.at(key);
       json e = json::object();
-      if (s.create) e["createTime"] = s.create->text;
-      if (s.ready) e["readyTime"] = s.ready->text;
+      if (s.create) e["createTime"] = s.create->text();
+      if (s.ready) e["readyTime"] = s.ready->text();
       entries[key] = entryTimeline(task, key, e, false);
     }
   doc["entries"] = std::move(entries);
