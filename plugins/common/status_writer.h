@@ -81,6 +81,13 @@ public:
   const WriteContest& contest() const { return contest_; }
 
   std::size_t inFlight() const { return requests_.size(); }
+  // Whether nothing of `task` is due, on its way or owed: the plugin may let its view of the task
+  // go (the next change brings it back from the host's cache).
+  bool settled(const std::string& task) const {
+    auto it = tasks_.find(task);
+    return it == tasks_.end() || (!it->second.dirty && !it->second.owed && it->second.timer == 0 &&
+                                  it->second.request == 0);
+  }
   // Whether the last write of `task` did not land (not sent, refused, or the task was gone) and
   // nothing is on its way: the plugin's next look at the task must compare again, even when
   // what it sees did not change.

@@ -486,6 +486,11 @@ void TaskTimeline::onTask(const sdk::Event& e) {
   if (!sameEntries || writer_.owes(name)) touch(name);
   // Complete only once every entry is ready in the status, which only a task event shows.
   summarizeOnce(name);
+  settle(name);
+}
+
+void TaskTimeline::settle(const std::string& name) {
+  if (summarized_.count(name) > 0 && writer_.settled(name)) tasks_.erase(name);
 }
 
 TaskTimeline::Task TaskTimeline::cachedOthers(const std::string& name) const {
@@ -524,7 +529,8 @@ std::optional<TaskTimeline::Task> TaskTimeline::cachedTask(const std::string& na
 
 void TaskTimeline::release(const std::string& name) {
   if (!pods_.members(name).empty() || !services_.members(name).empty()) return;
-  if (tasks_.erase(name) > 0) writer_.forget(name);
+  tasks_.erase(name);
+  writer_.forget(name); // also of a task settled before (not held, its contest kept)
   summarized_.erase(name);
   finished_->recheck(name);
 }
@@ -569,7 +575,10 @@ void TaskTimeline::touch(const std::string& task, const std::string* pod,
       differs = serviceDiffer(key);
     }
   }
-  if (differs) writer_.changed(task);
+  if (differs)
+    writer_.changed(task);
+  else if (!wasHeld)
+    settle(task); // a change of a settled task that changed nothing: let it go again
 }
 
 void TaskTimeline::summarizeOnce(const std::string& task) {

@@ -86,8 +86,10 @@ public:
   // The merge patch's "status" that brings `task` to the desired state; null when none.
   nlohmann::json diff(const std::string& task);
   const TimelineConfig& config() const { return config_; }
-  // Tasks this instance holds in memory: those with a pod or service of its domain still in
-  // memory (work in flight); a finished task's memory goes with its last object.
+  // Tasks whose entries this instance holds in memory: those starting up (work in flight). A
+  // task is held from its first object of this domain until its startup is summarised and every
+  // write of it has landed (settled); a later change of it brings it back from the host's cache,
+  // as a restarted host reads it. Its objects are held while they live.
   std::size_t heldTasks() const { return tasks_.size(); }
 
 private:
@@ -162,6 +164,8 @@ private:
   Task cachedOthers(const std::string& name) const;
   // Lets the task go when this instance has no pod or service of it left.
   void release(const std::string& name);
+  // Lets the task's entries go once its startup is summarised and nothing of it is due.
+  void settle(const std::string& name);
   // Whether this instance holds the task or any object of it.
   bool busy(const std::string& name) const;
   // Reads a time field; a present but malformed value is counted and logged once per object.

@@ -533,15 +533,34 @@ TEST_F(TimelineTest, AFinishedTaskIsNotHeldOnceItsObjectsAreGone) {
   EXPECT_EQ(json::parse(r.body)["phase"], "Succeeded");
   EXPECT_EQ(json::parse(r.body)["entries"][kPodKey]["times"]["readyTime"], "2024-05-20T08:00:09Z");
   EXPECT_EQ(json::parse(host_.httpGet("/api/v1/timelines").body)["tasks"].size(), 50u);
-  // A task in flight is held while this domain has objects of it, and let go with the last.
+  // A task starting up is held while this domain has objects of it; once its startup is
+  // summarised and every write landed, it is let go while its objects still run.
   deliver(host_, "kusciatasks", KH_EVENT_ADDED, task_);
   deliver(host_, "pods", KH_EVENT_ADDED, pod_);
   deliver(host_, "services", KH_EVENT_ADDED, svc_);
-  acceptWrites();
   EXPECT_EQ(plugin().heldTasks(), 1u);
+  acceptWrites();
   EXPECT_EQ(podEntry()["readyTime"], "2024-05-20T08:00:09Z");
+  EXPECT_EQ(host_.metric("kuscia_timeline_task_startup_seconds"), 1); // summarised
+  EXPECT_EQ(plugin().heldTasks(), 0u);
+  // A settled task's change that changes nothing writes nothing and is let go again.
+  const std::size_t settledWrites = writes();
+  bumpVersion(pod_);
+  deliver(host_, "pods", KH_EVENT_MODIFIED, pod_);
+  bumpVersion(task_);
+  deliver(host_, "kusciatasks", KH_EVENT_MODIFIED, task_);
+  EXPECT_EQ(writes(), settledWrites);
+  EXPECT_EQ(plugin().heldTasks(), 0u);
+  // One that changes a time is written again, from the task as the host's cache has it.
+  setReady(pod_, false, "2024-05-20T08:01:00Z");
+  deliver(host_, "pods", KH_EVENT_MODIFIED, pod_);
+  setReady(pod_, true, "2024-05-20T08:01:30Z");
+  deliver(host_, "pods", KH_EVENT_MODIFIED, pod_);
+  acceptWrites();
+  EXPECT_EQ(writes(), settledWrites + 1);
+  EXPECT_EQ(podEntry()["readyTime"], "2024-05-20T08:01:30Z"); // the latest Ready
+  EXPECT_EQ(plugin().heldTasks(), 0u);
   deliver(host_, "pods", KH_EVENT_DELETED, pod_);
-  EXPECT_EQ(plugin().heldTasks(), 1u); // its service is still there
   deliver(host_, "services", KH_EVENT_DELETED, svc_);
   EXPECT_EQ(plugin().heldTasks(), 0u);
   bumpVersion(task_);
