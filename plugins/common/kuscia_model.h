@@ -52,7 +52,9 @@ private:
 };
 
 // The objects of one kind (pods, services) that belong to tasks, keyed "<ns>/<name>", with the
-// index of each task's objects. T has the members uid, task, namespaceName and name.
+// index of each task's objects. T has the members uid, task, namespaceName and name. The task an
+// object belongs to is its record's `task`; the index holds only each task's keys (a TaskIndex
+// would hold every key's task a second time).
 template <class T> class TaskObjects {
 public:
   using Map = std::map<std::string, T>;
@@ -64,8 +66,11 @@ public:
       forget(key);
       return nullptr;
     }
-    index_.assign(key, task);
     T& o = objects_[key];
+    if (o.task != task) {
+      unindex(key, o.task);
+      members_[task].insert(key);
+    }
     if (o.uid != uid) {
       o = T{};
       o.uid = std::string(uid);
@@ -82,11 +87,13 @@ public:
     if (it == objects_.end()) return "";
     std::string task = std::move(it->second.task);
     objects_.erase(it);
-    index_.erase(key);
+    unindex(key, task);
     return task;
   }
   const std::set<std::string>& members(const std::string& task) const {
-    return index_.members(task);
+    static const std::set<std::string> none;
+    auto it = members_.find(task);
+    return it == members_.end() ? none : it->second;
   }
   typename Map::const_iterator find(const std::string& key) const { return objects_.find(key); }
   typename Map::const_iterator begin() const { return objects_.begin(); }
@@ -94,10 +101,20 @@ public:
   const T& at(const std::string& key) const { return objects_.at(key); }
   T& at(const std::string& key) { return objects_.at(key); }
   std::size_t size() const { return objects_.size(); }
+  // Tasks with an object (tests).
+  std::size_t tasks() const { return members_.size(); }
 
 private:
+  void unindex(const std::string& key, const std::string& task) {
+    if (task.empty()) return;
+    auto m = members_.find(task);
+    if (m == members_.end()) return;
+    m->second.erase(key);
+    if (m->second.empty()) members_.erase(m);
+  }
+
   Map objects_;
-  TaskIndex index_;
+  std::map<std::string, std::set<std::string>> members_;
 };
 
 // --- writes --------------------------------------------------------------------------------------

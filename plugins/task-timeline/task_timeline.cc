@@ -228,8 +228,8 @@ void TaskTimeline::onPod(const sdk::Event& e) {
   if (p.firstReady) {
     p.waiting.reset();
   } else {
-    p.waiting = podWaiting(p, conditions, f[kPodContainers], fieldString(f, kPodReason),
-                           fieldString(f, kPodMessage));
+    p.waiting = std::make_unique<Waiting>(podWaiting(
+        p, conditions, f[kPodContainers], fieldString(f, kPodReason), fieldString(f, kPodMessage)));
     // The phase this reason holds the pod in, kept after the phase ends.
     const Waiting& w = *p.waiting;
     const char* phase = w.phase == "scheduling" ? "scheduling"
@@ -282,7 +282,7 @@ void TaskTimeline::publish(const std::string& key, Pod& p) {
   if (p.firstReady) facts.firstReady = p.firstReady->nanos;
   if (p.containersStart) facts.containersStart = p.containersStart->nanos;
   if (events != podEvents_.end()) facts.facts = events->second.facts;
-  facts.waiting = p.waiting;
+  if (p.waiting) facts.waiting = *p.waiting;
   EntryBoard::process().put(key, std::move(facts));
 }
 

@@ -36,6 +36,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
@@ -101,7 +102,7 @@ private:
     std::optional<Time> firstReady;      // the first Ready=True of this incarnation
     std::optional<Time> ready;           // the latest Ready=True
     std::optional<Time> containersStart; // the first moment every container ran
-    std::optional<Waiting> waiting;
+    std::unique_ptr<Waiting> waiting;    // while not ready (none after: 8 bytes, not 112)
     uint64_t published = 0; // the digest of what is on the entry board for it (0: nothing)
     bool observedStart = false, observedReady = false, observedSchedule = false;
     bool observedContainers = false, observedPull = false;

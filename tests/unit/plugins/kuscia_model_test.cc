@@ -84,6 +84,17 @@ TEST(KusciaModelTest, TaskObjectsStartANewRecordForANewIncarnation) {
   EXPECT_EQ(objs.forget("alice/q"), "t1"); // deleted: the task it belonged to
   EXPECT_EQ(objs.forget("alice/q"), "");
   EXPECT_EQ(objs.size(), 0u);
+  EXPECT_EQ(objs.tasks(), 0u);
+  // An object that names another task moves to it: its old task no longer lists it.
+  objs.apply("alice/r", "uid-4", "t1");
+  objs.apply("alice/s", "uid-5", "t1");
+  objs.apply("alice/r", "uid-4", "t2");
+  EXPECT_EQ(objs.members("t1"), std::set<std::string>{"alice/s"});
+  EXPECT_EQ(objs.members("t2"), std::set<std::string>{"alice/r"});
+  objs.apply("alice/r", "uid-6", "t2"); // recreated in the same task: still listed
+  EXPECT_EQ(objs.members("t2"), std::set<std::string>{"alice/r"});
+  EXPECT_EQ(objs.forget("alice/s"), "t1");
+  EXPECT_EQ(objs.tasks(), 1u); // an emptied task is forgotten
 }
 
 TEST(KusciaModelTest, TheStatusWriteIsAMergePatchOfTheStatusSubresource) {
