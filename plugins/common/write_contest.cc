@@ -51,6 +51,7 @@ const json* member(const json& object, const std::string& key) {
 
 // The status maps a contest knows, by the group index of its entries.
 constexpr std::array<const char*, 2> kGroups = {"podStatuses", "serviceStatuses"};
+constexpr auto kGroupCount = static_cast<uint8_t>(kGroups.size());
 
 } // namespace
 
@@ -122,7 +123,7 @@ void WriteContest::wrote(const std::string& task, const json& status,
                          std::string_view responseBody) {
   uint64_t version = responseVersion(responseBody);
   Task& t = tasks_[task];
-  for (uint8_t group = 0; group < kGroups.size(); ++group) {
+  for (uint8_t group = 0; group < kGroupCount; ++group) {
     const json* entries = member(status, kGroups[group]);
     if (entries == nullptr || !entries->is_object()) continue;
     for (const auto& [key, fields] : entries->items()) {
@@ -236,7 +237,7 @@ json WriteContest::filter(const std::string& task, json status) {
   auto it = tasks_.find(task);
   if (it == tasks_.end() || !status.is_object()) return status;
   Task& t = it->second;
-  for (uint8_t group = 0; group < kGroups.size(); ++group) {
+  for (uint8_t group = 0; group < kGroupCount; ++group) {
     const char* groupName = kGroups[group];
     if (!status.contains(groupName) || !status[groupName].is_object()) continue;
     json& entries = status[groupName];
