@@ -51,10 +51,17 @@ private:
   std::map<std::string, std::set<std::string>> members_;
 };
 
+// An object's UID as a record keeps it: a 64-bit digest, only ever compared to tell one
+// incarnation from the next (0: none).
+inline uint64_t uidDigest(std::string_view uid) {
+  return uid.empty() ? 0 : std::hash<std::string_view>{}(uid) | 1;
+}
+
 // The objects of one kind (pods, services) that belong to tasks, keyed "<ns>/<name>", with the
-// index of each task's objects. T has the members uid, task, namespaceName and name. The task an
-// object belongs to is its record's `task`; the index holds only each task's keys (a TaskIndex
-// would hold every key's task a second time).
+// index of each task's objects. T has the members `uint64_t uid` (uidDigest) and `std::string
+// task`; the namespace and name are the key's (namespaceOf, nameOf). The task an object belongs
+// to is its record's `task`; the index holds only each task's keys (a TaskIndex would hold every
+// key's task a second time).
 template <class T> class TaskObjects {
 public:
   using Map = std::map<std::string, T>;
@@ -71,12 +78,9 @@ public:
       unindex(key, o.task);
       members_[task].insert(key);
     }
-    if (o.uid != uid) {
+    if (uint64_t id = uidDigest(uid); o.uid != id) {
       o = T{};
-      o.uid = std::string(uid);
-      auto slash = key.find('/');
-      o.namespaceName = slash == std::string::npos ? "" : key.substr(0, slash);
-      o.name = slash == std::string::npos ? key : key.substr(slash + 1);
+      o.uid = id;
     }
     o.task = task;
     return &o;

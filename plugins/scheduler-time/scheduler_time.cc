@@ -67,7 +67,6 @@ void SchedulerTime::onEvent(const sdk::Event& e) {
     std::string text = sched->value("lastTransitionTime", "");
     if (auto t = parseTime(text)) {
       p.scheduled = t;
-      p.scheduledText = formatTime(*t, TimePrecision::kAsGiven);
     } else {
       malformed_.add(1, {"PodScheduled lastTransitionTime"});
       if (!p.loggedMalformed) {
@@ -95,14 +94,15 @@ void SchedulerTime::onTask(const sdk::Event& e) {
   touch(task);
 }
 
-json SchedulerTime::patch(const Pod& p, const json* entry) const {
+json SchedulerTime::patch(const std::string& key, const Pod& p, const json* entry) const {
   json out = json::object();
   bool present = entry != nullptr && entry->is_object();
   bool same = sameIncarnation(entry, p.create);
   if (p.scheduled) {
-    if (!present) out = newPodEntry(p.namespaceName, p.name, p.phase);
+    if (!present) out = newPodEntry(namespaceOf(key), nameOf(key), p.phase);
     auto have = entryTime(entry, "scheduleTime");
-    if (!have || !sameTime(*have, *p.scheduled)) out["scheduleTime"] = p.scheduledText;
+    if (!have || !sameTime(*have, *p.scheduled))
+      out["scheduleTime"] = formatTime(*p.scheduled, TimePrecision::kAsGiven);
   } else if (present && !same && entryHas(entry, "scheduleTime")) {
     out["scheduleTime"] = nullptr; // an earlier incarnation's
   }
@@ -128,7 +128,7 @@ void SchedulerTime::touch(const std::string& task) {
   }
   for (const auto& key : pods_.members(task)) {
     auto e = t->second.find(key);
-    if (!patch(pods_.at(key), e == t->second.end() ? nullptr : &*e).is_null())
+    if (!patch(key, pods_.at(key), e == t->second.end() ? nullptr : &*e).is_null())
       return writer_.changed(task);
   }
 }
@@ -139,7 +139,7 @@ json SchedulerTime::diff(const std::string& task) {
   json pods = json::object();
   for (const auto& key : pods_.members(task)) {
     auto e = t->second.find(key);
-    json p = patch(pods_.at(key), e == t->second.end() ? nullptr : &*e);
+    json p = patch(key, pods_.at(key), e == t->second.end() ? nullptr : &*e);
     if (!p.is_null()) pods[key] = std::move(p);
   }
   if (pods.empty()) return nullptr;

@@ -37,13 +37,13 @@ public:
 
 private:
   struct Pod {
-    std::string uid, task, namespaceName, name, phase;
+    uint64_t uid = 0; // uidDigest
+    std::string task, phase;
     std::optional<int64_t> create;
-    std::optional<int64_t> scheduled;
-    std::string scheduledText;
+    std::optional<int64_t> scheduled; // written as formatTime(kAsGiven): the text it was read from
     bool loggedMalformed = false;
   };
-  nlohmann::json patch(const Pod& p, const nlohmann::json* entry) const;
+  nlohmann::json patch(const std::string& key, const Pod& p, const nlohmann::json* entry) const;
   void onTask(const sdk::Event& e);
   // Lets the task go when this instance has no pod of it left.
   void release(const std::string& task);

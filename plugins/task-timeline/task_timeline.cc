@@ -241,7 +241,7 @@ void TaskTimeline::onPod(const sdk::Event& e) {
     if (events.facts.addReason(phase, w.reason, w.message, host().wallTimeNanos(), true))
       ++events.version;
   }
-  observe(p);
+  observe(key, p);
   publish(key, p);
   touch(task, &key);
 }
@@ -253,15 +253,16 @@ void TaskTimeline::onPodEvent(const sdk::Event& e) {
   const std::string& uid = ev->uid;
   auto pod = pods_.find(key);
   // An Event of another incarnation than the pod's is not this pod's.
-  if (pod != pods_.end() && !uid.empty() && pod->second.uid != uid) return;
+  const uint64_t id = uidDigest(uid);
+  if (pod != pods_.end() && id != 0 && pod->second.uid != id) return;
   auto& events = podEvents_[key];
-  if (!uid.empty() && events.uid != uid) events = PodEvents{uid, {}, 0, events.version + 1};
+  if (id != 0 && events.uid != id) events = PodEvents{id, {}, 0, events.version + 1};
   events.lastNanos = host().wallTimeNanos();
   if (!events.facts.addEvent(ev->reason, ev->message, ev->at)) return;
   ++events.version;
   if (pod == pods_.end()) return; // applied when the pod comes
   Pod& p = pods_.at(key);
-  observe(p);
+  observe(key, p);
   publish(key, p);
   touch(p.task, &key);
 }
@@ -288,7 +289,7 @@ void TaskTimeline::publish(const std::string& key, Pod& p) {
 
 void TaskTimeline::publish(const std::string& key, Service& s) {
   // As for pods: a signature of what would be published first, the JSON only when it changed.
-  auto w = serviceWaiting(s);
+  auto w = serviceWaiting(key, s);
   if (w && s.facts.addReason("programming", w->reason, w->message, host().wallTimeNanos(), true))
     ++s.factsVersion;
   std::string signature = std::to_string(s.factsVersion) + "|";
@@ -357,7 +358,7 @@ void TaskTimeline::observeDuration(const sdk::Metric& m, const char* name, const
   m.observe(seconds);
 }
 
-void TaskTimeline::observe(Pod& p) {
+void TaskTimeline::observe(const std::string& key, Pod& p) {
   if (!p.create) return;
   if (p.scheduled && !p.observedSchedule) {
     p.observedSchedule = true;
@@ -377,7 +378,7 @@ void TaskTimeline::observe(Pod& p) {
     observeDuration(containersStart_, "pod_containers_start", *p.start, *p.containersStart);
   }
   if (!p.observedPull)
-    if (auto it = podEvents_.find(p.namespaceName + "/" + p.name); it != podEvents_.end()) {
+    if (auto it = podEvents_.find(key); it != podEvents_.end()) {
       auto from = it->second.facts.imagePullStart();
       auto to = it->second.facts.imagePullEnd();
       // The pull is over once the containers run (or the pod is ready): no later Pulled comes.
@@ -551,7 +552,7 @@ void TaskTimeline::touch(const std::string& task, const std::string* pod,
   auto podDiffer = [&](const std::string& key) {
     auto e = t.podStatuses.find(key);
     Pod& p = pods_.at(key);
-    bool differs = podDiffers(p, e == t.podStatuses.end() ? nullptr : &*e);
+    bool differs = podDiffers(key, p, e == t.podStatuses.end() ? nullptr : &*e);
     if (p.republish) {
       p.republish = false;
       publish(key, p);
@@ -560,7 +561,7 @@ void TaskTimeline::touch(const std::string& task, const std::string* pod,
   };
   auto serviceDiffer = [&](const std::string& key) {
     auto e = t.serviceStatuses.find(key);
-    return serviceDiffers(services_.at(key), e == t.serviceStatuses.end() ? nullptr : &*e);
+    return serviceDiffers(key, services_.at(key), e == t.serviceStatuses.end() ? nullptr : &*e);
   };
   bool differs = false;
   if (one) {
@@ -672,16 +673,17 @@ void TaskTimeline::withBoardFacts(sdk::timeline::EntryTimes& e) {
   });
 }
 
-json TaskTimeline::podPatch(Pod& p, const json* entry) const {
+json TaskTimeline::podPatch(const std::string& key, Pod& p, const json* entry) const {
   json patch = json::object();
-  return podDiffers(p, entry, &patch) ? patch : json();
+  return podDiffers(key, p, entry, &patch) ? patch : json();
 }
 
-bool TaskTimeline::podDiffers(Pod& p, const json* entry, json* patch) const {
+bool TaskTimeline::podDiffers(const std::string& key, Pod& p, const json* entry,
+                              json* patch) const {
   bool present = entry != nullptr && entry->is_object();
   bool same = sameIncarnation(entry, p.create ? std::optional(p.create->nanos) : std::nullopt);
   bool differs = !present;
-  if (!present && patch != nullptr) *patch = newPodEntry(p.namespaceName, p.name, p.phase);
+  if (!present && patch != nullptr) *patch = newPodEntry(namespaceOf(key), nameOf(key), p.phase);
   differs = setTime(patch, entry, "createTime", p.create, false) || differs;
   differs = setTime(patch, entry, "startTime", p.start, present && !same) || differs;
   // The first ready of this incarnation: the status, as first read, may hold an earlier Ready
@@ -700,16 +702,17 @@ bool TaskTimeline::podDiffers(Pod& p, const json* entry, json* patch) const {
   return differs;
 }
 
-json TaskTimeline::servicePatch(const Service& s, const json* entry) const {
+json TaskTimeline::servicePatch(const std::string& key, const Service& s, const json* entry) const {
   json patch = json::object();
-  return serviceDiffers(s, entry, &patch) ? patch : json();
+  return serviceDiffers(key, s, entry, &patch) ? patch : json();
 }
 
-bool TaskTimeline::serviceDiffers(const Service& s, const json* entry, json* patch) const {
+bool TaskTimeline::serviceDiffers(const std::string& key, const Service& s, const json* entry,
+                                  json* patch) const {
   bool present = entry != nullptr && entry->is_object();
   bool same = sameIncarnation(entry, s.create ? std::optional(s.create->nanos) : std::nullopt);
   bool differs = !present;
-  if (!present && patch != nullptr) *patch = newServiceEntry(s.namespaceName, s.name);
+  if (!present && patch != nullptr) *patch = newServiceEntry(namespaceOf(key), nameOf(key));
   differs = setTime(patch, entry, "createTime", s.create, false) || differs;
   differs = setTime(patch, entry, "readyTime", s.ready, present && !same) || differs;
   return differs;
@@ -722,13 +725,13 @@ json TaskTimeline::diff(const std::string& task) {
   json pods = json::object();
   for (const auto& key : pods_.members(task)) {
     auto e = t.podStatuses.find(key);
-    json patch = podPatch(pods_.at(key), e == t.podStatuses.end() ? nullptr : &*e);
+    json patch = podPatch(key, pods_.at(key), e == t.podStatuses.end() ? nullptr : &*e);
     if (!patch.is_null()) pods[key] = std::move(patch);
   }
   json services = json::object();
   for (const auto& key : services_.members(task)) {
     auto e = t.serviceStatuses.find(key);
-    json patch = servicePatch(services_.at(key), e == t.serviceStatuses.end() ? nullptr : &*e);
+    json patch = servicePatch(key, services_.at(key), e == t.serviceStatuses.end() ? nullptr : &*e);
     if (!patch.is_null()) services[key] = std::move(patch);
   }
   json status = json::object();
@@ -763,7 +766,7 @@ void TaskTimeline::refreshStuck() {
     if (p.waiting && p.waiting->sinceNanos > 0 && now - p.waiting->sinceNanos > limit)
       ++counts[p.waiting->phase];
   for (const auto& [key, s] : services_)
-    if (auto w = serviceWaiting(s); w && w->sinceNanos > 0 && now - w->sinceNanos > limit)
+    if (auto w = serviceWaiting(key, s); w && w->sinceNanos > 0 && now - w->sinceNanos > limit)
       ++counts[w->phase];
   for (const auto& [phase, n] : counts)
     stuck_.set(n, {phase.c_str()});
@@ -775,12 +778,13 @@ void TaskTimeline::refreshStuck() {
       ++it;
 }
 
-std::optional<Waiting> TaskTimeline::serviceWaiting(const Service& s) const {
+std::optional<Waiting> TaskTimeline::serviceWaiting(const std::string& key,
+                                                    const Service& s) const {
   if (s.ready) return std::nullopt;
   Waiting w;
   w.phase = "ready";
   w.sinceNanos = s.create ? s.create->nanos : 0;
-  auto ep = endpoints_.find(s.namespaceName + "/" + s.name);
+  auto ep = endpoints_.find(key);
   if (ep == endpoints_.end() || !ep->second) {
     w.reason = "NoEndpoints";
     w.message = "the service's Endpoints have no address yet";

@@ -96,8 +96,9 @@ public:
 private:
   // Every member's special functions are nothrow (static_asserts in task_timeline.cc); clang-tidy
   // cannot see it through std::optional of a struct of strings.
-  struct Pod { // NOLINT(bugprone-exception-escape)
-    std::string uid, task, namespaceName, name, phase;
+  struct Pod {        // NOLINT(bugprone-exception-escape)
+    uint64_t uid = 0; // uidDigest
+    std::string task, phase;
     std::optional<Time> create, start, scheduled;
     std::optional<Time> firstReady;      // the first Ready=True of this incarnation
     std::optional<Time> ready;           // the latest Ready=True
@@ -111,7 +112,8 @@ private:
     bool loggedMalformed = false;
   };
   struct Service {
-    std::string uid, task, namespaceName, name;
+    uint64_t uid = 0; // uidDigest
+    std::string task;
     std::optional<Time> create, ready;
     sdk::timeline::PodFacts facts; // why programming waited
     uint64_t factsVersion = 0;     // bumped when the facts change
@@ -172,20 +174,22 @@ private:
   // Reads a time field; a present but malformed value is counted and logged once per object.
   std::optional<Time> readTime(const nlohmann::json& value, const std::string& what,
                                const std::string& key, bool& logged);
-  void observe(Pod& p);
+  void observe(const std::string& key, Pod& p);
   void observe(Service& s);
   void observeDuration(const sdk::Metric& m, const char* name, const Time& from, const Time& to);
   Waiting podWaiting(const Pod& p, const nlohmann::json& conditions,
                      const nlohmann::json& containers, const std::string& reason,
                      const std::string& message) const;
-  std::optional<Waiting> serviceWaiting(const Service& s) const;
+  std::optional<Waiting> serviceWaiting(const std::string& key, const Service& s) const;
   // The merge-patch entry for one pod or service against the status entry (null when equal).
-  nlohmann::json podPatch(Pod& p, const nlohmann::json* entry) const;
-  nlohmann::json servicePatch(const Service& s, const nlohmann::json* entry) const;
+  nlohmann::json podPatch(const std::string& key, Pod& p, const nlohmann::json* entry) const;
+  nlohmann::json servicePatch(const std::string& key, const Service& s,
+                              const nlohmann::json* entry) const;
   // Whether the entry differs from what this host knows (the patch is built into `patch` when
   // given; touch() only asks, and builds nothing).
-  bool podDiffers(Pod& p, const nlohmann::json* entry, nlohmann::json* patch = nullptr) const;
-  bool serviceDiffers(const Service& s, const nlohmann::json* entry,
+  bool podDiffers(const std::string& key, Pod& p, const nlohmann::json* entry,
+                  nlohmann::json* patch = nullptr) const;
+  bool serviceDiffers(const std::string& key, const Service& s, const nlohmann::json* entry,
                       nlohmann::json* patch = nullptr) const;
   // Marks the task for a write when the object's entry differs from the status.
   // `pod` or `service`: the one object an event changed (the others are not compared again).
@@ -218,7 +222,7 @@ private:
   // What pods' Events said, by pod "<ns>/<name>", for the pod's UID; Events may come first. Those
   // of a pod this instance never sees (not a task's) go after kOrphanEventsSeconds.
   struct PodEvents {
-    std::string uid;
+    uint64_t uid = 0; // uidDigest
     sdk::timeline::PodFacts facts;
     int64_t lastNanos = 0;
     uint64_t version = 0; // bumped when the facts change

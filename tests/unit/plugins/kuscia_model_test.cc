@@ -65,7 +65,8 @@ TEST(KusciaModelTest, TaskIndexFollowsObjectsBetweenTasks) {
 }
 
 struct Obj {
-  std::string uid, task, namespaceName, name;
+  uint64_t uid = 0;
+  std::string task;
   int seen = 0;
 };
 
@@ -73,8 +74,9 @@ TEST(KusciaModelTest, TaskObjectsStartANewRecordForANewIncarnation) {
   TaskObjects<Obj> objs;
   Obj* o = objs.apply("alice/p", "uid-1", "t1");
   ASSERT_NE(o, nullptr);
-  EXPECT_EQ(o->namespaceName, "alice");
-  EXPECT_EQ(o->name, "p");
+  EXPECT_EQ(o->uid, uidDigest("uid-1"));
+  EXPECT_NE(uidDigest("uid-1"), uidDigest("uid-2"));
+  EXPECT_EQ(uidDigest(""), 0u);
   o->seen = 1;
   EXPECT_EQ(objs.apply("alice/p", "uid-1", "t1")->seen, 1);
   EXPECT_EQ(objs.apply("alice/p", "uid-2", "t1")->seen, 0); // recreated
