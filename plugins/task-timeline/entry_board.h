@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -35,7 +36,7 @@ struct EntryFacts {
   std::optional<int64_t> firstReady;      // pods: the first Ready=True of the incarnation
   std::optional<int64_t> containersStart; // pods: every container running
   sdk::timeline::PodFacts facts;          // the image pull, and why each phase waited
-  std::optional<Waiting> waiting;         // what it waits for now
+  std::unique_ptr<Waiting> waiting;       // what it waits for now (none once ready: 8 bytes)
 
   // The status-like object the timeline document's entry takes these from ("firstReadyTime",
   // "containersStartTime", "imagePullStartTime", "imagePullEndTime", "reasons", "waiting").

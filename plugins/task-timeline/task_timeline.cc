@@ -283,7 +283,7 @@ void TaskTimeline::publish(const std::string& key, Pod& p) {
   if (p.firstReady) facts.firstReady = p.firstReady->nanos;
   if (p.containersStart) facts.containersStart = p.containersStart->nanos;
   if (events != podEvents_.end()) facts.facts = events->second.facts;
-  if (p.waiting) facts.waiting = *p.waiting;
+  if (p.waiting) facts.waiting = std::make_unique<Waiting>(*p.waiting);
   EntryBoard::process().put(key, std::move(facts));
 }
 
@@ -300,7 +300,7 @@ void TaskTimeline::publish(const std::string& key, Service& s) {
   s.published = signatureDigest(signature);
   EntryFacts facts;
   facts.facts = s.facts;
-  facts.waiting = std::move(w);
+  if (w) facts.waiting = std::make_unique<Waiting>(std::move(*w));
   EntryBoard::process().put(key, std::move(facts));
 }
 
