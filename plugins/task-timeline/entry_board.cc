@@ -11,7 +11,7 @@ nlohmann::json EntryFacts::toJson() const {
   if (firstReady) out["firstReadyTime"] = formatTime(*firstReady, TimePrecision::kAsGiven);
   if (containersStart)
     out["containersStartTime"] = formatTime(*containersStart, TimePrecision::kAsGiven);
-  facts.fill(out);
+  if (facts) facts->fill(out);
   if (waiting)
     out["waiting"] = {{"phase", waiting->phase},
                       {"reason", waiting->reason},

@@ -35,8 +35,10 @@ struct Waiting {
 struct EntryFacts {
   std::optional<int64_t> firstReady;      // pods: the first Ready=True of the incarnation
   std::optional<int64_t> containersStart; // pods: every container running
-  sdk::timeline::PodFacts facts;          // the image pull, and why each phase waited
-  std::unique_ptr<Waiting> waiting;       // what it waits for now (none once ready: 8 bytes)
+  // The image pull, and why each phase waited: shared with the instance that published them, and
+  // never changed once shared (a change is made on a copy); nullptr: none.
+  std::shared_ptr<const sdk::timeline::PodFacts> facts;
+  std::unique_ptr<Waiting> waiting; // what it waits for now (none once ready: 8 bytes)
 
   // The status-like object the timeline document's entry takes these from ("firstReadyTime",
   // "containersStartTime", "imagePullStartTime", "imagePullEndTime", "reasons", "waiting").

@@ -61,6 +61,17 @@ bool setTime(json* patch, const json* entry, const char* field, const std::optio
   return false;
 }
 
+// Changes facts shared with the entry board: on a copy, which replaces them only when `change`
+// changed something (what the board holds is never changed under its readers).
+template <class F>
+bool changeFacts(std::shared_ptr<const sdk::timeline::PodFacts>& facts, F&& change) {
+  auto copy = facts ? std::make_shared<sdk::timeline::PodFacts>(*facts)
+                    : std::make_shared<sdk::timeline::PodFacts>();
+  if (!std::forward<F>(change)(*copy)) return false;
+  facts = std::move(copy);
+  return true;
+}
+
 // What a signature of published facts is kept as: its digest, never 0 (0: nothing published).
 uint64_t signatureDigest(std::string_view signature) {
   uint64_t h = std::hash<std::string_view>{}(signature);
@@ -238,7 +249,10 @@ void TaskTimeline::onPod(const sdk::Event& e) {
                             : sdk::timeline::waitingReasonPhase(
                                   w.reason, p.containersStart ? "readiness" : "starting");
     if (std::string_view(phase) == "readiness" && !p.containersStart) phase = "starting";
-    if (events.facts.addReason(phase, w.reason, w.message, host().wallTimeNanos(), true))
+    const int64_t now = host().wallTimeNanos();
+    if (changeFacts(events.facts, [&](sdk::timeline::PodFacts& f) {
+          return f.addReason(phase, w.reason, w.message, now, true);
+        }))
       ++events.version;
   }
   observe(key, p);
@@ -258,7 +272,10 @@ void TaskTimeline::onPodEvent(const sdk::Event& e) {
   auto& events = podEvents_[key];
   if (id != 0 && events.uid != id) events = PodEvents{id, {}, 0, events.version + 1};
   events.lastNanos = host().wallTimeNanos();
-  if (!events.facts.addEvent(ev->reason, ev->message, ev->at)) return;
+  if (!changeFacts(events.facts, [&ev](sdk::timeline::PodFacts& f) {
+        return f.addEvent(ev->reason, ev->message, ev->at);
+      }))
+    return;
   ++events.version;
   if (pod == pods_.end()) return; // applied when the pod comes
   Pod& p = pods_.at(key);
@@ -290,7 +307,10 @@ void TaskTimeline::publish(const std::string& key, Pod& p) {
 void TaskTimeline::publish(const std::string& key, Service& s) {
   // As for pods: a signature of what would be published first, the JSON only when it changed.
   auto w = serviceWaiting(key, s);
-  if (w && s.facts.addReason("programming", w->reason, w->message, host().wallTimeNanos(), true))
+  const int64_t now = host().wallTimeNanos();
+  if (w && changeFacts(s.facts, [&w, now](sdk::timeline::PodFacts& f) {
+        return f.addReason("programming", w->reason, w->message, now, true);
+      }))
     ++s.factsVersion;
   std::string signature = std::to_string(s.factsVersion) + "|";
   if (w)
@@ -379,8 +399,9 @@ void TaskTimeline::observe(const std::string& key, Pod& p) {
   }
   if (!p.observedPull)
     if (auto it = podEvents_.find(key); it != podEvents_.end()) {
-      auto from = it->second.facts.imagePullStart();
-      auto to = it->second.facts.imagePullEnd();
+      const auto& facts = it->second.facts;
+      auto from = facts ? facts->imagePullStart() : std::nullopt;
+      auto to = facts ? facts->imagePullEnd() : std::nullopt;
       // The pull is over once the containers run (or the pod is ready): no later Pulled comes.
       if (from && to && (p.containersStart || p.firstReady)) {
         p.observedPull = true;
@@ -662,12 +683,14 @@ void TaskTimeline::withBoardFacts(sdk::timeline::EntryTimes& e) {
   EntryBoard::process().read(e.key, [&e](const EntryFacts& f) {
     if (f.firstReady) e.firstReadyTime = f.firstReady;
     if (f.containersStart) e.containersStartTime = f.containersStart;
-    if (auto t = f.facts.imagePullStart()) e.imagePullStartTime = t;
-    if (auto t = f.facts.imagePullEnd()) e.imagePullEndTime = t;
-    if (!f.facts.reasons().empty()) {
-      e.reasons.clear();
-      for (const auto& [phase, r] : f.facts.reasons())
-        e.reasons[phase] = {r.reason, r.message};
+    if (f.facts) {
+      if (auto t = f.facts->imagePullStart()) e.imagePullStartTime = t;
+      if (auto t = f.facts->imagePullEnd()) e.imagePullEndTime = t;
+      if (!f.facts->reasons().empty()) {
+        e.reasons.clear();
+        for (const auto& [phase, r] : f.facts->reasons())
+          e.reasons[phase] = {r.reason, r.message};
+      }
     }
     if (f.waiting) e.waitingToStart = f.waiting->phase == "starting";
   });

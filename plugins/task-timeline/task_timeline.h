@@ -115,9 +115,9 @@ private:
     uint64_t uid = 0; // uidDigest
     std::string task;
     std::optional<Time> create, ready;
-    sdk::timeline::PodFacts facts; // why programming waited
-    uint64_t factsVersion = 0;     // bumped when the facts change
-    uint64_t published = 0;        // the digest of what is on the entry board (0: nothing)
+    std::shared_ptr<const sdk::timeline::PodFacts> facts; // why programming waited (changeFacts)
+    uint64_t factsVersion = 0;                            // bumped when the facts change
+    uint64_t published = 0; // the digest of what is on the entry board (0: nothing)
     bool observed = false;
     bool loggedMalformed = false;
   };
@@ -222,8 +222,8 @@ private:
   // What pods' Events said, by pod "<ns>/<name>", for the pod's UID; Events may come first. Those
   // of a pod this instance never sees (not a task's) go after kOrphanEventsSeconds.
   struct PodEvents {
-    uint64_t uid = 0; // uidDigest
-    sdk::timeline::PodFacts facts;
+    uint64_t uid = 0;                                     // uidDigest
+    std::shared_ptr<const sdk::timeline::PodFacts> facts; // shared with the board (changeFacts)
     int64_t lastNanos = 0;
     uint64_t version = 0; // bumped when the facts change
   };
