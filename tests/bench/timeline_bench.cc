@@ -1053,9 +1053,12 @@ void b7(const std::vector<std::size_t>& sizes, const std::string& hostBinary) {
                 "(target 0)\n",
                 n, r.peakRssMiB, perTask, r.statusBytes, r.rssMiB, settledPerTask, r.cacheMiB,
                 r.forgotten, r.forgetSeconds, r.readySeconds, r.cpuSeconds, r.writes);
+    // Asked once the host has forgotten every finished task: the list walks only what is cached,
+    // so it lists none of them (the history of finished tasks is task-history's to serve).
     std::printf(
-        "    the web page's task list (limit 200): %zu tasks, %zu bytes, answered in %.0f ms "
-        "with %.0f ms of host CPU\n",
+        "    the web page's task list (limit 200), once they are forgotten: %zu tasks listed "
+        "(the host keeps only their digests), %zu bytes, answered in %.0f ms with %.0f ms of "
+        "host CPU\n",
         r.listed, r.listBytes, r.listMs, r.listCpuMs);
     std::fflush(stdout);
   }
