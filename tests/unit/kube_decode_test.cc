@@ -338,6 +338,39 @@ TEST(ProjectionTest, ListPagesStreamItemsAndSkipBadOnes) {
       "{\"items\":[{]}", [](Projected&) {}, [](const std::string&) {}));
 }
 
+TEST(ProjectionTest, TheLastListPageLetsGoOfBuffersSizedToThePages) {
+  FieldPaths paths;
+  auto phase = paths.add("/status/phase");
+  ASSERT_TRUE(phase);
+  Decoder dec(paths, {});
+  auto page = [](const std::string& continueToken, int items) {
+    std::string body = R"({"kind":"PodList","metadata":{"resourceVersion":"99","continue":")" +
+                       continueToken + R"("},"items":[)";
+    for (int i = 0; i < items; ++i)
+      body += std::string(i > 0 ? "," : "") + R"({"metadata":{"name":"p)" + std::to_string(i) +
+              R"(","namespace":"n","resourceVersion":"5"},"status":{"phase":"Running"}})";
+    return body + "]}";
+  };
+  std::size_t listed = 0;
+  auto list = [&](const std::string& body) {
+    return dec.decodeList(
+        body, [&](Projected&) { ++listed; }, [](const std::string&) {});
+  };
+  const std::string big = page("more", 10000); // about 1 MB
+  ASSERT_TRUE(list(big));
+  EXPECT_GE(dec.bufferBytes(), big.size()); // kept for the next page
+  ASSERT_TRUE(list(page("", 10)));
+  EXPECT_LT(dec.bufferBytes(), 256u * 1024 * 2) << "the last page keeps what the big one needed";
+  EXPECT_EQ(listed, 10010u);
+  // The next watch event parses as before.
+  std::string ev = R"({"type":"MODIFIED","object":{"metadata":{"name":"a","namespace":"n",)"
+                   R"("resourceVersion":"6"},"status":{"phase":"Failed"}}})";
+  Projected out;
+  auto r = dec.decodeEvent(ev, ev.size(), out);
+  ASSERT_TRUE(r) << r.error();
+  EXPECT_EQ(out.values[*phase], "\"Failed\"");
+}
+
 TEST(ObjectCacheTest, CompactRecordsAndReplacement) {
   Projected p;
   p.name = "pod-a";

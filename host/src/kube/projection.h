@@ -88,6 +88,9 @@ public:
   // reason for every item skipped. A malformed page is an error.
   Result<ListMeta> decodeList(std::string_view body, const std::function<void(Projected&)>& onItem,
                               const std::function<void(const std::string&)>& onBadItem);
+  // Bytes the decoder holds for parsing (the parser's buffers and its padded copy): sized to the
+  // largest text parsed since the last page of a list, which lets go of what a page needed.
+  std::size_t bufferBytes() const;
 
 private:
   struct Impl;
