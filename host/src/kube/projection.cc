@@ -400,7 +400,7 @@ struct Decoder::Impl {
 
   // Frees the parser's buffers and the scratch copy when they grew past what events need.
   void shrink() {
-    constexpr std::size_t kKeepBytes = 256 * 1024;
+    constexpr std::size_t kKeepBytes = std::size_t{256} * 1024;
     if (parser.capacity() > kKeepBytes) parser = od::parser{};
     if (scratch.capacity() > kKeepBytes) std::string().swap(scratch);
   }
