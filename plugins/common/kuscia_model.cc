@@ -52,15 +52,25 @@ bool endpointsHaveAddress(const json& subsets) {
   });
 }
 
+void TaskMembers::remove(const std::string& key, const std::string& task) {
+  if (task.empty()) return;
+  auto m = members_.find(task);
+  if (m == members_.end()) return;
+  m->second.erase(key);
+  if (m->second.empty()) members_.erase(m);
+}
+
+const std::set<std::string>& TaskMembers::members(const std::string& task) const {
+  static const std::set<std::string> none;
+  auto it = members_.find(task);
+  return it == members_.end() ? none : it->second;
+}
+
 void TaskIndex::assign(const std::string& key, const std::string& task) {
   auto it = taskOf_.find(key);
   if (it != taskOf_.end()) {
     if (it->second == task) return;
-    auto m = members_.find(it->second);
-    if (m != members_.end()) {
-      m->second.erase(key);
-      if (m->second.empty()) members_.erase(m);
-    }
+    members_.remove(key, it->second);
     if (task.empty()) {
       taskOf_.erase(it);
       return;
@@ -71,13 +81,7 @@ void TaskIndex::assign(const std::string& key, const std::string& task) {
   } else {
     taskOf_.emplace(key, task);
   }
-  members_[task].insert(key);
-}
-
-const std::set<std::string>& TaskIndex::members(const std::string& task) const {
-  static const std::set<std::string> none;
-  auto it = members_.find(task);
-  return it == members_.end() ? none : it->second;
+  members_.add(key, task);
 }
 
 sdk::KubeRequest taskStatusPatch(const std::string& taskNamespace, const std::string& task,

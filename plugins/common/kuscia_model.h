@@ -37,18 +37,33 @@ const nlohmann::json* trueCondition(const nlohmann::json& conditions, std::strin
 // Whether an Endpoints object's subsets hold at least one (ready) address.
 bool endpointsHaveAddress(const nlohmann::json& subsets);
 
+// The objects ("<ns>/<name>") of each task; a task without objects is not kept.
+class TaskMembers {
+public:
+  void add(const std::string& key, const std::string& task) { members_[task].insert(key); }
+  // Takes `key` out of `task` ("": of none).
+  void remove(const std::string& key, const std::string& task);
+  const std::set<std::string>& members(const std::string& task) const;
+  std::size_t tasks() const { return members_.size(); }
+
+private:
+  std::map<std::string, std::set<std::string>> members_;
+};
+
 // Which task each object ("<ns>/<name>") belongs to, and the objects of each task.
 class TaskIndex {
 public:
   // `key` belongs to `task` from now on ("" : to none).
   void assign(const std::string& key, const std::string& task);
   void erase(const std::string& key) { assign(key, ""); }
-  const std::set<std::string>& members(const std::string& task) const;
-  std::size_t tasks() const { return members_.size(); }
+  const std::set<std::string>& members(const std::string& task) const {
+    return members_.members(task);
+  }
+  std::size_t tasks() const { return members_.tasks(); }
 
 private:
   std::map<std::string, std::string> taskOf_;
-  std::map<std::string, std::set<std::string>> members_;
+  TaskMembers members_;
 };
 
 // An object's UID as a record keeps it: a 64-bit digest, only ever compared to tell one
@@ -75,8 +90,8 @@ public:
     }
     T& o = objects_[key];
     if (o.task != task) {
-      unindex(key, o.task);
-      members_[task].insert(key);
+      members_.remove(key, o.task);
+      members_.add(key, task);
     }
     if (uint64_t id = uidDigest(uid); o.uid != id) {
       o = T{};
@@ -91,13 +106,11 @@ public:
     if (it == objects_.end()) return "";
     std::string task = std::move(it->second.task);
     objects_.erase(it);
-    unindex(key, task);
+    members_.remove(key, task);
     return task;
   }
   const std::set<std::string>& members(const std::string& task) const {
-    static const std::set<std::string> none;
-    auto it = members_.find(task);
-    return it == members_.end() ? none : it->second;
+    return members_.members(task);
   }
   typename Map::const_iterator find(const std::string& key) const { return objects_.find(key); }
   typename Map::const_iterator begin() const { return objects_.begin(); }
@@ -106,19 +119,11 @@ public:
   T& at(const std::string& key) { return objects_.at(key); }
   std::size_t size() const { return objects_.size(); }
   // Tasks with an object (tests).
-  std::size_t tasks() const { return members_.size(); }
+  std::size_t tasks() const { return members_.tasks(); }
 
 private:
-  void unindex(const std::string& key, const std::string& task) {
-    if (task.empty()) return;
-    auto m = members_.find(task);
-    if (m == members_.end()) return;
-    m->second.erase(key);
-    if (m->second.empty()) members_.erase(m);
-  }
-
   Map objects_;
-  std::map<std::string, std::set<std::string>> members_;
+  TaskMembers members_;
 };
 
 // --- writes --------------------------------------------------------------------------------------
