@@ -4,7 +4,9 @@
 // bracket scan gives the frames (and the first error) of the stream fed at once; and where that
 // stream is valid JSON, lines give those frames too. (On corrupt JSON they may not: simdjson's
 // On-Demand parser validates what it reads, not what it skips, so it may accept a corrupt line
-// that the bracket scan would cut elsewhere. Either way nothing crashes or reads out of bounds.)
+// that the bracket scan would cut elsewhere, such as `{"a":\"}` whose backslash outside a string
+// it skips, where the bracket scan opens a string and waits for more. Either way nothing crashes
+// or reads out of bounds.)
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -26,6 +28,7 @@ using kuscia_host::kube::FrameSplitter;
 struct Split {
   std::vector<std::string> frames;
   bool failed = false;
+  bool pending = false; // the stream ended inside a frame
 };
 
 // onFrame: whether the frame is taken (false rejects a guessed line).
@@ -50,6 +53,7 @@ Split split(std::string_view stream, std::size_t chunk, bool lines,
       out.frames.emplace_back(frame);
     }
   }
+  out.pending = splitter.buffered() > 0;
   return out;
 }
 
@@ -76,7 +80,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
                   " and the whole stream");
   }
   Split lines = split(stream, chunk, true, decode);
-  bool valid = !whole.failed;
+  // Valid: every byte framed (an unfinished last frame is not JSON) and every frame JSON.
+  bool valid = !whole.failed && !whole.pending;
   for (const auto& f : whole.frames)
     valid = valid && nlohmann::json::accept(f);
   if (valid && (lines.frames != whole.frames || lines.failed))
