@@ -250,8 +250,8 @@ void TaskTimeline::onPod(const sdk::Event& e) {
                                   w.reason, p.containersStart ? "readiness" : "starting");
     if (std::string_view(phase) == "readiness" && !p.containersStart) phase = "starting";
     const int64_t now = host().wallTimeNanos();
-    if (changeFacts(events.facts, [&](sdk::timeline::PodFacts& f) {
-          return f.addReason(phase, w.reason, w.message, now, true);
+    if (changeFacts(events.facts, [&](sdk::timeline::PodFacts& facts) {
+          return facts.addReason(phase, w.reason, w.message, now, true);
         }))
       ++events.version;
   }
