@@ -13,11 +13,15 @@
 #include <mutex>
 #include <thread>
 
+// zlib: an earlier version's packing, written by hand.
+#include <zlib.h>
+
 #include "history_api.h"
 #include "history_doc.h"
 #include "history_reader.h"
 #include "plugin_test_support.h"
 #include "postgres_server.h"
+#include "sql_db.h"
 #include <kuscia_host/timeline.hpp>
 
 namespace kuscia_host::plugins::history {
@@ -316,6 +320,48 @@ TEST_P(HistoryStoreTest, StatsGroupTasksByPartyAndDay) {
   for (const auto& g : blame)
     tasks += g["tasks"].get<std::size_t>();
   EXPECT_EQ(tasks, 5u);
+}
+
+TEST_P(HistoryStoreTest, DocumentsAnEarlierVersionDeflatedAreStillRead) {
+  // Earlier versions stored documents and summaries as zlib streams after their size; this one
+  // writes zstd frames. Rows of either kind are read.
+  int64_t created = at("2024-05-20T08:00:00Z");
+  store_->record(recording("z", "alice", created, 5, 7));
+  auto before = store_->document("z");
+  ASSERT_TRUE(before);
+  auto zlibPacked = [](const std::string& text) {
+    std::string out(4 + compressBound(text.size()), '\0');
+    for (int i = 0; i < 4; ++i)
+      out[i] = static_cast<char>(text.size() >> (8 * i) & 0xff);
+    uLongf size = out.size() - 4;
+    compress2(reinterpret_cast<Bytef*>(out.data() + 4), &size,
+              reinterpret_cast<const Bytef*>(text.data()), text.size(), Z_BEST_SPEED);
+    out.resize(4 + size);
+    return SqlBytes{out};
+  };
+  auto db = GetParam() == "postgresql" ? openPostgres(database_, "") : openSqlite(database_);
+  std::string stored, summary;
+  db->run("SELECT r.document, t.summary FROM recordings r JOIN tasks t ON t.task = r.task", {},
+          [&](const SqlRow& row) {
+            stored = row.bytes(0);
+            summary = row.bytes(1);
+          });
+  ASSERT_GE(stored.size(), 8u);
+  EXPECT_EQ(stored.substr(4, 4), std::string("\x28\xb5\x2f\xfd")) << "a zstd frame";
+  auto page = store_->list({});
+  ASSERT_EQ(page.items.size(), 1u);
+  // The same documents as zlib wrote them.
+  db->run("UPDATE recordings SET document = $1", {zlibPacked(before->dump())});
+  db->run("UPDATE tasks SET summary = $1", {zlibPacked(page.items[0].summary.dump())});
+  auto after = reopen();
+  auto doc = after->document("z");
+  ASSERT_TRUE(doc);
+  EXPECT_EQ((*doc)["entries"], (*before)["entries"]);
+  EXPECT_EQ(after->list({}).items.at(0).summary, page.items[0].summary);
+  // A recording over a zlib row merges with it and writes zstd.
+  EXPECT_TRUE(after->record(recording("z", "alice", created, 5, 9)));
+  db->run("SELECT document FROM recordings", {}, [&](const SqlRow& row) { stored = row.bytes(0); });
+  EXPECT_EQ(stored.substr(4, 4), std::string("\x28\xb5\x2f\xfd"));
 }
 
 TEST(HistoryApiTest, InstantsAreRfc3339OrDurationsBack) {
