@@ -16,6 +16,7 @@ namespace kuscia_host::plugins::history {
 // Binary data (SQLite BLOB, PostgreSQL BYTEA).
 struct SqlBytes {
   std::string data;
+  bool operator==(const SqlBytes&) const = default;
 };
 using SqlValue = std::variant<std::nullptr_t, int64_t, double, std::string, SqlBytes>;
 

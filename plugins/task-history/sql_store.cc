@@ -258,10 +258,7 @@ public:
                    ") VALUES ($1, $2, $3, $4" + pvals + ")",
                pp);
     }
-    for (auto& rowOut : old)
-      addContribution(rowOut, -1);
-    for (auto& rowIn : contributions(r.task))
-      addContribution(rowIn, 1);
+    replaceContributions(std::move(old), contributions(r.task));
     tx.commit();
     return true;
   }
@@ -518,6 +515,22 @@ private:
     db_->run("SELECT " + day + ", party, " + kBucket + cols + " FROM task_parties WHERE task = $1",
              {task}, take("party", std::nullopt));
     return out;
+  }
+
+  // Takes a task's rows of stats_days out and its new ones in, as their differences: a row that
+  // did not change (a second domain's recording of a task often changes none) costs no write.
+  void replaceContributions(std::vector<std::vector<SqlValue>> out,
+                            std::vector<std::vector<SqlValue>> in) {
+    for (auto& row : out) {
+      auto same = std::find_if(in.begin(), in.end(),
+                               [&row](const std::vector<SqlValue>& r) { return r == row; });
+      if (same != in.end())
+        in.erase(same);
+      else
+        addContribution(std::move(row), -1);
+    }
+    for (auto& row : in)
+      addContribution(std::move(row), 1);
   }
 
   // Adds (sign 1) or takes out (-1) one task's row of stats_days.

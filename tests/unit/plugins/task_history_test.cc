@@ -322,6 +322,32 @@ TEST_P(HistoryStoreTest, StatsGroupTasksByPartyAndDay) {
   EXPECT_EQ(tasks, 5u);
 }
 
+TEST_P(HistoryStoreTest, PerDayStatsStayWhatTheTasksSay) {
+  // record() keeps stats_days in step by differences: whatever the order of recordings, it must
+  // hold what rebuildStats() computes from the tasks themselves.
+  int64_t base = at("2024-11-01T00:00:00Z");
+  auto other = reopen(); // bob's host
+  for (int i = 0; i < 6; ++i) {
+    std::string task = "d-" + std::to_string(i);
+    int64_t created = base + (i % 2) * 86400 * kSecond + i * kSecond;
+    store_->record(recording(task, "alice", created, 3, 0));     // bob not ready yet
+    other->record(recording(task, "bob", created, 3, 4 + i));    // complete
+    store_->record(recording(task, "alice", created, 3, 4 + i)); // the same again
+  }
+  other->record(recording("d-0", "bob", base, 3, 20)); // bob's Ready moved: another bucket
+  store_->record(recording("d-1", "alice", base + 86400 * kSecond + kSecond, 2, 0, "Failed"));
+  const int64_t until = base + 2 * 86400 * kSecond;
+  std::vector<std::string> groupings = {"", "day", "party", "blamePhase", "day,party"};
+  std::vector<json> kept;
+  for (const auto& g : groupings)
+    kept.push_back(statsJson(store_->stats(base, until, g)));
+  EXPECT_EQ(kept[0][0]["tasks"], 6) << kept[0].dump();
+  store_->rebuildStats();
+  for (std::size_t i = 0; i < groupings.size(); ++i)
+    EXPECT_EQ(kept[i], statsJson(store_->stats(base, until, groupings[i])))
+        << "grouping '" << groupings[i] << "'";
+}
+
 TEST_P(HistoryStoreTest, DocumentsAnEarlierVersionDeflatedAreStillRead) {
   // Earlier versions stored documents and summaries as zlib streams after their size; this one
   // writes zstd frames. Rows of either kind are read.
