@@ -78,16 +78,11 @@ std::string DomainPods::onPodEvent(const sdk::Event& e, int64_t nowNanos, const 
 
 json DomainPods::document(const TaskStatusView& t) const {
   const bool hasPods = t.podStatuses != nullptr && t.podStatuses->is_object();
-  json status = json::object();
-  if (!t.phase.empty()) status["phase"] = t.phase;
-  if (hasPods) status["podStatuses"] = *t.podStatuses;
-  if (t.serviceStatuses != nullptr && t.serviceStatuses->is_object())
-    status["serviceStatuses"] = *t.serviceStatuses;
-  json meta = {{"name", t.name}, {"namespace", t.namespaceName}};
-  if (t.creationTimestamp != nullptr && t.creationTimestamp->is_string())
-    meta["creationTimestamp"] = *t.creationTimestamp;
-  json doc =
-      sdk::timeline::fromTask({{"metadata", std::move(meta)}, {"status", std::move(status)}});
+  const json taskPhase = t.phase.empty() ? json() : json(t.phase);
+  const bool created = t.creationTimestamp != nullptr && t.creationTimestamp->is_string();
+  json doc = sdk::timeline::fromParts(
+      {t.name, t.namespaceName, t.phase.empty() ? nullptr : &taskPhase,
+       created ? t.creationTimestamp : nullptr, t.podStatuses, t.serviceStatuses});
   if (!hasPods) return doc;
   // The task's pods this domain holds facts of, found from the status's entries (the status is
   // the source): a look-up each, not a walk over every pod held.

@@ -33,6 +33,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
+#include <utility>
 
 namespace kuscia_host::sdk::timeline {
 
@@ -63,12 +64,17 @@ inline nlohmann::json entry(std::string_view key, const nlohmann::json& status, 
               {"name", std::string(key.substr(slash == key.npos ? 0 : slash + 1))}};
   json times = json::object();
   json missing = json::array();
+  // A string member of the status, or null.
+  auto text = [&status](const char* field) -> const std::string* {
+    if (!status.is_object()) return nullptr;
+    auto it = status.find(field);
+    return it != status.end() && it->is_string() ? &it->get_ref<const std::string&>() : nullptr;
+  };
   auto collect = [&](const char* field) {
     std::optional<std::string> t;
-    if (status.is_object() && status.contains(field) && status[field].is_string())
-      t = normalizeTime(status[field].get<std::string>());
+    if (const std::string* v = text(field)) t = normalizeTime(*v);
     if (t)
-      times[field] = *t;
+      times[field] = std::move(*t);
     else if (std::string_view(field) != "scheduleTime")
       missing.push_back(field);
   };
@@ -78,21 +84,26 @@ inline nlohmann::json entry(std::string_view key, const nlohmann::json& status, 
     // Times only some sources know: never "missing".
     for (const char* field :
          {"firstReadyTime", "imagePullStartTime", "imagePullEndTime", "containersStartTime"})
-      if (status.is_object() && status.contains(field) && status[field].is_string())
-        if (auto t = normalizeTime(status[field].get<std::string>())) times[field] = *t;
+      if (const std::string* v = text(field))
+        if (auto t = normalizeTime(*v)) times[field] = std::move(*t);
   } else
     for (const char* f : kServiceTimes)
       collect(f);
   json durations = json::object();
   json negative = json::array();
+  auto instant = [&times](const char* field) -> std::optional<int64_t> {
+    auto it = times.find(field);
+    if (it == times.end()) return std::nullopt;
+    return parseTime(it->get_ref<const std::string&>());
+  };
+  const bool firstReady = times.contains("firstReadyTime");
   auto span = [&](const Span& s) {
-    const char* toField = std::string_view(s.to) == "readyTime" && times.contains("firstReadyTime")
-                              ? "firstReadyTime"
-                              : s.to;
-    if (!times.contains(s.from) || !times.contains(toField)) return;
-    int64_t from = *parseTime(times[s.from].get<std::string>());
-    int64_t to = *parseTime(times[toField].get<std::string>());
-    double seconds = static_cast<double>(to - from) / 1e9;
+    const char* toField =
+        firstReady && std::string_view(s.to) == "readyTime" ? "firstReadyTime" : s.to;
+    auto from = instant(s.from);
+    auto to = from ? instant(toField) : std::nullopt;
+    if (!from || !to) return;
+    double seconds = static_cast<double>(*to - *from) / 1e9;
     durations[s.name] = seconds;
     if (seconds < 0) negative.push_back(s.name);
   };
@@ -114,24 +125,49 @@ inline nlohmann::json entry(std::string_view key, const nlohmann::json& status, 
   return out;
 }
 
+// The parts of a task a document is built from; null when the task has none.
+struct TaskParts {
+  std::string_view name, namespaceName;
+  const nlohmann::json* phase = nullptr;
+  const nlohmann::json* creationTimestamp = nullptr;
+  const nlohmann::json* podStatuses = nullptr;     // entries only when an object
+  const nlohmann::json* serviceStatuses = nullptr; // likewise
+};
+
+// The document of a task from its parts, read where they are (nothing copied but the entries).
+inline nlohmann::json fromParts(const TaskParts& t) {
+  using nlohmann::json;
+  json doc = {{"task", std::string(t.name)},
+              {"namespace", std::string(t.namespaceName)},
+              {"entries", json::object()}};
+  if (t.phase != nullptr) doc["phase"] = *t.phase;
+  if (t.creationTimestamp != nullptr) doc["createTime"] = *t.creationTimestamp;
+  json& entries = doc["entries"];
+  for (auto [group, pod] : {std::pair{t.podStatuses, true}, std::pair{t.serviceStatuses, false}})
+    if (group != nullptr && group->is_object())
+      for (auto it = group->begin(); it != group->end(); ++it)
+        entries[it.key()] = entry(it.key(), *it, pod);
+  return doc;
+}
+
 // The document of a task from its object (metadata, status); entries from every party it holds.
 inline nlohmann::json fromTask(const nlohmann::json& task) {
   using nlohmann::json;
-  const json& meta = task.value("metadata", json::object());
-  const json& status =
-      task.contains("status") && task["status"].is_object() ? task["status"] : json::object();
-  json doc = {{"task", meta.value("name", "")},
-              {"namespace", meta.value("namespace", "")},
-              {"entries", json::object()}};
-  if (status.contains("phase")) doc["phase"] = status["phase"];
-  if (meta.contains("creationTimestamp")) doc["createTime"] = meta["creationTimestamp"];
-  if (status.contains("podStatuses") && status["podStatuses"].is_object())
-    for (const auto& [key, e] : status["podStatuses"].items())
-      doc["entries"][key] = entry(key, e, true);
-  if (status.contains("serviceStatuses") && status["serviceStatuses"].is_object())
-    for (const auto& [key, e] : status["serviceStatuses"].items())
-      doc["entries"][key] = entry(key, e, false);
-  return doc;
+  auto member = [](const json* obj, const char* key) -> const json* {
+    if (obj == nullptr || !obj->is_object()) return nullptr;
+    auto it = obj->find(key);
+    return it == obj->end() ? nullptr : &*it;
+  };
+  const json* meta = member(&task, "metadata");
+  const json* status = member(&task, "status");
+  auto text = [&](const char* key) {
+    const json* v = member(meta, key);
+    return v != nullptr && v->is_string() ? std::string_view(v->get_ref<const std::string&>())
+                                          : std::string_view();
+  };
+  return fromParts({text("name"), text("namespace"), member(status, "phase"),
+                    member(meta, "creationTimestamp"), member(status, "podStatuses"),
+                    member(status, "serviceStatuses")});
 }
 
 } // namespace kuscia_host::sdk::timeline
