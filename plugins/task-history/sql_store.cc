@@ -87,14 +87,15 @@ std::string dayText(int64_t day) {
 }
 
 // Documents and summaries are stored compressed, after the original size (4 bytes, little
-// endian): zstd at level 1, one context per store, reused for every document. A recording's JSON
-// shrinks about sixfold. Earlier versions wrote zlib streams, which are still read (a zlib stream
-// never begins with zstd's magic number); zstd does the same work in a fraction of zlib's
-// instructions.
+// endian): zstd at level 3 (its default), one context per store, reused for every document. A
+// recording's JSON shrinks about sixfold. On these documents level 3 takes as many instructions
+// as level 1 and as many bytes as zlib at level 1 did (level 1: 9% more). Earlier versions wrote
+// zlib streams, which are still read (a zlib stream never begins with zstd's magic number); zstd
+// does the same work in a third of zlib's instructions.
 class Packer {
 public:
   Packer() : ctx_(ZSTD_createCCtx()) {
-    if (ctx_ == nullptr || ZSTD_isError(ZSTD_CCtx_setParameter(ctx_, ZSTD_c_compressionLevel, 1)))
+    if (ctx_ == nullptr || ZSTD_isError(ZSTD_CCtx_setParameter(ctx_, ZSTD_c_compressionLevel, 3)))
       throw StoreError("cannot start zstd", false);
   }
   ~Packer() { ZSTD_freeCCtx(ctx_); }
