@@ -69,21 +69,18 @@ bool GatewayReadyTime::programmed(const std::string& key, const Service& s) cons
   if (s.externalName) return true;
   if (config_.source == GatewayConfig::Source::kEnvoyAdmin)
     return clusters_ && clusters_->count("service-" + s.name) > 0;
-  auto ep = endpoints_.find(key);
-  return ep != endpoints_.end() && ep->second;
+  // The Endpoints as the host caches them: nothing of them is held here.
+  bool address = false;
+  host().cacheGet(endpointsSub_, key, [&address](const sdk::Object& o) {
+    address = endpointsHaveAddress(parseFields(o.fieldsJson, 1)[0]);
+  });
+  return address;
 }
 
 void GatewayReadyTime::onEvent(const sdk::Event& e) {
   if (e.type == KH_EVENT_SYNCED) return;
   std::string key(e.key);
-  if (e.subscriptionId == endpointsSub_) {
-    if (e.type == KH_EVENT_DELETED) {
-      endpoints_.erase(key);
-      return;
-    }
-    endpoints_[key] = endpointsHaveAddress(parseFields(e.fieldsJson, 1)[0]);
-    return consider(key);
-  }
+  if (e.subscriptionId == endpointsSub_) return consider(key);
   if (e.subscriptionId != serviceSub_) return;
   if (e.type == KH_EVENT_DELETED) {
     services_.erase(key);
@@ -101,6 +98,14 @@ void GatewayReadyTime::onEvent(const sdk::Event& e) {
   s.externalName =
       fieldString(f, kType) == "ExternalName" && isDnsSubdomain(fieldString(f, kExternalName));
   consider(key);
+  settle(services_.find(key));
+}
+
+void GatewayReadyTime::settle(std::map<std::string, Service>::iterator it) {
+  // An annotated service with nothing in flight owes nothing: it is not held. A later event of
+  // it brings it back from its fields (and its annotation keeps it from being written again).
+  const Service& s = it->second;
+  if (s.annotated && s.request == 0 && s.retryTimer == 0) services_.erase(it);
 }
 
 void GatewayReadyTime::consider(const std::string& key) {
@@ -169,8 +174,7 @@ void GatewayReadyTime::onKubeResult(const sdk::KubeResult& r) {
   if (r.httpCode >= 200 && r.httpCode < 300) {
     writes_.add(1, {"ok"});
     s->second.annotated = true;
-    s->second.backoff.reset();
-    return;
+    return settle(s);
   }
   if (r.httpCode == 404) {
     writes_.add(1, {"gone"});

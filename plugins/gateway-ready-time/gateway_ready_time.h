@@ -3,7 +3,8 @@
 // cluster service-<name>), it writes the annotation kuscia.secretflow/ready-time, once, only if
 // absent, with a merge patch guarded by the service's resourceVersion: a 409 means the service
 // changed, and the write is decided again from the new state, so a value someone else wrote is
-// never overwritten. Failures are retried with backoff.
+// never overwritten. Failures are retried with backoff. A service is held only while its annotation
+// is due; its Endpoints are read from the host's cache, never kept here.
 #pragma once
 
 #include <kuscia_host/plugin.hpp>
@@ -33,6 +34,9 @@ public:
   void onTimer(uint64_t timerId, uint64_t userTag) override;
   void onKubeResult(const sdk::KubeResult& result) override;
 
+  // Services held (tests): those whose annotation is still due or being written.
+  std::size_t heldServices() const { return services_.size(); }
+
 private:
   struct Service {
     std::string uid, resourceVersion, name;
@@ -48,12 +52,13 @@ private:
   // Writes the annotation when the service is programmed, unannotated and idle.
   void consider(const std::string& key);
   void retry(const std::string& key, Service& s);
+  // Lets go of the service once it is annotated and nothing of it is in flight.
+  void settle(std::map<std::string, Service>::iterator it);
 
   GatewayConfig config_;
   uint64_t serviceSub_ = 0, endpointsSub_ = 0;
   uint64_t pollTimer_ = 0;
-  std::map<std::string, Service> services_;
-  std::map<std::string, bool> endpoints_; // key -> has an address
+  std::map<std::string, Service> services_; // those whose annotation is still due
   std::map<uint64_t, std::string> requests_, timers_;
   std::unique_ptr<EnvoyAdminPoller> poller_;
   std::optional<std::set<std::string>> clusters_;

@@ -44,6 +44,7 @@ protected:
     e["subsets"] = json::array();
     return e;
   }
+  GatewayReadyTime& plugin() { return *sdk::pluginObject<GatewayReadyTime>(host_.instance()); }
   testing::FakeHost host_{"alice"};
   json svc_, endpoints_;
 };
@@ -86,6 +87,44 @@ TEST_F(GatewayTest, WritesTheAnnotationOnceTheEndpointsHaveAnAddressGuardedByThe
   deliver(host_, "services", KH_EVENT_MODIFIED, svc_);
   deliver(host_, "endpoints", KH_EVENT_MODIFIED, endpoints_);
   EXPECT_EQ(host_.requests().size(), 1u);
+}
+
+TEST_F(GatewayTest, AServiceIsHeldOnlyWhileItsAnnotationIsDue) {
+  start();
+  // Stamped services (a month of finished tasks' services, or those written before a restart)
+  // are not held, whatever their Endpoints do.
+  for (int i = 0; i < 20; ++i) {
+    json s = svc_, ep = endpoints_;
+    std::string name = "done-" + std::to_string(i);
+    s["metadata"]["name"] = ep["metadata"]["name"] = name;
+    s["metadata"]["uid"] = "uid-" + name;
+    s["metadata"]["annotations"]["kuscia.secretflow/ready-time"] = "2024-05-20T08:00:05Z";
+    deliver(host_, "services", KH_EVENT_ADDED, s);
+    deliver(host_, "endpoints", KH_EVENT_ADDED, ep);
+  }
+  EXPECT_EQ(plugin().heldServices(), 0u);
+  // One starting: held until its write lands.
+  deliver(host_, "services", KH_EVENT_ADDED, svc_);
+  EXPECT_EQ(plugin().heldServices(), 1u);
+  deliver(host_, "endpoints", KH_EVENT_ADDED, endpoints_);
+  ASSERT_EQ(host_.requests().size(), 1u);
+  EXPECT_EQ(plugin().heldServices(), 1u) << "the write is in flight";
+  host_.complete(host_.requests()[0].id, 200);
+  EXPECT_EQ(plugin().heldServices(), 0u);
+  // Its next event (the annotation it wrote) writes nothing and holds nothing.
+  svc_["metadata"]["annotations"]["kuscia.secretflow/ready-time"] = "2024-05-20T08:00:07Z";
+  svc_["metadata"]["resourceVersion"] = "48300";
+  deliver(host_, "services", KH_EVENT_MODIFIED, svc_);
+  deliver(host_, "endpoints", KH_EVENT_MODIFIED, endpoints_);
+  EXPECT_EQ(host_.requests().size(), 1u);
+  EXPECT_EQ(plugin().heldServices(), 0u);
+  // Someone removes the annotation: the service is held again and, its Endpoints read from the
+  // cache, stamped again without waiting for them to change.
+  svc_["metadata"]["annotations"].erase("kuscia.secretflow/ready-time");
+  svc_["metadata"]["resourceVersion"] = "48400";
+  deliver(host_, "services", KH_EVENT_MODIFIED, svc_);
+  ASSERT_EQ(host_.requests().size(), 2u);
+  EXPECT_EQ(host_.requests()[1].resourceVersion, "48400");
 }
 
 TEST_F(GatewayTest, AnAnnotationAlreadyThereIsNeverRewritten) {
