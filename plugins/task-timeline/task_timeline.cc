@@ -437,14 +437,11 @@ void TaskTimeline::onService(const sdk::Event& e) {
 }
 
 void TaskTimeline::onEndpoints(const sdk::Event& e) {
+  if (e.type == KH_EVENT_DELETED) return;
+  // Why its service waits changed (no address, then not programmed). The Endpoints themselves
+  // are read from the host's cache when asked (serviceWaiting), never kept here.
   std::string key(e.key);
-  if (e.type == KH_EVENT_DELETED) {
-    endpoints_.erase(key);
-    return;
-  }
-  endpoints_[key] = endpointsHaveAddress(parseFields(e.fieldsJson, 1)[0]);
-  // Why its service waits changed (no address, then not programmed).
-  if (auto it = services_.find(key); it != services_.end()) publish(key, services_.at(key));
+  if (services_.find(key) != services_.end()) publish(key, services_.at(key));
 }
 
 TaskTimeline::Task TaskTimeline::taskFrom(std::string_view fieldsJson, std::string_view ownPrefix,
@@ -807,8 +804,11 @@ std::optional<Waiting> TaskTimeline::serviceWaiting(const std::string& key,
   Waiting w;
   w.phase = "ready";
   w.sinceNanos = s.create ? s.create->nanos : 0;
-  auto ep = endpoints_.find(key);
-  if (ep == endpoints_.end() || !ep->second) {
+  bool address = false;
+  host().cacheGet(endpointsSub_, key, [&address](const sdk::Object& o) {
+    address = endpointsHaveAddress(parseFields(o.fieldsJson, 1)[0]);
+  });
+  if (!address) {
     w.reason = "NoEndpoints";
     w.message = "the service's Endpoints have no address yet";
   } else {

@@ -215,9 +215,8 @@ private:
   std::string ownPrefix_; // "<domain>/": the keys of this domain's status entries
   uint64_t podSub_ = 0, serviceSub_ = 0, endpointsSub_ = 0, taskSub_ = 0, eventSub_ = 0;
   uint64_t stuckTimer_ = 0;
-  TaskObjects<Pod> pods_;                 // this domain's task pods, "<ns>/<name>"
-  TaskObjects<Service> services_;         // this domain's task services
-  std::map<std::string, bool> endpoints_; // "<ns>/<name>" -> has an address
+  TaskObjects<Pod> pods_;         // this domain's task pods, "<ns>/<name>"
+  TaskObjects<Service> services_; // this domain's task services
   std::map<std::string, Task> tasks_;
   // What pods' Events said, by pod "<ns>/<name>", for the pod's UID; Events may come first. Those
   // of a pod this instance never sees (not a task's) go after kOrphanEventsSeconds.

@@ -822,6 +822,11 @@ TEST_F(TimelineTest, TheDocumentSummarizesTheTaskAndACompleteTaskIsObservedOnce)
   EXPECT_EQ(s["blame"]["phase"], "programming");
   EXPECT_EQ(s["blame"]["reason"], "NoEndpoints");
   EXPECT_EQ(host_.metric("kuscia_timeline_task_startup_seconds"), 0);
+  // Its Endpoints get an address (read from the host's cache when asked, not kept): now it waits
+  // for the gateway.
+  deliver(host_, "endpoints", KH_EVENT_ADDED, fixture("endpoints.json"));
+  s = json::parse(host_.httpGet("/api/v1/timelines/secretflow-task-psi").body)["summary"];
+  EXPECT_EQ(s["blame"]["reason"], "NotProgrammed") << s.dump();
   // Programmed: complete; the path runs through the pod the service exposes.
   svc_["metadata"]["annotations"]["kuscia.secretflow/ready-time"] = "2024-05-20T08:00:10Z";
   bumpVersion(svc_);
