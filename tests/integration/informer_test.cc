@@ -13,6 +13,7 @@
 #include "app/daemon.h"
 #include "config/config.h"
 #include "httpd/tls.h"
+#include "kube/api_client.h"
 #include "kube/kube_client.h"
 #include "logging/logging.h"
 #include "runtime/runtime.h"
@@ -780,6 +781,43 @@ TEST_F(InformerTest, RateLimitAppliesToWritesNotWatches) {
   ASSERT_TRUE(eventually([&] { return *done == 1; }, 10));
   EXPECT_GT(metric(client_->metrics().rateLimiterWait, {}), 2);
   expectConverged(rec, sub);
+}
+
+TEST_F(InformerTest, WritesInFlightAreCappedAndReuseTheirConnections) {
+  createPods(1);
+  KubeClientOptions o = fastOptions();
+  o.qps = 100000; // the rate limiter never holds a write back here
+  o.burst = 100000;
+  makeClient(o);
+  // Every answer takes 100 ms: a burst of writes piles up.
+  fault("latency?ms=100");
+  auto burst = [&](int n) {
+    auto done = std::make_shared<std::atomic<int>>(0);
+    for (int i = 0; i < n; ++i) {
+      KubeRequest patch;
+      patch.version = "v1";
+      patch.resource = "pods";
+      patch.namespaceName = "alice";
+      patch.name = "p0";
+      patch.subresource = "status";
+      patch.body = R"({"status":{"message":"burst"}})";
+      EXPECT_TRUE(client_->write(patch, [done](const KubeResult& r) {
+        EXPECT_EQ(r.httpCode, 200);
+        ++*done;
+      }));
+    }
+    EXPECT_TRUE(eventually([&] { return *done == n; }, 30)) << *done << " of " << n;
+  };
+  const uint64_t before = server_->connectionsAccepted();
+  burst(100);
+  const uint64_t first = server_->connectionsAccepted() - before;
+  EXPECT_GE(first, 2u) << "writes went out in parallel";
+  EXPECT_LE(first, static_cast<uint64_t>(ApiClient::kMaxInFlight))
+      << "a connection per write in flight, never more than the cap";
+  // The next burst goes over the connections the first one left idle.
+  burst(100);
+  EXPECT_EQ(server_->connectionsAccepted() - before, first);
+  fault("reset");
 }
 
 // The host side of the ABI in a running daemon: a write still pending when the instance stops is

@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -75,6 +76,8 @@ public:
 
   // Whether it accepts connections (between start() and stop()).
   bool serving() const { return http_ && http_->listening(); }
+  // Connections accepted (tests: whether clients reuse theirs).
+  uint64_t connectionsAccepted() const { return http_ ? http_->connectionsAccepted() : 0; }
   // "http://127.0.0.1:PORT" or "https://..."
   std::string url() const;
   // A kubeconfig (YAML) that kubectl, client libraries and kuscia-host can use.

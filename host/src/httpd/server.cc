@@ -388,7 +388,13 @@ bool Server::track(const std::shared_ptr<Connection>& connection) {
   if (!accepting_) return false;
   std::erase_if(connections_, [](const auto& c) { return c.expired(); });
   connections_.push_back(connection);
+  ++accepted_;
   return true;
+}
+
+uint64_t Server::connectionsAccepted() const {
+  std::lock_guard lock(mu_);
+  return accepted_;
 }
 
 bool Server::listening() const {

@@ -14,6 +14,7 @@
 #include <kuscia_host/query.hpp>
 
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
@@ -126,6 +127,8 @@ public:
   // Stops accepting and closes every open connection. listen() again restarts.
   void stop();
   bool listening() const;
+  // Connections accepted since the server was made (tests: whether clients reuse theirs).
+  uint64_t connectionsAccepted() const;
 
   class Connection; // implementation detail
 
@@ -144,6 +147,7 @@ private:
   std::shared_ptr<boost::asio::ip::tcp::acceptor> acceptor_;
   bool accepting_ = false;
   std::vector<std::weak_ptr<Connection>> connections_;
+  uint64_t accepted_ = 0;
 };
 
 } // namespace kuscia_host::httpd

@@ -85,7 +85,7 @@ void ApiClient::pump() {
     Queued next;
     {
       std::lock_guard lock(queueMu_);
-      if (queue_.empty() || timerArmed_) return;
+      if (queue_.empty() || timerArmed_ || inFlight_ >= kMaxInFlight) return;
       auto wait = limiter_.tryTake();
       if (wait.count() > 0) {
         timerArmed_ = true;
@@ -101,10 +101,15 @@ void ApiClient::pump() {
       }
       next = std::move(queue_.front());
       queue_.pop_front();
+      ++inFlight_;
     }
     double waited = static_cast<double>(clock_.monotonicNanos() - next.since) / 1e9;
     if (waited > 0.0005) metrics_.rateLimiterWait->series({})->add(waited);
     if (stopped_) {
+      {
+        std::lock_guard lock(queueMu_);
+        --inFlight_;
+      }
       (*next.done)(
           makeError(next.call->http.method + " " + next.call->http.target + ": shutting down"));
       continue;
@@ -117,6 +122,14 @@ void ApiClient::send(const std::shared_ptr<ApiCall>& c, int n,
                      const std::shared_ptr<std::function<void(Result<HttpResponse>)>>& done) {
   int64_t t0 = clock_.monotonicNanos();
   transport_->send(c->http, [self = shared_from_this(), c, n, done, t0](Result<HttpResponse> r) {
+    if (c->rateLimited) {
+      // Its room goes to the next queued call (this one, if retried, queues again).
+      {
+        std::lock_guard lock(self->queueMu_);
+        --self->inFlight_;
+      }
+      self->pump();
+    }
     double secs = static_cast<double>(self->clock_.monotonicNanos() - t0) / 1e9;
     std::string code = r ? std::to_string(r->status) : std::string("error");
     auto* hist = self->metrics_.requestDuration;

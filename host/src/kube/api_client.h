@@ -49,6 +49,11 @@ struct ApiCall {
 
 class ApiClient : public std::enable_shared_from_this<ApiClient> {
 public:
+  // Rate-limited calls (writes) in flight at once, at most; more wait in the queue. A burst of
+  // status writes then reuses this many connections instead of opening one per write (each
+  // connection holds a 64 KiB read buffer, and the transport keeps at most this many idle).
+  static constexpr int kMaxInFlight = 32;
+
   ApiClient(boost::asio::io_context& io, std::shared_ptr<HttpTransport> transport, double qps,
             int burst, const Clock& clock, KubeMetrics& metrics,
             std::shared_ptr<spdlog::logger> logger);
@@ -81,7 +86,8 @@ private:
     std::shared_ptr<std::function<void(Result<HttpResponse>)>> done;
     int64_t since; // monotonic ns when it started waiting for a token
   };
-  // Sends queued rate-limited calls while tokens are available; arms one timer otherwise.
+  // Sends queued rate-limited calls while tokens and in-flight room are available; arms one
+  // timer when tokens are out (a completing call pumps again).
   void pump();
 
   boost::asio::io_context& io_;
@@ -94,6 +100,7 @@ private:
   std::mutex queueMu_;
   std::deque<Queued> queue_;
   bool timerArmed_ = false;
+  int inFlight_ = 0; // rate-limited calls sent and not yet answered
 };
 
 } // namespace kuscia_host::kube

@@ -159,8 +159,11 @@ void BeastHttpClient::watchdog() {
 }
 
 void BeastHttpClient::putIdle(std::shared_ptr<Connection> c) {
+  // As many as the API client keeps writes in flight (ApiClient::kMaxInFlight), so that a burst
+  // of writes reuses its connections rather than opening and closing one per write.
+  constexpr std::size_t kMaxIdle = 32;
   std::lock_guard lock(mu_);
-  if (idle_.size() < 8) idle_.push_back(std::move(c));
+  if (idle_.size() < kMaxIdle) idle_.push_back(std::move(c));
 }
 
 namespace {
