@@ -28,12 +28,8 @@ inline constexpr const char* kReadyTimePointer =
     "/metadata/annotations/kuscia.secretflow~1ready-time";
 
 // The projected fields of an event or cached object (a JSON array in declaration order); an
-// array of nulls when the text does not parse, so every field reads as absent.
-inline nlohmann::json parseFields(std::string_view fieldsJson, std::size_t count) {
-  auto j = nlohmann::json::parse(fieldsJson, nullptr, false);
-  if (!j.is_array() || j.size() != count) return nlohmann::json::array_t(count, nullptr);
-  return j;
-}
+// array of nulls when the text does not parse, so every field reads as absent (fields.cc).
+nlohmann::json parseFields(std::string_view fieldsJson, std::size_t count);
 
 // fields[i] as a string, "" when absent or not a string.
 inline std::string fieldString(const nlohmann::json& fields, std::size_t i) {

@@ -2,6 +2,8 @@
 // status write, the backoff, and the write contest's notion of one time.
 #include "kuscia_model.h"
 
+#include "kuscia.h"
+
 #include <gtest/gtest.h>
 
 #include <random>
@@ -48,6 +50,48 @@ TEST(KusciaModelTest, ConditionsAndEndpointAddresses) {
                                                    {"addresses":[{"ip":"10.0.0.1"}]}])")));
   EXPECT_FALSE(endpointsHaveAddress(json::parse(R"([{"addresses":[]},{"ports":[]}, 7])")));
   EXPECT_FALSE(endpointsHaveAddress(json()));
+}
+
+// Every node's type and value, as text: equal only when the DOMs are the same to the number kind.
+std::string shape(const json& j) {
+  std::string out = std::to_string(static_cast<int>(j.type())) + ":";
+  if (j.is_structured()) {
+    for (auto it = j.begin(); it != j.end(); ++it)
+      out += (j.is_object() ? it.key() : std::string()) + "(" + shape(*it) + ")";
+    return out;
+  }
+  return out + j.dump();
+}
+
+TEST(KusciaModelTest, ParsedFieldsAreTheDomNlohmannWouldBuild) {
+  // The fields of the fixtures as the host projects them, and texts at the edges.
+  std::vector<std::pair<std::string, std::size_t>> texts;
+  for (const char* name : {"pod.json", "service.json", "kusciatask.json", "endpoints.json"}) {
+    json obj = test::fixture(name);
+    json whole =
+        json::array({obj["metadata"], obj.value("status", json()), obj.value("spec", json())});
+    texts.emplace_back(whole.dump(), 3);
+  }
+  for (const char* text :
+       {R"([1, -1, 0, 1.5, 1e3, -2.5e-3, 18446744073709551615, 9223372036854775808])",
+        R"([123456789012345678901234567890, "big integers become doubles"])",
+        R"([{"a": 1, "a": 2, "b": {"c": [true, false, null]}}, "last of a repeated key"])",
+        R"(["\u00e9\u4e2d\ud83d\ude00 \"quoted\" \\ \n\t", "ascii"])", R"([[], {}, "", null])"})
+    texts.emplace_back(text, json::parse(text).size());
+  for (const auto& [text, count] : texts) {
+    json want = json::parse(text);
+    json got = parseFields(text, count);
+    EXPECT_EQ(got, want) << text;
+    EXPECT_EQ(shape(got), shape(want)) << text;
+  }
+  // "-0": nlohmann's parser makes it a signed zero, this an unsigned one; equal and printed alike.
+  EXPECT_EQ(parseFields("[-0]", 1), json::parse("[-0]"));
+  EXPECT_EQ(parseFields("[-0]", 1).dump(), json::parse("[-0]").dump());
+  // Not JSON, not an array, or another number of fields: every field absent.
+  for (const char* bad : {"[1, 2", "{\"a\": 1}", "[1, 2, 3]", "[\"\\ud800\"]", ""}) {
+    json got = parseFields(bad, 2);
+    EXPECT_EQ(got, json::array({nullptr, nullptr})) << bad;
+  }
 }
 
 TEST(KusciaModelTest, TaskIndexFollowsObjectsBetweenTasks) {
