@@ -329,14 +329,14 @@ TEST_P(HistoryStoreTest, PerDayStatsStayWhatTheTasksSay) {
   auto other = reopen(); // bob's host
   for (int i = 0; i < 6; ++i) {
     std::string task = "d-" + std::to_string(i);
-    int64_t created = base + (i % 2) * 86400 * kSecond + i * kSecond;
+    int64_t created = base + (i % 2) * int64_t{86400} * kSecond + i * kSecond;
     store_->record(recording(task, "alice", created, 3, 0));     // bob not ready yet
     other->record(recording(task, "bob", created, 3, 4 + i));    // complete
     store_->record(recording(task, "alice", created, 3, 4 + i)); // the same again
   }
   other->record(recording("d-0", "bob", base, 3, 20)); // bob's Ready moved: another bucket
   store_->record(recording("d-1", "alice", base + 86400 * kSecond + kSecond, 2, 0, "Failed"));
-  const int64_t until = base + 2 * 86400 * kSecond;
+  const int64_t until = base + 2 * int64_t{86400} * kSecond;
   std::vector<std::string> groupings = {"", "day", "party", "blamePhase", "day,party"};
   std::vector<json> kept;
   for (const auto& g : groupings)
