@@ -190,6 +190,17 @@ protected:
   void fault(const std::string& query) {
     ASSERT_EQ(call("POST", "/debug/faults/" + query).status, 200) << query;
   }
+  // A merge patch of alice/p0's status.
+  static KubeRequest statusPatch(const json& status) {
+    KubeRequest patch;
+    patch.version = "v1";
+    patch.resource = "pods";
+    patch.namespaceName = "alice";
+    patch.name = "p0";
+    patch.subresource = "status";
+    patch.body = json{{"status", status}}.dump();
+    return patch;
+  }
 
   // The truth: a fresh LIST, projected as the subscription projects it.
   std::map<std::string, std::string> listed(const std::string& selector = "",
@@ -644,13 +655,7 @@ TEST_F(InformerTest, WritesWithPreconditionsRetriesAndStatusMessages) {
     EXPECT_TRUE(sent.ok()) << sent.error();
     return p.get_future().get();
   };
-  KubeRequest patch;
-  patch.version = "v1";
-  patch.resource = "pods";
-  patch.namespaceName = "alice";
-  patch.name = "p0";
-  patch.subresource = "status";
-  patch.body = R"({"status":{"phase":"Running"}})";
+  KubeRequest patch = statusPatch({{"phase", "Running"}});
   patch.resourceVersion = rv;
   auto ok = write(patch);
   EXPECT_EQ(ok.httpCode, 200) << ok.message;
@@ -758,14 +763,7 @@ TEST_F(InformerTest, RateLimitAppliesToWritesNotWatches) {
   // Shared with the callback: if an expectation fails, the write may still complete after the
   // test body returned.
   auto done = std::make_shared<std::atomic<int>>(0);
-  KubeRequest patch;
-  patch.version = "v1";
-  patch.resource = "pods";
-  patch.namespaceName = "alice";
-  patch.name = "p0";
-  patch.subresource = "status";
-  patch.body = R"({"status":{"message":"limited"}})";
-  ASSERT_TRUE(client_->write(patch, [done](const KubeResult& r) {
+  ASSERT_TRUE(client_->write(statusPatch({{"message", "limited"}}), [done](const KubeResult& r) {
     EXPECT_EQ(r.httpCode, 200);
     ++*done;
   }));
@@ -794,14 +792,7 @@ TEST_F(InformerTest, WritesInFlightAreCappedAndReuseTheirConnections) {
   auto burst = [&](int n) {
     auto done = std::make_shared<std::atomic<int>>(0);
     for (int i = 0; i < n; ++i) {
-      KubeRequest patch;
-      patch.version = "v1";
-      patch.resource = "pods";
-      patch.namespaceName = "alice";
-      patch.name = "p0";
-      patch.subresource = "status";
-      patch.body = R"({"status":{"message":"burst"}})";
-      EXPECT_TRUE(client_->write(patch, [done](const KubeResult& r) {
+      EXPECT_TRUE(client_->write(statusPatch({{"message", "burst"}}), [done](const KubeResult& r) {
         EXPECT_EQ(r.httpCode, 200);
         ++*done;
       }));
