@@ -1,5 +1,6 @@
-// parseFields (kuscia.h): the projected fields of every event a bundled plugin handles, read by
-// simdjson and built into the nlohmann DOM the plugins use.
+// parseJson and parseFields (kuscia.h): JSON text (the projected fields of every event a bundled
+// plugin handles, task-history's stored documents) read by simdjson and built into the nlohmann
+// DOM the plugins use.
 //
 // nlohmann's own parser reads a character at a time (its lexer building each token by push_back)
 // and was about a tenth of L1's instructions. simdjson finds the structure and unescapes strings
@@ -52,18 +53,20 @@ json build(dom::element e) {
 
 } // namespace
 
-nlohmann::json parseFields(std::string_view fieldsJson, std::size_t count) {
+nlohmann::json parseJson(std::string_view text) {
   // One parser and one padded copy per thread, reused: their buffers grow to the largest text.
   thread_local dom::parser parser;
   thread_local std::string padded;
-  padded.assign(fieldsJson);
-  padded.resize(fieldsJson.size() + simdjson::SIMDJSON_PADDING);
-  json j;
+  padded.assign(text);
+  padded.resize(text.size() + simdjson::SIMDJSON_PADDING);
   dom::element root;
-  if (parser.parse(padded.data(), fieldsJson.size(), false).get(root) == simdjson::SUCCESS)
-    j = build(root);
-  else
-    j = json::parse(fieldsJson, nullptr, false);
+  if (parser.parse(padded.data(), text.size(), false).get(root) == simdjson::SUCCESS)
+    return build(root);
+  return json::parse(text, nullptr, false);
+}
+
+nlohmann::json parseFields(std::string_view fieldsJson, std::size_t count) {
+  json j = parseJson(fieldsJson);
   if (!j.is_array() || j.size() != count) return json::array_t(count, nullptr);
   return j;
 }

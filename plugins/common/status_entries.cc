@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "kuscia.h"
 #include "kuscia_model.h"
 
 namespace kuscia_host::plugins {
@@ -120,7 +121,11 @@ template <class Member> bool forEachMember(std::string_view s, Member&& member) 
 // (Kubernetes names have none). nullopt when it does not decode.
 std::optional<std::string> decodeKey(std::string_view rawKey) {
   if (rawKey.find('\\') == std::string_view::npos) return std::string(rawKey);
-  json decoded = json::parse("\"" + std::string(rawKey) + "\"", nullptr, false);
+  // (Built by append: GCC 12 at -O3 warns falsely of overlap in "\"" + std::string(...).)
+  std::string quoted;
+  quoted.reserve(rawKey.size() + 2);
+  quoted.append(1, '"').append(rawKey).append(1, '"');
+  json decoded = json::parse(quoted, nullptr, false);
   if (!decoded.is_string()) return std::nullopt;
   return decoded.get<std::string>();
 }
@@ -209,7 +214,7 @@ std::optional<PartyEntries> splitAt(std::string_view s, std::size_t& i, std::str
     return out;
   }
   for (auto& [key, value] : own) {
-    json entry = json::parse(value, nullptr, false);
+    json entry = parseJson(value);
     if (!entry.is_object()) return std::nullopt;
     out.own[std::move(key)] = std::move(entry);
   }
@@ -283,7 +288,7 @@ json otherEntries(std::string_view objectJson, std::string_view ownPrefix) {
     auto key = decodeKey(rawKey);
     if (!key) return false;
     if (key->compare(0, ownPrefix.size(), ownPrefix) == 0) return true; // an own entry
-    json entry = json::parse(value, nullptr, false);
+    json entry = parseJson(value);
     if (!entry.is_object()) return false;
     out[*key] = std::move(entry);
     return true;
@@ -306,7 +311,7 @@ otherEntryTimes(std::string_view objectJson, std::string_view ownPrefix, bool po
     bool entryOk = forEachMember(value, [&e](std::string_view rawField, std::string_view v) {
       if (rawField.find('\\') != std::string_view::npos) return false; // the full parser's
       if (rawField == "reasons") {
-        e.readReasons(json::parse(v, nullptr, false));
+        e.readReasons(parseJson(v));
         return true;
       }
       for (auto [field, member] : sdk::timeline::EntryTimes::fields()) {

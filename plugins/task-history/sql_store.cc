@@ -18,6 +18,7 @@
 
 #include "history_doc.h"
 #include "history_store.h"
+#include "kuscia.h"
 #include "sql_db.h"
 
 namespace kuscia_host::plugins::history {
@@ -153,7 +154,7 @@ json unpackJson(const std::string& packed) {
         size != n)
       return json::value_t::discarded;
   }
-  return json::parse(text, nullptr, false);
+  return parseJson(text);
 }
 
 // stats_days: what `stats` reads instead of the tasks. Per UTC day, one row per (kind, dim,

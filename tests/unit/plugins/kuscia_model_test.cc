@@ -87,6 +87,10 @@ TEST(KusciaModelTest, ParsedFieldsAreTheDomNlohmannWouldBuild) {
   // "-0": nlohmann's parser makes it a signed zero, this an unsigned one; equal and printed alike.
   EXPECT_EQ(parseFields("[-0]", 1), json::parse("[-0]"));
   EXPECT_EQ(parseFields("[-0]", 1).dump(), json::parse("[-0]").dump());
+  // parseJson, what parseFields reads with, answers as nlohmann::json::parse(text, nullptr, false).
+  EXPECT_EQ(parseJson(R"({"a": [1, "x"]})"), json::parse(R"({"a": [1, "x"]})"));
+  EXPECT_TRUE(parseJson(R"({"a": )").is_discarded());
+  EXPECT_TRUE(parseJson("").is_discarded());
   // Not JSON, not an array, or another number of fields: every field absent.
   for (const char* bad : {"[1, 2", "{\"a\": 1}", "[1, 2, 3]", "[\"\\ud800\"]", ""}) {
     json got = parseFields(bad, 2);
