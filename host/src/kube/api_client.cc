@@ -36,7 +36,9 @@ KubeMetrics::KubeMetrics(MetricsRegistry& r)
                                   {"verb", "code"})),
       rateLimiterWait(r.hostFamily(MetricKind::kCounter,
                                    "kuscia_host_kube_rate_limiter_wait_seconds_total",
-                                   "Time requests waited for the client-side rate limiter", {})) {}
+                                   "Time requests waited in the client's queue: for the rate "
+                                   "limiter, or for room beyond the writes in flight",
+                                   {})) {}
 
 ApiClient::ApiClient(boost::asio::io_context& io, std::shared_ptr<HttpTransport> transport,
                      double qps, int burst, const Clock& clock, KubeMetrics& metrics,
