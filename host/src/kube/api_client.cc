@@ -108,10 +108,7 @@ void ApiClient::pump() {
     double waited = static_cast<double>(clock_.monotonicNanos() - next.since) / 1e9;
     if (waited > 0.0005) metrics_.rateLimiterWait->series({})->add(waited);
     if (stopped_) {
-      {
-        std::lock_guard lock(queueMu_);
-        --inFlight_;
-      }
+      releaseRoom();
       (*next.done)(
           makeError(next.call->http.method + " " + next.call->http.target + ": shutting down"));
       continue;
@@ -120,16 +117,18 @@ void ApiClient::pump() {
   }
 }
 
+void ApiClient::releaseRoom() {
+  std::lock_guard lock(queueMu_);
+  --inFlight_;
+}
+
 void ApiClient::send(const std::shared_ptr<ApiCall>& c, int n,
                      const std::shared_ptr<std::function<void(Result<HttpResponse>)>>& done) {
   int64_t t0 = clock_.monotonicNanos();
   transport_->send(c->http, [self = shared_from_this(), c, n, done, t0](Result<HttpResponse> r) {
     if (c->rateLimited) {
       // Its room goes to the next queued call (this one, if retried, queues again).
-      {
-        std::lock_guard lock(self->queueMu_);
-        --self->inFlight_;
-      }
+      self->releaseRoom();
       self->pump();
     }
     double secs = static_cast<double>(self->clock_.monotonicNanos() - t0) / 1e9;

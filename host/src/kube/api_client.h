@@ -89,6 +89,8 @@ private:
   // Sends queued rate-limited calls while tokens and in-flight room are available; arms one
   // timer when tokens are out (a completing call pumps again).
   void pump();
+  // A rate-limited call sent by pump() was answered (or not sent after all): its room is free.
+  void releaseRoom();
 
   boost::asio::io_context& io_;
   std::shared_ptr<HttpTransport> transport_;

@@ -18,6 +18,7 @@
 #include <optional>
 
 #include "common/version.h"
+#include "kube/api_client.h"
 
 namespace kuscia_host::kube {
 
@@ -159,9 +160,9 @@ void BeastHttpClient::watchdog() {
 }
 
 void BeastHttpClient::putIdle(std::shared_ptr<Connection> c) {
-  // As many as the API client keeps writes in flight (ApiClient::kMaxInFlight), so that a burst
-  // of writes reuses its connections rather than opening and closing one per write.
-  constexpr std::size_t kMaxIdle = 32;
+  // As many as the API client keeps writes in flight, so that a burst of writes reuses its
+  // connections rather than opening and closing one per write.
+  constexpr auto kMaxIdle = static_cast<std::size_t>(ApiClient::kMaxInFlight);
   std::lock_guard lock(mu_);
   if (idle_.size() < kMaxIdle) idle_.push_back(std::move(c));
 }
