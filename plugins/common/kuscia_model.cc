@@ -52,6 +52,15 @@ bool endpointsHaveAddress(const json& subsets) {
   });
 }
 
+bool cachedEndpointsHaveAddress(const sdk::Host& host, uint64_t subscription,
+                                const std::string& key) {
+  bool address = false;
+  host.cacheGet(subscription, key, [&address](const sdk::Object& o) {
+    address = endpointsHaveAddress(parseFields(o.fieldsJson, 1)[0]);
+  });
+  return address;
+}
+
 void TaskMembers::remove(const std::string& key, const std::string& task) {
   if (task.empty()) return;
   auto m = members_.find(task);

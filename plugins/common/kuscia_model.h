@@ -36,6 +36,10 @@ nlohmann::json newServiceEntry(std::string_view namespaceName, std::string_view 
 const nlohmann::json* trueCondition(const nlohmann::json& conditions, std::string_view type);
 // Whether an Endpoints object's subsets hold at least one (ready) address.
 bool endpointsHaveAddress(const nlohmann::json& subsets);
+// Whether the Endpoints `key` as the host caches them through `subscription` (projecting only
+// /subsets) hold an address; false when the host has none.
+bool cachedEndpointsHaveAddress(const sdk::Host& host, uint64_t subscription,
+                                const std::string& key);
 
 // The objects ("<ns>/<name>") of each task; a task without objects is not kept.
 class TaskMembers {

@@ -70,11 +70,7 @@ bool GatewayReadyTime::programmed(const std::string& key, const Service& s) cons
   if (config_.source == GatewayConfig::Source::kEnvoyAdmin)
     return clusters_ && clusters_->count("service-" + s.name) > 0;
   // The Endpoints as the host caches them: nothing of them is held here.
-  bool address = false;
-  host().cacheGet(endpointsSub_, key, [&address](const sdk::Object& o) {
-    address = endpointsHaveAddress(parseFields(o.fieldsJson, 1)[0]);
-  });
-  return address;
+  return cachedEndpointsHaveAddress(host(), endpointsSub_, key);
 }
 
 void GatewayReadyTime::onEvent(const sdk::Event& e) {

@@ -10,7 +10,6 @@
 #include <array>
 #include <chrono>
 #include <cmath>
-#include <cstring>
 #include <ctime>
 #include <functional>
 #include <limits>
@@ -129,19 +128,24 @@ struct DecompressContext {
   DecompressContext& operator=(const DecompressContext&) = delete;
 };
 
+// Four bytes as a little-endian number: pack()'s size prefix, and zstd's magic number.
+uint32_t littleEndian32(const char* p) {
+  uint32_t v = 0;
+  for (int i = 0; i < 4; ++i)
+    v |= static_cast<uint32_t>(static_cast<unsigned char>(p[i])) << (8 * i);
+  return v;
+}
+
 // The JSON of pack() (zstd, or zlib from an older writer); discarded when it is not one (a
 // damaged row is skipped, not fatal).
 json unpackJson(const std::string& packed) {
   if (packed.size() < 4) return json::value_t::discarded;
-  uint32_t n = 0;
-  for (int i = 0; i < 4; ++i)
-    n |= static_cast<uint32_t>(static_cast<unsigned char>(packed[i])) << (8 * i);
+  const uint32_t n = littleEndian32(packed.data());
   if (n > (64u << 20)) return json::value_t::discarded;
   std::string text(n, '\0');
   const char* body = packed.data() + 4;
   const std::size_t bodySize = packed.size() - 4;
-  static constexpr char kZstdMagic[] = {'\x28', '\xb5', '\x2f', '\xfd'};
-  if (bodySize >= sizeof kZstdMagic && std::memcmp(body, kZstdMagic, sizeof kZstdMagic) == 0) {
+  if (bodySize >= 4 && littleEndian32(body) == ZSTD_MAGICNUMBER) {
     // Readers and the writer run on their own threads: a context each.
     thread_local DecompressContext d;
     std::size_t size =

@@ -804,11 +804,7 @@ std::optional<Waiting> TaskTimeline::serviceWaiting(const std::string& key,
   Waiting w;
   w.phase = "ready";
   w.sinceNanos = s.create ? s.create->nanos : 0;
-  bool address = false;
-  host().cacheGet(endpointsSub_, key, [&address](const sdk::Object& o) {
-    address = endpointsHaveAddress(parseFields(o.fieldsJson, 1)[0]);
-  });
-  if (!address) {
+  if (!cachedEndpointsHaveAddress(host(), endpointsSub_, key)) {
     w.reason = "NoEndpoints";
     w.message = "the service's Endpoints have no address yet";
   } else {
