@@ -800,6 +800,8 @@ LoadRun l1(std::size_t tasks, double windowSeconds, const std::string& hostBinar
   // What the load cost the host: its CPU now, before the checks below ask it anything (listing
   // a thousand recorded tasks is the reader's cost, not the recorder's).
   const double loadCpu = host.cpuSeconds();
+  // Its peak so far, likewise: the history listed below is the reader's memory, not the load's.
+  const double loadPeakRssMiB = host.rssMiB("VmHWM");
   std::size_t recorded = 0;
   if (history) {
     // Every task recorded complete.
@@ -823,7 +825,7 @@ LoadRun l1(std::size_t tasks, double windowSeconds, const std::string& hostBinar
   admin.request(http::verb::get, "/metrics");
   std::string metrics = admin.body();
   // The host's own peak (wait4's ru_maxrss would also count this process's image at the spawn).
-  const double peakRssMiB = host.rssMiB("VmHWM");
+  const double peakRssMiB = host.rssMiB("VmHWM"); // the checks' requests included
   rusage usage{};
   int exitCode = host.stop(usage);
   server.store().setObserver(nullptr);
@@ -851,8 +853,9 @@ LoadRun l1(std::size_t tasks, double windowSeconds, const std::string& hostBinar
               latencies.size(), percentile(latencies, 0.5) / 1e3, percentile(latencies, 0.99) / 1e3,
               percentile(latencies, 1.0) / 1e3);
   std::printf("  host: %.2f CPU seconds for the load (%.2f ms per task; %.2f s until it stopped, "
-              "the checks' requests included), peak RSS %.1f MiB, exit %d\n",
-              cpu, cpu * 1e3 / n, totalCpu, peakRssMiB, exitCode);
+              "the checks' requests included), peak RSS %.1f MiB for the load (%.1f MiB with the "
+              "checks' requests), exit %d\n",
+              cpu, cpu * 1e3 / n, totalCpu, loadPeakRssMiB, peakRssMiB, exitCode);
   std::printf("  times compared: %zu; lost %zu, wrong %zu (target 0)%s%s\n", fields, lost, wrong,
               example.empty() ? "" : "; first: ", example.c_str());
   if (history)
@@ -863,7 +866,7 @@ LoadRun l1(std::size_t tasks, double windowSeconds, const std::string& hostBinar
                 metricSum(metrics, "kuscia_history_recordings_total", "result=\"unchanged\""));
   if (lost + wrong > 0 || exitCode != 0 || (history && recorded < tasks))
     throw std::runtime_error("L1: times lost or wrong, tasks not recorded, or the host failed");
-  return {peakRssMiB, cpu};
+  return {loadPeakRssMiB, cpu};
 }
 
 // L1 alone, then beside `finished` finished tasks: what history costs a host at work, as a ratio
