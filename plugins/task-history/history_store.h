@@ -78,8 +78,12 @@ struct StatsGroup {
 class HistoryStore {
 public:
   virtual ~HistoryStore() = default;
-  // Merges the recording into the stored one and refreshes the task; false when nothing changed.
-  virtual bool record(const Recording& r) = 0;
+  // Merges each recording into the one stored for its recorder and refreshes the task once, in
+  // one transaction; whether each changed what was stored. Every recording is of the same task,
+  // each of another recorder (several domains' recordings of a task, as one host takes them).
+  virtual std::vector<bool> recordTogether(const std::vector<const Recording*>& rs) = 0;
+  // One recording; false when nothing changed.
+  bool record(const Recording& r) { return recordTogether({&r}).front(); }
   virtual HistoryPage list(const HistoryQuery& q) = 0;
   // The task's document, its recordings combined (no summary); nullopt when unknown.
   virtual std::optional<nlohmann::json> document(const std::string& task) = 0;

@@ -1,55 +1,105 @@
 #include "history_writer.h"
 
 #include <algorithm>
+#include <vector>
 
 namespace kuscia_host::plugins::history {
 
 using Clock = std::chrono::steady_clock;
 
-HistoryWriter::HistoryWriter(Open open, Options options, std::function<int64_t()> wallNanos)
-    : open_(std::move(open)), options_(options), wallNanos_(std::move(wallNanos)) {}
+namespace {
+// How long the thread sleeps when nothing is due (it is woken for anything new).
+constexpr std::chrono::hours kIdle{1};
+} // namespace
+
+HistoryWriter::HistoryWriter(Open open, Options options)
+    : open_(std::move(open)), options_(options) {}
 
 HistoryWriter::~HistoryWriter() {
-  stop(std::chrono::milliseconds(0));
+  std::unique_lock lock(mu_);
+  stopThread(lock, std::chrono::milliseconds(0));
 }
 
-void HistoryWriter::start() {
-  std::lock_guard lock(mu_);
-  if (thread_.joinable()) return;
-  stopping_ = false;
-  pruneAt_ = Clock::now(); // retention applies at start too
-  thread_ = std::thread([this] { run(); });
-}
-
-void HistoryWriter::stop(std::chrono::milliseconds drain) {
-  {
-    std::lock_guard lock(mu_);
-    if (!thread_.joinable()) return;
-    stopping_ = true;
-    drainUntil_ = Clock::now() + drain;
+HistoryWriter::User HistoryWriter::attach(std::function<int64_t()> wallNanos) {
+  std::unique_lock lock(mu_);
+  // A thread the last user's detach is stopping ends first.
+  cv_.wait(lock, [this] { return !joining_; });
+  const User user = nextUser_++;
+  PerUser& u = users_[user];
+  u.wallNanos = std::move(wallNanos);
+  u.attached = true;
+  if (!thread_.joinable()) {
+    stopping_ = false;
+    pruneAt_ = Clock::now(); // retention applies at start too
+    thread_ = std::thread([this] { run(); });
   }
+  return user;
+}
+
+void HistoryWriter::detach(User user, std::chrono::milliseconds drain) {
+  std::unique_lock lock(mu_);
+  auto it = users_.find(user);
+  if (it == users_.end() || !it->second.attached) return;
+  it->second.attached = false;
+  it->second.wallNanos = nullptr;
+  if (attachedUsers() == 0)
+    stopThread(lock, drain);
+  else
+    cv_.notify_all(); // a recording waiting for this user's goes now
+}
+
+void HistoryWriter::stopThread(std::unique_lock<std::mutex>& lock,
+                               std::chrono::milliseconds drain) {
+  cv_.wait(lock, [this] { return !joining_; }); // another call is stopping it
+  if (!thread_.joinable()) return;
+  stopping_ = true;
+  drainUntil_ = Clock::now() + drain;
+  joining_ = true;
+  lock.unlock();
   cv_.notify_all();
   thread_.join();
+  lock.lock();
+  joining_ = false;
+  cv_.notify_all();
 }
 
-bool HistoryWriter::enqueue(Recording r) {
+std::size_t HistoryWriter::attachedUsers() const {
+  return static_cast<std::size_t>(
+      std::count_if(users_.begin(), users_.end(), [](const auto& u) { return u.second.attached; }));
+}
+
+HistoryWriter::PerUser* HistoryWriter::firstUser() {
+  for (auto& [id, u] : users_)
+    if (u.attached) return &u;
+  return nullptr;
+}
+
+bool HistoryWriter::enqueue(User user, Recording r) {
   {
     std::lock_guard lock(mu_);
-    auto key = std::pair{r.task, r.recorder};
+    auto countDepth = [this](User u, int by) {
+      if (auto it = users_.find(u); it != users_.end())
+        it->second.depth = static_cast<std::size_t>(static_cast<int64_t>(it->second.depth) + by);
+    };
+    Key key{r.task, r.recorder};
     if (auto it = queued_.find(key); it != queued_.end()) {
       // The latest replaces the queued one in its place.
-      it->second = std::make_shared<const Recording>(std::move(r));
+      countDepth(it->second.user, -1);
+      countDepth(user, 1);
+      it->second.recording = std::make_shared<const Recording>(std::move(r));
+      it->second.user = user;
       return true;
     }
     if (queued_.size() >= options_.capacity) {
-      ++counters_.dropped;
+      if (auto it = users_.find(user); it != users_.end()) ++it->second.dropped;
       return false;
     }
     order_.push_back(key);
-    queued_.emplace(std::move(key), std::make_shared<const Recording>(std::move(r)));
-    counters_.depth = queued_.size();
+    queued_.emplace(std::move(key),
+                    Queued{std::make_shared<const Recording>(std::move(r)), user, Clock::now()});
+    countDepth(user, 1);
   }
-  cv_.notify_one();
+  cv_.notify_all(); // the thread, among callers that wait for it to stop
   return true;
 }
 
@@ -58,13 +108,24 @@ std::size_t HistoryWriter::room() const {
   return options_.capacity - std::min(options_.capacity, queued_.size());
 }
 
-HistoryWriter::Counters HistoryWriter::snapshot() const {
+HistoryWriter::Counters HistoryWriter::snapshot(User user) const {
   std::lock_guard lock(mu_);
-  return counters_;
+  Counters c = counters_;
+  c.pruned = 0;
+  auto it = users_.find(user);
+  if (it == users_.end()) return c;
+  const PerUser& u = it->second;
+  c.written = u.written;
+  c.unchanged = u.unchanged;
+  c.failures = u.failures;
+  c.dropped = u.dropped;
+  c.depth = u.depth;
+  c.pruned = u.pruned;
+  return c;
 }
 
-void HistoryWriter::failed(const std::string& error) {
-  ++counters_.failures;
+void HistoryWriter::failed(const std::string& error, PerUser* user) {
+  if (user != nullptr) ++user->failures;
   counters_.lastError = error;
   if (!counters_.failing) {
     counters_.failing = true;
@@ -73,6 +134,32 @@ void HistoryWriter::failed(const std::string& error) {
   backoff_ =
       backoff_.count() == 0 ? options_.firstBackoff : std::min(options_.maxBackoff, backoff_ * 2);
   retryAt_ = Clock::now() + backoff_;
+}
+
+HistoryWriter::PerUser* HistoryWriter::headUser() {
+  dropWritten();
+  if (!order_.empty())
+    if (auto q = queued_.find(order_.front()); q != queued_.end())
+      if (auto u = users_.find(q->second.user); u != users_.end()) return &u->second;
+  return firstUser();
+}
+
+void HistoryWriter::dropWritten() {
+  while (!order_.empty() && queued_.count(order_.front()) == 0)
+    order_.pop_front();
+}
+
+Clock::time_point HistoryWriter::headDue() {
+  dropWritten();
+  if (order_.empty()) return Clock::now() + kIdle;
+  const Key& head = order_.front();
+  std::size_t together = 0;
+  for (auto it = queued_.lower_bound({head.first, std::string()});
+       it != queued_.end() && it->first.first == head.first; ++it)
+    ++together;
+  // Every user has its recording of the task queued: nothing more to wait for.
+  if (together >= attachedUsers()) return Clock::time_point::min();
+  return queued_.at(head).since + options_.gather;
 }
 
 void HistoryWriter::run() {
@@ -88,22 +175,24 @@ void HistoryWriter::run() {
       std::unique_ptr<HistoryStore> s;
       auto opened = call(lock, [&] { s = open_(); });
       if (!s) {
-        failed(opened.error);
+        failed(opened.error, headUser());
         continue;
       }
       store_ = std::move(s);
       counters_.store = store_->describe();
     }
-    if (!queued_.empty()) {
-      writeOne(lock);
+    const auto due = queued_.empty() ? now + kIdle : headDue();
+    if (!queued_.empty() && (stopping_ || now >= due)) {
+      writeHead(lock);
       continue;
     }
-    if (now >= pruneAt_) {
-      pruneSome(lock);
+    PerUser* first = firstUser();
+    if (first != nullptr && now >= pruneAt_) {
+      pruneSome(lock, first->wallNanos());
       continue;
     }
     if (stopping_) break;
-    cv_.wait_until(lock, pruneAt_);
+    cv_.wait_until(lock, first != nullptr ? std::min(due, pruneAt_) : due);
   }
   lock.unlock();
   store_.reset();
@@ -125,53 +214,85 @@ HistoryWriter::Outcome HistoryWriter::call(std::unique_lock<std::mutex>& lock,
   return out;
 }
 
-bool HistoryWriter::writeOne(std::unique_lock<std::mutex>& lock) {
-  auto key = order_.front();
-  std::shared_ptr<const Recording> r = queued_.at(key); // a newer one may replace it meanwhile
-  bool changed = false;
-  auto [error, transient] = call(lock, [&] { changed = store_->record(*r); });
+void HistoryWriter::writeHead(std::unique_lock<std::mutex>& lock) {
+  dropWritten();
+  if (order_.empty()) return;
+  const Key head = order_.front();
+  // Every queued recording of the head's task, the head first (a failure is counted for its
+  // user). A newer recording of one may replace it meanwhile.
+  std::vector<std::pair<Key, Queued>> batch = {{head, queued_.at(head)}};
+  for (auto it = queued_.lower_bound({head.first, std::string()});
+       it != queued_.end() && it->first.first == head.first; ++it)
+    if (it->first != head) batch.emplace_back(*it);
+  std::vector<const Recording*> recordings;
+  recordings.reserve(batch.size());
+  for (const auto& [key, q] : batch)
+    recordings.push_back(q.recording.get());
+  std::vector<bool> changed;
+  auto [error, transient] = call(lock, [&] { changed = store_->recordTogether(recordings); });
+  auto userOf = [this](User id) -> PerUser* {
+    auto it = users_.find(id);
+    return it == users_.end() ? nullptr : &it->second;
+  };
   if (!error.empty() && transient) {
-    failed(error); // kept at the head; the connection is opened again if it went
-    return false;
+    failed(error, userOf(batch.front().second.user)); // kept at the head; reopened if it went
+    return;
   }
   // Written (or refused for good: counted, and not retried forever). A newer recording that
-  // came meanwhile stays queued.
-  auto it = queued_.find(key);
-  if (it != queued_.end() && it->second == r) {
-    queued_.erase(it);
-    order_.pop_front();
-  } else {
-    order_.pop_front();
-    order_.push_back(key);
+  // came meanwhile stays queued, the head's behind what is queued now.
+  order_.pop_front();
+  for (std::size_t i = 0; i < batch.size(); ++i) {
+    const auto& [key, q] = batch[i];
+    auto it = queued_.find(key);
+    if (it != queued_.end() && it->second.recording == q.recording) {
+      if (PerUser* u = userOf(it->second.user)) --u->depth;
+      queued_.erase(it);
+    } else if (i == 0) {
+      order_.push_back(key);
+    }
+    if (!error.empty()) continue;
+    if (PerUser* u = userOf(q.user))
+      ++(i < changed.size() && changed[i] ? u->written : u->unchanged);
   }
-  counters_.depth = queued_.size();
   if (!error.empty()) {
-    ++counters_.failures;
+    if (PerUser* u = userOf(batch.front().second.user)) ++u->failures;
     counters_.lastError = error;
-    return false;
+    return;
   }
-  changed ? ++counters_.written : ++counters_.unchanged;
   counters_.failing = false;
   backoff_ = std::chrono::milliseconds(0);
-  return true;
 }
 
-void HistoryWriter::pruneSome(std::unique_lock<std::mutex>& lock) {
+void HistoryWriter::pruneSome(std::unique_lock<std::mutex>& lock, int64_t wallNanos) {
   std::size_t n = 0;
   auto [error, transient] = call(lock, [&] {
-    n = store_->prune(wallNanos_() - options_.retentionNanos, options_.maxTasks,
-                      options_.pruneBatch);
+    n = store_->prune(wallNanos - options_.retentionNanos, options_.maxTasks, options_.pruneBatch);
   });
+  PerUser* first = firstUser();
   if (!error.empty()) {
-    if (transient) return failed(error);
-    ++counters_.failures;
+    if (transient) return failed(error, first);
+    if (first != nullptr) ++first->failures;
     counters_.lastError = error;
     pruneAt_ = Clock::now() + options_.pruneEvery;
     return;
   }
-  counters_.pruned += n;
+  if (first != nullptr) first->pruned += n;
   // A full batch: more may be due, after what waits to be written.
   pruneAt_ = n == options_.pruneBatch ? Clock::now() : Clock::now() + options_.pruneEvery;
+}
+
+std::shared_ptr<HistoryWriter>
+sharedWriter(const std::string& key, const std::function<std::unique_ptr<HistoryWriter>()>& make) {
+  static std::mutex mu;
+  static std::map<std::string, std::weak_ptr<HistoryWriter>> writers;
+  std::lock_guard lock(mu);
+  auto& slot = writers[key];
+  if (auto w = slot.lock()) return w;
+  for (auto it = writers.begin(); it != writers.end();) // the writers no instance holds
+    it = it->second.expired() && &it->second != &slot ? writers.erase(it) : std::next(it);
+  std::shared_ptr<HistoryWriter> w = make();
+  slot = w;
+  return w;
 }
 
 } // namespace kuscia_host::plugins::history

@@ -5,6 +5,13 @@
 // what does not fit in the queue meanwhile is dropped and counted, and the plugin recovers it
 // with a resync once writes work again (the tasks' statuses still hold it). Retention runs on the
 // same thread: a few hundred tasks per transaction, so no lock is held for long.
+//
+// One writer serves every instance of the process that records into the same database with the
+// same settings (a centralized host records each domain with an instance of its own): the
+// recordings of one task by several domains are written together, in one transaction that reads
+// the stored documents and summarises the task once (HistoryStore::recordTogether). A recording
+// waits up to `gather` for the other users' recordings of its task; it goes at once when every
+// user has one queued. Each user (attach()) has its own counters.
 #pragma once
 
 #include <chrono>
@@ -34,7 +41,13 @@ public:
     std::size_t pruneBatch = 500;
     std::chrono::milliseconds firstBackoff{500};
     std::chrono::milliseconds maxBackoff{std::chrono::seconds(30)};
+    // How long a recording waits for the other users' recordings of its task: two of the
+    // plugin's ticks, each instance queueing what is due at its own tick.
+    std::chrono::milliseconds gather{2000};
   };
+  // Of one user: its recordings written, unchanged, dropped and queued, and the failures while
+  // one of its recordings was at the head of the queue; the tasks pruned count for the first user
+  // attached. The rest is the writer's.
   struct Counters {
     uint64_t written = 0, unchanged = 0, failures = 0, dropped = 0, pruned = 0;
     std::size_t depth = 0;
@@ -42,22 +55,38 @@ public:
     uint64_t episode = 0; // bumped when writes start failing
     std::string lastError, store;
   };
+  using User = uint64_t;
 
-  // `wallNanos`: the clock retention is measured by.
-  HistoryWriter(Open open, Options options, std::function<int64_t()> wallNanos);
+  explicit HistoryWriter(Open open, Options options);
   ~HistoryWriter();
   HistoryWriter(const HistoryWriter&) = delete;
   HistoryWriter& operator=(const HistoryWriter&) = delete;
 
-  void start();
-  // Writes what is queued (for at most `drain`), then stops the thread.
-  void stop(std::chrono::milliseconds drain = std::chrono::seconds(5));
+  // A user from now on: its counters start at zero, and the thread runs while any user is
+  // attached. `wallNanos`: the user's clock; retention is measured by the first user's.
+  User attach(std::function<int64_t()> wallNanos);
+  // No longer a user. The last one stops the thread after writing what is queued (for at most
+  // `drain`); before that, what the user queued is written by the running thread.
+  void detach(User user, std::chrono::milliseconds drain = std::chrono::seconds(5));
   // False when the queue is full (the recording is dropped and counted).
-  bool enqueue(Recording r);
+  bool enqueue(User user, Recording r);
   std::size_t room() const;
-  Counters snapshot() const;
+  Counters snapshot(User user) const;
 
 private:
+  struct Queued {
+    std::shared_ptr<const Recording> recording;
+    User user = 0;
+    std::chrono::steady_clock::time_point since; // queued first (a replacement keeps it)
+  };
+  struct PerUser { // kept after detach(), for its last counters
+    std::function<int64_t()> wallNanos;
+    bool attached = false;
+    uint64_t written = 0, unchanged = 0, failures = 0, dropped = 0, pruned = 0;
+    std::size_t depth = 0;
+  };
+  using Key = std::pair<std::string, std::string>; // (task, recorder)
+
   void run();
   struct Outcome {
     std::string error; // empty: it worked
@@ -65,26 +94,43 @@ private:
   };
   // Runs a storage call with the lock released; what it threw.
   static Outcome call(std::unique_lock<std::mutex>& lock, const std::function<void()>& work);
-  bool writeOne(std::unique_lock<std::mutex>& lock);
-  void pruneSome(std::unique_lock<std::mutex>& lock);
-  void failed(const std::string& error);
+  // Drops the keys at the head already written with another recording of their task.
+  void dropWritten();
+  // When the head of the queue may be written.
+  std::chrono::steady_clock::time_point headDue();
+  void writeHead(std::unique_lock<std::mutex>& lock);
+  void pruneSome(std::unique_lock<std::mutex>& lock, int64_t wallNanos);
+  // A failed call, counted for `user` (when known).
+  void failed(const std::string& error, PerUser* user);
+  std::size_t attachedUsers() const;
+  PerUser* firstUser(); // the first attached, nullptr when none
+  PerUser* headUser();  // the user of the head's recording, else the first
+  // With `lock` held: stops the thread, writing what is queued for at most `drain`.
+  void stopThread(std::unique_lock<std::mutex>& lock, std::chrono::milliseconds drain);
 
   Open open_;
   Options options_;
-  std::function<int64_t()> wallNanos_;
   std::unique_ptr<HistoryStore> store_; // the worker's only
   mutable std::mutex mu_;
   std::condition_variable cv_;
-  std::deque<std::pair<std::string, std::string>> order_; // (task, recorder), FIFO
+  std::deque<Key> order_; // FIFO; may hold keys already written with another of their task
   // The latest of each, shared with the write under way: a newer one replaces the pointer, so
   // the writer knows by identity whether what it wrote is still the latest.
-  std::map<std::pair<std::string, std::string>, std::shared_ptr<const Recording>> queued_;
-  Counters counters_;
+  std::map<Key, Queued> queued_;
+  std::map<User, PerUser> users_;
+  User nextUser_ = 1;
+  Counters counters_; // the writer's: failing, episode, lastError, store
   std::chrono::milliseconds backoff_{0};
   std::chrono::steady_clock::time_point retryAt_{}, pruneAt_{};
   bool stopping_ = false;
+  bool joining_ = false; // a call is joining the thread (the lock released meanwhile)
   std::chrono::steady_clock::time_point drainUntil_{};
   std::thread thread_;
 };
+
+// The writer of the process for `key` (the database and the settings that shape a writer), made
+// by `make` when none is alive: every instance recording into one database shares it.
+std::shared_ptr<HistoryWriter>
+sharedWriter(const std::string& key, const std::function<std::unique_ptr<HistoryWriter>()>& make);
 
 } // namespace kuscia_host::plugins::history

@@ -195,28 +195,51 @@ public:
       migrate();
   }
 
-  bool record(const Recording& r) override {
+  std::vector<bool> recordTogether(const std::vector<const Recording*>& rs) override {
+    std::vector<bool> changed(rs.size(), false);
+    if (rs.empty()) return changed;
+    const Recording& first = *rs.front();
     Transaction tx(*db_);
-    db_->lockTask(r.task);
-    // What the task counted in stats_days before this recording (nothing when it is new).
-    std::vector<std::vector<SqlValue>> old = contributions(r.task);
-    json stored;
-    db_->run("SELECT document FROM recordings WHERE task = $1 AND recorder = $2",
-             {r.task, r.recorder}, [&](const SqlRow& row) { stored = unpackJson(row.bytes(0)); });
-    json merged = mergeRecording(stored, r.document);
-    if (!stored.is_discarded() && merged == stored) return false;
-    db_->run("INSERT INTO recordings (task, recorder, at_ns, document) VALUES ($1, $2, $3, $4)"
-             " ON CONFLICT (task, recorder) DO UPDATE SET at_ns = excluded.at_ns,"
-             " document = excluded.document",
-             {r.task, r.recorder, r.atNanos, packer_.pack(merged.dump())});
-    // The other recorders' documents from the database; this one's is in hand.
-    std::vector<StoredRecording> all = recordings(r.task, r.recorder);
-    all.push_back({r.recorder, r.atNanos, std::move(merged)});
-    int64_t latest = r.atNanos;
+    db_->lockTask(first.task);
+    // What the task counted in stats_days before these recordings (nothing when it is new).
+    std::vector<std::vector<SqlValue>> old = contributions(first.task);
+    // The documents of the recorders in hand, merged with what each had stored.
+    std::vector<StoredRecording> all;
+    std::vector<std::string> inHand;
+    bool any = false;
+    for (std::size_t i = 0; i < rs.size(); ++i) {
+      const Recording& r = *rs[i];
+      if (r.task != first.task) throw StoreError("recordings of several tasks together", false);
+      json stored;
+      int64_t storedAt = 0;
+      db_->run("SELECT at_ns, document FROM recordings WHERE task = $1 AND recorder = $2",
+               {r.task, r.recorder}, [&](const SqlRow& row) {
+                 storedAt = row.integer(0);
+                 stored = unpackJson(row.bytes(1));
+               });
+      json merged = mergeRecording(stored, r.document);
+      inHand.push_back(r.recorder);
+      if (!stored.is_discarded() && merged == stored) {
+        all.push_back({r.recorder, storedAt, std::move(merged)});
+        continue;
+      }
+      db_->run("INSERT INTO recordings (task, recorder, at_ns, document) VALUES ($1, $2, $3, $4)"
+               " ON CONFLICT (task, recorder) DO UPDATE SET at_ns = excluded.at_ns,"
+               " document = excluded.document",
+               {r.task, r.recorder, r.atNanos, packer_.pack(merged.dump())});
+      all.push_back({r.recorder, r.atNanos, std::move(merged)});
+      changed[i] = any = true;
+    }
+    if (!any) return changed;
+    // The other recorders' documents from the database; these are in hand.
+    for (auto& s : recordings(first.task, inHand))
+      all.push_back(std::move(s));
+    int64_t latest = 0;
     for (const auto& s : all)
       latest = std::max(latest, s.atNanos);
     json doc = combine(std::move(all));
     TaskRow row = taskRowOf(doc, latest);
+    const Recording& r = first;
     auto cp = pathSeconds(row.summary, "");
     std::vector<SqlValue> p = {r.task,
                                r.namespaceName,
@@ -266,7 +289,7 @@ public:
     }
     replaceContributions(std::move(old), contributions(r.task));
     tx.commit();
-    return true;
+    return changed;
   }
 
   void rebuildStats() override {
@@ -558,13 +581,18 @@ private:
              row);
   }
 
-  // The task's recordings, but `except`'s.
-  std::vector<StoredRecording> recordings(const std::string& task, const std::string& except = {}) {
+  // The task's recordings, but those of the recorders `except` names (their documents are not
+  // read).
+  std::vector<StoredRecording> recordings(const std::string& task,
+                                          const std::vector<std::string>& except = {}) {
     std::vector<StoredRecording> all;
-    db_->run("SELECT recorder, at_ns, document FROM recordings WHERE task = $1 AND recorder <> $2",
-             {task, except}, [&](const SqlRow& row) {
+    db_->run("SELECT recorder, at_ns, document FROM recordings WHERE task = $1", {task},
+             [&](const SqlRow& row) {
+               std::string recorder = row.text(0);
+               if (std::find(except.begin(), except.end(), recorder) != except.end()) return;
                json d = unpackJson(row.bytes(2));
-               if (!d.is_discarded()) all.push_back({row.text(0), row.integer(1), std::move(d)});
+               if (!d.is_discarded())
+                 all.push_back({std::move(recorder), row.integer(1), std::move(d)});
              });
     return all;
   }

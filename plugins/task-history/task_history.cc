@@ -54,9 +54,13 @@ TaskHistory::TaskHistory(sdk::Host host, std::string_view domain, std::string_vi
   o.retentionNanos = config_.retentionDays * 86400 * kSecond;
   o.maxTasks = static_cast<std::size_t>(config_.maxTasks);
   std::string database = config_.database, password = config_.password;
-  writer_ = std::make_unique<HistoryWriter>(
-      [database, password] { return openStore(database, password); }, o,
-      [host] { return host.wallTimeNanos(); });
+  // The instances of this process recording into the same database with the same settings
+  // share one writer: a task's recordings by several domains are written together.
+  const std::string key = json{database, password, o.capacity, o.retentionNanos, o.maxTasks}.dump();
+  writer_ = sharedWriter(key, [database, password, o] {
+    return std::make_unique<HistoryWriter>(
+        [database, password] { return openStore(database, password); }, o);
+  });
   taskSub_ = host.subscribe(taskSubscription(
       config_.taskNamespace, {"/metadata/creationTimestamp", "/status/phase", "/spec/initiator",
                               "/spec/parties", "/status/podStatuses", "/status/serviceStatuses"}));
@@ -66,11 +70,12 @@ TaskHistory::TaskHistory(sdk::Host host, std::string_view domain, std::string_vi
 }
 
 TaskHistory::~TaskHistory() {
-  writer_->stop(std::chrono::milliseconds(0));
+  writer_->detach(user_, std::chrono::milliseconds(0));
 }
 
 void TaskHistory::onStart() {
-  writer_->start();
+  sdk::Host h = host();
+  user_ = writer_->attach([h] { return h.wallTimeNanos(); });
   timer_ = host().startTimer(kTickMillis, kTickMillis);
   for (const char* result : {"written", "unchanged"})
     recordings_.add(0, {result});
@@ -85,7 +90,7 @@ void TaskHistory::onStop() {
   for (const auto& [task, at] : due_)
     recordCached(task);
   due_.clear();
-  writer_->stop(std::chrono::seconds(5));
+  writer_->detach(user_, std::chrono::seconds(5));
   poll();
 }
 
@@ -145,7 +150,7 @@ bool TaskHistory::record(const std::string& task, std::string_view uid, std::str
                              &f[kTaskCreate], &f[kTaskPods], &f[kTaskServices]});
   if (!uid.empty()) doc["uid"] = std::string(uid);
   Recording r{task, config_.taskNamespace, domain_, host().wallTimeNanos(), std::move(doc)};
-  if (writer_->enqueue(std::move(r))) return true;
+  if (writer_->enqueue(user_, std::move(r))) return true;
   droppedSinceResync_ = true;
   return false;
 }
@@ -220,7 +225,7 @@ void TaskHistory::resyncSome() {
 }
 
 void TaskHistory::poll() {
-  HistoryWriter::Counters c = writer_->snapshot();
+  HistoryWriter::Counters c = writer_->snapshot(user_);
   auto delta = [](uint64_t now, uint64_t before) {
     return static_cast<double>(now > before ? now - before : 0);
   };
@@ -258,7 +263,7 @@ void TaskHistory::flush(std::chrono::milliseconds wait) {
   while (resyncNext_ < resync_.size())
     recordCached(resync_[resyncNext_++]);
   auto until = std::chrono::steady_clock::now() + wait;
-  while (writer_->snapshot().depth > 0 && std::chrono::steady_clock::now() < until)
+  while (writer_->snapshot(user_).depth > 0 && std::chrono::steady_clock::now() < until)
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   poll();
 }

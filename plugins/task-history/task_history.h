@@ -54,7 +54,9 @@ public:
   std::size_t dueTasks() const { return due_.size(); }
   std::size_t heldPods() const { return pods_.size(); }
   std::size_t resyncLeft() const { return resync_.size() - resyncNext_; }
-  HistoryWriter::Counters counters() const { return writer_->snapshot(); }
+  HistoryWriter::Counters counters() const { return writer_->snapshot(user_); }
+  // The writer, shared with the process's other instances on the same database and settings.
+  const HistoryWriter& writer() const { return *writer_; }
   // Records every due task now, and waits (at most `wait`) until the queue is written (tests).
   void flush(std::chrono::milliseconds wait);
   const HistoryConfig& config() const { return config_; }
@@ -81,7 +83,8 @@ private:
   std::map<std::string, int64_t> due_; // task -> when its recording is due (wall ns)
   std::vector<std::string> resync_;    // task names to look at again
   std::size_t resyncNext_ = 0;
-  std::unique_ptr<HistoryWriter> writer_;
+  std::shared_ptr<HistoryWriter> writer_; // shared with the process's other instances
+  HistoryWriter::User user_ = 0;          // this instance's attachment (from onStart)
   // The admin API's thread and connection, started when first asked (history_reader.h).
   std::unique_ptr<HistoryReader> reader_;
   HistoryWriter::Counters reported_;

@@ -114,21 +114,33 @@ double cpuMs() {
 struct RecordingCost {
   double firstCpuUs = 0, firstWallUs = 0, againCpuUs = 0, againWallUs = 0;
 };
+struct RecordingCosts {
+  RecordingCost apart, together;
+};
 
 // `tasks` two-party tasks recorded into an empty database: per recording, CPU and wall time.
-RecordingCost recordingCost(const std::string& database, std::size_t tasks) {
+// `together`: both parties' recordings of a task in one call, as one host recording both domains
+// takes them; else one by one, as two hosts do.
+RecordingCost recordingCost(const std::string& database, std::size_t tasks, bool together) {
   RecordingCost c;
   auto store = openStore(database, "");
   const int64_t base = wallNanos() - kDay;
   auto pass = [&](int readySecond, double& cpuUs, double& wallUs) {
     double cpu0 = cpuMs(), wall0 = nowMs();
     std::size_t written = 0;
-    for (std::size_t i = 0; i < tasks; ++i)
+    for (std::size_t i = 0; i < tasks; ++i) {
+      std::vector<Recording> pair;
       for (const char* party : {"alice", "bob"})
-        written += store->record(templateRecording(party, base + static_cast<int64_t>(i) * kSecond,
-                                                   "rec-" + std::to_string(i), readySecond))
-                       ? 1
-                       : 0;
+        pair.push_back(templateRecording(party, base + static_cast<int64_t>(i) * kSecond,
+                                         "rec-" + std::to_string(i), readySecond));
+      if (together) {
+        for (bool changed : store->recordTogether({&pair[0], &pair[1]}))
+          written += changed ? 1 : 0;
+      } else {
+        for (const auto& r : pair)
+          written += store->record(r) ? 1 : 0;
+      }
+    }
     if (written != 2 * tasks) {
       std::cerr << "history_bench: " << written << " of " << 2 * tasks
                 << " recordings changed the store\n";
@@ -227,7 +239,7 @@ json get(HistoryStore& store, const std::string& path, const std::string& query,
 struct Result {
   std::string db;
   double pageP50 = 0, pageP99 = 0, taskP99 = 0, statsMax = 0, bytesPerTask = 0, loadSeconds = 0;
-  RecordingCost recording;
+  RecordingCosts recording;
 };
 
 Result run(const std::string& name, const std::string& database, SqlDb& bulk, std::size_t n,
@@ -341,11 +353,13 @@ int main(int argc, char** argv) {
   std::string dir = mkdtemp(tmpl);
   // The recording cost on an empty database of its own, then the reads at N tasks.
   auto measure = [&](const std::string& name, const std::string& recordingDb,
-                     const std::function<Result()>& reads) {
+                     const std::string& togetherDb, const std::function<Result()>& reads) {
     Result r;
     if (recordings > 0) {
-      std::cerr << name << ": recording " << recordings << " two-party tasks twice\n";
-      RecordingCost c = recordingCost(recordingDb, recordings);
+      std::cerr << name << ": recording " << recordings
+                << " two-party tasks twice, one party at a time, then both together\n";
+      RecordingCosts c{recordingCost(recordingDb, recordings, false),
+                       recordingCost(togetherDb, recordings, true)};
       if (n > 0) r = reads();
       r.recording = c;
     } else if (n > 0) {
@@ -356,7 +370,7 @@ int main(int argc, char** argv) {
   };
   if (which != "postgresql") {
     std::string path = dir + "/history.db";
-    measure("SQLite", dir + "/recording.db", [&] {
+    measure("SQLite", dir + "/recording.db", dir + "/together.db", [&] {
       openStore(path, "");
       auto bulk = openSqlite(path);
       return run("SQLite", path, *bulk, n, queries,
@@ -371,7 +385,8 @@ int main(int argc, char** argv) {
     }
     pg.psql("CREATE DATABASE b8");
     pg.psql("CREATE DATABASE b8rec");
-    measure("PostgreSQL", pg.uri("b8rec"), [&] {
+    pg.psql("CREATE DATABASE b8together");
+    measure("PostgreSQL", pg.uri("b8rec"), pg.uri("b8together"), [&] {
       std::string uri = pg.uri("b8");
       openStore(uri, "");
       auto bulk = openPostgres(uri, "");
@@ -389,10 +404,20 @@ int main(int argc, char** argv) {
                 "task-history's recording cost)\n",
                 recordings);
     for (const auto& r : results)
-      std::printf("  %-11s first recording %6.0f us CPU (%6.0f us wall); again, merged %6.0f us "
-                  "CPU (%6.0f us wall)\n",
-                  r.db.c_str(), r.recording.firstCpuUs, r.recording.firstWallUs,
-                  r.recording.againCpuUs, r.recording.againWallUs);
+      for (const auto& [how, c] : {std::pair{"one party at a time", r.recording.apart},
+                                   std::pair{"both parties together", r.recording.together}})
+        std::printf("  %-11s %-21s first recording %6.0f us CPU (%6.0f us wall); again, merged "
+                    "%6.0f us CPU (%6.0f us wall)\n",
+                    r.db.c_str(), how, c.firstCpuUs, c.firstWallUs, c.againCpuUs, c.againWallUs);
+    if (!results.empty() && results.front().recording.apart.firstCpuUs > 0)
+      std::printf("  (per recording; together, a task's two recordings share one transaction, one "
+                  "read of the stored documents and one summary: the ratio of CPU, together to "
+                  "apart, %.2f first and %.2f merged, %s)\n",
+                  results.front().recording.together.firstCpuUs /
+                      results.front().recording.apart.firstCpuUs,
+                  results.front().recording.together.againCpuUs /
+                      results.front().recording.apart.againCpuUs,
+                  results.front().db.c_str());
   }
   if (n == 0) return 0;
   std::printf("B8 task history, %zu recorded two-party tasks over 90 days, %zu queries each\n", n,

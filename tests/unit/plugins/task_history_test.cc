@@ -201,6 +201,50 @@ TEST_P(HistoryStoreTest, TwoPartiesRecordOneTask) {
   }
 }
 
+// A task's recordings by two domains written together (as one host recording both takes them)
+// store what they store written one at a time: the same document, summary and stats.
+TEST_P(HistoryStoreTest, RecordingsWrittenTogetherStoreWhatTheyStoreApart) {
+  int64_t created = at("2024-05-20T08:00:00Z");
+  auto apartA = recording("apart", "alice", created, 5, 0);
+  auto apartB = recording("apart", "bob", created + kSecond, 0, 9);
+  store_->record(apartA);
+  store_->record(apartB);
+  // The same recordings of a task of another name, created a day later (stats apart).
+  auto rename = [&](Recording r) {
+    r.task = "together";
+    r.document["task"] = "together";
+    return r;
+  };
+  auto togetherA = rename(apartA), togetherB = rename(apartB);
+  EXPECT_EQ(store_->recordTogether({&togetherA, &togetherB}), (std::vector<bool>{true, true}));
+  EXPECT_EQ(store_->recordTogether({&togetherA, &togetherB}), (std::vector<bool>{false, false}))
+      << "unchanged";
+  auto apart = store_->document("apart"), together = store_->document("together");
+  ASSERT_TRUE(apart && together);
+  (*together)["task"] = "apart";
+  EXPECT_EQ(*together, *apart);
+  auto page = store_->list({});
+  ASSERT_EQ(page.items.size(), 2u);
+  EXPECT_EQ(page.items[0].summary, page.items[1].summary);
+  EXPECT_TRUE(page.items[0].summary["complete"].get<bool>());
+  for (const std::string groupBy : {"", "party", "blamePhase"}) {
+    auto groups = store_->stats(0, created + 86400 * kSecond, groupBy);
+    for (const auto& g : groups)
+      EXPECT_EQ(g.tasks, 2u) << groupBy << " " << g.key;
+  }
+  // Bob's Ready moves: only his recording changes, and the task's summary with it.
+  auto later = rename(recording("apart", "bob", created + kSecond, 0, 12));
+  EXPECT_EQ(store_->recordTogether({&togetherA, &later}), (std::vector<bool>{false, true}));
+  auto now = store_->document("together");
+  EXPECT_EQ((*now)["entries"]["bob/apart-0"]["times"]["readyTime"], "2024-05-20T08:00:13Z");
+  HistoryQuery q;
+  q.prefix = "together";
+  EXPECT_DOUBLE_EQ(store_->list(q).items.at(0).summary["startupSeconds"].get<double>(), 12);
+  auto other = recording("other", "carol", created, 5, 5);
+  EXPECT_THROW(store_->recordTogether({&togetherA, &other}), StoreError)
+      << "recordings of two tasks are not one transaction";
+}
+
 TEST_P(HistoryStoreTest, ListsNewestFirstByFilterAndPage) {
   int64_t base = at("2024-11-01T00:00:00Z");
   for (int i = 0; i < 25; ++i) {
@@ -583,6 +627,147 @@ TEST(TaskHistoryTest, ATaskOfOtherPartiesIsNotRecorded) {
                             "cross-domain/secretflow-task-psi"));
 }
 
+// True once pred holds, false after 10 s.
+template <class Pred> bool waitFor(Pred pred) {
+  auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!pred()) {
+    if (std::chrono::steady_clock::now() > until) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return true;
+}
+
+// A real store that notes how many recordings each transaction took.
+class NotingStore final : public HistoryStore {
+public:
+  NotingStore(std::unique_ptr<HistoryStore> store, std::shared_ptr<std::vector<std::size_t>> noted,
+              std::shared_ptr<std::mutex> mu)
+      : store_(std::move(store)), noted_(std::move(noted)), mu_(std::move(mu)) {}
+  std::vector<bool> recordTogether(const std::vector<const Recording*>& rs) override {
+    {
+      std::lock_guard lock(*mu_);
+      noted_->push_back(rs.size());
+    }
+    return store_->recordTogether(rs);
+  }
+  HistoryPage list(const HistoryQuery& q) override { return store_->list(q); }
+  std::optional<json> document(const std::string& task) override { return store_->document(task); }
+  std::vector<StatsGroup> stats(int64_t since, int64_t until, const std::string& g) override {
+    return store_->stats(since, until, g);
+  }
+  std::size_t prune(int64_t before, std::size_t maxTasks, std::size_t batch) override {
+    return store_->prune(before, maxTasks, batch);
+  }
+  std::size_t count() override { return store_->count(); }
+  void rebuildStats() override { store_->rebuildStats(); }
+  std::string describe() const override { return store_->describe(); }
+
+private:
+  std::unique_ptr<HistoryStore> store_;
+  std::shared_ptr<std::vector<std::size_t>> noted_;
+  std::shared_ptr<std::mutex> mu_;
+};
+
+// One writer serves the instances recording into one database (a centralized host's domains):
+// a task's recordings by two domains are written in one transaction; a recording waits for the
+// other users' only while one is attached that has not queued its own, and at most `gather`.
+TEST(HistoryWriterTest, ATasksRecordingsByTwoDomainsAreWrittenTogether) {
+  TempDir dir;
+  const std::string db = dir.path + "/history.db";
+  auto noted = std::make_shared<std::vector<std::size_t>>();
+  auto mu = std::make_shared<std::mutex>();
+  auto batches = [&] {
+    std::lock_guard lock(*mu);
+    return *noted;
+  };
+  auto open = [&] { return std::make_unique<NotingStore>(openStore(db, ""), noted, mu); };
+  auto clock = [] { return at("2024-05-20T09:00:00Z"); };
+  const int64_t created = at("2024-05-20T08:00:00Z");
+  auto waitWritten = [](HistoryWriter& w, HistoryWriter::User u, uint64_t n) {
+    return waitFor([&] { return w.snapshot(u).written >= n; });
+  };
+  {
+    HistoryWriter::Options o;
+    o.gather = std::chrono::hours(1); // longer than any wait below: only the users end it
+    HistoryWriter w(open, o);
+    auto alice = w.attach(clock), bob = w.attach(clock);
+    ASSERT_TRUE(w.enqueue(alice, recording("t1", "alice", created, 5, 0)));
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    EXPECT_TRUE(batches().empty()) << "alice's waits for bob's";
+    EXPECT_EQ(w.snapshot(alice).depth, 1u);
+    ASSERT_TRUE(w.enqueue(bob, recording("t1", "bob", created, 5, 9)));
+    ASSERT_TRUE(waitWritten(w, alice, 1) && waitWritten(w, bob, 1));
+    EXPECT_EQ(batches(), (std::vector<std::size_t>{2})) << "one transaction for both";
+    EXPECT_EQ(w.snapshot(alice).depth, 0u);
+    EXPECT_EQ(w.snapshot(bob).written, 1u) << "each user counts its own";
+    // Bob records nothing of t2: alice's waits until bob is gone, then goes alone.
+    ASSERT_TRUE(w.enqueue(alice, recording("t2", "alice", created, 5, 0)));
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    EXPECT_EQ(batches().size(), 1u);
+    w.detach(bob);
+    ASSERT_TRUE(waitWritten(w, alice, 2));
+    ASSERT_TRUE(w.enqueue(alice, recording("t3", "alice", created, 5, 0)));
+    ASSERT_TRUE(waitWritten(w, alice, 3)) << "the only user waits for no one";
+    EXPECT_EQ(batches(), (std::vector<std::size_t>{2, 1, 1}));
+    w.detach(alice);
+  }
+  {
+    HistoryWriter::Options o;
+    o.gather = std::chrono::milliseconds(100);
+    HistoryWriter w(open, o);
+    auto alice = w.attach(clock);
+    w.attach(clock); // bob, who records nothing
+    ASSERT_TRUE(w.enqueue(alice, recording("t4", "alice", created, 5, 0)));
+    ASSERT_TRUE(waitWritten(w, alice, 1)) << "a recording waits at most `gather`";
+  }
+  auto store = openStore(db, "");
+  EXPECT_EQ(store->count(), 4u);
+  EXPECT_TRUE(store->list({}).items.back().summary["complete"].get<bool>())
+      << "t1, both parties ready";
+}
+
+// Two domains of one host recording into one database share the writer: each instance counts
+// its own recordings, and the task holds both parties' entries.
+TEST(TaskHistoryTest, TheDomainsOfOneHostShareTheWriter) {
+  TempDir dir;
+  std::string db = dir.path + "/history.db";
+  testing::FakeHost alice("alice"), bob("bob");
+  for (auto* h : {&alice, &bob}) {
+    h->setWallTimeNanos(at("2024-05-20T08:00:30Z"));
+    ASSERT_TRUE(h->create(descriptor(), config(db))) << h->error();
+    ASSERT_TRUE(h->start());
+    test::synced(*h);
+  }
+  EXPECT_EQ(&plugin(alice).writer(), &plugin(bob).writer());
+  testing::FakeHost carol("carol"); // other settings: a writer of its own
+  ASSERT_TRUE(carol.create(descriptor(), json{{"database", db}, {"retentionDays", 30}}.dump()))
+      << carol.error();
+  EXPECT_NE(&plugin(carol).writer(), &plugin(alice).writer());
+  json task = test::readyTask();
+  task["status"]["podStatuses"]["bob/secretflow-task-psi-0"] =
+      task["status"]["podStatuses"]["alice/secretflow-task-psi-0"];
+  for (auto* h : {&alice, &bob}) {
+    deliver(*h, "kusciatasks", KH_EVENT_ADDED, task);
+    h->advanceMillis(2000);
+  }
+  ASSERT_TRUE(waitFor([&] {
+    return plugin(alice).counters().written == 1 && plugin(bob).counters().written == 1;
+  }));
+  alice.advanceMillis(1000); // the metrics follow the counters at every tick
+  bob.advanceMillis(1000);
+  EXPECT_EQ(alice.metric("kuscia_history_recordings_total", "written"), 1);
+  EXPECT_EQ(bob.metric("kuscia_history_recordings_total", "written"), 1);
+  json doc = json::parse(alice.httpGet("/api/v1/history/secretflow-task-psi").body);
+  EXPECT_TRUE(doc["entries"].contains("alice/secretflow-task-psi-0"));
+  EXPECT_TRUE(doc["entries"].contains("bob/secretflow-task-psi-0"));
+  // Alice's host stops; bob's instance still records through the writer they shared.
+  alice.stop();
+  task["status"]["phase"] = "Succeeded";
+  deliver(bob, "kusciatasks", KH_EVENT_MODIFIED, task);
+  bob.advanceMillis(2000);
+  ASSERT_TRUE(waitFor([&] { return plugin(bob).counters().written == 2; }));
+}
+
 TEST(TaskHistoryTest, ADatabaseThatIsDownLosesNothingTheQueueHolds) {
   TempDir dir;
   std::string where = dir.path + "/later";
@@ -609,16 +794,6 @@ TEST(TaskHistoryTest, ADatabaseThatIsDownLosesNothingTheQueueHolds) {
   EXPECT_FALSE(plugin(host).counters().failing);
   EXPECT_TRUE(host.logged("recording task history works again"));
   EXPECT_EQ(json::parse(host.httpGet("/api/v1/history").body)["items"].size(), 1u);
-}
-
-// True once pred holds, false after 10 s.
-template <class Pred> bool waitFor(Pred pred) {
-  auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (!pred()) {
-    if (std::chrono::steady_clock::now() > until) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  return true;
 }
 
 // The admin API's reader answers on its own thread (the routes defer their answers, ABI 1.4):
