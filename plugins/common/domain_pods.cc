@@ -4,6 +4,8 @@
 #include <kuscia_host/timeline.hpp>
 
 #include <algorithm>
+#include <utility>
+#include <vector>
 
 #include "kuscia.h"
 #include "kuscia_model.h"
@@ -80,36 +82,43 @@ json DomainPods::document(const TaskStatusView& t) const {
   const bool hasPods = t.podStatuses != nullptr && t.podStatuses->is_object();
   const json taskPhase = t.phase.empty() ? json() : json(t.phase);
   const bool created = t.creationTimestamp != nullptr && t.creationTimestamp->is_string();
-  json doc = sdk::timeline::fromParts(
-      {t.name, t.namespaceName, t.phase.empty() ? nullptr : &taskPhase,
-       created ? t.creationTimestamp : nullptr, t.podStatuses, t.serviceStatuses});
-  if (!hasPods) return doc;
-  // The task's pods this domain holds facts of, found from the status's entries (the status is
-  // the source): a look-up each, not a walk over every pod held.
-  for (auto it = t.podStatuses->begin(); it != t.podStatuses->end(); ++it) {
-    const std::string& key = it.key();
-    auto held = pods_.find(key);
-    if (held == pods_.end() || held->second.task != t.name || !it->is_object()) continue;
-    const PodState& p = held->second;
-    json merged = *it;
-    using sdk::formatTime;
-    using sdk::TimePrecision;
-    // This domain's own knowledge: the first Ready of the incarnation (when the status's
-    // readyTime is of the same incarnation), every container running, the pulls and reasons.
-    auto create = sdk::parseTime(merged.value("createTime", ""));
-    auto ready = sdk::parseTime(merged.value("readyTime", ""));
-    if (p.firstReady && ready && create && *p.firstReady >= *create && *p.firstReady <= *ready)
-      merged["firstReadyTime"] = formatTime(*p.firstReady, TimePrecision::kAsGiven);
-    if (p.containersStart)
-      merged["containersStartTime"] = formatTime(*p.containersStart, TimePrecision::kAsGiven);
-    p.facts.fill(merged);
-    if (merged.contains("reasons"))
-      for (const auto& [phase, r] : p.facts.reasons())
-        if (merged["reasons"].contains(phase)) merged["reasons"][phase]["since"] = r.at;
-    json entry = sdk::timeline::entry(key, merged, true);
-    if (!p.uid.empty()) entry["uid"] = p.uid;
-    doc["entries"][key] = std::move(entry);
+  // The status's pod entries, this domain's knowledge merged into those of the pods it holds
+  // facts of, before the document is built: each entry is built once.
+  json pods;
+  std::vector<std::pair<std::string, std::string>> uids; // entry key, pod UID
+  if (hasPods) {
+    pods = *t.podStatuses;
+    // The task's pods this domain holds facts of, found from the status's entries (the status
+    // is the source): a look-up each, not a walk over every pod held.
+    for (auto it = pods.begin(); it != pods.end(); ++it) {
+      const std::string& key = it.key();
+      auto held = pods_.find(key);
+      if (held == pods_.end() || held->second.task != t.name || !it->is_object()) continue;
+      const PodState& p = held->second;
+      json& merged = *it;
+      using sdk::formatTime;
+      using sdk::TimePrecision;
+      // This domain's own knowledge: the first Ready of the incarnation (when the status's
+      // readyTime is of the same incarnation), every container running, the pulls and reasons.
+      auto create = sdk::parseTime(merged.value("createTime", ""));
+      auto ready = sdk::parseTime(merged.value("readyTime", ""));
+      if (p.firstReady && ready && create && *p.firstReady >= *create && *p.firstReady <= *ready)
+        merged["firstReadyTime"] = formatTime(*p.firstReady, TimePrecision::kAsGiven);
+      if (p.containersStart)
+        merged["containersStartTime"] = formatTime(*p.containersStart, TimePrecision::kAsGiven);
+      p.facts.fill(merged);
+      if (merged.contains("reasons"))
+        for (const auto& [phase, r] : p.facts.reasons())
+          if (merged["reasons"].contains(phase)) merged["reasons"][phase]["since"] = r.at;
+      if (!p.uid.empty()) uids.emplace_back(key, p.uid);
+    }
   }
+  json doc =
+      sdk::timeline::fromParts({t.name, t.namespaceName, t.phase.empty() ? nullptr : &taskPhase,
+                                created ? t.creationTimestamp : nullptr,
+                                hasPods ? &pods : t.podStatuses, t.serviceStatuses});
+  for (auto& [key, uid] : uids)
+    doc["entries"][key]["uid"] = std::move(uid);
   return doc;
 }
 
