@@ -90,7 +90,8 @@ public:
     sqlite3_reset(s);
     sqlite3_clear_bindings(s);
     for (std::size_t i = 0; i < params.size(); ++i) {
-      std::string name = "$" + std::to_string(i + 1);
+      std::string name = "$"; // (built by append: GCC 12 warns of -Wrestrict on "$" + ...)
+      name += std::to_string(i + 1);
       int at = sqlite3_bind_parameter_index(s, name.c_str());
       if (at == 0) continue; // not used by this statement
       const SqlValue& v = params[i];
