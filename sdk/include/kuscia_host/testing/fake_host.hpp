@@ -20,6 +20,7 @@
 #include <kuscia_host/label_selector.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -862,8 +863,9 @@ private:
   std::string error_, readyReason_;
   int callbackErrors_ = 0;
   int invalidMetricCalls_ = 0;
-  int64_t wallNs_ = 1700000000LL * 1000000000LL; // 2023-11-14T22:13:20Z
-  int64_t monoNs_ = 0;
+  // The clocks are read from any thread (the ABI's contract: a plugin's own threads ask the time).
+  std::atomic<int64_t> wallNs_{1700000000LL * 1000000000LL}; // 2023-11-14T22:13:20Z
+  std::atomic<int64_t> monoNs_{0};
   std::chrono::milliseconds deferredWait_{10000};
   uint64_t nextId_ = 0;
   std::map<uint64_t, Timer> timers_;
