@@ -1,6 +1,7 @@
 #include "history_writer.h"
 
 #include <algorithm>
+#include <optional>
 #include <vector>
 
 namespace kuscia_host::plugins::history {
@@ -95,9 +96,14 @@ bool HistoryWriter::enqueue(User user, Recording r) {
       return false;
     }
     order_.push_back(key);
+    const std::string task = key.first;
     queued_.emplace(std::move(key),
                     Queued{std::make_shared<const Recording>(std::move(r)), user, Clock::now()});
     countDepth(user, 1);
+    // Every user has queued its recording of the task: it goes without waiting for its turn
+    // (a recording at the head may be waiting for a user that records nothing of its task).
+    if (const std::size_t users = attachedUsers(); users > 1 && queuedOf(task) >= users)
+      complete_.push_back(task);
   }
   cv_.notify_all(); // the thread, among callers that wait for it to stop
   return true;
@@ -149,17 +155,28 @@ void HistoryWriter::dropWritten() {
     order_.pop_front();
 }
 
+std::size_t HistoryWriter::queuedOf(const std::string& task) const {
+  std::size_t n = 0;
+  for (auto it = queued_.lower_bound({task, std::string()});
+       it != queued_.end() && it->first.first == task; ++it)
+    ++n;
+  return n;
+}
+
 Clock::time_point HistoryWriter::headDue() {
   dropWritten();
   if (order_.empty()) return Clock::now() + kIdle;
   const Key& head = order_.front();
-  std::size_t together = 0;
-  for (auto it = queued_.lower_bound({head.first, std::string()});
-       it != queued_.end() && it->first.first == head.first; ++it)
-    ++together;
   // Every user has its recording of the task queued: nothing more to wait for.
-  if (together >= attachedUsers()) return Clock::time_point::min();
+  if (queuedOf(head.first) >= attachedUsers()) return Clock::time_point::min();
   return queued_.at(head).since + options_.gather;
+}
+
+const std::string* HistoryWriter::nextComplete() {
+  // Tasks written since they were noted (with the head's) are dropped.
+  while (!complete_.empty() && queuedOf(complete_.front()) == 0)
+    complete_.pop_front();
+  return complete_.empty() ? nullptr : &complete_.front();
 }
 
 void HistoryWriter::run() {
@@ -183,7 +200,11 @@ void HistoryWriter::run() {
     }
     const auto due = queued_.empty() ? now + kIdle : headDue();
     if (!queued_.empty() && (stopping_ || now >= due)) {
-      writeHead(lock);
+      writeTask(lock, nullptr);
+      continue;
+    }
+    if (const std::string* task = nextComplete()) {
+      writeTask(lock, task);
       continue;
     }
     PerUser* first = firstUser();
@@ -214,16 +235,24 @@ HistoryWriter::Outcome HistoryWriter::call(std::unique_lock<std::mutex>& lock,
   return out;
 }
 
-void HistoryWriter::writeHead(std::unique_lock<std::mutex>& lock) {
-  dropWritten();
-  if (order_.empty()) return;
-  const Key head = order_.front();
-  // Every queued recording of the head's task, the head first (a failure is counted for its
+void HistoryWriter::writeTask(std::unique_lock<std::mutex>& lock, const std::string* complete) {
+  std::optional<Key> head; // when the head's task is written: the head's key
+  std::string task;
+  if (complete == nullptr) {
+    dropWritten();
+    if (order_.empty()) return;
+    head = order_.front();
+    task = head->first;
+  } else {
+    task = *complete;
+  }
+  // Every queued recording of the task, the head first (a failure is counted for the first's
   // user). A newer recording of one may replace it meanwhile.
-  std::vector<std::pair<Key, Queued>> batch = {{head, queued_.at(head)}};
-  for (auto it = queued_.lower_bound({head.first, std::string()});
-       it != queued_.end() && it->first.first == head.first; ++it)
-    if (it->first != head) batch.emplace_back(*it);
+  std::vector<std::pair<Key, Queued>> batch;
+  if (head) batch.emplace_back(*head, queued_.at(*head));
+  for (auto it = queued_.lower_bound({task, std::string()});
+       it != queued_.end() && it->first.first == task; ++it)
+    if (!head || it->first != *head) batch.emplace_back(*it);
   std::vector<const Recording*> recordings;
   recordings.reserve(batch.size());
   for (const auto& [key, q] : batch)
@@ -235,19 +264,23 @@ void HistoryWriter::writeHead(std::unique_lock<std::mutex>& lock) {
     return it == users_.end() ? nullptr : &it->second;
   };
   if (!error.empty() && transient) {
-    failed(error, userOf(batch.front().second.user)); // kept at the head; reopened if it went
+    failed(error, userOf(batch.front().second.user)); // kept queued; reopened if it went
     return;
   }
   // Written (or refused for good: counted, and not retried forever). A newer recording that
-  // came meanwhile stays queued, the head's behind what is queued now.
-  order_.pop_front();
+  // came meanwhile stays queued, the head's behind what is queued now. The keys written with
+  // the head's, or as a complete task, are left in the order and skipped there.
+  if (head)
+    order_.pop_front();
+  else
+    complete_.pop_front();
   for (std::size_t i = 0; i < batch.size(); ++i) {
     const auto& [key, q] = batch[i];
     auto it = queued_.find(key);
     if (it != queued_.end() && it->second.recording == q.recording) {
       if (PerUser* u = userOf(it->second.user)) --u->depth;
       queued_.erase(it);
-    } else if (i == 0) {
+    } else if (head && key == *head) {
       order_.push_back(key);
     }
     if (!error.empty()) continue;

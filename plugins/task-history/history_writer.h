@@ -11,7 +11,8 @@
 // recordings of one task by several domains are written together, in one transaction that reads
 // the stored documents and summarises the task once (HistoryStore::recordTogether). A recording
 // waits up to `gather` for the other users' recordings of its task; it goes at once when every
-// user has one queued. Each user (attach()) has its own counters.
+// user has one queued, ahead of a recording at the head that still waits. Each user (attach())
+// has its own counters.
 #pragma once
 
 #include <chrono>
@@ -98,7 +99,13 @@ private:
   void dropWritten();
   // When the head of the queue may be written.
   std::chrono::steady_clock::time_point headDue();
-  void writeHead(std::unique_lock<std::mutex>& lock);
+  // Recordings queued of the task.
+  std::size_t queuedOf(const std::string& task) const;
+  // The first task every user has queued a recording of (nullptr: none).
+  const std::string* nextComplete();
+  // Writes every queued recording of the head's task (`complete` null), else of the task
+  // nextComplete() named.
+  void writeTask(std::unique_lock<std::mutex>& lock, const std::string* complete);
   void pruneSome(std::unique_lock<std::mutex>& lock, int64_t wallNanos);
   // A failed call, counted for `user` (when known).
   void failed(const std::string& error, PerUser* user);
@@ -114,6 +121,9 @@ private:
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::deque<Key> order_; // FIFO; may hold keys already written with another of their task
+  // Tasks every attached user had queued a recording of, in that order; may hold tasks written
+  // since (with the head's).
+  std::deque<std::string> complete_;
   // The latest of each, shared with the write under way: a newer one replaces the pointer, so
   // the writer knows by identity whether what it wrote is still the latest.
   std::map<Key, Queued> queued_;

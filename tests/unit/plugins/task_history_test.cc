@@ -700,15 +700,19 @@ TEST(HistoryWriterTest, ATasksRecordingsByTwoDomainsAreWrittenTogether) {
     EXPECT_EQ(batches(), (std::vector<std::size_t>{2})) << "one transaction for both";
     EXPECT_EQ(w.snapshot(alice).depth, 0u);
     EXPECT_EQ(w.snapshot(bob).written, 1u) << "each user counts its own";
-    // Bob records nothing of t2: alice's waits until bob is gone, then goes alone.
+    // Bob records nothing of t2: alice's waits until bob is gone, then goes alone. A task both
+    // record, queued behind it, does not wait for its turn.
     ASSERT_TRUE(w.enqueue(alice, recording("t2", "alice", created, 5, 0)));
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    EXPECT_EQ(batches().size(), 1u);
+    ASSERT_TRUE(w.enqueue(alice, recording("t5", "alice", created, 5, 0)));
+    ASSERT_TRUE(w.enqueue(bob, recording("t5", "bob", created, 5, 9)));
+    ASSERT_TRUE(waitWritten(w, bob, 2)) << "t5 waits for nothing";
+    EXPECT_EQ(batches(), (std::vector<std::size_t>{2, 2}));
+    EXPECT_EQ(w.snapshot(alice).depth, 1u) << "t2 still waits for bob's";
     w.detach(bob);
-    ASSERT_TRUE(waitWritten(w, alice, 2));
+    ASSERT_TRUE(waitWritten(w, alice, 3));
     ASSERT_TRUE(w.enqueue(alice, recording("t3", "alice", created, 5, 0)));
-    ASSERT_TRUE(waitWritten(w, alice, 3)) << "the only user waits for no one";
-    EXPECT_EQ(batches(), (std::vector<std::size_t>{2, 1, 1}));
+    ASSERT_TRUE(waitWritten(w, alice, 4)) << "the only user waits for no one";
+    EXPECT_EQ(batches(), (std::vector<std::size_t>{2, 2, 1, 1}));
     w.detach(alice);
   }
   {
@@ -721,7 +725,7 @@ TEST(HistoryWriterTest, ATasksRecordingsByTwoDomainsAreWrittenTogether) {
     ASSERT_TRUE(waitWritten(w, alice, 1)) << "a recording waits at most `gather`";
   }
   auto store = openStore(db, "");
-  EXPECT_EQ(store->count(), 4u);
+  EXPECT_EQ(store->count(), 5u);
   EXPECT_TRUE(store->list({}).items.back().summary["complete"].get<bool>())
       << "t1, both parties ready";
 }
