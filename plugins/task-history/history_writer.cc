@@ -80,7 +80,8 @@ bool HistoryWriter::enqueue(User user, Recording r) {
     std::lock_guard lock(mu_);
     auto countDepth = [this](User u, int by) {
       if (auto it = users_.find(u); it != users_.end())
-        it->second.depth = static_cast<std::size_t>(static_cast<int64_t>(it->second.depth) + by);
+        it->second.counts.depth =
+            static_cast<std::size_t>(static_cast<int64_t>(it->second.counts.depth) + by);
     };
     Key key{r.task, r.recorder};
     if (auto it = queued_.find(key); it != queued_.end()) {
@@ -92,7 +93,7 @@ bool HistoryWriter::enqueue(User user, Recording r) {
       return true;
     }
     if (queued_.size() >= options_.capacity) {
-      if (auto it = users_.find(user); it != users_.end()) ++it->second.dropped;
+      if (auto it = users_.find(user); it != users_.end()) ++it->second.counts.dropped;
       return false;
     }
     order_.push_back(key);
@@ -116,22 +117,17 @@ std::size_t HistoryWriter::room() const {
 
 HistoryWriter::Counters HistoryWriter::snapshot(User user) const {
   std::lock_guard lock(mu_);
-  Counters c = counters_;
-  c.pruned = 0;
   auto it = users_.find(user);
-  if (it == users_.end()) return c;
-  const PerUser& u = it->second;
-  c.written = u.written;
-  c.unchanged = u.unchanged;
-  c.failures = u.failures;
-  c.dropped = u.dropped;
-  c.depth = u.depth;
-  c.pruned = u.pruned;
+  Counters c = it == users_.end() ? Counters{} : it->second.counts;
+  c.failing = counters_.failing;
+  c.episode = counters_.episode;
+  c.lastError = counters_.lastError;
+  c.store = counters_.store;
   return c;
 }
 
 void HistoryWriter::failed(const std::string& error, PerUser* user) {
-  if (user != nullptr) ++user->failures;
+  if (user != nullptr) ++user->counts.failures;
   counters_.lastError = error;
   if (!counters_.failing) {
     counters_.failing = true;
@@ -278,17 +274,17 @@ void HistoryWriter::writeTask(std::unique_lock<std::mutex>& lock, const std::str
     const auto& [key, q] = batch[i];
     auto it = queued_.find(key);
     if (it != queued_.end() && it->second.recording == q.recording) {
-      if (PerUser* u = userOf(it->second.user)) --u->depth;
+      if (PerUser* u = userOf(it->second.user)) --u->counts.depth;
       queued_.erase(it);
     } else if (head && key == *head) {
       order_.push_back(key);
     }
     if (!error.empty()) continue;
     if (PerUser* u = userOf(q.user))
-      ++(i < changed.size() && changed[i] ? u->written : u->unchanged);
+      ++(i < changed.size() && changed[i] ? u->counts.written : u->counts.unchanged);
   }
   if (!error.empty()) {
-    if (PerUser* u = userOf(batch.front().second.user)) ++u->failures;
+    if (PerUser* u = userOf(batch.front().second.user)) ++u->counts.failures;
     counters_.lastError = error;
     return;
   }
@@ -304,12 +300,12 @@ void HistoryWriter::pruneSome(std::unique_lock<std::mutex>& lock, int64_t wallNa
   PerUser* first = firstUser();
   if (!error.empty()) {
     if (transient) return failed(error, first);
-    if (first != nullptr) ++first->failures;
+    if (first != nullptr) ++first->counts.failures;
     counters_.lastError = error;
     pruneAt_ = Clock::now() + options_.pruneEvery;
     return;
   }
-  if (first != nullptr) first->pruned += n;
+  if (first != nullptr) first->counts.pruned += n;
   // A full batch: more may be due, after what waits to be written.
   pruneAt_ = n == options_.pruneBatch ? Clock::now() : Clock::now() + options_.pruneEvery;
 }

@@ -83,8 +83,7 @@ private:
   struct PerUser { // kept after detach(), for its last counters
     std::function<int64_t()> wallNanos;
     bool attached = false;
-    uint64_t written = 0, unchanged = 0, failures = 0, dropped = 0, pruned = 0;
-    std::size_t depth = 0;
+    Counters counts; // its own: written, unchanged, failures, dropped, pruned, depth
   };
   using Key = std::pair<std::string, std::string>; // (task, recorder)
 
@@ -129,7 +128,7 @@ private:
   std::map<Key, Queued> queued_;
   std::map<User, PerUser> users_;
   User nextUser_ = 1;
-  Counters counters_; // the writer's: failing, episode, lastError, store
+  Counters counters_; // the writer's own: failing, episode, lastError, store
   std::chrono::milliseconds backoff_{0};
   std::chrono::steady_clock::time_point retryAt_{}, pruneAt_{};
   bool stopping_ = false;
