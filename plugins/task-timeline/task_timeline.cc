@@ -3,6 +3,7 @@
 #include <kuscia_host/timeline_summary.hpp>
 
 #include <algorithm>
+#include <array>
 #include <type_traits>
 
 #include "entry_board.h"
@@ -70,6 +71,44 @@ bool changeFacts(std::shared_ptr<const sdk::timeline::PodFacts>& facts, F&& chan
   if (!std::forward<F>(change)(*copy)) return false;
   facts = std::move(copy);
   return true;
+}
+
+// Why a service's programming waits: its Endpoints have no address yet, or the gateway has not
+// written the annotation yet. A service keeps the last of these as a code; the facts of each are
+// one immutable object of the process, shared by every service that waited for it (the time a
+// reason was seen decides which reason is the last, and no document shows it).
+enum ServiceWait : uint8_t { kNoServiceWait, kNoEndpoints, kNotProgrammed, kServiceWaitCount };
+struct ServiceWaitText {
+  const char* reason;
+  const char* message;
+};
+constexpr std::array<ServiceWaitText, kServiceWaitCount> kServiceWaits = {{
+    {"", ""},
+    {"NoEndpoints", "the service's Endpoints have no address yet"},
+    {"NotProgrammed", "the gateway has not written kuscia.secretflow/ready-time yet"},
+}};
+const std::shared_ptr<const sdk::timeline::PodFacts>& serviceWaitFacts(uint8_t wait) {
+  static const auto facts = [] {
+    std::array<std::shared_ptr<const sdk::timeline::PodFacts>, kServiceWaitCount> out;
+    for (uint8_t w = kNoEndpoints; w < kServiceWaitCount; ++w) {
+      auto f = std::make_shared<sdk::timeline::PodFacts>();
+      f->addReason("programming", kServiceWaits[w].reason, kServiceWaits[w].message, 0, true);
+      out[w] = std::move(f);
+    }
+    return out;
+  }();
+  return facts[wait < kServiceWaitCount ? wait : uint8_t{kNoServiceWait}];
+}
+
+// What a service waits for now (`wait`), since its creation; nullopt once it is ready.
+std::optional<Waiting> serviceWaitingFor(uint8_t wait, const std::optional<Time>& create) {
+  if (wait == kNoServiceWait || wait >= kServiceWaitCount) return std::nullopt;
+  Waiting w;
+  w.phase = "ready";
+  w.sinceNanos = create ? create->nanos : 0;
+  w.reason = kServiceWaits[wait].reason;
+  w.message = kServiceWaits[wait].message;
+  return w;
 }
 
 // What a signature of published facts is kept as: its digest, never 0 (0: nothing published).
@@ -306,20 +345,27 @@ void TaskTimeline::publish(const std::string& key, Pod& p) {
 
 void TaskTimeline::publish(const std::string& key, Service& s) {
   // As for pods: a signature of what would be published first, the JSON only when it changed.
-  auto w = serviceWaiting(key, s);
-  const int64_t now = host().wallTimeNanos();
-  if (w && changeFacts(s.facts, [&w, now](sdk::timeline::PodFacts& f) {
-        return f.addReason("programming", w->reason, w->message, now, true);
-      }))
-    ++s.factsVersion;
-  std::string signature = std::to_string(s.factsVersion) + "|";
+  const uint8_t code = serviceWait(key, s);
+  auto w = serviceWaitingFor(code, s.create);
+  if (w) {
+    // The last reason seen, as PodFacts::addReason keeps one: a later one replaces it; at the
+    // same instant, the greater text.
+    const int64_t now = host().wallTimeNanos();
+    if (s.programming == kNoServiceWait || now > s.programmingAt ||
+        (now == s.programmingAt && std::string_view(kServiceWaits[code].reason) >
+                                       std::string_view(kServiceWaits[s.programming].reason))) {
+      s.programming = code;
+      s.programmingAt = std::max(now, s.programmingAt);
+    }
+  }
+  std::string signature = std::to_string(s.programming) + "|";
   if (w)
     signature +=
         w->phase + "|" + w->reason + "|" + w->message + "|" + std::to_string(w->sinceNanos);
   if (signatureDigest(signature) == s.published) return;
   s.published = signatureDigest(signature);
   EntryFacts facts;
-  facts.facts = s.facts;
+  if (s.programming != kNoServiceWait) facts.facts = serviceWaitFacts(s.programming);
   if (w) facts.waiting = std::make_unique<Waiting>(std::move(*w));
   EntryBoard::process().put(key, std::move(facts));
 }
@@ -798,20 +844,14 @@ void TaskTimeline::refreshStuck() {
       ++it;
 }
 
+uint8_t TaskTimeline::serviceWait(const std::string& key, const Service& s) const {
+  if (s.ready) return kNoServiceWait;
+  return cachedEndpointsHaveAddress(host(), endpointsSub_, key) ? kNotProgrammed : kNoEndpoints;
+}
+
 std::optional<Waiting> TaskTimeline::serviceWaiting(const std::string& key,
                                                     const Service& s) const {
-  if (s.ready) return std::nullopt;
-  Waiting w;
-  w.phase = "ready";
-  w.sinceNanos = s.create ? s.create->nanos : 0;
-  if (!cachedEndpointsHaveAddress(host(), endpointsSub_, key)) {
-    w.reason = "NoEndpoints";
-    w.message = "the service's Endpoints have no address yet";
-  } else {
-    w.reason = "NotProgrammed";
-    w.message = "the gateway has not written kuscia.secretflow/ready-time yet";
-  }
-  return w;
+  return serviceWaitingFor(serviceWait(key, s), s.create);
 }
 
 } // namespace kuscia_host::plugins::timeline

@@ -115,8 +115,10 @@ private:
     uint64_t uid = 0; // uidDigest
     std::string task;
     std::optional<Time> create, ready;
-    std::shared_ptr<const sdk::timeline::PodFacts> facts; // why programming waited (changeFacts)
-    uint64_t factsVersion = 0;                            // bumped when the facts change
+    // Why programming waited, the last reason seen (kNoProgrammingWait: none): one of two, so a
+    // code and when it was seen, not a PodFacts of its own (ServiceWait in task_timeline.cc).
+    int64_t programmingAt = 0;
+    uint8_t programming = 0;
     uint64_t published = 0; // the digest of what is on the entry board (0: nothing)
     bool observed = false;
     bool loggedMalformed = false;
@@ -181,6 +183,8 @@ private:
                      const nlohmann::json& containers, const std::string& reason,
                      const std::string& message) const;
   std::optional<Waiting> serviceWaiting(const std::string& key, const Service& s) const;
+  // What a service not ready yet waits for (ServiceWait in task_timeline.cc; 0 once ready).
+  uint8_t serviceWait(const std::string& key, const Service& s) const;
   // The merge-patch entry for one pod or service against the status entry (null when equal).
   nlohmann::json podPatch(const std::string& key, Pod& p, const nlohmann::json* entry) const;
   nlohmann::json servicePatch(const std::string& key, const Service& s,

@@ -832,7 +832,14 @@ TEST_F(TimelineTest, TheDocumentSummarizesTheTaskAndACompleteTaskIsObservedOnce)
   bumpVersion(svc_);
   deliver(host_, "services", KH_EVENT_MODIFIED, svc_);
   acceptWrites();
-  s = plugin().timeline(kTask)->at("summary");
+  json doc = *plugin().timeline(kTask);
+  s = doc["summary"];
+  // Why programming waited stays in the entry once the service is ready: the last reason.
+  EXPECT_EQ(doc["entries"][kSvcKey]["reasons"]["programming"],
+            json({{"reason", "NotProgrammed"},
+                  {"message", "the gateway has not written kuscia.secretflow/ready-time yet"}}))
+      << doc["entries"][kSvcKey].dump();
+  EXPECT_FALSE(doc["entries"][kSvcKey].contains("waiting"));
   EXPECT_TRUE(s["complete"]);
   EXPECT_EQ(s["startupSeconds"], 12); // 07:59:58 -> 08:00:10
   EXPECT_EQ(s["lastParty"], "alice");
