@@ -6,13 +6,17 @@
 
 #include <kuscia_host/plugin.hpp>
 
+#include <algorithm>
+#include <cstddef>
 #include <cstdint>
+#include <iterator>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace kuscia_host::plugins {
 
@@ -76,11 +80,54 @@ inline uint64_t uidDigest(std::string_view uid) {
   return uid.empty() ? 0 : std::hash<std::string_view>{}(uid) | 1;
 }
 
+// The keys ("<ns>/<name>") of one task's objects, in order: a view of a TaskObjects' index,
+// valid until its next apply() or forget().
+class TaskKeys {
+public:
+  using Keys = std::vector<const std::string*>;
+  class iterator {
+  public:
+    using iterator_category = std::forward_iterator_tag;
+    using value_type = std::string;
+    using difference_type = std::ptrdiff_t;
+    using pointer = const std::string*;
+    using reference = const std::string&;
+    iterator() = default;
+    explicit iterator(Keys::const_iterator at) : at_(at) {}
+    const std::string& operator*() const { return **at_; }
+    const std::string* operator->() const { return *at_; }
+    iterator& operator++() {
+      ++at_;
+      return *this;
+    }
+    iterator operator++(int) {
+      iterator before = *this;
+      ++at_;
+      return before;
+    }
+    bool operator==(const iterator& o) const { return at_ == o.at_; }
+    bool operator!=(const iterator& o) const { return at_ != o.at_; }
+
+  private:
+    Keys::const_iterator at_;
+  };
+  explicit TaskKeys(const Keys& keys) : keys_(&keys) {}
+  iterator begin() const { return iterator(keys_->begin()); }
+  iterator end() const { return iterator(keys_->end()); }
+  bool empty() const { return keys_->empty(); }
+  std::size_t size() const { return keys_->size(); }
+
+private:
+  const Keys* keys_;
+};
+
 // The objects of one kind (pods, services) that belong to tasks, keyed "<ns>/<name>", with the
-// index of each task's objects. T has the members `uint64_t uid` (uidDigest) and `std::string
-// task`; the namespace and name are the key's (namespaceOf, nameOf). The task an object belongs
-// to is its record's `task`; the index holds only each task's keys (a TaskIndex would hold every
-// key's task a second time).
+// index of each task's objects. T has the members `uint64_t uid` (uidDigest) and `const
+// std::string* task`: the name of the task the object belongs to, which this class owns (a key
+// of its index, valid while the object is kept). The namespace and name are the key's
+// (namespaceOf, nameOf). The index holds each task's name once, and pointers to its objects'
+// keys (a record of its own per object, or the task's name per object, would hold both again:
+// about 100 bytes an object).
 template <class T> class TaskObjects {
 public:
   using Map = std::map<std::string, T>;
@@ -92,29 +139,33 @@ public:
       forget(key);
       return nullptr;
     }
-    T& o = objects_[key];
-    if (o.task != task) {
-      members_.remove(key, o.task);
-      members_.add(key, task);
+    auto [it, added] = objects_.try_emplace(key);
+    T& o = it->second;
+    if (o.task == nullptr || *o.task != task) {
+      if (o.task != nullptr) removeMember(it->first, *o.task);
+      o.task = addMember(it->first, task);
     }
     if (uint64_t id = uidDigest(uid); o.uid != id) {
+      const std::string* owner = o.task;
       o = T{};
       o.uid = id;
+      o.task = owner;
     }
-    o.task = task;
     return &o;
   }
   // The object is gone: the task it belonged to ("" when none).
   std::string forget(const std::string& key) {
     auto it = objects_.find(key);
     if (it == objects_.end()) return "";
-    std::string task = std::move(it->second.task);
+    std::string task = it->second.task != nullptr ? *it->second.task : std::string();
+    if (!task.empty()) removeMember(it->first, task);
     objects_.erase(it);
-    members_.remove(key, task);
     return task;
   }
-  const std::set<std::string>& members(const std::string& task) const {
-    return members_.members(task);
+  TaskKeys members(const std::string& task) const {
+    static const TaskKeys::Keys none;
+    auto it = members_.find(task);
+    return TaskKeys(it == members_.end() ? none : it->second);
   }
   typename Map::const_iterator find(const std::string& key) const { return objects_.find(key); }
   typename Map::const_iterator begin() const { return objects_.begin(); }
@@ -123,11 +174,29 @@ public:
   T& at(const std::string& key) { return objects_.at(key); }
   std::size_t size() const { return objects_.size(); }
   // Tasks with an object (tests).
-  std::size_t tasks() const { return members_.tasks(); }
+  std::size_t tasks() const { return members_.size(); }
 
 private:
+  static bool keyBefore(const std::string* a, const std::string* b) { return *a < *b; }
+  // Adds the key (of a node of objects_) to the task's members; the task's name as kept.
+  const std::string* addMember(const std::string& key, const std::string& task) {
+    auto [it, added] = members_.try_emplace(task);
+    auto& keys = it->second;
+    keys.insert(std::lower_bound(keys.begin(), keys.end(), &key, keyBefore), &key);
+    return &it->first;
+  }
+  void removeMember(const std::string& key, const std::string& task) {
+    auto it = members_.find(task);
+    if (it == members_.end()) return;
+    auto& keys = it->second;
+    auto at = std::lower_bound(keys.begin(), keys.end(), &key, keyBefore);
+    if (at != keys.end() && *at == &key) keys.erase(at);
+    if (keys.empty()) members_.erase(it);
+  }
+
   Map objects_;
-  TaskMembers members_;
+  // Task -> its objects' keys (pointers to the keys of objects_, in their order).
+  std::map<std::string, TaskKeys::Keys> members_;
 };
 
 // --- writes --------------------------------------------------------------------------------------

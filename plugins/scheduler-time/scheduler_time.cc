@@ -59,7 +59,7 @@ void SchedulerTime::onEvent(const sdk::Event& e) {
   Pod* found = pods_.apply(key, e.uid, fieldString(f, kTask));
   if (found == nullptr) return;
   Pod& p = *found;
-  const std::string& task = p.task;
+  const std::string& task = *p.task;
   p.phase = fieldString(f, kPhase);
   p.create = parseTime(fieldString(f, kCreate));
   const json* sched = trueCondition(f[kConditions], "PodScheduled");

@@ -37,8 +37,9 @@ public:
 
 private:
   struct Pod {
-    uint64_t uid = 0; // uidDigest
-    std::string task, phase;
+    uint64_t uid = 0;                  // uidDigest
+    const std::string* task = nullptr; // TaskObjects keeps the name
+    std::string phase;
     std::optional<int64_t> create;
     std::optional<int64_t> scheduled; // written as formatTime(kAsGiven): the text it was read from
     bool loggedMalformed = false;

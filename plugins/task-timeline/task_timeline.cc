@@ -46,7 +46,7 @@ const std::vector<double>& durationBuckets() {
 // precision the other writer serialises: write_contest.h); true when it does or would (patch
 // nullptr: only the answer, nothing built). `forwardOnly`: a later time the entry holds is kept
 // (the latest Ready another writer saw).
-bool setTime(json* patch, const json* entry, const char* field, const std::optional<Time>& want,
+bool setTime(json* patch, const json* entry, const char* field, const MaybeTime& want,
              bool clearStale, bool forwardOnly = false) {
   if (want) {
     auto have = entryTime(entry, field);
@@ -101,7 +101,7 @@ const std::shared_ptr<const sdk::timeline::PodFacts>& serviceWaitFacts(uint8_t w
 }
 
 // What a service waits for now (`wait`), since its creation; nullopt once it is ready.
-std::optional<Waiting> serviceWaitingFor(uint8_t wait, const std::optional<Time>& create) {
+std::optional<Waiting> serviceWaitingFor(uint8_t wait, const MaybeTime& create) {
   if (wait == kNoServiceWait || wait >= kServiceWaitCount) return std::nullopt;
   Waiting w;
   w.phase = "ready";
@@ -254,7 +254,7 @@ void TaskTimeline::onPod(const sdk::Event& e) {
   Pod* found = pods_.apply(key, e.uid, fieldString(f, kPodTask));
   if (found == nullptr) return; // not a task's pod
   Pod& p = *found;
-  const std::string& task = p.task;
+  const std::string& task = *p.task;
   p.phase = fieldString(f, kPodPhase);
   if (auto t = readTime(f[kPodCreate], "creationTimestamp", key, p.loggedMalformed)) p.create = t;
   if (auto t = readTime(f[kPodStart], "startTime", key, p.loggedMalformed)) p.start = t;
@@ -320,7 +320,7 @@ void TaskTimeline::onPodEvent(const sdk::Event& e) {
   Pod& p = pods_.at(key);
   observe(key, p);
   publish(key, p);
-  touch(p.task, &key);
+  touch(*p.task, &key);
 }
 
 void TaskTimeline::publish(const std::string& key, Pod& p) {
@@ -473,7 +473,7 @@ void TaskTimeline::onService(const sdk::Event& e) {
   Service* found = services_.apply(key, e.uid, fieldString(f, kSvcTask));
   if (found == nullptr) return;
   Service& s = *found;
-  const std::string& task = s.task;
+  const std::string& task = *s.task;
   if (auto t = readTime(f[kSvcCreate], "creationTimestamp", key, s.loggedMalformed)) s.create = t;
   if (auto t = readTime(f[kSvcReadyTime], "ready-time annotation", key, s.loggedMalformed))
     s.ready = t;

@@ -61,6 +61,26 @@ struct Time {
   std::string text() const { return formatTime(nanos, TimePrecision::kAsGiven); }
 };
 
+// A time an object may show, or none: as std::optional<Time> reads, in 8 bytes instead of 16
+// (a pod keeps six). No time is INT64_MIN nanoseconds, which no object's time parses to.
+class MaybeTime {
+public:
+  MaybeTime() = default;
+  MaybeTime(std::nullopt_t) {}            // NOLINT(google-explicit-constructor): as optional
+  MaybeTime(Time t) : t_(t) {}            // NOLINT(google-explicit-constructor)
+  MaybeTime(const std::optional<Time>& t) // NOLINT(google-explicit-constructor)
+      : t_(t ? *t : Time{kNone}) {}
+  explicit operator bool() const { return t_.nanos != kNone; }
+  bool has_value() const { return t_.nanos != kNone; }
+  const Time& operator*() const { return t_; }
+  const Time* operator->() const { return &t_; }
+  void reset() { t_.nanos = kNone; }
+
+private:
+  static constexpr int64_t kNone = INT64_MIN;
+  Time t_{kNone};
+};
+
 class TaskTimeline final : public sdk::Plugin {
 public:
   TaskTimeline(sdk::Host host, std::string_view domain, std::string_view configJson);
@@ -96,14 +116,15 @@ public:
 private:
   // Every member's special functions are nothrow (static_asserts in task_timeline.cc); clang-tidy
   // cannot see it through std::optional of a struct of strings.
-  struct Pod {        // NOLINT(bugprone-exception-escape)
-    uint64_t uid = 0; // uidDigest
-    std::string task, phase;
-    std::optional<Time> create, start, scheduled;
-    std::optional<Time> firstReady;      // the first Ready=True of this incarnation
-    std::optional<Time> ready;           // the latest Ready=True
-    std::optional<Time> containersStart; // the first moment every container ran
-    std::unique_ptr<Waiting> waiting;    // while not ready (none after: 8 bytes, not 112)
+  struct Pod {                         // NOLINT(bugprone-exception-escape)
+    uint64_t uid = 0;                  // uidDigest
+    const std::string* task = nullptr; // TaskObjects keeps the name
+    std::string phase;
+    MaybeTime create, start, scheduled;
+    MaybeTime firstReady;             // the first Ready=True of this incarnation
+    MaybeTime ready;                  // the latest Ready=True
+    MaybeTime containersStart;        // the first moment every container ran
+    std::unique_ptr<Waiting> waiting; // while not ready (none after: 8 bytes, not 112)
     uint64_t published = 0; // the digest of what is on the entry board for it (0: nothing)
     bool observedStart = false, observedReady = false, observedSchedule = false;
     bool observedContainers = false, observedPull = false;
@@ -112,10 +133,10 @@ private:
     bool loggedMalformed = false;
   };
   struct Service {
-    uint64_t uid = 0; // uidDigest
-    std::string task;
-    std::optional<Time> create, ready;
-    // Why programming waited, the last reason seen (kNoProgrammingWait: none): one of two, so a
+    uint64_t uid = 0;                  // uidDigest
+    const std::string* task = nullptr; // TaskObjects keeps the name
+    MaybeTime create, ready;
+    // Why programming waited, the last reason seen (kNoServiceWait: none): one of two, so a
     // code and when it was seen, not a PodFacts of its own (ServiceWait in task_timeline.cc).
     int64_t programmingAt = 0;
     uint8_t programming = 0;

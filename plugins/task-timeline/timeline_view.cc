@@ -49,7 +49,7 @@ json TaskTimeline::entryTimeline(const std::string& task, const std::string& key
   // This instance's values of the fields it yielded to another writer.
   json yielded = json::object();
   const char* group = pod ? "podStatuses" : "serviceStatuses";
-  auto mine = [&](const char* field, const std::optional<Time>& t) {
+  auto mine = [&](const char* field, const MaybeTime& t) {
     if (t && writer_.contest().yielded(task, group, key, field)) yielded[field] = t->text();
   };
   if (pod) {
@@ -105,7 +105,7 @@ std::optional<json> TaskTimeline::timeline(const std::string& task, bool phases)
   }
   // Objects of this domain whose entries are not written yet (the task is not there, or the
   // write is on its way).
-  auto pending = [](const std::optional<Time>& time) { return time ? json(time->text()) : json(); };
+  auto pending = [](const MaybeTime& time) { return time ? json(time->text()) : json(); };
   for (const auto& key : ownPods)
     if (!entries.contains(key)) {
       const Pod& p = pods_.at(key);

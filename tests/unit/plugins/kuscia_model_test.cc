@@ -114,9 +114,14 @@ TEST(KusciaModelTest, TaskIndexFollowsObjectsBetweenTasks) {
 
 struct Obj {
   uint64_t uid = 0;
-  std::string task;
+  const std::string* task = nullptr;
   int seen = 0;
 };
+
+template <class T> std::vector<std::string> keysOf(const TaskObjects<T>& objs, const char* task) {
+  auto keys = objs.members(task);
+  return {keys.begin(), keys.end()};
+}
 
 TEST(KusciaModelTest, TaskObjectsStartANewRecordForANewIncarnation) {
   TaskObjects<Obj> objs;
@@ -139,12 +144,22 @@ TEST(KusciaModelTest, TaskObjectsStartANewRecordForANewIncarnation) {
   objs.apply("alice/r", "uid-4", "t1");
   objs.apply("alice/s", "uid-5", "t1");
   objs.apply("alice/r", "uid-4", "t2");
-  EXPECT_EQ(objs.members("t1"), std::set<std::string>{"alice/s"});
-  EXPECT_EQ(objs.members("t2"), std::set<std::string>{"alice/r"});
+  EXPECT_EQ(keysOf(objs, "t1"), std::vector<std::string>{"alice/s"});
+  EXPECT_EQ(keysOf(objs, "t2"), std::vector<std::string>{"alice/r"});
+  EXPECT_EQ(*objs.at("alice/r").task, "t2");
   objs.apply("alice/r", "uid-6", "t2"); // recreated in the same task: still listed
-  EXPECT_EQ(objs.members("t2"), std::set<std::string>{"alice/r"});
+  EXPECT_EQ(keysOf(objs, "t2"), std::vector<std::string>{"alice/r"});
+  EXPECT_EQ(*objs.at("alice/r").task, "t2");
   EXPECT_EQ(objs.forget("alice/s"), "t1");
   EXPECT_EQ(objs.tasks(), 1u); // an emptied task is forgotten
+  // A task's keys in order, whatever order they came in; the task's name is held once.
+  for (const char* key : {"bob/c", "bob/a", "bob/d", "bob/b"})
+    objs.apply(key, key, "t3");
+  EXPECT_EQ(keysOf(objs, "t3"), (std::vector<std::string>{"bob/a", "bob/b", "bob/c", "bob/d"}));
+  EXPECT_EQ(objs.at("bob/a").task, objs.at("bob/d").task);
+  objs.forget("bob/b");
+  EXPECT_EQ(keysOf(objs, "t3"), (std::vector<std::string>{"bob/a", "bob/c", "bob/d"}));
+  EXPECT_EQ(objs.members("t3").size(), 3u);
 }
 
 TEST(KusciaModelTest, TheStatusWriteIsAMergePatchOfTheStatusSubresource) {
