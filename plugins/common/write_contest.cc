@@ -43,7 +43,7 @@ void prune(std::vector<int64_t>& times, int64_t now) {
               }));
 }
 
-const json* member(const json& object, const std::string& key) {
+const json* member(const json& object, std::string_view key) {
   if (!object.is_object()) return nullptr;
   auto it = object.find(key);
   return it == object.end() ? nullptr : &*it;
@@ -84,39 +84,75 @@ std::optional<uint8_t> WriteContest::nameIndex(std::string_view field, bool add)
   return static_cast<uint8_t>(names_.size() - 1);
 }
 
-WriteContest::Entry* WriteContest::findEntry(Task& t, uint8_t group, std::string_view key,
-                                             bool add) {
-  auto at = std::lower_bound(t.entries.begin(), t.entries.end(), std::pair(group, key),
-                             [](const Entry& e, const std::pair<uint8_t, std::string_view>& k) {
-                               return e.group != k.first ? e.group < k.first : e.key < k.second;
-                             });
-  if (at != t.entries.end() && at->group == group && at->key == key) return &*at;
-  if (!add) return nullptr;
-  Entry e;
-  e.key = std::string(key);
-  e.group = group;
-  return &*t.entries.insert(at, std::move(e));
+std::string_view WriteContest::keyOf(const Task& t, const Field& f) {
+  return {t.keys.data() + f.keyAt}; // NUL-terminated
 }
 
-WriteContest::Field* WriteContest::findField(Entry& e, uint8_t name, bool add) {
-  auto at = std::find_if(e.fields.begin(), e.fields.end(),
-                         [name](const Field& f) { return f.name >= name; });
-  if (at != e.fields.end() && at->name == name) return &*at;
+WriteContest::Field* WriteContest::findField(Task& t, uint8_t group, std::string_view key,
+                                             uint8_t name, bool add) {
+  // A task has a few entries of a few fields: a walk in order.
+  auto before = [&](const Field& f) {
+    if (f.group != group) return f.group < group;
+    int c = keyOf(t, f).compare(key);
+    return c != 0 ? c < 0 : f.name < name;
+  };
+  auto at = std::find_if_not(t.fields.begin(), t.fields.end(), before);
+  if (at != t.fields.end() && at->group == group && at->name == name && keyOf(t, *at) == key)
+    return &*at;
   if (!add) return nullptr;
+  // The entry's key as written for another of its fields, else written now.
+  std::optional<uint16_t> keyAt;
+  for (auto* n :
+       {at == t.fields.begin() ? nullptr : &*(at - 1), at == t.fields.end() ? nullptr : &*at})
+    if (n != nullptr && n->group == group && keyOf(t, *n) == key) keyAt = n->keyAt;
+  if (!keyAt) {
+    if (t.keys.size() + key.size() + 1 > kMaxKeys) return nullptr;
+    keyAt = static_cast<uint16_t>(t.keys.size());
+    t.keys.append(key).push_back('\0');
+  }
   Field f;
+  f.keyAt = *keyAt;
+  f.group = group;
   f.name = name;
-  return &*e.fields.insert(at, std::move(f));
+  return &*t.fields.insert(at, f);
 }
 
 const WriteContest::Field* WriteContest::findField(const Task& t, std::string_view group,
                                                    std::string_view entry,
                                                    std::string_view field) const {
-  for (const Entry& e : t.entries) {
-    if (kGroups[e.group] != group || e.key != entry) continue;
-    for (const Field& f : e.fields)
-      if (names_[f.name] == field) return &f;
-  }
+  for (const Field& f : t.fields)
+    if (kGroups[f.group] == group && names_[f.name] == field && keyOf(t, f) == entry) return &f;
   return nullptr;
+}
+
+WriteContest::Contest* WriteContest::contestOf(Task& t, Field& f, bool add) {
+  if (!f.contested && !add) return nullptr;
+  ContestKey key(f.group, std::string(keyOf(t, f)), f.name);
+  if (!add) {
+    if (!t.contests) return nullptr;
+    auto c = t.contests->find(key);
+    return c == t.contests->end() ? nullptr : &c->second;
+  }
+  if (!t.contests) t.contests = std::make_unique<std::map<ContestKey, Contest>>();
+  f.contested = true;
+  return &(*t.contests)[std::move(key)];
+}
+
+void WriteContest::compactKeys(Task& t) {
+  std::string keys;
+  std::vector<std::pair<uint16_t, uint16_t>> moved; // old offset -> new
+  for (Field& f : t.fields) {
+    auto m = std::find_if(moved.begin(), moved.end(),
+                          [&f](const auto& o) { return o.first == f.keyAt; });
+    if (m == moved.end()) {
+      moved.emplace_back(f.keyAt, static_cast<uint16_t>(keys.size()));
+      keys.append(keyOf(t, f)).push_back('\0');
+      m = moved.end() - 1;
+    }
+    f.keyAt = m->second;
+  }
+  t.keys = std::move(keys);
+  t.fields.shrink_to_fit();
 }
 
 void WriteContest::wrote(const std::string& task, const json& status,
@@ -133,19 +169,23 @@ void WriteContest::wrote(const std::string& task, const json& status,
         auto instant = value.is_string() ? parseTime(value.get<std::string>()) : std::nullopt;
         if (!instant) { // cleared: nothing of ours to defend
           auto name = nameIndex(field, false);
-          Entry* e = name ? findEntry(t, group, key, false) : nullptr;
-          if (Field* f = e != nullptr ? findField(*e, *name, false) : nullptr) f->defending = false;
+          if (Field* f = name ? findField(t, group, key, *name, false) : nullptr)
+            f->defending = false;
           continue;
         }
         auto name = nameIndex(field, true);
         if (!name) continue; // more names than a contest holds: not defended
-        Field& f = *findField(*findEntry(t, group, key, true), *name, true);
-        f.lastWritten = *instant;
-        f.defending = true;
-        f.writtenVersion = version;
+        Field* f = findField(t, group, key, *name, true);
+        if (f == nullptr) continue; // more keys than a task's contest holds: not defended
+        f->lastWritten = *instant;
+        f->defending = true;
+        f->writtenVersion = version;
       }
     }
   }
+  // Written once or a few times per task: exactly what it holds, not a doubling's room.
+  t.fields.shrink_to_fit();
+  t.keys.shrink_to_fit();
 }
 
 void WriteContest::observed(const std::string& task, std::string_view resourceVersion,
@@ -155,42 +195,45 @@ void WriteContest::observed(const std::string& task, std::string_view resourceVe
   Task& t = it->second;
   uint64_t version = versionNumber(resourceVersion);
   int64_t now = nowMillis();
-  for (Entry& e : t.entries) {
-    const json* entry = nullptr;
-    bool looked = false;
-    for (Field& f : e.fields) {
-      if (f.defending && !(f.writtenVersion != 0 && version != 0 &&
-                           version <= f.writtenVersion)) { // not an event older than the write
-        if (!looked) {
-          entry = member(e.group == 0 ? podStatuses : serviceStatuses, e.key);
-          looked = true;
-        }
-        const json* value = entry != nullptr ? member(*entry, names_[f.name]) : nullptr;
-        if (value != nullptr && value->is_null()) value = nullptr;
-        auto have = value != nullptr && value->is_string() ? parseTime(value->get<std::string>())
-                                                           : std::nullopt;
-        if (!have || !sameTime(*have, f.lastWritten)) overwritten(task, t, e, f, entry, value);
+  const json* entry = nullptr;
+  const Field* entryOf = nullptr; // the field `entry` was looked up for (same group and key)
+  for (std::size_t i = 0; i < t.fields.size(); ++i) {
+    Field& f = t.fields[i];
+    if (f.defending && !(f.writtenVersion != 0 && version != 0 &&
+                         version <= f.writtenVersion)) { // not an event older than the write
+      if (entryOf == nullptr || entryOf->group != f.group || entryOf->keyAt != f.keyAt) {
+        entry = member(f.group == 0 ? podStatuses : serviceStatuses, keyOf(t, f));
+        entryOf = &f;
       }
-      if (f.contest) {
-        prune(f.contest->replaced, now);
-        prune(f.contest->removed, now);
-      }
+      const json* value = entry != nullptr ? member(*entry, names_[f.name]) : nullptr;
+      if (value != nullptr && value->is_null()) value = nullptr;
+      auto have = value != nullptr && value->is_string() ? parseTime(value->get<std::string>())
+                                                         : std::nullopt;
+      if (!have || !sameTime(*have, f.lastWritten)) overwritten(task, t, f, entry, value);
     }
-    // Nothing left to remember of a field neither defended nor contested.
-    std::erase_if(e.fields, [](const Field& f) {
-      return !f.defending && (!f.contest || (!f.contest->yielded && f.contest->replaced.empty() &&
-                                             f.contest->removed.empty()));
-    });
+    if (Contest* c = contestOf(t, f, false)) {
+      prune(c->replaced, now);
+      prune(c->removed, now);
+    }
   }
-  std::erase_if(t.entries, [](const Entry& e) { return e.fields.empty(); });
-  if (t.entries.empty() && t.holdUntilMillis <= now) tasks_.erase(it);
+  // Nothing left to remember of a field neither defended nor contested.
+  const std::size_t before = t.fields.size();
+  std::erase_if(t.fields, [&t](Field& f) {
+    if (f.defending) return false;
+    Contest* c = contestOf(t, f, false);
+    if (c != nullptr && (c->yielded || !c->replaced.empty() || !c->removed.empty())) return false;
+    if (c != nullptr) t.contests->erase(ContestKey(f.group, std::string(keyOf(t, f)), f.name));
+    return true;
+  });
+  if (t.fields.size() != before) compactKeys(t);
+  if (t.contests && t.contests->empty()) t.contests.reset();
+  if (t.fields.empty() && t.holdUntilMillis <= now) tasks_.erase(it);
 }
 
-void WriteContest::overwritten(const std::string& task, Task& t, const Entry& e, Field& f,
-                               const json* entry, const json* value) {
+void WriteContest::overwritten(const std::string& task, Task& t, Field& f, const json* entry,
+                               const json* value) {
   int64_t now = nowMillis();
-  if (!f.contest) f.contest = std::make_unique<Contest>();
-  Contest& c = *f.contest;
+  Contest& c = *contestOf(t, f, true);
   prune(c.replaced, now);
   prune(c.removed, now);
   bool replaced = value != nullptr;
@@ -198,7 +241,7 @@ void WriteContest::overwritten(const std::string& task, Task& t, const Entry& e,
   overwrites_.add(1, {replaced ? "replaced" : "removed"});
   if (static_cast<int>(c.replaced.size()) >= yieldAfter_ ||
       static_cast<int>(c.removed.size()) >= kRemovalsToYield) {
-    yield(task, e, f, entry, replaced ? value->dump() : std::string("nothing (removed)"));
+    yield(task, t, f, c, entry, replaced ? value->dump() : std::string("nothing (removed)"));
   } else if (c.removed.size() >= 2) {
     int64_t hold = std::min<int64_t>(
         kMaxHoldMillis, int64_t{1000} << std::min<std::size_t>(c.removed.size() - 2, 16));
@@ -207,24 +250,22 @@ void WriteContest::overwritten(const std::string& task, Task& t, const Entry& e,
   f.defending = false; // counted once; the next write records it again
 }
 
-void WriteContest::yield(const std::string& task, const Entry& e, Field& f, const json* entry,
+void WriteContest::yield(const std::string& task, Task& t, Field& f, Contest& c, const json* entry,
                          const std::string& theirs) {
-  Contest& c = *f.contest;
   c.yielded = true;
   // The incarnation yielded: this host's own createTime of the entry (what it wrote last), else
   // the status's.
   c.createNanos = kNone;
   auto createName = nameIndex("createTime", false);
-  auto own = std::find_if(e.fields.begin(), e.fields.end(),
-                          [&](const Field& o) { return createName && o.name == *createName; });
+  const Field* own = createName ? findField(t, f.group, keyOf(t, f), *createName, false) : nullptr;
   const json* create = entry != nullptr ? member(*entry, "createTime") : nullptr;
-  if (own != e.fields.end() && own->lastWritten != kNone)
+  if (own != nullptr && own->lastWritten != kNone)
     c.createNanos = own->lastWritten;
   else if (create != nullptr && create->is_string())
     c.createNanos = parseTime(create->get<std::string>()).value_or(kNone);
   const std::string& field = names_[f.name];
   yieldedMetric_.add(1, {field.c_str()});
-  host_.warn("task " + task + " " + e.key + ": " + field +
+  host_.warn("task " + task + " " + std::string(keyOf(t, f)) + ": " + field +
              " yielded to another writer, which wrote " + theirs + " over this host's \"" +
              formatTime(f.lastWritten, TimePrecision::kAsGiven) + "\" " +
              std::to_string(std::max(c.replaced.size(), c.removed.size())) + " times within " +
@@ -251,14 +292,16 @@ json WriteContest::filter(const std::string& task, json status) {
       const std::optional<int64_t> create = createField != nullptr && createField->is_string()
                                                 ? parseTime(createField->get<std::string>())
                                                 : std::nullopt;
-      Entry* held = findEntry(t, group, e.key(), false);
       bool anyTime = false;
       for (auto field = patch.begin(); field != patch.end();) {
-        auto name = held != nullptr ? nameIndex(field.key(), false) : std::nullopt;
-        Field* y = name ? findField(*held, *name, false) : nullptr;
-        if (y != nullptr && y->contest && y->contest->yielded) {
-          if (create && y->contest->createNanos != kNone && *create != y->contest->createNanos) {
-            y->contest.reset(); // a new incarnation of the entry: no contest yet
+        auto name = t.contests ? nameIndex(field.key(), false) : std::nullopt;
+        Field* y = name ? findField(t, group, e.key(), *name, false) : nullptr;
+        Contest* c = y != nullptr ? contestOf(t, *y, false) : nullptr;
+        if (c != nullptr && c->yielded) {
+          if (create && c->createNanos != kNone && *create != c->createNanos) {
+            // A new incarnation of the entry: no contest yet.
+            t.contests->erase(ContestKey(y->group, std::string(keyOf(t, *y)), y->name));
+            y->contested = false;
             y->defending = false;
           } else {
             field = patch.erase(field);
@@ -288,8 +331,11 @@ bool WriteContest::yielded(const std::string& task, std::string_view group, std:
                            std::string_view field) const {
   auto it = tasks_.find(task);
   if (it == tasks_.end()) return false;
-  const Field* f = findField(it->second, group, entry, field);
-  return f != nullptr && f->contest && f->contest->yielded;
+  const Task& t = it->second;
+  const Field* f = findField(t, group, entry, field);
+  if (f == nullptr || !f->contested || !t.contests) return false;
+  auto c = t.contests->find(ContestKey(f->group, std::string(keyOf(t, *f)), f->name));
+  return c != t.contests->end() && c->second.yielded;
 }
 
 void WriteContest::forget(const std::string& task) {

@@ -33,6 +33,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <vector>
 
 namespace kuscia_host::plugins {
@@ -76,36 +77,44 @@ private:
     bool yielded = false;
     int64_t createNanos = kNone; // of the entry when yielded: a new incarnation starts afresh
   };
-  // A time field of an entry this host wrote. Its name is an index into names_.
+  // A time field of an entry this host wrote (24 bytes). Its entry is a group (0 podStatuses, 1
+  // serviceStatuses) and a key, kept once per task in Task::keys (keyAt: where); its name is an
+  // index into names_.
   struct Field {
     int64_t lastWritten = kNone; // the instant this host last wrote
     uint64_t writtenVersion = 0; // the task's resourceVersion after it (0: unknown)
-    std::unique_ptr<Contest> contest;
+    uint16_t keyAt = 0;
+    uint8_t group = 0;
     uint8_t name = 0;
     bool defending = false; // the last write is not yet seen overwritten
+    bool contested = false; // Task::contests holds its Contest
   };
-  // An entry ("<ns>/<name>") of podStatuses (group 0) or serviceStatuses (group 1), with the
-  // fields written, in the order of their names' indices.
-  struct Entry {
-    std::string key;
-    uint8_t group = 0;
-    std::vector<Field> fields;
-  };
-  // The entries written, ordered by group and key: a task has a few.
+  using ContestKey = std::tuple<uint8_t, std::string, uint8_t>; // group, entry key, name
+  // The fields written of a task, ordered by entry (group, then key) and name. The entries' keys
+  // are written once each into one string, each followed by a NUL: a task's contest is a few
+  // hundred bytes, not a string, a vector and a record per entry (about 1.4 KB: L1).
   struct Task {
-    std::vector<Entry> entries;
+    std::string keys;
+    std::vector<Field> fields;
+    std::unique_ptr<std::map<ContestKey, Contest>> contests; // rare: see Contest
     int64_t holdUntilMillis = 0;
   };
+  static constexpr std::size_t kMaxKeys = UINT16_MAX; // bytes of a task's keys
   int64_t nowMillis() const;
   // The index of a field's name (added when `add`; nullopt when unknown and not added).
   std::optional<uint8_t> nameIndex(std::string_view field, bool add);
-  static Entry* findEntry(Task& t, uint8_t group, std::string_view key, bool add);
-  static Field* findField(Entry& e, uint8_t name, bool add);
+  static std::string_view keyOf(const Task& t, const Field& f);
+  // The field (added in its place when `add`; nullptr when unknown and not added, or when the
+  // task's keys are full).
+  static Field* findField(Task& t, uint8_t group, std::string_view key, uint8_t name, bool add);
   const Field* findField(const Task& t, std::string_view group, std::string_view entry,
                          std::string_view field) const;
-  void overwritten(const std::string& task, Task& t, const Entry& e, Field& f,
-                   const nlohmann::json* entry, const nlohmann::json* value);
-  void yield(const std::string& task, const Entry& e, Field& f, const nlohmann::json* entry,
+  static Contest* contestOf(Task& t, Field& f, bool add);
+  // Drops what is left of no field (after fields were erased).
+  static void compactKeys(Task& t);
+  void overwritten(const std::string& task, Task& t, Field& f, const nlohmann::json* entry,
+                   const nlohmann::json* value);
+  void yield(const std::string& task, Task& t, Field& f, Contest& c, const nlohmann::json* entry,
              const std::string& theirs);
 
   sdk::Host host_;

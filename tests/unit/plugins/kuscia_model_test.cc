@@ -162,6 +162,47 @@ TEST(KusciaModelTest, TaskObjectsStartANewRecordForANewIncarnation) {
   EXPECT_EQ(objs.members("t3").size(), 3u);
 }
 
+TEST(KusciaModelTest, AContestKeepsEachEntrysFieldsApartAsEntriesComeAndGo) {
+  testing::FakeHost fake("alice");
+  WriteContest contest(sdk::Host(fake.api(), fake.ctx()), "kuscia_test", 2);
+  auto pods = [](const json& entries) { return json{{"podStatuses", entries}}; };
+  auto rv = [](int v) {
+    return R"({"metadata":{"resourceVersion":")" + std::to_string(v) + "\"}}";
+  };
+  const json a = {{"createTime", "2024-05-20T08:00:00Z"}, {"readyTime", "2024-05-20T08:00:09Z"}};
+  // Entries written in two writes, "alice/b" first: the task's keys hold it before "alice/a".
+  contest.wrote("t", pods({{"alice/b", {{"createTime", "2024-05-20T08:00:01Z"}}}}), rv(10));
+  contest.wrote("t", pods({{"alice/a", a}}), rv(11));
+  // Another writer replaces a's readyTime twice: yielded, a's createTime and b untouched.
+  json theirs = {{"alice/a", a}, {"alice/b", {{"createTime", "2024-05-20T08:00:01Z"}}}};
+  theirs["alice/a"]["readyTime"] = "2024-05-20T08:00:30Z";
+  contest.observed("t", "12", theirs, json::object());
+  contest.wrote("t", pods({{"alice/a", {{"readyTime", "2024-05-20T08:00:09Z"}}}}), rv(13));
+  contest.observed("t", "14", theirs, json::object());
+  EXPECT_TRUE(contest.yielded("t", "podStatuses", "alice/a", "readyTime"));
+  EXPECT_FALSE(contest.yielded("t", "podStatuses", "alice/a", "createTime"));
+  EXPECT_FALSE(contest.yielded("t", "podStatuses", "alice/b", "createTime"));
+  EXPECT_FALSE(contest.yielded("t", "serviceStatuses", "alice/a", "readyTime"));
+  EXPECT_EQ(fake.metric("kuscia_test_yielded_fields_total", "readyTime"), 1);
+  EXPECT_TRUE(fake.logged("task t alice/a: readyTime yielded to another writer"));
+  // b's field is cleared, so nothing of b is left to remember: its key goes, a's moves.
+  contest.wrote("t", pods({{"alice/b", {{"createTime", nullptr}}}}), rv(15));
+  contest.observed("t", "16", theirs, json::object());
+  EXPECT_TRUE(contest.yielded("t", "podStatuses", "alice/a", "readyTime"));
+  // What is yielded is taken out of a patch; the rest stays.
+  json patch = pods({{"alice/a", {{"readyTime", "2024-05-20T08:00:09Z"}, {"startTime", "x"}}},
+                     {"alice/b", {{"createTime", "2024-05-20T08:00:01Z"}}}});
+  EXPECT_EQ(contest.filter("t", patch),
+            pods({{"alice/a", {{"startTime", "x"}}},
+                  {"alice/b", {{"createTime", "2024-05-20T08:00:01Z"}}}}));
+  // A new incarnation of a (another createTime) starts afresh.
+  json reborn =
+      pods({{"alice/a",
+             {{"createTime", "2024-05-20T09:00:00Z"}, {"readyTime", "2024-05-20T09:00:09Z"}}}});
+  EXPECT_EQ(contest.filter("t", reborn), reborn);
+  EXPECT_FALSE(contest.yielded("t", "podStatuses", "alice/a", "readyTime"));
+}
+
 TEST(KusciaModelTest, TheStatusWriteIsAMergePatchOfTheStatusSubresource) {
   auto r = taskStatusPatch("cross-domain", "t1", {{"phase", "Running"}});
   EXPECT_EQ(r.verb, KH_KUBE_PATCH);
