@@ -27,10 +27,10 @@ EntryBoard& EntryBoard::process() {
 
 void EntryBoard::put(const std::string& key, EntryFacts facts) {
   std::lock_guard lock(mu_);
-  entries_.insert_or_assign(key, std::move(facts));
+  entries_.insert_or_assign(std::string_view(key), std::move(facts));
 }
 
-void EntryBoard::erase(const std::string& key) {
+void EntryBoard::erase(std::string_view key) {
   std::lock_guard lock(mu_);
   entries_.erase(key);
 }

@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 
 namespace kuscia_host::plugins::timeline {
@@ -30,11 +31,27 @@ struct Waiting {
   int64_t sinceNanos = 0;
 };
 
+// An instant in nanoseconds, or none (INT64_MIN): std::optional<int64_t> in 8 bytes.
+class MaybeNanos {
+public:
+  MaybeNanos() = default;
+  MaybeNanos(int64_t nanos) : nanos_(nanos) {} // NOLINT(google-explicit-constructor)
+  explicit operator bool() const { return nanos_ != kNone; }
+  int64_t operator*() const { return nanos_; }
+  operator std::optional<int64_t>() const { // NOLINT(google-explicit-constructor)
+    return nanos_ != kNone ? std::optional<int64_t>(nanos_) : std::nullopt;
+  }
+
+private:
+  static constexpr int64_t kNone = INT64_MIN;
+  int64_t nanos_ = kNone;
+};
+
 // One entry's facts as its instance publishes them: values, not a document. The documents read
 // them as JSON (toJson); the summary reads the values.
 struct EntryFacts {
-  std::optional<int64_t> firstReady;      // pods: the first Ready=True of the incarnation
-  std::optional<int64_t> containersStart; // pods: every container running
+  MaybeNanos firstReady;      // pods: the first Ready=True of the incarnation
+  MaybeNanos containersStart; // pods: every container running
   // The image pull, and why each phase waited: shared with the instance that published them, and
   // never changed once shared (a change is made on a copy); nullptr: none.
   std::shared_ptr<const sdk::timeline::PodFacts> facts;
@@ -50,11 +67,13 @@ public:
   // The board of this process (the plugin's library is loaded once per host).
   static EntryBoard& process();
 
-  // Sets the entry "<ns>/<name>".
+  // Sets the entry "<ns>/<name>". The board keeps a view of `key`, not a copy: it is the key of
+  // the publishing instance's own record of the object, which must stay where it is until the
+  // instance erases the entry (before it forgets the record; all of them before it goes).
   void put(const std::string& key, EntryFacts facts);
-  void erase(const std::string& key);
+  void erase(std::string_view key);
   // Calls `read` with the entry's facts, without copying them, when the board has the entry.
-  template <class F> void read(const std::string& key, F&& read) const {
+  template <class F> void read(std::string_view key, F&& read) const {
     std::lock_guard lock(mu_);
     if (auto it = entries_.find(key); it != entries_.end()) std::forward<F>(read)(it->second);
   }
@@ -62,7 +81,8 @@ public:
 
 private:
   mutable std::mutex mu_;
-  std::map<std::string, EntryFacts> entries_;
+  // An entry is 96 bytes: a copy of each key would add a string and its text (64 more).
+  std::map<std::string_view, EntryFacts, std::less<>> entries_;
 };
 
 } // namespace kuscia_host::plugins::timeline

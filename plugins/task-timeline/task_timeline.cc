@@ -189,10 +189,11 @@ TaskTimeline::~TaskTimeline() {
   static_assert(std::is_nothrow_move_constructible_v<Pod> &&
                 std::is_nothrow_move_assignable_v<Pod> &&
                 std::is_nothrow_default_constructible_v<Pod>);
+  // The board holds views of these records' keys (EntryBoard::put): every entry goes first.
   for (const auto& [key, p] : pods_)
-    if (p.published != 0) EntryBoard::process().erase(key);
+    EntryBoard::process().erase(key);
   for (const auto& [key, s] : services_)
-    if (s.published != 0) EntryBoard::process().erase(key);
+    EntryBoard::process().erase(key);
 }
 
 void TaskTimeline::onStart() {
@@ -251,9 +252,12 @@ void TaskTimeline::onPod(const sdk::Event& e) {
     return release(pods_.forget(key));
   }
   json f = parseFields(e.fieldsJson, kPodFieldCount);
-  Pod* found = pods_.apply(key, e.uid, fieldString(f, kPodTask));
-  if (found == nullptr) return; // not a task's pod
-  Pod& p = *found;
+  const std::string taskName = fieldString(f, kPodTask);
+  if (taskName.empty()) {             // not a task's pod (or no longer): forgotten as if deleted
+    EntryBoard::process().erase(key); // before the record whose key it views
+    return release(pods_.forget(key));
+  }
+  Pod& p = *pods_.apply(key, e.uid, taskName);
   const std::string& task = *p.task;
   p.phase = fieldString(f, kPodPhase);
   if (auto t = readTime(f[kPodCreate], "creationTimestamp", key, p.loggedMalformed)) p.create = t;
@@ -340,7 +344,7 @@ void TaskTimeline::publish(const std::string& key, Pod& p) {
   if (p.containersStart) facts.containersStart = p.containersStart->nanos;
   if (events != podEvents_.end()) facts.facts = events->second.facts;
   if (p.waiting) facts.waiting = std::make_unique<Waiting>(*p.waiting);
-  EntryBoard::process().put(key, std::move(facts));
+  EntryBoard::process().put(pods_.find(key)->first, std::move(facts)); // the record's own key
 }
 
 void TaskTimeline::publish(const std::string& key, Service& s) {
@@ -367,7 +371,7 @@ void TaskTimeline::publish(const std::string& key, Service& s) {
   EntryFacts facts;
   if (s.programming != kNoServiceWait) facts.facts = serviceWaitFacts(s.programming);
   if (w) facts.waiting = std::make_unique<Waiting>(std::move(*w));
-  EntryBoard::process().put(key, std::move(facts));
+  EntryBoard::process().put(services_.find(key)->first, std::move(facts)); // the record's key
 }
 
 Waiting TaskTimeline::podWaiting(const Pod& p, const json& conditions, const json& containers,
@@ -470,9 +474,12 @@ void TaskTimeline::onService(const sdk::Event& e) {
     return release(services_.forget(key));
   }
   json f = parseFields(e.fieldsJson, kSvcFieldCount);
-  Service* found = services_.apply(key, e.uid, fieldString(f, kSvcTask));
-  if (found == nullptr) return;
-  Service& s = *found;
+  const std::string taskName = fieldString(f, kSvcTask);
+  if (taskName.empty()) { // not a task's service (or no longer): forgotten as if deleted
+    EntryBoard::process().erase(key); // before the record whose key it views
+    return release(services_.forget(key));
+  }
+  Service& s = *services_.apply(key, e.uid, taskName);
   const std::string& task = *s.task;
   if (auto t = readTime(f[kSvcCreate], "creationTimestamp", key, s.loggedMalformed)) s.create = t;
   if (auto t = readTime(f[kSvcReadyTime], "ready-time annotation", key, s.loggedMalformed))

@@ -514,6 +514,34 @@ TEST_F(TimelineTest, ChangesToOneTaskWithinTheWindowMakeOneWrite) {
   EXPECT_TRUE(status["serviceStatuses"].contains(kSvcKey));
 }
 
+TEST_F(TimelineTest, APodThatNoLongerNamesATaskLeavesTheBoardAndItsTask) {
+  start();
+  deliver(host_, "kusciatasks", KH_EVENT_ADDED, task_);
+  deliver(host_, "pods", KH_EVENT_ADDED, pod_);
+  acceptWrites();
+  auto times = [this](const char* key) {
+    return plugin().timeline(kTask)->at("entries")[key]["times"];
+  };
+  // What only the entry board knows (Kuscia's CRD has no such field).
+  ASSERT_EQ(times(kPodKey)["containersStartTime"], "2024-05-20T08:00:04Z");
+  // The pod no longer names the task: forgotten as if deleted, and its board entry with it.
+  json untied = pod_;
+  untied["metadata"]["annotations"].erase("kuscia.secretflow/task-id");
+  bumpVersion(untied);
+  deliver(host_, "pods", KH_EVENT_MODIFIED, untied);
+  EXPECT_FALSE(times(kPodKey).contains("containersStartTime")) << times(kPodKey).dump();
+  EXPECT_EQ(plugin().heldTasks(), 0u); // its last object of the task
+  // Another pod of the task goes on the board after it. The board keeps views of the records'
+  // keys: one left behind by the forgotten record would be read after it was freed (ASan).
+  json other = pod_;
+  other["metadata"]["name"] = "secretflow-task-psi-1";
+  other["metadata"]["uid"] = "uid-psi-1";
+  deliver(host_, "pods", KH_EVENT_ADDED, other);
+  acceptWrites();
+  EXPECT_EQ(times("alice/secretflow-task-psi-1")["containersStartTime"], "2024-05-20T08:00:04Z");
+  EXPECT_FALSE(times(kPodKey).contains("containersStartTime"));
+}
+
 TEST_F(TimelineTest, AFinishedTaskIsNotHeldOnceItsObjectsAreGone) {
   start();
   // A month of finished tasks, their pods and services already deleted (as Kuscia does): the
