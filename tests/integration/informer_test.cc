@@ -397,6 +397,16 @@ TEST_F(InformerTest, ColdRecordsArePackedAndReadAsBefore) {
   ASSERT_TRUE(eventually([&] { return packedCount() == 11u; }));
   EXPECT_TRUE(
       eventually([&] { return metric(client_->metrics().packedCached, {informer->id()}) == 11; }));
+  // A burst of watched records, more than a sweep packs in one turn of the strand (its chunks,
+  // Informer::kPackChunk): all packed once cold, and read as before.
+  for (int i = 12; i < 12 + 150; ++i) {
+    createPod("alice", podName(i), "a");
+    annotate(podName(i), note(i));
+  }
+  ASSERT_TRUE(eventually([&] { return rec.state() == truth(); }, 20));
+  ASSERT_TRUE(eventually([&] { return packedCount() == 161u; }, 20));
+  EXPECT_EQ(cachedState(), truth());
+  EXPECT_EQ(rec.state(), truth());
 }
 
 // Releases (ABI 1.3 cache_release): an object every subscription released is forgotten (a digest

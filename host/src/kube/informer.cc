@@ -444,25 +444,40 @@ void Informer::pack(std::vector<RecordPtr>& records) {
 
 void Informer::sweep() {
   // On the strand, the cache's only writer: reading it needs no lock, replacing does.
-  std::vector<RecordPtr> cold;
+  auto cold = std::make_shared<std::vector<RecordPtr>>();
   cache_.forEach([&](const RecordPtr& r) {
-    if (cold.size() < options_.packPerSweep && !r->packed() &&
+    if (cold->size() < options_.packPerSweep && !r->packed() &&
         r->tailSize() >= options_.packMinBytes && r->markSeen())
-      cold.push_back(r);
+      cold->push_back(r);
   });
-  if (cold.empty()) return;
-  std::vector<RecordPtr> packed = cold;
+  if (!cold->empty()) packCold(cold, 0);
+}
+
+void Informer::packCold(const std::shared_ptr<std::vector<RecordPtr>>& cold, std::size_t from) {
+  // A chunk per turn of the strand: the events that came meanwhile go between chunks, so a
+  // sweep that finds a burst's records cold holds the strand for about 0.1 ms at a time, not
+  // for the whole burst (about 2 us a record).
+  const std::size_t to = std::min(cold->size(), from + kPackChunk);
+  std::vector<RecordPtr> packed(cold->begin() + static_cast<std::ptrdiff_t>(from),
+                                cold->begin() + static_cast<std::ptrdiff_t>(to));
   pack(packed);
   std::size_t n = 0;
   {
     std::unique_lock lock(cacheMu_);
-    for (std::size_t i = 0; i < cold.size(); ++i)
-      if (packed[i]->packed() && cache_.swapIfSame(cold[i], packed[i])) {
-        packed[i]->release(cold[i]->released()); // releases made meanwhile hold
+    for (std::size_t i = from; i < to; ++i) {
+      const RecordPtr& now = packed[i - from];
+      // A record the watch replaced meanwhile is hot again: left plain.
+      if (now->packed() && cache_.swapIfSame((*cold)[i], now)) {
+        now->release((*cold)[i]->released()); // releases made meanwhile hold
         ++n;
       }
+    }
   }
   if (n > 0) updateGauges();
+  if (to < cold->size())
+    net::post(strand_, [self = shared_from_this(), cold, to] {
+      if (!self->stopped_) self->packCold(cold, to);
+    });
 }
 
 void Informer::scheduleSweep() {

@@ -88,11 +88,13 @@ struct ReflectorOptions {
   std::chrono::milliseconds shortWatch{1000}; // a watch ending sooner with no event is an error
   // Cold records are packed (see object_cache.h): listed ones at once, watched ones once two
   // sweeps have found them unchanged, so between one and two `sweepEvery` after their last
-  // change. Records whose raw object and fields are shorter than packMinBytes stay plain; 0
-  // turns packing off.
-  std::size_t packMinBytes = 256;
-  std::chrono::milliseconds sweepEvery{30000};
-  std::size_t packPerSweep = 20000; // bounds the time one sweep holds the informer's strand
+  // change (5 to 10 s: a task and its pods settle within seconds of starting, and then hold
+  // still while they run). Records whose raw object and fields are shorter than packMinBytes
+  // stay plain (a pod's projected status is about 250 bytes, a service's fields under 100);
+  // 0 turns packing off.
+  std::size_t packMinBytes = 96;
+  std::chrono::milliseconds sweepEvery{5000};
+  std::size_t packPerSweep = 20000; // bounds the work of one sweep, done in chunks (packCold)
 };
 
 class Informer : public std::enable_shared_from_this<Informer> {
@@ -163,6 +165,10 @@ private:
   void updateGauges();
   // Packs what can be packed in `records` (makes the codec from them when there is none yet).
   void pack(std::vector<RecordPtr>& records);
+  // Packs cold[from, from + kPackChunk) and swaps what is still cached in; the rest on a later
+  // turn of the strand. On the strand.
+  void packCold(const std::shared_ptr<std::vector<RecordPtr>>& cold, std::size_t from);
+  static constexpr std::size_t kPackChunk = 64;
   void scheduleSweep();
   // Whether every subscription that sees `r` released it.
   bool fullyReleased(const Record& r) const;
