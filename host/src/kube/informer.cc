@@ -446,7 +446,7 @@ void Informer::sweep() {
   // On the strand, the cache's only writer: reading it needs no lock, replacing does.
   auto cold = std::make_shared<std::vector<RecordPtr>>();
   cache_.forEach([&](const RecordPtr& r) {
-    if (cold->size() < options_.packPerSweep && !r->packed() &&
+    if (cold->size() < options_.packPerSweep && !r->packed() && !r->unpackable() &&
         r->tailSize() >= options_.packMinBytes && r->markSeen())
       cold->push_back(r);
   });
@@ -466,8 +466,12 @@ void Informer::packCold(const std::shared_ptr<std::vector<RecordPtr>>& cold, std
     std::unique_lock lock(cacheMu_);
     for (std::size_t i = from; i < to; ++i) {
       const RecordPtr& now = packed[i - from];
+      if (!now->packed()) {
+        (*cold)[i]->markUnpackable();
+        continue;
+      }
       // A record the watch replaced meanwhile is hot again: left plain.
-      if (now->packed() && cache_.swapIfSame((*cold)[i], now)) {
+      if (cache_.swapIfSame((*cold)[i], now)) {
         now->release((*cold)[i]->released()); // releases made meanwhile hold
         ++n;
       }

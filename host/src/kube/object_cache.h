@@ -49,6 +49,10 @@ public:
   std::size_t tailSize() const { return offsets()[count_] - offsets()[kRaw]; }
   // Marks the record as seen by a sweep; whether it had been seen before.
   bool markSeen() const { return seen_.exchange(true, std::memory_order_relaxed); }
+  // Packing this record was tried and saved too little: a sweep does not try it again (it would
+  // compress every such record every sweep for nothing). A change makes a new record.
+  bool unpackable() const { return unpackable_.load(std::memory_order_relaxed); }
+  void markUnpackable() const { unpackable_.store(true, std::memory_order_relaxed); }
   // The subscriptions (bits by their index in the informer) that released this version: they are
   // done with the object until it changes for them (kh_host_api_v1_t.cache_release).
   uint64_t released() const { return released_.load(std::memory_order_acquire); }
@@ -82,8 +86,9 @@ private:
   uint32_t bytes_ = 0;
   bool hasLabels_ = false;
   bool packed_ = false;
-  mutable std::atomic<bool> seen_{false};     // not content: the sweep's note
-  mutable std::atomic<uint64_t> released_{0}; // not content: see released()
+  mutable std::atomic<bool> seen_{false};       // not content: the sweep's note
+  mutable std::atomic<bool> unpackable_{false}; // not content: see unpackable()
+  mutable std::atomic<uint64_t> released_{0};   // not content: see released()
 };
 
 // A counted reference to an immutable Record (8 bytes).
