@@ -85,35 +85,35 @@ inline uint64_t uidDigest(std::string_view uid) {
 class TaskKeys {
 public:
   using Keys = std::vector<const std::string*>;
-  class iterator {
+  class Iterator {
   public:
     using iterator_category = std::forward_iterator_tag;
     using value_type = std::string;
     using difference_type = std::ptrdiff_t;
     using pointer = const std::string*;
     using reference = const std::string&;
-    iterator() = default;
-    explicit iterator(Keys::const_iterator at) : at_(at) {}
+    Iterator() = default;
+    explicit Iterator(Keys::const_iterator at) : at_(at) {}
     const std::string& operator*() const { return **at_; }
     const std::string* operator->() const { return *at_; }
-    iterator& operator++() {
+    Iterator& operator++() {
       ++at_;
       return *this;
     }
-    iterator operator++(int) {
-      iterator before = *this;
+    Iterator operator++(int) {
+      Iterator before = *this;
       ++at_;
       return before;
     }
-    bool operator==(const iterator& o) const { return at_ == o.at_; }
-    bool operator!=(const iterator& o) const { return at_ != o.at_; }
+    bool operator==(const Iterator& o) const { return at_ == o.at_; }
+    bool operator!=(const Iterator& o) const { return at_ != o.at_; }
 
   private:
     Keys::const_iterator at_;
   };
   explicit TaskKeys(const Keys& keys) : keys_(&keys) {}
-  iterator begin() const { return iterator(keys_->begin()); }
-  iterator end() const { return iterator(keys_->end()); }
+  Iterator begin() const { return Iterator(keys_->begin()); }
+  Iterator end() const { return Iterator(keys_->end()); }
   bool empty() const { return keys_->empty(); }
   std::size_t size() const { return keys_->size(); }
 

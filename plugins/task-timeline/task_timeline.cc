@@ -248,15 +248,11 @@ void TaskTimeline::onPod(const sdk::Event& e) {
   // its task, when it was the instance's last object of it).
   if (e.type == KH_EVENT_DELETED) {
     podEvents_.erase(key);
-    EntryBoard::process().erase(key);
-    return release(pods_.forget(key));
+    return forgetObject(key, true);
   }
   json f = parseFields(e.fieldsJson, kPodFieldCount);
   const std::string taskName = fieldString(f, kPodTask);
-  if (taskName.empty()) {             // not a task's pod (or no longer): forgotten as if deleted
-    EntryBoard::process().erase(key); // before the record whose key it views
-    return release(pods_.forget(key));
-  }
+  if (taskName.empty()) return forgetObject(key, true); // not a task's pod (or no longer)
   Pod& p = *pods_.apply(key, e.uid, taskName);
   const std::string& task = *p.task;
   p.phase = fieldString(f, kPodPhase);
@@ -378,7 +374,8 @@ Waiting TaskTimeline::podWaiting(const Pod& p, const json& conditions, const jso
                                  const std::string& reason, const std::string& message) const {
   Waiting w;
   const json* sched = findCondition(conditions, "PodScheduled");
-  bool scheduled = p.scheduled.has_value() || trueCondition(conditions, "PodScheduled") != nullptr;
+  bool scheduled =
+      static_cast<bool>(p.scheduled) || trueCondition(conditions, "PodScheduled") != nullptr;
   if (p.start) {
     w.phase = "ready";
     w.sinceNanos = p.start->nanos;
@@ -469,16 +466,10 @@ void TaskTimeline::observe(Service& s) {
 
 void TaskTimeline::onService(const sdk::Event& e) {
   std::string key(e.key);
-  if (e.type == KH_EVENT_DELETED) {
-    EntryBoard::process().erase(key);
-    return release(services_.forget(key));
-  }
+  if (e.type == KH_EVENT_DELETED) return forgetObject(key, false);
   json f = parseFields(e.fieldsJson, kSvcFieldCount);
   const std::string taskName = fieldString(f, kSvcTask);
-  if (taskName.empty()) { // not a task's service (or no longer): forgotten as if deleted
-    EntryBoard::process().erase(key); // before the record whose key it views
-    return release(services_.forget(key));
-  }
+  if (taskName.empty()) return forgetObject(key, false); // not a task's service (or no longer)
   Service& s = *services_.apply(key, e.uid, taskName);
   const std::string& task = *s.task;
   if (auto t = readTime(f[kSvcCreate], "creationTimestamp", key, s.loggedMalformed)) s.create = t;
@@ -487,6 +478,12 @@ void TaskTimeline::onService(const sdk::Event& e) {
   observe(s);
   publish(key, s);
   touch(task, nullptr, &key);
+}
+
+void TaskTimeline::forgetObject(const std::string& key, bool pod) {
+  // The board's entry first: it views the key of the record about to go (EntryBoard::put).
+  EntryBoard::process().erase(key);
+  release(pod ? pods_.forget(key) : services_.forget(key));
 }
 
 void TaskTimeline::onEndpoints(const sdk::Event& e) {

@@ -71,7 +71,6 @@ public:
   MaybeTime(const std::optional<Time>& t) // NOLINT(google-explicit-constructor)
       : t_(t ? *t : Time{kNone}) {}
   explicit operator bool() const { return t_.nanos != kNone; }
-  bool has_value() const { return t_.nanos != kNone; }
   const Time& operator*() const { return t_; }
   const Time* operator->() const { return &t_; }
   void reset() { t_.nanos = kNone; }
@@ -190,6 +189,9 @@ private:
   Task cachedOthers(const std::string& name) const;
   // Lets the task go when this instance has no pod or service of it left.
   void release(const std::string& name);
+  // The pod or service is gone, or no longer a task's: forgotten, its task released if it was
+  // the last of it.
+  void forgetObject(const std::string& key, bool pod);
   // Lets the task's entries go once its startup is summarised and nothing of it is due.
   void settle(const std::string& name);
   // Whether this instance holds the task or any object of it.
