@@ -125,17 +125,21 @@ const WriteContest::Field* WriteContest::findField(const Task& t, std::string_vi
   return nullptr;
 }
 
+WriteContest::ContestKey WriteContest::contestKey(const Task& t, const Field& f) {
+  return {f.group, std::string(keyOf(t, f)), f.name};
+}
+
+const WriteContest::Contest* WriteContest::findContest(const Task& t, const Field& f) {
+  if (!f.contested || !t.contests) return nullptr;
+  auto c = t.contests->find(contestKey(t, f));
+  return c == t.contests->end() ? nullptr : &c->second;
+}
+
 WriteContest::Contest* WriteContest::contestOf(Task& t, Field& f, bool add) {
-  if (!f.contested && !add) return nullptr;
-  ContestKey key(f.group, std::string(keyOf(t, f)), f.name);
-  if (!add) {
-    if (!t.contests) return nullptr;
-    auto c = t.contests->find(key);
-    return c == t.contests->end() ? nullptr : &c->second;
-  }
+  if (!add) return const_cast<Contest*>(findContest(t, f)); // NOLINT: t is not const here
   if (!t.contests) t.contests = std::make_unique<std::map<ContestKey, Contest>>();
   f.contested = true;
-  return &(*t.contests)[std::move(key)];
+  return &(*t.contests)[contestKey(t, f)];
 }
 
 void WriteContest::compactKeys(Task& t) {
@@ -222,7 +226,7 @@ void WriteContest::observed(const std::string& task, std::string_view resourceVe
     if (f.defending) return false;
     Contest* c = contestOf(t, f, false);
     if (c != nullptr && (c->yielded || !c->replaced.empty() || !c->removed.empty())) return false;
-    if (c != nullptr) t.contests->erase(ContestKey(f.group, std::string(keyOf(t, f)), f.name));
+    if (c != nullptr) t.contests->erase(contestKey(t, f));
     return true;
   });
   if (t.fields.size() != before) compactKeys(t);
@@ -300,7 +304,7 @@ json WriteContest::filter(const std::string& task, json status) {
         if (c != nullptr && c->yielded) {
           if (create && c->createNanos != kNone && *create != c->createNanos) {
             // A new incarnation of the entry: no contest yet.
-            t.contests->erase(ContestKey(y->group, std::string(keyOf(t, *y)), y->name));
+            t.contests->erase(contestKey(t, *y));
             y->contested = false;
             y->defending = false;
           } else {
@@ -333,9 +337,8 @@ bool WriteContest::yielded(const std::string& task, std::string_view group, std:
   if (it == tasks_.end()) return false;
   const Task& t = it->second;
   const Field* f = findField(t, group, entry, field);
-  if (f == nullptr || !f->contested || !t.contests) return false;
-  auto c = t.contests->find(ContestKey(f->group, std::string(keyOf(t, *f)), f->name));
-  return c != t.contests->end() && c->second.yielded;
+  const Contest* c = f != nullptr ? findContest(t, *f) : nullptr;
+  return c != nullptr && c->yielded;
 }
 
 void WriteContest::forget(const std::string& task) {

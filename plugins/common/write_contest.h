@@ -109,6 +109,9 @@ private:
   static Field* findField(Task& t, uint8_t group, std::string_view key, uint8_t name, bool add);
   const Field* findField(const Task& t, std::string_view group, std::string_view entry,
                          std::string_view field) const;
+  static ContestKey contestKey(const Task& t, const Field& f);
+  // The field's contest, if it has one (contestOf with `add`: made when it has none).
+  static const Contest* findContest(const Task& t, const Field& f);
   static Contest* contestOf(Task& t, Field& f, bool add);
   // Drops what is left of no field (after fields were erased).
   static void compactKeys(Task& t);
