@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <sstream>
@@ -414,6 +415,54 @@ TEST(ObjectCacheTest, CompactRecordsAndReplacement) {
   EXPECT_EQ(cache.recordBytes(), 0u);
 }
 
+// A canonical uid is kept as 16 bytes and any other as it came; offsets are 16 bits wide until
+// a record's data reaches 64 KiB. Every form reads back exactly, plain or packed.
+TEST(ObjectCacheTest, UidsAndLongRecordsReadBackExactly) {
+  Projected p;
+  p.name = "pod-a";
+  p.namespaceName = "alice";
+  p.resourceVersion = "7";
+  p.values = {"\"Running\""};
+  p.uid = "0b6f7a9c-1d2e-4f5a-8b9c-0123456789ef";
+  RecordPtr canonical = RecordPtr::make(p, false);
+  EXPECT_EQ(canonical->uid(), p.uid);
+  for (std::string other :
+       {"0B6F7A9C-1D2E-4F5A-8B9C-0123456789EF", "u1", "", "0b6f7a9c-1d2e-4f5a-8b9c-0123456789e",
+        "0b6f7a9c+1d2e-4f5a-8b9c-0123456789ef", "0b6f7a9c-1d2e-4f5a-8b9c-0123456789eg"}) {
+    p.uid = other;
+    RecordPtr r = RecordPtr::make(p, false);
+    EXPECT_EQ(r->uid(), other);
+    EXPECT_FALSE(r->sameContent(*canonical)) << other;
+    EXPECT_EQ(r->field(0), "\"Running\"");
+  }
+  p.uid = "0b6f7a9c-1d2e-4f5a-8b9c-0123456789ef";
+  Projected text = p;
+  text.uid = "U" + p.uid.substr(1); // not canonical: kept as text, 20 bytes more
+  EXPECT_EQ(canonical->bytes() + 20, RecordPtr::make(text, false)->bytes());
+  // 70,000 bytes of a field: 32-bit offsets, every slot where it was.
+  std::string big = "\"" + std::string(70000, 'x') + "\"";
+  p.values = {"\"Running\"", big, "\"tail\""};
+  RecordPtr wide = RecordPtr::make(p, false);
+  EXPECT_EQ(wide->key(), "alice/pod-a");
+  EXPECT_EQ(wide->uid(), p.uid);
+  EXPECT_EQ(wide->resourceVersion(), "7");
+  EXPECT_EQ(wide->field(0), "\"Running\"");
+  EXPECT_EQ(wide->field(1), big);
+  EXPECT_STREQ(wide->field(2).data(), "\"tail\"");
+  EXPECT_GT(wide->bytes(), 70000u);
+  const RecordCodec* codec = RecordCodec::make(big.substr(0, 4096));
+  ASSERT_NE(codec, nullptr);
+  RecordPtr packed = wide.packed(*codec, 64);
+  ASSERT_TRUE(packed->packed());
+  EXPECT_LT(packed->bytes(), 1000u);
+  EXPECT_EQ(packed->uid(), p.uid);
+  EXPECT_TRUE(packed->sameContent(*wide));
+  PlainRecord view(*packed);
+  EXPECT_EQ(view->field(1), big);
+  EXPECT_EQ(view->field(2), "\"tail\"");
+  EXPECT_EQ(packed->digest(), wide->digest());
+}
+
 // A record of a finished task as the informer keeps it: projected timing text, mostly alike from
 // one task to the next.
 Projected finishedTask(int i) {
@@ -493,6 +542,81 @@ TEST(ObjectCacheTest, PackedRecordsReadAndCompareAsPlainOnes) {
   EXPECT_EQ(cache.packedCount(), 0u);
   EXPECT_TRUE(cache.erase("cross-domain/done-42"));
   EXPECT_EQ(cache.recordBytes(), 0u);
+}
+
+// The cache's index answers as a map would through puts, replacements, erases (backward shifts
+// across the wrap-around included) and growth, and costs about 10 bytes an object.
+TEST(ObjectCacheTest, AnswersAsAMapThroughPutsErasesAndGrowth) {
+  ObjectCache cache;
+  std::map<std::string, std::string> truth; // key -> resourceVersion
+  std::mt19937_64 rng(11);
+  auto record = [](const std::string& name, const std::string& rv) {
+    Projected p;
+    p.name = name;
+    p.namespaceName = "ns";
+    p.uid = "u-" + name;
+    p.resourceVersion = rv;
+    return RecordPtr::make(p, false);
+  };
+  for (int step = 0; step < 60000; ++step) {
+    // Half of the names from a small set (replacements and erases), half spread out.
+    std::string name = "o-" + std::to_string(rng() % 2 == 0 ? rng() % 200 : rng() % 20000);
+    std::string key = "ns/" + name;
+    switch (rng() % 4) {
+    case 0:
+    case 1: {
+      std::string rv = std::to_string(step);
+      RecordPtr before = cache.put(record(name, rv));
+      auto it = truth.find(key);
+      ASSERT_EQ(static_cast<bool>(before), it != truth.end()) << step;
+      if (before) {
+        EXPECT_EQ(before->resourceVersion(), it->second);
+      }
+      truth[key] = rv;
+      break;
+    }
+    case 2: {
+      RecordPtr gone = cache.erase(key);
+      ASSERT_EQ(static_cast<bool>(gone), truth.erase(key) > 0) << step;
+      if (gone) {
+        EXPECT_EQ(gone->key(), key);
+      }
+      break;
+    }
+    default: {
+      RecordPtr now = cache.get(key);
+      auto it = truth.find(key);
+      ASSERT_EQ(static_cast<bool>(now), it != truth.end()) << step;
+      if (!now) break;
+      EXPECT_EQ(now->resourceVersion(), it->second);
+      EXPECT_TRUE(cache.swapIfSame(now, record(name, it->second + "s")));
+      EXPECT_FALSE(cache.swapIfSame(now, record(name, "stale"))); // it holds the new one
+      it->second += "s";
+    }
+    }
+    if (step % 5000 == 0) {
+      ASSERT_EQ(cache.size(), truth.size());
+      std::size_t seen = 0;
+      cache.forEach([&](const RecordPtr& r) {
+        ++seen;
+        EXPECT_EQ(truth.at(std::string(r->key())), r->resourceVersion());
+      });
+      EXPECT_EQ(seen, truth.size());
+    }
+  }
+  for (const auto& [key, rv] : truth)
+    ASSERT_EQ(cache.get(key)->resourceVersion(), rv);
+  EXPECT_FALSE(cache.get("ns/none"));
+  EXPECT_LE(cache.indexBytes(), 64 + truth.size() * 9 * 16 / 7); // at worst 7/16 full
+  std::size_t bytes = 0;
+  cache.forEach([&bytes](const RecordPtr& r) { bytes += r->bytes(); });
+  EXPECT_EQ(cache.recordBytes(), bytes);
+  for (const auto& [key, rv] : truth)
+    EXPECT_TRUE(cache.erase(key));
+  EXPECT_EQ(cache.size(), 0u);
+  EXPECT_EQ(cache.recordBytes(), 0u);
+  for (const auto& [key, rv] : truth)
+    EXPECT_FALSE(cache.get(key));
 }
 
 // The forgotten objects' table answers as a map would through growth and deletions (backward

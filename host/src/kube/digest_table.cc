@@ -1,6 +1,12 @@
 #include "kube/digest_table.h"
 
+#include "kube/linear_probing.h"
+
 namespace kuscia_host::kube {
+
+std::size_t DigestTable::home(uint64_t key) const {
+  return probing::home(key, shift_);
+}
 
 std::optional<uint64_t> DigestTable::find(uint64_t key) const {
   if (size_ == 0) return std::nullopt;
@@ -29,18 +35,11 @@ bool DigestTable::erase(uint64_t key) {
     if (slots_[i].key == 0) return false;
     i = next(i);
   }
-  // Backward shift: pull later slots of the run into the hole when their home allows it.
-  std::size_t hole = i;
-  for (std::size_t j = next(hole); slots_[j].key != 0; j = next(j)) {
-    std::size_t h = home(slots_[j].key);
-    // Movable when the hole lies cyclically within [h, j).
-    bool movable = hole <= j ? (h <= hole || h > j) : (h <= hole && h > j);
-    if (movable) {
-      slots_[hole] = slots_[j];
-      hole = j;
-    }
-  }
-  slots_[hole] = Slot{};
+  probing::eraseAt(
+      i, slots_.size(), [this](std::size_t j) { return slots_[j].key != 0; },
+      [this](std::size_t j) { return home(slots_[j].key); },
+      [this](std::size_t from, std::size_t to) { slots_[to] = slots_[from]; },
+      [this](std::size_t j) { slots_[j] = Slot{}; });
   --size_;
   return true;
 }
@@ -50,9 +49,7 @@ void DigestTable::grow() {
   old.swap(slots_);
   std::size_t capacity = old.empty() ? 64 : old.size() * 2;
   slots_.assign(capacity, Slot{});
-  shift_ = 64;
-  for (std::size_t c = capacity; c > 1; c >>= 1)
-    --shift_;
+  shift_ = probing::shiftFor(capacity);
   size_ = 0;
   for (const Slot& s : old)
     if (s.key != 0) put(s.key, s.digest);

@@ -38,7 +38,7 @@ private:
     uint64_t digest = 0;
   };
   static uint64_t stored(uint64_t key) { return key == 0 ? 1 : key; }
-  std::size_t home(uint64_t key) const { return (key * 0x9e3779b97f4a7c15ULL) >> shift_; }
+  std::size_t home(uint64_t key) const;
   std::size_t next(std::size_t i) const { return (i + 1) & (slots_.size() - 1); }
   void grow();
 

@@ -498,7 +498,7 @@ void Informer::scheduleSweep() {
 
 void Informer::updateGauges() {
   objects_->set(static_cast<double>(cache_.size()));
-  bytes_->set(static_cast<double>(cache_.recordBytes() + cache_.size() * 64 + forgotten_.bytes()));
+  bytes_->set(static_cast<double>(cache_.recordBytes() + cache_.indexBytes() + forgotten_.bytes()));
   packed_->set(static_cast<double>(cache_.packedCount()));
   forgottenCount_.store(forgotten_.size(), std::memory_order_relaxed);
   forgottenGauge_->set(static_cast<double>(forgotten_.size()));

@@ -4,7 +4,9 @@
 #include <cstring>
 #include <functional>
 #include <new>
+#include <stdexcept>
 
+#include "kube/linear_probing.h"
 #include "kube/record_codec.h"
 
 namespace kuscia_host::kube {
@@ -60,14 +62,63 @@ uint64_t Record::digest() const {
 // tail.
 const RecordCodec* Record::codec() const {
   const RecordCodec* c = nullptr;
-  std::memcpy(static_cast<void*>(&c), data() + offsets()[kRaw], kCodecRefBytes);
+  std::memcpy(static_cast<void*>(&c), data() + offset(kRaw), kCodecRefBytes);
   return c;
 }
 
 std::string_view Record::packedTail() const {
-  const char* start = data() + offsets()[kRaw] + kCodecRefBytes;
+  const char* start = data() + offset(kRaw) + kCodecRefBytes;
   const char* end = reinterpret_cast<const char*>(this) + bytes_;
   return {start, static_cast<std::size_t>(end - start)};
+}
+
+namespace {
+
+constexpr std::size_t kUuidText = 36;
+constexpr std::size_t kUuidBytes = 16;
+
+int hexValue(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  return -1; // upper case is not canonical: such a uid is kept as text
+}
+
+bool dashAt(std::size_t i) {
+  return i == 8 || i == 13 || i == 18 || i == 23;
+}
+
+// The 16 bytes of a canonical (lower-case, 8-4-4-4-12) UUID; false for any other text.
+bool packUuid(std::string_view text, unsigned char* out) {
+  if (text.size() != kUuidText) return false;
+  std::size_t n = 0;
+  for (std::size_t i = 0; i < kUuidText; ++i) {
+    if (dashAt(i)) {
+      if (text[i] != '-') return false;
+      continue;
+    }
+    int high = hexValue(text[i]);
+    int low = hexValue(text[++i]);
+    if (high < 0 || low < 0) return false;
+    out[n++] = static_cast<unsigned char>(high << 4 | low);
+  }
+  return true;
+}
+
+} // namespace
+
+std::string Record::uid() const {
+  std::string_view stored = slot(kUid);
+  if (!binaryUid_) return std::string(stored);
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string text;
+  text.reserve(kUuidText);
+  for (std::size_t b = 0; b < kUuidBytes; ++b) {
+    if (dashAt(text.size())) text.push_back('-');
+    const auto v = static_cast<unsigned char>(stored[b]);
+    text.push_back(kHex[v >> 4]);
+    text.push_back(kHex[v & 0xF]);
+  }
+  return text;
 }
 
 RecordPtr RecordPtr::make(const Projected& p, bool keepRaw) {
@@ -78,52 +129,71 @@ RecordPtr RecordPtr::make(const Projected& p, bool keepRaw) {
       labels.append(k).push_back('\0');
       labels.append(v).push_back('\0');
     }
-  const uint32_t count = Record::kFirstField + static_cast<uint32_t>(p.values.size());
-  std::size_t payload = key.size() + p.uid.size() + p.resourceVersion.size() + labels.size() +
+  const std::size_t count = Record::kFirstField + p.values.size();
+  if (count > UINT16_MAX) throw std::length_error("a record of more than 65535 slots");
+  unsigned char uid[kUuidBytes];
+  const bool binaryUid = packUuid(p.uid, uid);
+  const std::string_view uidSlot =
+      binaryUid ? std::string_view(reinterpret_cast<const char*>(uid), kUuidBytes) : p.uid;
+  std::size_t payload = key.size() + uidSlot.size() + p.resourceVersion.size() + labels.size() +
                         (keepRaw ? p.raw.size() : 0);
   for (const auto& v : p.values)
     payload += v.size();
   payload += count; // a NUL after every slot
-  std::size_t total = sizeof(Record) + sizeof(uint32_t) * (count + 1) + payload;
+  const bool wide = payload > UINT16_MAX;
+  const std::size_t offsetBytes = (count + 1) * (wide ? sizeof(uint32_t) : sizeof(uint16_t));
+  const std::size_t total = sizeof(Record) + offsetBytes + payload;
+  if (total > UINT32_MAX) throw std::length_error("a record of 4 GiB or more");
   void* mem = ::operator new(total);
   auto* r = new (mem) Record();
-  r->count_ = count;
+  r->count_ = static_cast<uint16_t>(count);
   r->bytes_ = static_cast<uint32_t>(total);
   r->hasLabels_ = p.hasLabels;
-  uint32_t* off = r->offsets();
-  char* out = const_cast<char*>(r->data());
+  r->wide_ = wide;
+  r->binaryUid_ = binaryUid;
+  auto* off = reinterpret_cast<unsigned char*>(r + 1);
+  char* out = r->data();
   uint32_t pos = 0;
-  auto put = [&](uint32_t i, std::string_view s) {
-    off[i] = pos;
+  auto mark = [&](std::size_t i) {
+    if (wide)
+      std::memcpy(off + i * sizeof(uint32_t), &pos, sizeof(uint32_t));
+    else {
+      const auto narrow = static_cast<uint16_t>(pos);
+      std::memcpy(off + i * sizeof(uint16_t), &narrow, sizeof(uint16_t));
+    }
+  };
+  auto put = [&](std::size_t i, std::string_view s) {
+    mark(i);
     if (!s.empty()) std::memcpy(out + pos, s.data(), s.size());
     pos += static_cast<uint32_t>(s.size());
     out[pos++] = '\0';
   };
   put(Record::kKey, key);
-  put(Record::kUid, p.uid);
+  put(Record::kUid, uidSlot);
   put(Record::kResourceVersion, p.resourceVersion);
   put(Record::kLabels, labels);
   put(Record::kRaw, keepRaw ? std::string_view(p.raw) : std::string_view());
   for (std::size_t i = 0; i < p.values.size(); ++i)
-    put(Record::kFirstField + static_cast<uint32_t>(i), p.values[i]);
-  off[count] = pos;
+    put(Record::kFirstField + i, p.values[i]);
+  mark(count);
   RecordPtr ptr;
   ptr.r_ = r;
   return ptr;
 }
 
 RecordPtr RecordPtr::withPrefixOf(const Record& r, std::size_t rest, bool packed) {
-  const uint32_t* off = r.offsets();
-  const std::size_t total =
-      sizeof(Record) + sizeof(uint32_t) * (r.count_ + 1) + off[Record::kRaw] + rest;
+  const std::size_t prefix = r.offsetBytes() + r.offset(Record::kRaw);
+  const std::size_t total = sizeof(Record) + prefix + rest;
   void* mem = ::operator new(total);
   auto* out = new (mem) Record();
   out->count_ = r.count_;
   out->bytes_ = static_cast<uint32_t>(total);
   out->hasLabels_ = r.hasLabels_;
+  out->wide_ = r.wide_;
+  out->binaryUid_ = r.binaryUid_;
   out->packed_ = packed;
-  std::memcpy(out->offsets(), off, sizeof(uint32_t) * (r.count_ + 1));
-  std::memcpy(const_cast<char*>(out->data()), r.data(), off[Record::kRaw]);
+  // The offsets and the plain slots, which follow them.
+  std::memcpy(static_cast<void*>(out + 1), static_cast<const void*>(&r + 1), prefix);
   RecordPtr ptr;
   ptr.r_ = out;
   return ptr;
@@ -137,7 +207,7 @@ RecordPtr RecordPtr::plain(const Record& r) {
     return self;
   }
   RecordPtr ptr = withPrefixOf(r, r.tailSize(), false);
-  char* tail = const_cast<char*>(ptr->data()) + r.offsets()[Record::kRaw];
+  char* tail = ptr.r_->data() + r.offset(Record::kRaw);
   // A packed tail that does not unpack is memory corruption: nothing sensible can follow.
   if (!r.codec()->decompress(r.packedTail(), tail, r.tailSize())) std::abort();
   return ptr;
@@ -146,11 +216,11 @@ RecordPtr RecordPtr::plain(const Record& r) {
 RecordPtr RecordPtr::packed(const RecordCodec& codec, std::size_t minTail) const {
   const Record& r = *r_;
   if (r.packed_ || r.tailSize() < minTail) return *this;
-  const uint32_t* off = r.offsets();
-  std::string tail = codec.compress({r.data() + off[Record::kRaw], r.tailSize()});
+  const uint32_t raw = r.offset(Record::kRaw);
+  std::string tail = codec.compress({r.data() + raw, r.tailSize()});
   if (tail.empty() || tail.size() + kCodecRefBytes > r.tailSize() * 3 / 4) return *this;
   RecordPtr ptr = withPrefixOf(r, kCodecRefBytes + tail.size(), true);
-  char* out = const_cast<char*>(ptr->data()) + off[Record::kRaw];
+  char* out = ptr.r_->data() + raw;
   const RecordCodec* c = &codec;
   std::memcpy(out, static_cast<const void*>(&c), kCodecRefBytes);
   std::memcpy(out + kCodecRefBytes, tail.data(), tail.size());
@@ -165,49 +235,90 @@ void RecordPtr::release() {
   r_ = nullptr;
 }
 
-RecordPtr ObjectCache::put(RecordPtr record) {
-  std::string_view key = record->key();
-  count(*record, true);
-  auto it = map_.find(key);
-  if (it == map_.end()) {
-    map_.emplace(key, std::move(record));
-    return {};
+std::size_t ObjectCache::find(std::string_view key, uint64_t hash) const {
+  if (size_ == 0) return kAbsent;
+  const uint8_t tag = tagOf(hash);
+  for (std::size_t i = probing::home(hash, shift_);; i = following(i)) {
+    if (tags_[i] == 0) return kAbsent;
+    if (tags_[i] == tag && slots_[i]->key() == key) return i;
   }
-  // The index key views the old record: re-key the node to the new one.
-  auto node = map_.extract(it);
-  RecordPtr old = std::move(node.mapped());
-  count(*old, false);
-  node.key() = record->key();
-  node.mapped() = std::move(record);
-  map_.insert(std::move(node));
-  return old;
+}
+
+void ObjectCache::rehash(std::size_t capacity) {
+  std::vector<RecordPtr> old;
+  old.swap(slots_);
+  tags_.clear();
+  slots_.resize(capacity);
+  tags_.assign(capacity, 0);
+  shift_ = probing::shiftFor(capacity);
+  for (RecordPtr& r : old) {
+    if (!r) continue;
+    const uint64_t h = hashOf(r->key());
+    std::size_t i = probing::home(h, shift_);
+    while (tags_[i] != 0)
+      i = following(i);
+    tags_[i] = tagOf(h);
+    slots_[i] = std::move(r);
+  }
+}
+
+void ObjectCache::reserve(std::size_t n) {
+  std::size_t capacity = 64;
+  while (n * 8 > capacity * 7)
+    capacity *= 2;
+  if (capacity > slots_.size()) rehash(capacity);
+}
+
+RecordPtr ObjectCache::put(RecordPtr record) {
+  count(*record, true);
+  const uint64_t h = hashOf(record->key());
+  if (std::size_t i = find(record->key(), h); i != kAbsent) {
+    RecordPtr old = std::exchange(slots_[i], std::move(record));
+    count(*old, false);
+    return old;
+  }
+  if ((size_ + 1) * 8 > slots_.size() * 7) rehash(slots_.empty() ? 64 : slots_.size() * 2);
+  std::size_t i = probing::home(h, shift_);
+  while (tags_[i] != 0)
+    i = following(i);
+  tags_[i] = tagOf(h);
+  slots_[i] = std::move(record);
+  ++size_;
+  return {};
 }
 
 RecordPtr ObjectCache::erase(std::string_view key) {
-  auto it = map_.find(key);
-  if (it == map_.end()) return {};
-  RecordPtr old = std::move(it->second);
-  map_.erase(it);
+  const std::size_t at = find(key, hashOf(key));
+  if (at == kAbsent) return {};
+  RecordPtr old = std::move(slots_[at]);
   count(*old, false);
+  probing::eraseAt(
+      at, slots_.size(), [this](std::size_t j) { return tags_[j] != 0; },
+      [this](std::size_t j) { return probing::home(hashOf(slots_[j]->key()), shift_); },
+      [this](std::size_t from, std::size_t to) {
+        slots_[to] = std::move(slots_[from]);
+        tags_[to] = tags_[from];
+      },
+      [this](std::size_t j) {
+        slots_[j] = RecordPtr();
+        tags_[j] = 0;
+      });
+  --size_;
   return old;
 }
 
 bool ObjectCache::swapIfSame(const RecordPtr& current, RecordPtr next) {
-  auto it = map_.find(current->key());
-  if (it == map_.end() || &*it->second != &*current) return false;
-  // The index key views the record: re-key the node to the new one, as put() does.
-  auto node = map_.extract(it);
-  count(*node.mapped(), false);
+  const std::size_t at = find(current->key(), hashOf(current->key()));
+  if (at == kAbsent || &*slots_[at] != &*current) return false;
+  count(*slots_[at], false);
   count(*next, true);
-  node.key() = next->key();
-  node.mapped() = std::move(next);
-  map_.insert(std::move(node));
+  slots_[at] = std::move(next);
   return true;
 }
 
 RecordPtr ObjectCache::get(std::string_view key) const {
-  auto it = map_.find(key);
-  return it == map_.end() ? RecordPtr() : it->second;
+  const std::size_t at = find(key, hashOf(key));
+  return at == kAbsent ? RecordPtr() : slots_[at];
 }
 
 } // namespace kuscia_host::kube

@@ -10,7 +10,7 @@ namespace {
 
 KubeObject view(const kube::Subscription& sub, const kube::Record& record) {
   kube::PlainRecord r(record); // one unpacking for the fields and the raw object
-  KubeObject o{std::string(r->key()), std::string(r->uid()), std::string(r->resourceVersion()),
+  KubeObject o{std::string(r->key()), r->uid(), std::string(r->resourceVersion()),
                sub.fieldsJson(*r), std::string()};
   if (sub.spec().wantRaw) o.rawJson = std::string(r->raw());
   return o;
