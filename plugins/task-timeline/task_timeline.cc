@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <array>
+#include <mutex>
+#include <set>
 #include <type_traits>
 
 #include "entry_board.h"
@@ -118,6 +120,20 @@ uint64_t signatureDigest(std::string_view signature) {
 }
 
 } // namespace
+
+const std::string* TaskTimeline::internPhase(std::string_view phase) {
+  static const std::array<std::string, 6> kKnown = {"",          "Pending", "Running",
+                                                    "Succeeded", "Failed",  "Unknown"};
+  for (const std::string& known : kKnown)
+    if (known == phase) return &known;
+  constexpr std::size_t kMaxPhases = 64;
+  static std::mutex mu;
+  static std::set<std::string, std::less<>> others;
+  std::lock_guard lock(mu);
+  if (auto it = others.find(phase); it != others.end()) return &*it;
+  if (others.size() >= kMaxPhases) return &kKnown.back();
+  return &*others.emplace(phase).first;
+}
 
 TaskTimeline::TaskTimeline(sdk::Host host, std::string_view domain, std::string_view configJson)
     : Plugin(host), config_(parseTimelineConfig(configJson)), domain_(domain),
@@ -255,7 +271,7 @@ void TaskTimeline::onPod(const sdk::Event& e) {
   if (taskName.empty()) return forgetObject(key, true); // not a task's pod (or no longer)
   Pod& p = *pods_.apply(key, e.uid, taskName);
   const std::string& task = *p.task;
-  p.phase = fieldString(f, kPodPhase);
+  p.phase = internPhase(fieldString(f, kPodPhase));
   if (auto t = readTime(f[kPodCreate], "creationTimestamp", key, p.loggedMalformed)) p.create = t;
   if (auto t = readTime(f[kPodStart], "startTime", key, p.loggedMalformed)) p.start = t;
   const json& conditions = f[kPodConditions];
@@ -386,7 +402,7 @@ Waiting TaskTimeline::podWaiting(const Pod& p, const json& conditions, const jso
     w.phase = "scheduling";
     w.sinceNanos = p.create ? p.create->nanos : 0;
   }
-  if (p.phase == "Failed") {
+  if (*p.phase == "Failed") {
     w.reason = reason.empty() ? "Failed" : reason;
     w.message = message;
     return w;
@@ -753,7 +769,7 @@ bool TaskTimeline::podDiffers(const std::string& key, Pod& p, const json* entry,
   bool present = entry != nullptr && entry->is_object();
   bool same = sameIncarnation(entry, p.create ? std::optional(p.create->nanos) : std::nullopt);
   bool differs = !present;
-  if (!present && patch != nullptr) *patch = newPodEntry(namespaceOf(key), nameOf(key), p.phase);
+  if (!present && patch != nullptr) *patch = newPodEntry(namespaceOf(key), nameOf(key), *p.phase);
   differs = setTime(patch, entry, "createTime", p.create, false) || differs;
   differs = setTime(patch, entry, "startTime", p.start, present && !same) || differs;
   // The first ready of this incarnation: the status, as first read, may hold an earlier Ready

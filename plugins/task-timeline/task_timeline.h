@@ -113,12 +113,17 @@ public:
   std::size_t heldTasks() const { return tasks_.size(); }
 
 private:
+  // A pod's phase as one process-wide copy of its text (8 bytes a pod, not a string of 32):
+  // Kubernetes knows five; other text is kept as well, up to 64 kinds, then "Unknown".
+  static const std::string* internPhase(std::string_view phase);
+  inline static const std::string kNoPhase;
+
   // Every member's special functions are nothrow (static_asserts in task_timeline.cc); clang-tidy
   // cannot see it through std::optional of a struct of strings.
-  struct Pod {                         // NOLINT(bugprone-exception-escape)
-    uint64_t uid = 0;                  // uidDigest
-    const std::string* task = nullptr; // TaskObjects keeps the name
-    std::string phase;
+  struct Pod {                            // NOLINT(bugprone-exception-escape)
+    uint64_t uid = 0;                     // uidDigest
+    const std::string* task = nullptr;    // TaskObjects keeps the name
+    const std::string* phase = &kNoPhase; // internPhase: one copy of each text
     MaybeTime create, start, scheduled;
     MaybeTime firstReady;             // the first Ready=True of this incarnation
     MaybeTime ready;                  // the latest Ready=True

@@ -109,7 +109,7 @@ std::optional<json> TaskTimeline::timeline(const std::string& task, bool phases)
   for (const auto& key : ownPods)
     if (!entries.contains(key)) {
       const Pod& p = pods_.at(key);
-      json e = {{"podPhase", p.phase}};
+      json e = {{"podPhase", *p.phase}};
       for (auto [field, value] :
            {std::pair{"createTime", &p.create}, std::pair{"startTime", &p.start},
             std::pair{"readyTime", &p.ready}})

@@ -166,6 +166,19 @@ TEST_F(TimelineTest, FillsPodAndServiceTimesWithMergePatchesOnTheStatus) {
   EXPECT_EQ(host_.metric("kuscia_timeline_status_writes_total", "ok"), 2);
 }
 
+// A pod's phase is kept as one shared copy of its text: the entry carries it exactly, a phase
+// Kubernetes does not define included.
+TEST_F(TimelineTest, AnEntryCarriesThePodsPhaseExactly) {
+  start();
+  deliver(host_, "kusciatasks", KH_EVENT_ADDED, task_);
+  pod_["status"]["phase"] = "Evicting-Custom";
+  deliver(host_, "pods", KH_EVENT_ADDED, pod_);
+  ASSERT_EQ(writes(), 1u);
+  EXPECT_EQ(json::parse(host_.requests()[0].body)["status"]["podStatuses"]
+                                                 ["alice/secretflow-task-psi-0"]["podPhase"],
+            "Evicting-Custom");
+}
+
 TEST_F(TimelineTest, NoWriteWhenTheStatusAlreadyHoldsTheValues) {
   start();
   deliver(host_, "kusciatasks", KH_EVENT_ADDED, task_);
