@@ -263,7 +263,7 @@ void TaskTimeline::onPod(const sdk::Event& e) {
   // A deleted pod's recorded times stay in the status; only the memory of the pod goes (and of
   // its task, when it was the instance's last object of it).
   if (e.type == KH_EVENT_DELETED) {
-    podEvents_.erase(key);
+    earlyEvents_.erase(key);
     return forgetObject(key, true);
   }
   json f = parseFields(e.fieldsJson, kPodFieldCount);
@@ -289,8 +289,14 @@ void TaskTimeline::onPod(const sdk::Event& e) {
   if (!p.containersStart)
     if (auto t = sdk::timeline::containersStartTime(f[kPodContainers]))
       p.containersStart = Time{*t};
-  auto& events = podEvents_[key];
-  if (events.uid != p.uid) events = PodEvents{p.uid, {}, 0, events.version + 1};
+  // Events of this incarnation that came before it.
+  if (auto early = earlyEvents_.find(key); early != earlyEvents_.end()) {
+    if (early->second.uid == p.uid && early->second.facts && !p.facts) {
+      p.facts = std::move(early->second.facts);
+      ++p.factsVersion;
+    }
+    earlyEvents_.erase(early);
+  }
   if (p.firstReady) {
     p.waiting.reset();
   } else {
@@ -305,12 +311,12 @@ void TaskTimeline::onPod(const sdk::Event& e) {
                                   w.reason, p.containersStart ? "readiness" : "starting");
     if (std::string_view(phase) == "readiness" && !p.containersStart) phase = "starting";
     const int64_t now = host().wallTimeNanos();
-    if (changeFacts(events.facts, [&](sdk::timeline::PodFacts& facts) {
+    if (changeFacts(p.facts, [&](sdk::timeline::PodFacts& facts) {
           return facts.addReason(phase, w.reason, w.message, now, true);
         }))
-      ++events.version;
+      ++p.factsVersion;
   }
-  observe(key, p);
+  observe(p);
   publish(key, p);
   touch(task, &key);
 }
@@ -324,28 +330,30 @@ void TaskTimeline::onPodEvent(const sdk::Event& e) {
   // An Event of another incarnation than the pod's is not this pod's.
   const uint64_t id = uidDigest(uid);
   if (pod != pods_.end() && id != 0 && pod->second.uid != id) return;
-  auto& events = podEvents_[key];
-  if (id != 0 && events.uid != id) events = PodEvents{id, {}, 0, events.version + 1};
-  events.lastNanos = host().wallTimeNanos();
-  if (!changeFacts(events.facts, [&ev](sdk::timeline::PodFacts& f) {
-        return f.addEvent(ev->reason, ev->message, ev->at);
-      }))
+  auto add = [&ev](sdk::timeline::PodFacts& f) {
+    return f.addEvent(ev->reason, ev->message, ev->at);
+  };
+  if (pod == pods_.end()) { // the pod takes them when it comes
+    auto& early = earlyEvents_[key];
+    if (id != 0 && early.uid != id) early = EarlyEvents{id, {}, 0};
+    early.lastNanos = host().wallTimeNanos();
+    changeFacts(early.facts, add);
     return;
-  ++events.version;
-  if (pod == pods_.end()) return; // applied when the pod comes
+  }
   Pod& p = pods_.at(key);
-  observe(key, p);
+  if (!changeFacts(p.facts, add)) return;
+  ++p.factsVersion;
+  observe(p);
   publish(key, p);
   touch(*p.task, &key);
 }
 
 void TaskTimeline::publish(const std::string& key, Pod& p) {
   // Most pod events change none of this: compare a signature before building the JSON.
-  auto events = podEvents_.find(key);
   std::string signature;
   for (const auto* t : {&p.firstReady, &p.containersStart})
     signature += (*t ? std::to_string((*t)->nanos) : std::string()) + "|";
-  if (events != podEvents_.end()) signature += std::to_string(events->second.version) + "|";
+  signature += std::to_string(p.factsVersion) + "|";
   if (p.waiting)
     signature += p.waiting->phase + "|" + p.waiting->reason + "|" + p.waiting->message + "|" +
                  std::to_string(p.waiting->sinceNanos);
@@ -354,7 +362,7 @@ void TaskTimeline::publish(const std::string& key, Pod& p) {
   EntryFacts facts;
   if (p.firstReady) facts.firstReady = p.firstReady->nanos;
   if (p.containersStart) facts.containersStart = p.containersStart->nanos;
-  if (events != podEvents_.end()) facts.facts = events->second.facts;
+  facts.facts = p.facts;
   if (p.waiting) facts.waiting = std::make_unique<Waiting>(*p.waiting);
   EntryBoard::process().put(pods_.find(key)->first, std::move(facts)); // the record's own key
 }
@@ -441,7 +449,7 @@ void TaskTimeline::observeDuration(const sdk::Metric& m, const char* name, const
   m.observe(seconds);
 }
 
-void TaskTimeline::observe(const std::string& key, Pod& p) {
+void TaskTimeline::observe(Pod& p) {
   if (!p.create) return;
   if (p.scheduled && !p.observedSchedule) {
     p.observedSchedule = true;
@@ -460,17 +468,15 @@ void TaskTimeline::observe(const std::string& key, Pod& p) {
     p.observedContainers = true;
     observeDuration(containersStart_, "pod_containers_start", *p.start, *p.containersStart);
   }
-  if (!p.observedPull)
-    if (auto it = podEvents_.find(key); it != podEvents_.end()) {
-      const auto& facts = it->second.facts;
-      auto from = facts ? facts->imagePullStart() : std::nullopt;
-      auto to = facts ? facts->imagePullEnd() : std::nullopt;
-      // The pull is over once the containers run (or the pod is ready): no later Pulled comes.
-      if (from && to && (p.containersStart || p.firstReady)) {
-        p.observedPull = true;
-        observeDuration(imagePull_, "pod_image_pull", Time{*from}, Time{*to});
-      }
+  if (!p.observedPull && p.facts) {
+    auto from = p.facts->imagePullStart();
+    auto to = p.facts->imagePullEnd();
+    // The pull is over once the containers run (or the pod is ready): no later Pulled comes.
+    if (from && to && (p.containersStart || p.firstReady)) {
+      p.observedPull = true;
+      observeDuration(imagePull_, "pod_image_pull", Time{*from}, Time{*to});
     }
+  }
 }
 
 void TaskTimeline::observe(Service& s) {
@@ -857,9 +863,9 @@ void TaskTimeline::refreshStuck() {
   for (const auto& [phase, n] : counts)
     stuck_.set(n, {phase.c_str()});
   // Events of pods this instance never saw (not a task's) go after a while.
-  for (auto it = podEvents_.begin(); it != podEvents_.end();)
-    if (pods_.find(it->first) == pods_.end() && now - it->second.lastNanos > kOrphanEventsNanos)
-      it = podEvents_.erase(it);
+  for (auto it = earlyEvents_.begin(); it != earlyEvents_.end();)
+    if (now - it->second.lastNanos > kOrphanEventsNanos)
+      it = earlyEvents_.erase(it);
     else
       ++it;
 }

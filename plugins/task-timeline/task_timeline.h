@@ -130,6 +130,10 @@ private:
     MaybeTime containersStart;        // the first moment every container ran
     std::unique_ptr<Waiting> waiting; // while not ready (none after: 8 bytes, not 112)
     uint64_t published = 0; // the digest of what is on the entry board for it (0: nothing)
+    // What its Events and waiting reasons said (the image pull, why each phase waited): shared
+    // with the board (changeFacts); factsVersion is bumped when they change.
+    std::shared_ptr<const sdk::timeline::PodFacts> facts;
+    uint32_t factsVersion = 0;
     bool observedStart = false, observedReady = false, observedSchedule = false;
     bool observedContainers = false, observedPull = false;
     bool readStatusReady = false; // the status's readyTime was read once for the first ready
@@ -204,7 +208,7 @@ private:
   // Reads a time field; a present but malformed value is counted and logged once per object.
   std::optional<Time> readTime(const nlohmann::json& value, const std::string& what,
                                const std::string& key, bool& logged);
-  void observe(const std::string& key, Pod& p);
+  void observe(Pod& p);
   void observe(Service& s);
   void observeDuration(const sdk::Metric& m, const char* name, const Time& from, const Time& to);
   Waiting podWaiting(const Pod& p, const nlohmann::json& conditions,
@@ -250,15 +254,15 @@ private:
   TaskObjects<Pod> pods_;         // this domain's task pods, "<ns>/<name>"
   TaskObjects<Service> services_; // this domain's task services
   std::map<std::string, Task> tasks_;
-  // What pods' Events said, by pod "<ns>/<name>", for the pod's UID; Events may come first. Those
-  // of a pod this instance never sees (not a task's) go after kOrphanEventsSeconds.
-  struct PodEvents {
-    uint64_t uid = 0;                                     // uidDigest
-    std::shared_ptr<const sdk::timeline::PodFacts> facts; // shared with the board (changeFacts)
+  // What the Events of a pod not (yet) known said, by pod "<ns>/<name>", for the UID they name:
+  // Events may come before their pod, which takes them when it comes (Pod::facts). Those of a
+  // pod this instance never sees (not a task's) go after kOrphanEventsSeconds.
+  struct EarlyEvents {
+    uint64_t uid = 0; // uidDigest
+    std::shared_ptr<const sdk::timeline::PodFacts> facts;
     int64_t lastNanos = 0;
-    uint64_t version = 0; // bumped when the facts change
   };
-  std::map<std::string, PodEvents> podEvents_;
+  std::map<std::string, EarlyEvents> earlyEvents_;
   std::set<std::string> summarized_;      // held tasks already observed complete
   std::optional<FinishedTasks> finished_; // what the host may forget
 
