@@ -1,5 +1,6 @@
 #include "kube/object_cache.h"
 
+#include <array>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
@@ -77,31 +78,35 @@ namespace {
 constexpr std::size_t kUuidText = 36;
 constexpr std::size_t kUuidBytes = 16;
 
-int hexValue(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  return -1; // upper case is not canonical: such a uid is kept as text
-}
+// The value of each lower-case hex digit, -1 for any other byte (upper case is not canonical:
+// such a uid is kept as text).
+constexpr std::array<int8_t, 256> kHexValue = [] {
+  std::array<int8_t, 256> t{};
+  t.fill(-1);
+  for (int c = '0'; c <= '9'; ++c)
+    t[c] = static_cast<int8_t>(c - '0');
+  for (int c = 'a'; c <= 'f'; ++c)
+    t[c] = static_cast<int8_t>(c - 'a' + 10);
+  return t;
+}();
 
-bool dashAt(std::size_t i) {
-  return i == 8 || i == 13 || i == 18 || i == 23;
-}
+// Where each of the 16 bytes' two digits start in the text.
+constexpr std::array<uint8_t, kUuidBytes> kDigitsAt = {0,  2,  4,  6,  9,  11, 14, 16,
+                                                       19, 21, 24, 26, 28, 30, 32, 34};
 
 // The 16 bytes of a canonical (lower-case, 8-4-4-4-12) UUID; false for any other text.
 bool packUuid(std::string_view text, unsigned char* out) {
-  if (text.size() != kUuidText) return false;
-  std::size_t n = 0;
-  for (std::size_t i = 0; i < kUuidText; ++i) {
-    if (dashAt(i)) {
-      if (text[i] != '-') return false;
-      continue;
-    }
-    int high = hexValue(text[i]);
-    int low = hexValue(text[++i]);
-    if (high < 0 || low < 0) return false;
-    out[n++] = static_cast<unsigned char>(high << 4 | low);
+  if (text.size() != kUuidText || text[8] != '-' || text[13] != '-' || text[18] != '-' ||
+      text[23] != '-')
+    return false;
+  int bad = 0;
+  for (std::size_t b = 0; b < kUuidBytes; ++b) {
+    const int high = kHexValue[static_cast<unsigned char>(text[kDigitsAt[b]])];
+    const int low = kHexValue[static_cast<unsigned char>(text[kDigitsAt[b] + 1])];
+    bad |= high | low; // negative when either is not a digit
+    out[b] = static_cast<unsigned char>((high << 4) | (low & 0xF));
   }
-  return true;
+  return bad >= 0;
 }
 
 } // namespace
@@ -110,13 +115,11 @@ std::string Record::uid() const {
   std::string_view stored = slot(kUid);
   if (!binaryUid_) return std::string(stored);
   static constexpr char kHex[] = "0123456789abcdef";
-  std::string text;
-  text.reserve(kUuidText);
+  std::string text(kUuidText, '-');
   for (std::size_t b = 0; b < kUuidBytes; ++b) {
-    if (dashAt(text.size())) text.push_back('-');
     const auto v = static_cast<unsigned char>(stored[b]);
-    text.push_back(kHex[v >> 4]);
-    text.push_back(kHex[v & 0xF]);
+    text[kDigitsAt[b]] = kHex[v >> 4];
+    text[kDigitsAt[b] + 1] = kHex[v & 0xF];
   }
   return text;
 }
