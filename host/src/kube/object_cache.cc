@@ -238,30 +238,29 @@ void RecordPtr::release() {
   r_ = nullptr;
 }
 
-std::size_t ObjectCache::find(std::string_view key, uint64_t hash) const {
+std::size_t ObjectCache::find(std::string_view key, uint32_t hash) const {
   if (size_ == 0) return kAbsent;
-  const uint8_t tag = tagOf(hash);
   for (std::size_t i = probing::home(hash, shift_);; i = following(i)) {
-    if (tags_[i] == 0) return kAbsent;
-    if (tags_[i] == tag && slots_[i]->key() == key) return i;
+    if (hashes_[i] == 0) return kAbsent;
+    if (hashes_[i] == hash && slots_[i]->key() == key) return i;
   }
 }
 
 void ObjectCache::rehash(std::size_t capacity) {
-  std::vector<RecordPtr> old;
-  old.swap(slots_);
-  tags_.clear();
+  std::vector<RecordPtr> oldSlots;
+  std::vector<uint32_t> oldHashes;
+  oldSlots.swap(slots_);
+  oldHashes.swap(hashes_);
   slots_.resize(capacity);
-  tags_.assign(capacity, 0);
+  hashes_.assign(capacity, 0);
   shift_ = probing::shiftFor(capacity);
-  for (RecordPtr& r : old) {
-    if (!r) continue;
-    const uint64_t h = hashOf(r->key());
-    std::size_t i = probing::home(h, shift_);
-    while (tags_[i] != 0)
+  for (std::size_t k = 0; k < oldSlots.size(); ++k) {
+    if (oldHashes[k] == 0) continue;
+    std::size_t i = probing::home(oldHashes[k], shift_);
+    while (hashes_[i] != 0)
       i = following(i);
-    tags_[i] = tagOf(h);
-    slots_[i] = std::move(r);
+    hashes_[i] = oldHashes[k];
+    slots_[i] = std::move(oldSlots[k]);
   }
 }
 
@@ -274,7 +273,7 @@ void ObjectCache::reserve(std::size_t n) {
 
 RecordPtr ObjectCache::put(RecordPtr record) {
   count(*record, true);
-  const uint64_t h = hashOf(record->key());
+  const uint32_t h = hashOf(record->key());
   if (std::size_t i = find(record->key(), h); i != kAbsent) {
     RecordPtr old = std::exchange(slots_[i], std::move(record));
     count(*old, false);
@@ -282,9 +281,9 @@ RecordPtr ObjectCache::put(RecordPtr record) {
   }
   if ((size_ + 1) * 8 > slots_.size() * 7) rehash(slots_.empty() ? 64 : slots_.size() * 2);
   std::size_t i = probing::home(h, shift_);
-  while (tags_[i] != 0)
+  while (hashes_[i] != 0)
     i = following(i);
-  tags_[i] = tagOf(h);
+  hashes_[i] = h;
   slots_[i] = std::move(record);
   ++size_;
   return {};
@@ -296,15 +295,15 @@ RecordPtr ObjectCache::erase(std::string_view key) {
   RecordPtr old = std::move(slots_[at]);
   count(*old, false);
   probing::eraseAt(
-      at, slots_.size(), [this](std::size_t j) { return tags_[j] != 0; },
-      [this](std::size_t j) { return probing::home(hashOf(slots_[j]->key()), shift_); },
+      at, slots_.size(), [this](std::size_t j) { return hashes_[j] != 0; },
+      [this](std::size_t j) { return probing::home(hashes_[j], shift_); },
       [this](std::size_t from, std::size_t to) {
         slots_[to] = std::move(slots_[from]);
-        tags_[to] = tags_[from];
+        hashes_[to] = hashes_[from];
       },
       [this](std::size_t j) {
         slots_[j] = RecordPtr();
-        tags_[j] = 0;
+        hashes_[j] = 0;
       });
   --size_;
   return old;

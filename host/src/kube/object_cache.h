@@ -163,10 +163,12 @@ private:
 };
 
 // Key -> record. The index is an open-addressing table of the records themselves (8 bytes a
-// slot, keyed by each record's own key) and a byte of each key's hash (0: the slot is empty),
-// linear probing, at most 7/8 full: about 10 bytes an object, against about 60 for a node of a
-// std::unordered_map and its bucket (at 10,000 running tasks, 190,000 objects: 9 MiB of the
-// host's peak). Not thread-safe; the informer guards it.
+// slot, keyed by each record's own key) beside 32 bits of each key's hash (0: the slot is
+// empty), linear probing, at most 7/8 full: 12 bytes a slot, about 18 an object, against about
+// 60 for a node of a std::unordered_map and its bucket (at 10,000 running tasks, 190,000
+// objects: 8 MiB of the host's peak). The kept hashes let growth and deletion move slots without
+// reading the records (a growth of 200,000 records would otherwise read each one's key).
+// Not thread-safe; the informer guards it.
 class ObjectCache {
 public:
   // Inserts or replaces; returns the previous record (empty if new).
@@ -180,17 +182,17 @@ public:
   std::size_t recordBytes() const { return bytes_; }
   // Bytes held by the index.
   std::size_t indexBytes() const {
-    return slots_.capacity() * sizeof(RecordPtr) + tags_.capacity();
+    return slots_.capacity() * sizeof(RecordPtr) + hashes_.capacity() * sizeof(uint32_t);
   }
   // Records held packed.
   std::size_t packedCount() const { return packed_; }
   template <class Fn> void forEach(Fn&& fn) const {
     for (std::size_t i = 0; i < slots_.size(); ++i)
-      if (tags_[i] != 0) fn(slots_[i]);
+      if (hashes_[i] != 0) fn(slots_[i]);
   }
   void swap(ObjectCache& other) noexcept {
     slots_.swap(other.slots_);
-    tags_.swap(other.tags_);
+    hashes_.swap(other.hashes_);
     std::swap(size_, other.size_);
     std::swap(shift_, other.shift_);
     std::swap(bytes_, other.bytes_);
@@ -200,11 +202,13 @@ public:
 
 private:
   static constexpr std::size_t kAbsent = ~std::size_t{0};
-  static uint64_t hashOf(std::string_view key) { return std::hash<std::string_view>{}(key); }
-  static uint8_t tagOf(uint64_t hash) { return static_cast<uint8_t>(1 + (hash >> 57)); }
+  // The 32 bits of a key's hash the index keeps, never 0 (0: an empty slot).
+  static uint32_t hashOf(std::string_view key) {
+    return static_cast<uint32_t>(std::hash<std::string_view>{}(key) >> 32) | 1U;
+  }
   std::size_t following(std::size_t i) const { return (i + 1) & (slots_.size() - 1); }
   // The slot holding `key` (of hash `hash`), or kAbsent.
-  std::size_t find(std::string_view key, uint64_t hash) const;
+  std::size_t find(std::string_view key, uint32_t hash) const;
   void rehash(std::size_t capacity);
   void count(const Record& r, bool in) {
     std::size_t packed = r.packed() ? 1 : 0;
@@ -217,7 +221,7 @@ private:
     }
   }
   std::vector<RecordPtr> slots_;
-  std::vector<uint8_t> tags_;
+  std::vector<uint32_t> hashes_;
   std::size_t size_ = 0;
   unsigned shift_ = 64;
   std::size_t bytes_ = 0;
