@@ -80,13 +80,13 @@ constexpr std::size_t kUuidBytes = 16;
 
 // The value of each lower-case hex digit, -1 for any other byte (upper case is not canonical:
 // such a uid is kept as text).
-constexpr std::array<int8_t, 256> kHexValue = [] {
-  std::array<int8_t, 256> t{};
+constexpr std::array<int16_t, 256> kHexValue = [] {
+  std::array<int16_t, 256> t{};
   t.fill(-1);
   for (int c = '0'; c <= '9'; ++c)
-    t[c] = static_cast<int8_t>(c - '0');
+    t[c] = static_cast<int16_t>(c - '0');
   for (int c = 'a'; c <= 'f'; ++c)
-    t[c] = static_cast<int8_t>(c - 'a' + 10);
+    t[c] = static_cast<int16_t>(c - 'a' + 10);
   return t;
 }();
 
