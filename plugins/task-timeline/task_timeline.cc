@@ -122,8 +122,9 @@ uint64_t signatureDigest(std::string_view signature) {
 } // namespace
 
 const std::string* TaskTimeline::internPhase(std::string_view phase) {
-  static const std::array<std::string, 6> kKnown = {"",          "Pending", "Running",
-                                                    "Succeeded", "Failed",  "Unknown"};
+  if (phase.empty()) return &kNoPhase;
+  static const std::array<std::string, 5> kKnown = {"Pending", "Running", "Succeeded", "Failed",
+                                                    "Unknown"};
   for (const std::string& known : kKnown)
     if (known == phase) return &known;
   constexpr std::size_t kMaxPhases = 64;

@@ -19,7 +19,7 @@ std::optional<uint64_t> DigestTable::find(uint64_t key) const {
 
 void DigestTable::put(uint64_t key, uint64_t digest) {
   key = stored(key);
-  if ((size_ + 1) * 8 > slots_.size() * 7) grow();
+  if (probing::tooFull(size_ + 1, slots_.size())) grow();
   std::size_t i = home(key);
   while (slots_[i].key != 0 && slots_[i].key != key)
     i = next(i);

@@ -16,6 +16,11 @@ inline unsigned shiftFor(std::size_t capacity) {
   return shift;
 }
 
+// Whether `n` entries would fill `capacity` slots more than 7/8: time to grow.
+inline bool tooFull(std::size_t n, std::size_t capacity) {
+  return n * 8 > capacity * 7;
+}
+
 // The slot a hash's run starts at (Fibonacci hashing: the high bits of a multiplication).
 inline std::size_t home(uint64_t hash, unsigned shift) {
   return static_cast<std::size_t>((hash * 0x9e3779b97f4a7c15ULL) >> shift);

@@ -254,19 +254,21 @@ void ObjectCache::rehash(std::size_t capacity) {
   slots_.resize(capacity);
   hashes_.assign(capacity, 0);
   shift_ = probing::shiftFor(capacity);
-  for (std::size_t k = 0; k < oldSlots.size(); ++k) {
-    if (oldHashes[k] == 0) continue;
-    std::size_t i = probing::home(oldHashes[k], shift_);
-    while (hashes_[i] != 0)
-      i = following(i);
-    hashes_[i] = oldHashes[k];
-    slots_[i] = std::move(oldSlots[k]);
-  }
+  for (std::size_t k = 0; k < oldSlots.size(); ++k)
+    if (oldHashes[k] != 0) place(oldHashes[k], std::move(oldSlots[k]));
+}
+
+void ObjectCache::place(uint32_t hash, RecordPtr record) {
+  std::size_t i = probing::home(hash, shift_);
+  while (hashes_[i] != 0)
+    i = following(i);
+  hashes_[i] = hash;
+  slots_[i] = std::move(record);
 }
 
 void ObjectCache::reserve(std::size_t n) {
   std::size_t capacity = 64;
-  while (n * 8 > capacity * 7)
+  while (probing::tooFull(n, capacity))
     capacity *= 2;
   if (capacity > slots_.size()) rehash(capacity);
 }
@@ -279,12 +281,8 @@ RecordPtr ObjectCache::put(RecordPtr record) {
     count(*old, false);
     return old;
   }
-  if ((size_ + 1) * 8 > slots_.size() * 7) rehash(slots_.empty() ? 64 : slots_.size() * 2);
-  std::size_t i = probing::home(h, shift_);
-  while (hashes_[i] != 0)
-    i = following(i);
-  hashes_[i] = h;
-  slots_[i] = std::move(record);
+  if (probing::tooFull(size_ + 1, slots_.size())) rehash(slots_.empty() ? 64 : slots_.size() * 2);
+  place(h, std::move(record));
   ++size_;
   return {};
 }

@@ -210,6 +210,8 @@ private:
   // The slot holding `key` (of hash `hash`), or kAbsent.
   std::size_t find(std::string_view key, uint32_t hash) const;
   void rehash(std::size_t capacity);
+  // Puts a record that is not in the index into the first free slot of its run.
+  void place(uint32_t hash, RecordPtr record);
   void count(const Record& r, bool in) {
     std::size_t packed = r.packed() ? 1 : 0;
     if (in) {
