@@ -13,6 +13,7 @@ std::vector<sdk::ConfigKey> statusWriterKeys() {
   return {taskNamespaceKey(),
           {"coalesceMillis", "integer", "50",
            "changes to one task within this window make one status write (0..60000; 0: at once)"},
+
           {"yieldAfterOverwrites", "integer", "2",
            "another writer replacing a field this plugin wrote this many times within 60 s makes "
            "the plugin stop writing that field of that entry (1..100)"}};
@@ -27,8 +28,8 @@ void readStatusWriterConfig(const sdk::ConfigReader& r, StatusWriterConfig& c) {
 StatusWriter::StatusWriter(sdk::Host host, const StatusWriterConfig& config,
                            std::string metricPrefix, Diff diff, Written written)
     : StatusWriter(host,
-                   Options{config.taskNamespace, config.coalesceMillis, std::move(metricPrefix),
-                           config.yieldAfterOverwrites},
+                   Options{config.taskNamespace, config.coalesceMillis, config.deferMillis,
+                           std::move(metricPrefix), config.yieldAfterOverwrites},
                    std::move(diff), std::move(written)) {}
 
 StatusWriter::StatusWriter(sdk::Host host, Options options, Diff diff, Written written)
@@ -49,15 +50,30 @@ void StatusWriter::forget(const std::string& task) {
   if (it != tasks_.end() && it->second.request == 0 && it->second.timer == 0) tasks_.erase(it);
 }
 
-void StatusWriter::changed(const std::string& task) {
+void StatusWriter::changed(const std::string& task, bool deferrable) {
   TaskState& st = tasks_[task];
   st.dirty = true;
   st.owed = false;
-  if (st.request != 0 || st.timer != 0) return; // flushed when those complete
-  schedule(task, st, options_.coalesceMillis);
+  st.urgent = st.urgent || !deferrable;
+  if (st.request != 0) return; // scheduled again when it completes
+  if (st.timer != 0) {
+    if (!st.deferred || !st.urgent) return; // flushed when it fires
+    // A deferred write now holds a change that cannot wait: sooner.
+    host_.cancelTimer(st.timer);
+    timers_.erase(st.timer);
+    st.timer = 0;
+  }
+  scheduleDue(task, st);
 }
 
-void StatusWriter::schedule(const std::string& task, TaskState& st, int64_t delayMillis) {
+void StatusWriter::scheduleDue(const std::string& task, TaskState& st) {
+  if (st.urgent) return schedule(task, st, options_.coalesceMillis);
+  schedule(task, st, std::max(options_.coalesceMillis, options_.deferMillis), true);
+}
+
+void StatusWriter::schedule(const std::string& task, TaskState& st, int64_t delayMillis,
+                            bool deferred) {
+  st.deferred = deferred;
   if (delayMillis <= 0) return flush(task);
   try {
     st.timer = host_.startTimer(static_cast<uint64_t>(delayMillis));
@@ -75,7 +91,9 @@ void StatusWriter::flush(const std::string& task) {
     st.dirty = true; // another writer keeps removing what was written: not at once
     return schedule(task, st, hold);
   }
+  const bool urgent = st.urgent;
   st.dirty = false;
+  st.urgent = false;
   json status = contest_.filter(task, diff_(task));
   if (status.is_null() || status.empty()) return;
   sdk::KubeRequest r = taskStatusPatch(options_.taskNamespace, task, status);
@@ -83,6 +101,7 @@ void StatusWriter::flush(const std::string& task) {
     st.request = host_.kubeRequest(r);
   } catch (const sdk::HostError& e) {
     st.dirty = true; // not sent (the instance is stopping, or no cluster): nothing is lost
+    st.urgent = urgent;
     host_.debug("status patch of task " + task + " not sent: " + e.what());
     return;
   }
@@ -112,7 +131,7 @@ bool StatusWriter::onKubeResult(const sdk::KubeResult& result) {
     writes_.add(1, {"ok"});
     contest_.wrote(task, sent.status, result.body);
     written_(task, sent.status);
-    if (st.dirty) schedule(task, st, options_.coalesceMillis);
+    if (st.dirty) scheduleDue(task, st);
     return true;
   }
   if (code == 404) { // the task is gone: its next appearance calls changed() again
@@ -124,6 +143,7 @@ bool StatusWriter::onKubeResult(const sdk::KubeResult& result) {
   if (code == 409) { // the task changed under the write: decide again from what it holds now
     writes_.add(1, {"conflict"});
     st.dirty = true;
+    st.urgent = true; // what did not land is decided again as soon as it would have gone
     if (st.timer == 0) schedule(task, st, options_.coalesceMillis);
     return true;
   }

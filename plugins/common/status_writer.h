@@ -11,6 +11,13 @@
 //
 // The plugin says what differs through the Diff callback, evaluated when the write is made (not
 // when the change happened), so a write always carries the latest desired state.
+//
+// A change the plugin calls deferrable (a time that ends no wait: a new entry, its createTime or
+// startTime) waits up to deferMillis for one that is not (a readyTime, the clearing
+// of an earlier incarnation's times), which then carries it: a pod's create, start and ready make
+// one write when it gets ready within that time, instead of one each. Every write costs the API
+// server a new resourceVersion of the task, each watcher an event, and Kuscia's controller, which
+// PUTs whole statuses, a chance of a conflict.
 #pragma once
 
 #include <kuscia_host/config_reader.hpp>
@@ -33,6 +40,9 @@ namespace kuscia_host::plugins {
 struct StatusWriterConfig {
   std::string taskNamespace = "cross-domain";
   int64_t coalesceMillis = 50;
+  // Not one of the shared keys: a plugin whose changes may wait reads its own (task-timeline's
+  // deferMillis). 0: none waits.
+  int64_t deferMillis = 0;
   int yieldAfterOverwrites = 2;
 };
 // Their keys (taskNamespace, coalesceMillis, yieldAfterOverwrites), for the plugin's table of
@@ -46,6 +56,8 @@ public:
   struct Options {
     std::string taskNamespace = "cross-domain";
     int64_t coalesceMillis = 50;
+    // How long a deferrable change waits for one that is not (never less than coalesceMillis).
+    int64_t deferMillis = 0;
     // Names the metric families "<metricPrefix>_status_writes_total",
     // "<metricPrefix>_status_patch_bytes_total" and the contest's (write_contest.h).
     std::string metricPrefix;
@@ -65,8 +77,10 @@ public:
   StatusWriter(sdk::Host host, const StatusWriterConfig& config, std::string metricPrefix,
                Diff diff, Written written);
 
-  // The desired state of `task` may have changed: write within the coalescing window.
-  void changed(const std::string& task);
+  // The desired state of `task` may have changed: write within the coalescing window, or, when
+  // the change can wait (`deferrable`), within deferMillis unless a change that cannot wait comes
+  // first.
+  void changed(const std::string& task, bool deferrable = false);
   // Route the instance's timer and kube callbacks here first; true when they were the writer's.
   bool onTimer(uint64_t timerId);
   bool onKubeResult(const sdk::KubeResult& result);
@@ -100,11 +114,15 @@ public:
 private:
   struct TaskState {
     bool dirty = false;
-    bool owed = false; // the last write did not land (owes())
+    bool urgent = false;   // what is due holds a change that cannot wait
+    bool owed = false;     // the last write did not land (owes())
+    bool deferred = false; // `timer` is the deferral's (an urgent change replaces it)
     uint64_t timer = 0;
     uint64_t request = 0;
   };
-  void schedule(const std::string& task, TaskState& st, int64_t delayMillis);
+  void schedule(const std::string& task, TaskState& st, int64_t delayMillis, bool deferred = false);
+  // schedule() for what is due: within the coalescing window when it is urgent, else deferred.
+  void scheduleDue(const std::string& task, TaskState& st);
   void flush(const std::string& task);
 
   sdk::Host host_;

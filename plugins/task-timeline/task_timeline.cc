@@ -640,10 +640,11 @@ void TaskTimeline::touch(const std::string& task, const std::string* pod,
   // One object changed in a task held before: the others were compared when they changed, or
   // when the task's entries did (onTask). A task held only now is compared whole.
   bool one = wasHeld && (pod != nullptr || service != nullptr);
+  bool urgent = false; // a difference that cannot wait for the writer's deferral
   auto podDiffer = [&](const std::string& key) {
     auto e = t.podStatuses.find(key);
     Pod& p = pods_.at(key);
-    bool differs = podDiffers(key, p, e == t.podStatuses.end() ? nullptr : &*e);
+    bool differs = podDiffers(key, p, e == t.podStatuses.end() ? nullptr : &*e, nullptr, &urgent);
     if (p.republish) {
       p.republish = false;
       publish(key, p);
@@ -652,23 +653,24 @@ void TaskTimeline::touch(const std::string& task, const std::string* pod,
   };
   auto serviceDiffer = [&](const std::string& key) {
     auto e = t.serviceStatuses.find(key);
-    return serviceDiffers(key, services_.at(key), e == t.serviceStatuses.end() ? nullptr : &*e);
+    return serviceDiffers(key, services_.at(key), e == t.serviceStatuses.end() ? nullptr : &*e,
+                          nullptr, &urgent);
   };
   bool differs = false;
   if (one) {
     differs = pod != nullptr ? podDiffer(*pod) : serviceDiffer(*service);
   } else {
     // Every pod is compared (one may take its first ready from the status), services until one
-    // differs.
+    // differs in a way that cannot wait.
     for (const auto& key : pods_.members(task))
       differs = podDiffer(key) || differs;
     for (const auto& key : services_.members(task)) {
-      if (differs) break;
-      differs = serviceDiffer(key);
+      if (urgent) break;
+      differs = serviceDiffer(key) || differs;
     }
   }
   if (differs)
-    writer_.changed(task);
+    writer_.changed(task, !urgent);
   else if (!wasHeld)
     settle(task); // a change of a settled task that changed nothing: let it go again
 }
@@ -771,14 +773,15 @@ json TaskTimeline::podPatch(const std::string& key, Pod& p, const json* entry) c
   return podDiffers(key, p, entry, &patch) ? patch : json();
 }
 
-bool TaskTimeline::podDiffers(const std::string& key, Pod& p, const json* entry,
-                              json* patch) const {
+bool TaskTimeline::podDiffers(const std::string& key, Pod& p, const json* entry, json* patch,
+                              bool* urgent) const {
   bool present = entry != nullptr && entry->is_object();
   bool same = sameIncarnation(entry, p.create ? std::optional(p.create->nanos) : std::nullopt);
   bool differs = !present;
   if (!present && patch != nullptr) *patch = newPodEntry(namespaceOf(key), nameOf(key), *p.phase);
   differs = setTime(patch, entry, "createTime", p.create, false) || differs;
-  differs = setTime(patch, entry, "startTime", p.start, present && !same) || differs;
+  const bool earlier = present && !same; // an earlier incarnation's entry: its times go
+  differs = setTime(patch, entry, "startTime", p.start, earlier) || differs;
   // The first ready of this incarnation: the status, as first read, may hold an earlier Ready
   // than this host saw (it restarted after a flap, or the status was written by a host that kept
   // the first ready). Read once: what other writers put there later is theirs.
@@ -791,8 +794,9 @@ bool TaskTimeline::podDiffers(const std::string& key, Pod& p, const json* entry,
     }
   }
   // The latest Ready, as Kuscia's controller writes it; a later one in the status stays.
-  differs = setTime(patch, entry, "readyTime", p.ready, present && !same, true) || differs;
-  return differs;
+  const bool ready = setTime(patch, entry, "readyTime", p.ready, earlier, true);
+  if (urgent != nullptr && (ready || (earlier && differs))) *urgent = true;
+  return differs || ready;
 }
 
 json TaskTimeline::servicePatch(const std::string& key, const Service& s, const json* entry) const {
@@ -801,14 +805,16 @@ json TaskTimeline::servicePatch(const std::string& key, const Service& s, const 
 }
 
 bool TaskTimeline::serviceDiffers(const std::string& key, const Service& s, const json* entry,
-                                  json* patch) const {
+                                  json* patch, bool* urgent) const {
   bool present = entry != nullptr && entry->is_object();
   bool same = sameIncarnation(entry, s.create ? std::optional(s.create->nanos) : std::nullopt);
   bool differs = !present;
   if (!present && patch != nullptr) *patch = newServiceEntry(namespaceOf(key), nameOf(key));
   differs = setTime(patch, entry, "createTime", s.create, false) || differs;
-  differs = setTime(patch, entry, "readyTime", s.ready, present && !same) || differs;
-  return differs;
+  const bool earlier = present && !same;
+  const bool ready = setTime(patch, entry, "readyTime", s.ready, earlier);
+  if (urgent != nullptr && (ready || (earlier && differs))) *urgent = true;
+  return differs || ready;
 }
 
 json TaskTimeline::diff(const std::string& task) {

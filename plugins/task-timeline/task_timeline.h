@@ -222,11 +222,13 @@ private:
   nlohmann::json servicePatch(const std::string& key, const Service& s,
                               const nlohmann::json* entry) const;
   // Whether the entry differs from what this host knows (the patch is built into `patch` when
-  // given; touch() only asks, and builds nothing).
+  // given; touch() only asks, and builds nothing). `urgent`, when given, is set when a difference
+  // cannot wait for the status writer's deferral: a readyTime, or an earlier incarnation's times
+  // to clear.
   bool podDiffers(const std::string& key, Pod& p, const nlohmann::json* entry,
-                  nlohmann::json* patch = nullptr) const;
+                  nlohmann::json* patch = nullptr, bool* urgent = nullptr) const;
   bool serviceDiffers(const std::string& key, const Service& s, const nlohmann::json* entry,
-                      nlohmann::json* patch = nullptr) const;
+                      nlohmann::json* patch = nullptr, bool* urgent = nullptr) const;
   // Marks the task for a write when the object's entry differs from the status.
   // `pod` or `service`: the one object an event changed (the others are not compared again).
   void touch(const std::string& task, const std::string* pod = nullptr,

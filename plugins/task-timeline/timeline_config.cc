@@ -7,6 +7,10 @@ namespace kuscia_host::plugins::timeline {
 const std::vector<sdk::ConfigKey>& timelineConfigKeys() {
   static const std::vector<sdk::ConfigKey> keys = [] {
     auto k = statusWriterKeys();
+    k.insert(k.begin() + 2, {"deferMillis", "integer", "5000",
+                             "a change that sets no readyTime (a new entry, its createTime or "
+                             "startTime) waits up to this long for one that does, and goes in its "
+                             "write (0..600000; 0: within coalesceMillis like any other)"});
     k.push_back({"stuckAfterSeconds", "integer", "300",
                  "an entry waiting in a phase longer than this counts in "
                  "kuscia_timeline_stuck_entries (1..86400)"});
@@ -23,6 +27,7 @@ TimelineConfig parseTimelineConfig(std::string_view json) {
   sdk::ConfigReader r(json, timelineConfigKeys());
   TimelineConfig c;
   readStatusWriterConfig(r, c);
+  c.deferMillis = r.integer("deferMillis", 5000, 0, 600000);
   c.stuckAfterSeconds = r.integer("stuckAfterSeconds", c.stuckAfterSeconds, 1, 86400);
   c.keepFinishedSeconds =
       r.integer("keepFinishedSeconds", c.keepFinishedSeconds, 0, int64_t{30} * 86400);

@@ -100,6 +100,7 @@ TEST(TimelineConfigTest, DefaultsWithNoConfigAtAll) {
   auto c = parseTimelineConfig("");
   EXPECT_EQ(c.taskNamespace, "cross-domain");
   EXPECT_EQ(c.coalesceMillis, 50);
+  EXPECT_EQ(c.deferMillis, 5000);
   EXPECT_EQ(c.stuckAfterSeconds, 300);
   testing::FakeHost host;
   ASSERT_TRUE(host.create(descriptor(), "{}")) << host.error();
@@ -110,6 +111,9 @@ TEST(TimelineConfigTest, RejectsBadConfigNamingTheKey) {
   testing::FakeHost host;
   EXPECT_FALSE(host.create(descriptor(), R"({"coalesceMillis": -1})"));
   EXPECT_EQ(host.error(), "config key 'coalesceMillis': -1 is outside [0, 60000]");
+  testing::FakeHost deferring;
+  EXPECT_FALSE(deferring.create(descriptor(), R"({"deferMillis": 600001})"));
+  EXPECT_EQ(deferring.error(), "config key 'deferMillis': 600001 is outside [0, 600000]");
   auto bad =
       testing::FakeHost::validateConfig(descriptor(), R"({"taskNamespace": "Cross_Domain"})");
   ASSERT_TRUE(bad);
@@ -411,6 +415,9 @@ TEST_F(TimelineTest, ARecreatedPodIsANewIncarnationWhoseTimesReplaceTheOldOnes) 
   acceptWrites();
   again["status"]["startTime"] = "2024-05-20T08:05:03Z";
   deliver(host_, "pods", KH_EVENT_MODIFIED, again);
+  // A startTime ends no wait: it waits for the writer's deferral (deferMillis, 5 s).
+  EXPECT_EQ(host_.pendingRequests().size(), 0u);
+  host_.advanceMillis(5000);
   acceptWrites();
   EXPECT_EQ(podEntry()["createTime"], "2024-05-20T08:05:00Z");
   EXPECT_EQ(podEntry()["startTime"], "2024-05-20T08:05:03Z");
@@ -507,7 +514,8 @@ TEST_F(TimelineTest, AConflictDecidesAgainAndTransientFailuresAreTheHostsToRetry
   json p2 = freshPod("uid-2", "2024-05-20T09:00:00Z");
   p2["metadata"]["name"] = "secretflow-task-psi-1";
   deliver(host_, "pods", KH_EVENT_ADDED, p2);
-  host_.advanceMillis(20);
+  host_.advanceMillis(5000); // a new entry, not ready: deferred (deferMillis)
+  ASSERT_EQ(host_.pendingRequests().size(), 1u);
   host_.complete(host_.pendingRequests()[0]->id, 404, "{}", "not found");
   host_.advanceMillis(60000);
   EXPECT_TRUE(host_.pendingRequests().empty());
@@ -525,6 +533,77 @@ TEST_F(TimelineTest, ChangesToOneTaskWithinTheWindowMakeOneWrite) {
   json status = json::parse(host_.requests()[0].body)["status"];
   EXPECT_TRUE(status["podStatuses"].contains(kPodKey));
   EXPECT_TRUE(status["serviceStatuses"].contains(kSvcKey));
+}
+
+TEST_F(TimelineTest, ChangesThatEndNoWaitRideWithTheNextReadyTime) {
+  start(R"({"coalesceMillis": 50})"); // deferMillis: the default, 5 s
+  deliver(host_, "kusciatasks", KH_EVENT_ADDED, task_);
+  json pod = freshPod(pod_["metadata"]["uid"], pod_["metadata"]["creationTimestamp"]);
+  deliver(host_, "pods", KH_EVENT_ADDED, pod);
+  json svc = svc_;
+  svc["metadata"]["annotations"].erase("kuscia.secretflow/ready-time");
+  deliver(host_, "services", KH_EVENT_ADDED, svc);
+  // New entries and their createTimes end no wait: they wait for a change that does.
+  host_.advanceMillis(3000);
+  EXPECT_EQ(writes(), 0u);
+  pod["status"] = {{"phase", "Running"}, {"startTime", "2024-05-20T08:00:02Z"}};
+  bumpVersion(pod);
+  deliver(host_, "pods", KH_EVENT_MODIFIED, pod);
+  host_.advanceMillis(1000);
+  EXPECT_EQ(writes(), 0u);
+  // The pod's Ready cannot wait: one write within the coalescing window carries everything.
+  json ready = pod_;
+  ready["status"]["startTime"] = "2024-05-20T08:00:02Z";
+  bumpVersion(ready);
+  deliver(host_, "pods", KH_EVENT_MODIFIED, ready);
+  host_.advanceMillis(49);
+  EXPECT_EQ(writes(), 0u);
+  host_.advanceMillis(1);
+  ASSERT_EQ(writes(), 1u);
+  json status = json::parse(host_.requests()[0].body)["status"];
+  const json& entry = status["podStatuses"][kPodKey];
+  EXPECT_EQ(entry["createTime"], pod_["metadata"]["creationTimestamp"]);
+  EXPECT_EQ(entry["startTime"], "2024-05-20T08:00:02Z");
+  EXPECT_EQ(entry["readyTime"], "2024-05-20T08:00:09Z");
+  EXPECT_EQ(status["serviceStatuses"][kSvcKey]["createTime"], "2024-05-20T08:00:00Z");
+  acceptWrites();
+  // The deferral's timer went with that write: nothing more is due.
+  host_.advanceMillis(10000);
+  EXPECT_EQ(writes(), 1u);
+  // A change that can wait, with nothing that cannot: written when the deferral is over.
+  json other = freshPod("uid-psi-1", "2024-05-20T08:01:00Z");
+  other["metadata"]["name"] = "secretflow-task-psi-1";
+  deliver(host_, "pods", KH_EVENT_ADDED, other);
+  host_.advanceMillis(4999);
+  EXPECT_EQ(writes(), 1u);
+  host_.advanceMillis(1);
+  ASSERT_EQ(writes(), 2u);
+  acceptWrites();
+  EXPECT_EQ(task_["status"]["podStatuses"]["alice/secretflow-task-psi-1"]["createTime"],
+            "2024-05-20T08:01:00Z");
+  // Its start waits for the deferral; the timeline shows it at once.
+  other["status"] = {{"phase", "Running"}, {"startTime", "2024-05-20T08:01:02Z"}};
+  bumpVersion(other);
+  deliver(host_, "pods", KH_EVENT_MODIFIED, other);
+  host_.advanceMillis(100);
+  EXPECT_EQ(writes(), 2u);
+  EXPECT_FALSE(task_["status"]["podStatuses"]["alice/secretflow-task-psi-1"].contains("startTime"));
+  EXPECT_EQ(
+      plugin().timeline(kTask)->at("entries")["alice/secretflow-task-psi-1"]["times"]["startTime"],
+      "2024-05-20T08:01:02Z");
+  // With deferMillis 0 it goes within the coalescing window like any other change.
+  testing::FakeHost eager("alice");
+  ASSERT_TRUE(eager.create(descriptor(), R"({"coalesceMillis": 50, "deferMillis": 0})"));
+  ASSERT_TRUE(eager.start());
+  deliver(eager, "kusciatasks", KH_EVENT_ADDED, task_);
+  json third = freshPod("uid-psi-2", "2024-05-20T08:02:00Z");
+  third["metadata"]["name"] = "secretflow-task-psi-2";
+  deliver(eager, "pods", KH_EVENT_ADDED, third);
+  eager.advanceMillis(49);
+  EXPECT_EQ(eager.requests().size(), 0u);
+  eager.advanceMillis(1);
+  ASSERT_EQ(eager.requests().size(), 1u);
+  EXPECT_EQ(json::parse(eager.requests()[0].body)["status"]["podStatuses"].size(), 1u);
 }
 
 TEST_F(TimelineTest, APodThatNoLongerNamesATaskLeavesTheBoardAndItsTask) {
