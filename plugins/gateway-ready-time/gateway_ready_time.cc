@@ -119,7 +119,10 @@ void GatewayReadyTime::consider(const std::string& key) {
   r.namespaceName = std::string(namespaceOf(key));
   r.name = s.name;
   r.patchType = KH_PATCH_MERGE;
-  r.body = json{{"metadata", {{"annotations", {{kReadyTimeAnnotation, value}}}}}}.dump();
+  // As json{...}.dump() writes it (a time and the annotation's name need no escaping), without
+  // building the DOM; the host splices the precondition into this text.
+  r.body = std::string(R"({"metadata":{"annotations":{")") + kReadyTimeAnnotation + R"(":")" +
+           value + R"("}}})";
   r.resourceVersion = s.resourceVersion; // only if nobody wrote since we looked
   try {
     s.request = host().kubeRequest(r);

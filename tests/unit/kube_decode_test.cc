@@ -7,10 +7,12 @@
 #include <nlohmann/json.hpp>
 #include <random>
 #include <sstream>
+#include <tuple>
 #include <unordered_map>
 
 #include "kube/digest_table.h"
 #include "kube/frame_splitter.h"
+#include "kube/kube_client.h"
 #include "kube/object_cache.h"
 #include "kube/projection.h"
 #include "kube/record_codec.h"
@@ -546,6 +548,52 @@ TEST(ObjectCacheTest, PackedRecordsReadAndCompareAsPlainOnes) {
 
 // The cache's index answers as a map would through puts, replacements, erases (backward shifts
 // across the wrap-around included) and growth, and costs 12 bytes a slot.
+// A write's resourceVersion precondition: spliced into a merge patch's text where that is plainly
+// safe, else merged by the parser; the server reads the same object either way.
+TEST(KubeWriteTest, APreconditionGoesIntoTheMergePatchWhicheverWayItIsAdded) {
+  using nlohmann::json;
+  auto body = [](const std::string& patch, const std::string& rv) {
+    KubeRequest w;
+    w.version = "v1";
+    w.resource = "services";
+    w.namespaceName = "alice";
+    w.name = "svc";
+    w.body = patch;
+    w.resourceVersion = rv;
+    auto http = KubeClient::toHttp(w);
+    EXPECT_TRUE(http.ok()) << patch;
+    return http.ok() ? http.value().body : std::string();
+  };
+  // The bundled plugins' shape: spliced as text, the rest left byte for byte.
+  const std::string annotation = R"({"metadata":{"annotations":{"a/b":"2024-05-20T08:00:10Z"}}})";
+  EXPECT_EQ(
+      body(annotation, "48201"),
+      R"({"metadata":{"resourceVersion":"48201","annotations":{"a/b":"2024-05-20T08:00:10Z"}}})");
+  EXPECT_EQ(body(R"({"metadata":{}})", "7"), R"({"metadata":{"resourceVersion":"7"}})");
+  // Every other shape through the parser, with the same meaning.
+  auto meaning = [&](const std::string& patch, const std::string& rv) {
+    return json::parse(body(patch, rv));
+  };
+  for (const auto& [patch, rv, want] : std::vector<std::tuple<std::string, std::string, json>>{
+           {R"({"metadata":{"resourceVersion":"1","labels":{"x":"y"}}})",
+            "9",
+            {{"metadata", {{"resourceVersion", "9"}, {"labels", {{"x", "y"}}}}}}},
+           {R"({"spec":{"a":1}})",
+            "9",
+            {{"metadata", {{"resourceVersion", "9"}}}, {"spec", {{"a", 1}}}}},
+           {R"( {"metadata": {"labels":{"x":"y"}}})",
+            "9",
+            {{"metadata", {{"resourceVersion", "9"}, {"labels", {{"x", "y"}}}}}}},
+           {R"({"metadata":{"labels":{"x":"a\"b"}}})",
+            "9",
+            {{"metadata", {{"resourceVersion", "9"}, {"labels", {{"x", "a\"b"}}}}}}},
+           {annotation,
+            "9\"x",
+            {{"metadata",
+              {{"resourceVersion", "9\"x"}, {"annotations", {{"a/b", "2024-05-20T08:00:10Z"}}}}}}}})
+    EXPECT_EQ(meaning(patch, rv), want) << patch << " with " << rv;
+}
+
 TEST(ObjectCacheTest, AnswersAsAMapThroughPutsErasesAndGrowth) {
   ObjectCache cache;
   std::map<std::string, std::string> truth; // key -> resourceVersion

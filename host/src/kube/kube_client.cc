@@ -1,8 +1,11 @@
 #include "kube/kube_client.h"
 
+#include <cctype>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 #include <simdjson.h>
+#include <string_view>
 
 #include "k8s/paths.h"
 #include "k8s/status.h"
@@ -22,6 +25,32 @@ bool isJson(const std::string& body) {
   simdjson::padded_string padded(body);
   if (parser.parse(padded).error() == simdjson::SUCCESS) return true;
   return json::accept(body);
+}
+
+// A merge patch's text with metadata.resourceVersion spliced in, when that is plainly safe: the
+// text begins {"metadata":{ (as the bundled plugins write it), has no escape and names no
+// resourceVersion anywhere, and the version needs no escaping. Otherwise nullopt: the patch is
+// parsed and dumped again (about 17 thousand instructions a write, which this spares
+// gateway-ready-time's annotations).
+std::optional<std::string> withResourceVersion(const std::string& body,
+                                               const std::string& resourceVersion) {
+  constexpr std::string_view kStart = R"({"metadata":{)";
+  if (body.compare(0, kStart.size(), kStart) != 0 || body.size() <= kStart.size() ||
+      body.find('\\') != std::string::npos ||
+      body.find("\"resourceVersion\"") != std::string::npos || resourceVersion.empty())
+    return std::nullopt;
+  for (char c : resourceVersion)
+    if (std::isalnum(static_cast<unsigned char>(c)) == 0 && c != '-' && c != '.' && c != '_')
+      return std::nullopt;
+  const bool empty = body[kStart.size()] == '}';
+  std::string out;
+  out.reserve(body.size() + resourceVersion.size() + 24);
+  out.append(kStart)
+      .append(R"("resourceVersion":")")
+      .append(resourceVersion)
+      .append(empty ? "\"" : "\",")
+      .append(body, kStart.size());
+  return out;
 }
 
 } // namespace
@@ -165,6 +194,11 @@ Result<HttpRequest> KubeClient::toHttp(const KubeRequest& w) {
       return r;
     }
     // The precondition: a stale resourceVersion makes the server answer 409.
+    if (merge)
+      if (auto spliced = withResourceVersion(w.body, w.resourceVersion)) {
+        r.body = std::move(*spliced);
+        return r;
+      }
     json patch = json::parse(w.body);
     if (merge && patch.contains("metadata") && !patch["metadata"].is_object())
       return makeError("merge patch: metadata must be an object to carry the resourceVersion");
