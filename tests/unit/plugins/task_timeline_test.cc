@@ -56,6 +56,16 @@ protected:
   json podEntry() const { return task_["status"]["podStatuses"].value(kPodKey, json()); }
   json svcEntry() const { return task_["status"]["serviceStatuses"].value(kSvcKey, json()); }
   std::size_t writes() const { return host_.requests().size(); }
+  // Exactly one more status write, made once `millis` more have passed and not a millisecond
+  // sooner: the "status" it carries.
+  json writeAfter(int64_t millis) {
+    const std::size_t before = writes();
+    host_.advanceMillis(millis - 1);
+    EXPECT_EQ(writes(), before) << "written too soon";
+    host_.advanceMillis(1);
+    EXPECT_EQ(writes(), before + 1);
+    return writes() > before ? json::parse(host_.requests()[before].body)["status"] : json();
+  }
   // Sets the pod's Ready condition.
   void setReady(json& pod, bool ready, const std::string& at) {
     for (auto& c : pod["status"]["conditions"])
@@ -526,11 +536,7 @@ TEST_F(TimelineTest, ChangesToOneTaskWithinTheWindowMakeOneWrite) {
   deliver(host_, "kusciatasks", KH_EVENT_ADDED, task_);
   deliver(host_, "pods", KH_EVENT_ADDED, pod_);
   deliver(host_, "services", KH_EVENT_ADDED, svc_);
-  host_.advanceMillis(49);
-  EXPECT_EQ(writes(), 0u);
-  host_.advanceMillis(1);
-  ASSERT_EQ(writes(), 1u);
-  json status = json::parse(host_.requests()[0].body)["status"];
+  json status = writeAfter(50);
   EXPECT_TRUE(status["podStatuses"].contains(kPodKey));
   EXPECT_TRUE(status["serviceStatuses"].contains(kSvcKey));
 }
@@ -556,11 +562,7 @@ TEST_F(TimelineTest, ChangesThatEndNoWaitRideWithTheNextReadyTime) {
   ready["status"]["startTime"] = "2024-05-20T08:00:02Z";
   bumpVersion(ready);
   deliver(host_, "pods", KH_EVENT_MODIFIED, ready);
-  host_.advanceMillis(49);
-  EXPECT_EQ(writes(), 0u);
-  host_.advanceMillis(1);
-  ASSERT_EQ(writes(), 1u);
-  json status = json::parse(host_.requests()[0].body)["status"];
+  json status = writeAfter(50);
   const json& entry = status["podStatuses"][kPodKey];
   EXPECT_EQ(entry["createTime"], pod_["metadata"]["creationTimestamp"]);
   EXPECT_EQ(entry["startTime"], "2024-05-20T08:00:02Z");
@@ -574,10 +576,7 @@ TEST_F(TimelineTest, ChangesThatEndNoWaitRideWithTheNextReadyTime) {
   json other = freshPod("uid-psi-1", "2024-05-20T08:01:00Z");
   other["metadata"]["name"] = "secretflow-task-psi-1";
   deliver(host_, "pods", KH_EVENT_ADDED, other);
-  host_.advanceMillis(4999);
-  EXPECT_EQ(writes(), 1u);
-  host_.advanceMillis(1);
-  ASSERT_EQ(writes(), 2u);
+  EXPECT_TRUE(writeAfter(5000)["podStatuses"].contains("alice/secretflow-task-psi-1"));
   acceptWrites();
   EXPECT_EQ(task_["status"]["podStatuses"]["alice/secretflow-task-psi-1"]["createTime"],
             "2024-05-20T08:01:00Z");
