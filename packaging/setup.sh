@@ -210,7 +210,8 @@ case "$cmd" in
       # logic (plugin_tests) or the out-of-tree SDK build, which ASan already ran.
       configure_and_build "$build_dir-tsan" "${local_flags[@]}" -DKH_SANITIZE=thread \
         -DKH_BUILD_BENCH=OFF
-      TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 run_tests "$build_dir-tsan"
+      TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$root/tests/tsan.supp" \
+        run_tests "$build_dir-tsan"
       say "waiting for clang-tidy and the package build (background)"
       background_rc=0
       wait "$background_pid" || background_rc=$?
