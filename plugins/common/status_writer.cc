@@ -13,7 +13,6 @@ std::vector<sdk::ConfigKey> statusWriterKeys() {
   return {taskNamespaceKey(),
           {"coalesceMillis", "integer", "50",
            "changes to one task within this window make one status write (0..60000; 0: at once)"},
-
           {"yieldAfterOverwrites", "integer", "2",
            "another writer replacing a field this plugin wrote this many times within 60 s makes "
            "the plugin stop writing that field of that entry (1..100)"}};
@@ -143,8 +142,8 @@ bool StatusWriter::onKubeResult(const sdk::KubeResult& result) {
   if (code == 409) { // the task changed under the write: decide again from what it holds now
     writes_.add(1, {"conflict"});
     st.dirty = true;
-    st.urgent = true; // what did not land is decided again as soon as it would have gone
-    if (st.timer == 0) schedule(task, st, options_.coalesceMillis);
+    st.urgent = true; // what did not land is decided again within the coalescing window
+    if (st.timer == 0) scheduleDue(task, st);
     return true;
   }
   if (code == 0 || code == 429 || code >= 500) {

@@ -776,7 +776,7 @@ json TaskTimeline::podPatch(const std::string& key, Pod& p, const json* entry) c
 bool TaskTimeline::podDiffers(const std::string& key, Pod& p, const json* entry, json* patch,
                               bool* urgent) const {
   bool present = entry != nullptr && entry->is_object();
-  bool same = sameIncarnation(entry, p.create ? std::optional(p.create->nanos) : std::nullopt);
+  bool same = sameIncarnation(entry, p.create.nanos());
   bool differs = !present;
   if (!present && patch != nullptr) *patch = newPodEntry(namespaceOf(key), nameOf(key), *p.phase);
   differs = setTime(patch, entry, "createTime", p.create, false) || differs;
@@ -807,7 +807,7 @@ json TaskTimeline::servicePatch(const std::string& key, const Service& s, const 
 bool TaskTimeline::serviceDiffers(const std::string& key, const Service& s, const json* entry,
                                   json* patch, bool* urgent) const {
   bool present = entry != nullptr && entry->is_object();
-  bool same = sameIncarnation(entry, s.create ? std::optional(s.create->nanos) : std::nullopt);
+  bool same = sameIncarnation(entry, s.create.nanos());
   bool differs = !present;
   if (!present && patch != nullptr) *patch = newServiceEntry(namespaceOf(key), nameOf(key));
   differs = setTime(patch, entry, "createTime", s.create, false) || differs;

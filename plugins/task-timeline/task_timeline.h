@@ -73,6 +73,8 @@ public:
   explicit operator bool() const { return t_.nanos != kNone; }
   const Time& operator*() const { return t_; }
   const Time* operator->() const { return &t_; }
+  // The instant, as std::optional<int64_t> (for sameIncarnation()).
+  std::optional<int64_t> nanos() const { return *this ? std::optional(t_.nanos) : std::nullopt; }
   void reset() { t_.nanos = kNone; }
 
 private:

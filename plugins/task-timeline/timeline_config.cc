@@ -7,6 +7,7 @@ namespace kuscia_host::plugins::timeline {
 const std::vector<sdk::ConfigKey>& timelineConfigKeys() {
   static const std::vector<sdk::ConfigKey> keys = [] {
     auto k = statusWriterKeys();
+    // After coalesceMillis, the other key of when a write is made.
     k.insert(k.begin() + 2, {"deferMillis", "integer", "5000",
                              "a change that sets no readyTime (a new entry, its createTime or "
                              "startTime) waits up to this long for one that does, and goes in its "

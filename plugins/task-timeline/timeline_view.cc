@@ -49,24 +49,25 @@ json TaskTimeline::entryTimeline(const std::string& task, const std::string& key
   // This instance's values of the fields it yielded to another writer.
   json yielded = json::object();
   const char* group = pod ? "podStatuses" : "serviceStatuses";
-  // Times of this incarnation the status does not hold yet (deferred, or a write on its way;
-  // status_writer.h) are shown as the write will bring them.
-  std::optional<int64_t> written = entryTime(&entry, "createTime");
-  auto mine = [&](const char* field, const MaybeTime& t, const MaybeTime& create) {
+  // Times the status does not hold yet (deferred, or a write on its way; status_writer.h) are
+  // shown as the write will bring them: for the incarnation the entry is of (`ours`), as the
+  // writer judges it.
+  auto mine = [&](const char* field, const MaybeTime& t, bool ours) {
     if (!t) return;
     if (writer_.contest().yielded(task, group, key, field)) yielded[field] = t->text();
-    const bool sameIncarnation = !written || (create && sameTime(*written, create->nanos));
-    if (sameIncarnation && !entryHas(&own, field)) own[field] = t->text();
+    if (ours && !entryHas(&own, field)) own[field] = t->text();
   };
   if (pod) {
     if (auto p = pods_.find(key); p != pods_.end()) {
-      mine("createTime", p->second.create, p->second.create);
-      mine("startTime", p->second.start, p->second.create);
-      mine("readyTime", p->second.ready, p->second.create);
+      const bool ours = sameIncarnation(&own, p->second.create.nanos());
+      mine("createTime", p->second.create, ours);
+      mine("startTime", p->second.start, ours);
+      mine("readyTime", p->second.ready, ours);
     }
   } else if (auto s = services_.find(key); s != services_.end()) {
-    mine("createTime", s->second.create, s->second.create);
-    mine("readyTime", s->second.ready, s->second.create);
+    const bool ours = sameIncarnation(&own, s->second.create.nanos());
+    mine("createTime", s->second.create, ours);
+    mine("readyTime", s->second.ready, ours);
   }
   json out = sdk::timeline::entry(key, own, pod);
   if (!yielded.empty()) out["yielded"] = std::move(yielded);
