@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "json_text.h"
 #include "kuscia.h"
 #include "kuscia_time.h"
 
@@ -104,7 +105,10 @@ sdk::KubeRequest taskStatusPatch(const std::string& taskNamespace, const std::st
   r.name = task;
   r.subresource = "status";
   r.patchType = KH_PATCH_MERGE;
-  r.body = "{\"status\":" + status.dump() + "}"; // as json{{"status", status}} dumps, uncopied
+  // As json{{"status", status}} dumps, uncopied.
+  r.body = "{\"status\":";
+  appendJson(r.body, status);
+  r.body += '}';
   return r;
 }
 

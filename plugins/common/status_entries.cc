@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "json_text.h"
 #include "kuscia.h"
 #include "kuscia_model.h"
 
@@ -267,7 +268,7 @@ uint64_t ownEntriesDigest(const json& own) {
   uint64_t digest = kNoEntries;
   if (!own.is_object()) return digest;
   for (const auto& [key, entry] : own.items())
-    digest += entryDigest(key, entry.dump());
+    digest += entryDigest(key, dumpJson(entry));
   return digest;
 }
 

@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "json_text.h"
+
 namespace kuscia_host::plugins::otel {
 
 namespace {
@@ -170,7 +172,7 @@ std::string encodeJson(const ResourceInfo& resource, const std::vector<SpanData>
       {"resourceSpans",
        json::array({{{"resource", {{"attributes", jsonAttributes(resource.attributes)}}},
                      {"scopeSpans", json::array({{{"scope", scope}, {"spans", list}}})}}})}};
-  return request.dump();
+  return dumpJson(request);
 }
 
 namespace {

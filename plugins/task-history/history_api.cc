@@ -10,6 +10,7 @@
 #include <map>
 #include <optional>
 
+#include "json_text.h"
 #include "kuscia.h"
 #include "kuscia_time.h"
 #include "list_key.h"
@@ -76,7 +77,7 @@ namespace {
 void answer(sdk::HttpResponse& response, int status, const json& body) {
   response.status = status;
   response.contentType = "application/json";
-  response.body = body.dump();
+  response.body = dumpJson(body);
 }
 
 void serveList(HistoryStore& store, const std::map<std::string, std::string>& query,

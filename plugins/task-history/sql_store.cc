@@ -17,6 +17,7 @@
 
 #include "history_doc.h"
 #include "history_store.h"
+#include "json_text.h"
 #include "kuscia.h"
 #include "sql_db.h"
 
@@ -226,7 +227,7 @@ public:
       db_->run("INSERT INTO recordings (task, recorder, at_ns, document) VALUES ($1, $2, $3, $4)"
                " ON CONFLICT (task, recorder) DO UPDATE SET at_ns = excluded.at_ns,"
                " document = excluded.document",
-               {r.task, r.recorder, r.atNanos, packer_.pack(merged.dump())});
+               {r.task, r.recorder, r.atNanos, packer_.pack(dumpJson(merged))});
       all.push_back({r.recorder, r.atNanos, std::move(merged)});
       changed[i] = any = true;
     }
@@ -250,7 +251,7 @@ public:
                                row.blameParty,
                                row.blamePhase,
                                latest,
-                               packer_.pack(row.summary.dump())};
+                               packer_.pack(dumpJson(row.summary))};
     for (double s : cp)
       p.emplace_back(s);
     std::string cols, vals, sets;

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "entry_board.h"
+#include "json_text.h"
 #include "kuscia.h"
 #include "kuscia_time.h"
 #include "list_key.h"
@@ -254,7 +255,7 @@ void TaskTimeline::onHttpRequest(const sdk::HttpRequest& request, sdk::HttpRespo
     return;
   }
   response.status = 200;
-  response.body = doc->dump();
+  response.body = dumpJson(*doc);
 }
 
 } // namespace kuscia_host::plugins::timeline

@@ -6,8 +6,10 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <random>
 
+#include "json_text.h"
 #include "kuscia_time.h"
 #include "plugin_test_support.h"
 #include "status_entries.h"
@@ -96,6 +98,50 @@ TEST(KusciaModelTest, ParsedFieldsAreTheDomNlohmannWouldBuild) {
     json got = parseFields(bad, 2);
     EXPECT_EQ(got, json::array({nullptr, nullptr})) << bad;
   }
+}
+
+TEST(KusciaModelTest, DumpJsonWritesWhatNlohmannWrites) {
+  // The fixtures, and texts at the edges: escapes, control characters, UTF-8, numbers of every
+  // kind (a double is written by nlohmann), signed zero, empty containers, deep nesting.
+  std::vector<json> values;
+  for (const char* name : {"pod.json", "service.json", "kusciatask.json", "endpoints.json"})
+    values.push_back(test::fixture(name));
+  for (const char* text :
+       {R"([1, -1, 0, 1.5, 1e3, -2.5e-3, 100.0, 1e20, 18446744073709551615, -9223372036854775808])",
+        R"({"\u00e9\u4e2d\ud83d\ude00": "\"quoted\" \\ \n\t\r\b\f \u0001 \u001f \u007f"})",
+        R"([[], {}, "", null, true, false, -0, -0.0, [[[{"a": [{"b": {}}]}]]]])",
+        R"({"b": 1, "a": 2, "": 3, "a b": {"\/": "/"}})"})
+    values.push_back(json::parse(text));
+  values.push_back(json::binary({1, 2, 3}));
+  values.push_back(json(json::value_t::discarded));
+  // Random documents of those pieces.
+  std::mt19937 rng(7);
+  const std::vector<json> leaves = {json("2024-05-20T08:00:00Z"), json("é\n"), json(42),
+                                    json(-7), json(uint64_t{1} << 63), json(0.25), json(nullptr),
+                                    json(true)};
+  std::function<json(int)> make = [&](int depth) -> json {
+    int pick = static_cast<int>(rng() % 4);
+    if (depth > 3 || pick == 0) return leaves[rng() % leaves.size()];
+    json v = pick == 1 ? json::array() : json::object();
+    for (std::size_t i = 0, n = rng() % 5; i < n; ++i)
+      if (v.is_array())
+        v.push_back(make(depth + 1));
+      else
+        v["k" + std::to_string(rng() % 7)] = make(depth + 1);
+    return v;
+  };
+  for (int i = 0; i < 200; ++i)
+    values.push_back(make(0));
+  for (const json& v : values) {
+    EXPECT_EQ(dumpJson(v), v.dump());
+    std::string out = "prefix:";
+    appendJson(out, v);
+    EXPECT_EQ(out, "prefix:" + v.dump());
+  }
+  // Invalid UTF-8 throws as dump() does.
+  json bad = std::string("\xff");
+  EXPECT_THROW(dumpJson(bad), json::type_error);
+  EXPECT_THROW(dumpJson(json{{"k", bad}}), json::type_error);
 }
 
 TEST(KusciaModelTest, TaskIndexFollowsObjectsBetweenTasks) {
