@@ -29,8 +29,11 @@
 
 #include <kuscia_host/kube_text.hpp>
 
+#include <cstddef>
+#include <cstdint>
 #include <iterator>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -70,13 +73,19 @@ inline nlohmann::json entry(std::string_view key, const nlohmann::json& status, 
     auto it = status.find(field);
     return it != status.end() && it->is_string() ? &it->get_ref<const std::string&>() : nullptr;
   };
+  // The instants read, each parsed once (at most the 8 times a pod entry has).
+  std::pair<std::string_view, int64_t> parsed[8];
+  std::size_t nParsed = 0;
+  auto read = [&](const char* field) {
+    const std::string* v = text(field);
+    std::optional<int64_t> t = v != nullptr ? parseTime(*v) : std::nullopt;
+    if (!t) return false;
+    times[field] = formatTime(*t, TimePrecision::kAsGiven); // normalizeTime(), parsed once
+    parsed[nParsed++] = {field, *t};
+    return true;
+  };
   auto collect = [&](const char* field) {
-    std::optional<std::string> t;
-    if (const std::string* v = text(field)) t = normalizeTime(*v);
-    if (t)
-      times[field] = std::move(*t);
-    else if (std::string_view(field) != "scheduleTime")
-      missing.push_back(field);
+    if (!read(field) && std::string_view(field) != "scheduleTime") missing.push_back(field);
   };
   if (pod) {
     for (const char* f : kPodTimes)
@@ -84,19 +93,18 @@ inline nlohmann::json entry(std::string_view key, const nlohmann::json& status, 
     // Times only some sources know: never "missing".
     for (const char* field :
          {"firstReadyTime", "imagePullStartTime", "imagePullEndTime", "containersStartTime"})
-      if (const std::string* v = text(field))
-        if (auto t = normalizeTime(*v)) times[field] = std::move(*t);
+      read(field);
   } else
     for (const char* f : kServiceTimes)
       collect(f);
   json durations = json::object();
   json negative = json::array();
-  auto instant = [&times](const char* field) -> std::optional<int64_t> {
-    auto it = times.find(field);
-    if (it == times.end()) return std::nullopt;
-    return parseTime(it->get_ref<const std::string&>());
+  auto instant = [&](std::string_view field) -> std::optional<int64_t> {
+    for (std::size_t i = 0; i < nParsed; ++i)
+      if (parsed[i].first == field) return parsed[i].second;
+    return std::nullopt;
   };
-  const bool firstReady = times.contains("firstReadyTime");
+  const bool firstReady = instant("firstReadyTime").has_value();
   auto span = [&](const Span& s) {
     const char* toField =
         firstReady && std::string_view(s.to) == "readyTime" ? "firstReadyTime" : s.to;
