@@ -183,6 +183,53 @@ std::string contributionSelect(const std::string& kind) {
          " WHERE create_ns >= $1 AND create_ns < $2";
 }
 
+// The statements a recording runs, built once (the store runs thousands a minute).
+struct RecordSql {
+  std::string upsertTask, insertParty, taskContribution, partyContribution, addContribution;
+};
+
+const RecordSql& recordSql() {
+  static const RecordSql sql = [] {
+    RecordSql r;
+    std::string cols, vals, sets, partyVals, sums;
+    for (std::size_t i = 0; i < kPathPhases.size(); ++i) {
+      std::string c = std::string("cp_") + kPathPhases[i];
+      cols += ", " + c;
+      vals += ", $" + std::to_string(11 + i);
+      partyVals += ", $" + std::to_string(5 + i);
+      sets += ", " + c + " = excluded." + c;
+      sums += ", " + c + " = stats_days." + c + " + excluded." + c;
+    }
+    r.upsertTask =
+        "INSERT INTO tasks (task, namespace, phase, create_ns, complete, startup_seconds,"
+        " blame_party, blame_phase, updated_ns, summary" +
+        cols + ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10" + vals +
+        ") ON CONFLICT (task) DO UPDATE SET namespace = excluded.namespace,"
+        " phase = excluded.phase, create_ns = excluded.create_ns,"
+        " complete = excluded.complete, startup_seconds = excluded.startup_seconds,"
+        " blame_party = excluded.blame_party, blame_phase = excluded.blame_phase,"
+        " updated_ns = excluded.updated_ns, summary = excluded.summary" +
+        sets;
+    r.insertParty = "INSERT INTO task_parties (task, party, create_ns, startup_seconds" + cols +
+                    ") VALUES ($1, $2, $3, $4" + partyVals + ")";
+    const std::string day = "create_ns / " + std::to_string(kDayNanos);
+    r.taskContribution =
+        "SELECT " + day + ", blame_phase, " + kBucket + cols + " FROM tasks WHERE task = $1";
+    r.partyContribution =
+        "SELECT " + day + ", party, " + kBucket + cols + " FROM task_parties WHERE task = $1";
+    std::string addVals;
+    for (std::size_t i = 0; i < kPathPhases.size(); ++i)
+      addVals += ", $" + std::to_string(6 + i);
+    r.addContribution = "INSERT INTO stats_days (kind, day, dim, bucket, tasks" + cols +
+                        ") VALUES ($1, $2, $3, $4, $5" + addVals +
+                        ") ON CONFLICT (kind, day, dim, bucket) DO UPDATE SET tasks = "
+                        "stats_days.tasks + excluded.tasks" +
+                        sums;
+    return r;
+  }();
+  return sql;
+}
+
 SqlValue optional(const std::optional<double>& v) {
   return v ? SqlValue(*v) : SqlValue(nullptr);
 }
@@ -254,23 +301,8 @@ public:
                                packer_.pack(dumpJson(row.summary))};
     for (double s : cp)
       p.emplace_back(s);
-    std::string cols, vals, sets;
-    for (std::size_t i = 0; i < kPathPhases.size(); ++i) {
-      std::string c = std::string("cp_") + kPathPhases[i];
-      cols += ", " + c;
-      vals += ", $" + std::to_string(11 + i);
-      sets += ", " + c + " = excluded." + c;
-    }
-    db_->run("INSERT INTO tasks (task, namespace, phase, create_ns, complete, startup_seconds,"
-             " blame_party, blame_phase, updated_ns, summary" +
-                 cols + ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10" + vals +
-                 ") ON CONFLICT (task) DO UPDATE SET namespace = excluded.namespace,"
-                 " phase = excluded.phase, create_ns = excluded.create_ns,"
-                 " complete = excluded.complete, startup_seconds = excluded.startup_seconds,"
-                 " blame_party = excluded.blame_party, blame_phase = excluded.blame_phase,"
-                 " updated_ns = excluded.updated_ns, summary = excluded.summary" +
-                 sets,
-             p);
+    const RecordSql& sql = recordSql();
+    db_->run(sql.upsertTask, p);
     db_->run("DELETE FROM task_parties WHERE task = $1", {r.task});
     for (const auto& party : row.parties) {
       std::optional<double> startup;
@@ -281,12 +313,7 @@ public:
       std::vector<SqlValue> pp = {r.task, party, row.createNanos, optional(startup)};
       for (double s : pathSeconds(row.summary, party))
         pp.emplace_back(s);
-      std::string pvals;
-      for (std::size_t i = 0; i < kPathPhases.size(); ++i)
-        pvals += ", $" + std::to_string(5 + i);
-      db_->run("INSERT INTO task_parties (task, party, create_ns, startup_seconds" + cols +
-                   ") VALUES ($1, $2, $3, $4" + pvals + ")",
-               pp);
+      db_->run(sql.insertParty, pp);
     }
     replaceContributions(std::move(old), contributions(r.task));
     tx.commit();
@@ -524,8 +551,6 @@ private:
   // The stats_days rows one task makes: (kind, day, dim, bucket, cp...), each for one task.
   std::vector<std::vector<SqlValue>> contributions(const std::string& task) {
     std::vector<std::vector<SqlValue>> out;
-    const std::string cols = pathColumns(", ", "");
-    const std::string day = "create_ns / " + std::to_string(kDayNanos);
     // day, dim, bucket, cp... as rows of `kind`, with `dim` for the row's own when given.
     auto take = [&out](const char* kind, const std::optional<std::string>& dim) {
       return [&out, kind, dim](const SqlRow& row) {
@@ -537,13 +562,11 @@ private:
       };
     };
     // The task's row counts twice: once in "all", once under its blamed phase.
-    db_->run("SELECT " + day + ", blame_phase, " + kBucket + cols + " FROM tasks WHERE task = $1",
-             {task}, [&](const SqlRow& row) {
-               take("all", std::string())(row);
-               take("blame", std::nullopt)(row);
-             });
-    db_->run("SELECT " + day + ", party, " + kBucket + cols + " FROM task_parties WHERE task = $1",
-             {task}, take("party", std::nullopt));
+    db_->run(recordSql().taskContribution, {task}, [&](const SqlRow& row) {
+      take("all", std::string())(row);
+      take("blame", std::nullopt)(row);
+    });
+    db_->run(recordSql().partyContribution, {task}, take("party", std::nullopt));
     return out;
   }
 
@@ -565,21 +588,10 @@ private:
 
   // Adds (sign 1) or takes out (-1) one task's row of stats_days.
   void addContribution(std::vector<SqlValue> row, int sign) {
-    std::string cols, vals, sets;
-    for (std::size_t i = 0; i < kPathPhases.size(); ++i) {
-      std::string c = std::string("cp_") + kPathPhases[i];
-      cols += ", " + c;
-      vals += ", $" + std::to_string(6 + i);
-      sets += ", " + c + " = stats_days." + c + " + excluded." + c;
+    for (std::size_t i = 0; i < kPathPhases.size(); ++i)
       row[4 + i] = std::get<double>(row[4 + i]) * sign;
-    }
     row.insert(row.begin() + 4, SqlValue(int64_t{sign}));
-    db_->run("INSERT INTO stats_days (kind, day, dim, bucket, tasks" + cols +
-                 ") VALUES ($1, $2, $3, $4, $5" + vals +
-                 ") ON CONFLICT (kind, day, dim, bucket) DO UPDATE SET tasks = stats_days.tasks + "
-                 "excluded.tasks" +
-                 sets,
-             row);
+    db_->run(recordSql().addContribution, row);
   }
 
   // The task's recordings, but those of the recorders `except` names (their documents are not

@@ -8,8 +8,10 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <charconv>
 #include <cstring>
 #include <map>
+#include <vector>
 
 #include "history_store.h"
 #include "sql_db.h"
@@ -68,7 +70,7 @@ public:
   }
   ~SqliteDb() override {
     for (auto& [sql, stmt] : cache_)
-      sqlite3_finalize(stmt);
+      sqlite3_finalize(stmt.stmt);
     sqlite3_close(db_);
   }
   SqliteDb(const SqliteDb&) = delete;
@@ -86,13 +88,12 @@ public:
 
   int64_t run(const std::string& sql, const std::vector<SqlValue>& params,
               const std::function<void(const SqlRow&)>& row) override {
-    sqlite3_stmt* s = prepared(sql);
+    const Statement& st = prepared(sql);
+    sqlite3_stmt* s = st.stmt;
     sqlite3_reset(s);
     sqlite3_clear_bindings(s);
     for (std::size_t i = 0; i < params.size(); ++i) {
-      std::string name = "$"; // (built by append: GCC 12 warns of -Wrestrict on "$" + ...)
-      name += std::to_string(i + 1);
-      int at = sqlite3_bind_parameter_index(s, name.c_str());
+      int at = i < st.slot.size() ? st.slot[i] : 0;
       if (at == 0) continue; // not used by this statement
       const SqlValue& v = params[i];
       int rc = SQLITE_OK;
@@ -136,13 +137,27 @@ public:
   std::string nameType() const override { return "TEXT"; } // BINARY: byte order
 
 private:
-  sqlite3_stmt* prepared(const std::string& sql) {
+  struct Statement {
+    sqlite3_stmt* stmt = nullptr;
+    std::vector<int> slot; // $N's parameter index at N - 1 (0: not in the statement)
+  };
+  const Statement& prepared(const std::string& sql) {
     if (auto it = cache_.find(sql); it != cache_.end()) return it->second;
-    sqlite3_stmt* s = nullptr;
+    Statement st;
     int rc = sqlite3_prepare_v3(db_, sql.c_str(), static_cast<int>(sql.size()),
-                                SQLITE_PREPARE_PERSISTENT, &s, nullptr);
+                                SQLITE_PREPARE_PERSISTENT, &st.stmt, nullptr);
     if (rc != SQLITE_OK) fail(rc, sqlite3_errmsg(db_));
-    return cache_.emplace(sql, s).first->second;
+    // Where each $N binds, looked up once rather than by name on every run.
+    for (int at = 1, n = sqlite3_bind_parameter_count(st.stmt); at <= n; ++at) {
+      const char* name = sqlite3_bind_parameter_name(st.stmt, at);
+      if (name == nullptr || name[0] != '$') continue;
+      std::size_t number = 0;
+      auto [end, ec] = std::from_chars(name + 1, name + std::strlen(name), number);
+      if (ec != std::errc() || *end != '\0' || number == 0) continue;
+      if (st.slot.size() < number) st.slot.resize(number, 0);
+      st.slot[number - 1] = at;
+    }
+    return cache_.emplace(sql, std::move(st)).first->second;
   }
   [[noreturn]] void fail(int rc, const std::string& why) const {
     throw StoreError("sqlite " + path_ + ": " + why, transientCode(rc));
@@ -150,7 +165,7 @@ private:
 
   std::string path_;
   sqlite3* db_ = nullptr;
-  std::map<std::string, sqlite3_stmt*> cache_; // prepared once per statement text
+  std::map<std::string, Statement> cache_; // prepared once per statement text
 };
 
 } // namespace
