@@ -1,6 +1,7 @@
 #include "json_text.h"
 
 #include <charconv>
+#include <cmath>
 #include <optional>
 
 namespace kuscia_host::plugins {
@@ -23,6 +24,60 @@ template <typename Int> void appendInteger(std::string& out, Int v) {
   char buf[24];
   auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
   out.append(buf, end);
+}
+
+// A double as nlohmann's serializer lays it out (its to_chars(): the digits as a decimal when
+// the point falls within 15 places and 4 zeros after it, with ".0" after an integral value;
+// otherwise d.ddde+XX), from the shortest round-trip digits of std::to_chars. nlohmann makes its
+// digits with Grisu2, which now and then does not find the shortest; both texts read back as the
+// same double. Not finite: null, as nlohmann writes it.
+void appendDouble(std::string& out, double v) {
+  if (!std::isfinite(v)) {
+    out += "null";
+    return;
+  }
+  if (std::signbit(v)) out += '-';
+  v = std::fabs(v);
+  if (v == 0) {
+    out += "0.0";
+    return;
+  }
+  char sci[32];
+  auto [sciEnd, ec] = std::to_chars(sci, sci + sizeof sci, v, std::chars_format::scientific);
+  // sci: d[.ddd]e(+|-)XX
+  char digits[20];
+  int k = 0;
+  const char* p = sci;
+  for (; p < sciEnd && *p != 'e'; ++p)
+    if (*p != '.') digits[k++] = *p;
+  int exponent = 0;
+  std::from_chars(p + (p[1] == '+' ? 2 : 1), sciEnd, exponent);
+  const int n = exponent + 1; // where the point falls after the first k digits
+  constexpr int kMinExp = -4, kMaxExp = 15;
+  if (k <= n && n <= kMaxExp) { // digits[000].0
+    out.append(digits, static_cast<std::size_t>(k));
+    out.append(static_cast<std::size_t>(n - k), '0');
+    out += ".0";
+  } else if (0 < n && n <= kMaxExp) { // dig.its
+    out.append(digits, static_cast<std::size_t>(n));
+    out += '.';
+    out.append(digits + n, static_cast<std::size_t>(k - n));
+  } else if (kMinExp < n && n <= 0) { // 0.[000]digits
+    out += "0.";
+    out.append(static_cast<std::size_t>(-n), '0');
+    out.append(digits, static_cast<std::size_t>(k));
+  } else { // d[.igits]e(+|-)XX, at least two digits of exponent
+    out += digits[0];
+    if (k > 1) {
+      out += '.';
+      out.append(digits + 1, static_cast<std::size_t>(k - 1));
+    }
+    const int e = n - 1;
+    out += e < 0 ? "e-" : "e+";
+    const int magnitude = e < 0 ? -e : e;
+    if (magnitude < 10) out += '0';
+    appendInteger(out, magnitude);
+  }
 }
 
 // One walk of a DOM. nlohmann's own serializer, for what it writes here, is made when first
@@ -63,7 +118,7 @@ public:
       return appendInteger(out_, v.get<json::number_unsigned_t>());
     case json::value_t::boolean: out_ += v.get<bool>() ? "true" : "false"; return;
     case json::value_t::null: out_ += "null"; return;
-    case json::value_t::number_float:
+    case json::value_t::number_float: return appendDouble(out_, v.get<double>());
     case json::value_t::binary:
     case json::value_t::discarded: return nlohmannWrites(v);
     }

@@ -6,7 +6,10 @@
 
 #include <gtest/gtest.h>
 
+#include <bit>
+#include <cmath>
 #include <functional>
+#include <limits>
 #include <random>
 
 #include "json_text.h"
@@ -116,9 +119,9 @@ TEST(KusciaModelTest, DumpJsonWritesWhatNlohmannWrites) {
   values.push_back(json(json::value_t::discarded));
   // Random documents of those pieces.
   std::mt19937 rng(7);
-  const std::vector<json> leaves = {json("2024-05-20T08:00:00Z"), json("é\n"), json(42),
-                                    json(-7), json(uint64_t{1} << 63), json(0.25), json(nullptr),
-                                    json(true)};
+  const std::vector<json> leaves = {
+      json("2024-05-20T08:00:00Z"), json("é\n"), json(42),      json(-7),
+      json(uint64_t{1} << 63),      json(0.25),  json(nullptr), json(true)};
   std::function<json(int)> make = [&](int depth) -> json {
     int pick = static_cast<int>(rng() % 4);
     if (depth > 3 || pick == 0) return leaves[rng() % leaves.size()];
@@ -137,6 +140,52 @@ TEST(KusciaModelTest, DumpJsonWritesWhatNlohmannWrites) {
     std::string out = "prefix:";
     appendJson(out, v);
     EXPECT_EQ(out, "prefix:" + v.dump());
+  }
+  // Doubles at every layout nlohmann uses (decimal, leading zeros, exponent either way, integral
+  // values with ".0"): the same bytes. Durations as the timelines hold them (nanoseconds over
+  // 1e9), and any double at all: the same value read back, in as many bytes or fewer (Grisu2
+  // misses the shortest digits of some durations: 658523.5101106979 for 658523.510110698).
+  for (double d : {0.0,
+                   -0.0,
+                   1.0,
+                   -1.0,
+                   0.5,
+                   1e-4,
+                   1.5e-5,
+                   1e-5,
+                   123456789012345.0,
+                   1234567890123456.0,
+                   1e15,
+                   1e16,
+                   1e100,
+                   1e-100,
+                   5e-324,
+                   1.7976931348623157e308,
+                   3.14159,
+                   0.1,
+                   0.30000000000000004,
+                   86400.0,
+                   1234.5678e10,
+                   std::numeric_limits<double>::infinity(),
+                   std::nan("")})
+    EXPECT_EQ(dumpJson(json(d)), json(d).dump()) << d;
+  std::uniform_int_distribution<int64_t> nanos(-int64_t{1} << 40, int64_t{1} << 50);
+  for (int i = 0; i < 20000; ++i) {
+    double seconds = static_cast<double>(nanos(rng)) / 1e9;
+    std::string text = dumpJson(json(seconds)), theirs = json(seconds).dump();
+    ASSERT_EQ(json::parse(text).get<double>(), seconds) << theirs;
+    ASSERT_LE(text.size(), theirs.size()) << theirs;
+    if (text.size() == theirs.size()) {
+      ASSERT_EQ(text, theirs);
+    }
+  }
+  std::uniform_int_distribution<uint64_t> bits;
+  for (int i = 0; i < 20000; ++i) {
+    double d = std::bit_cast<double>(bits(rng));
+    if (!std::isfinite(d)) continue;
+    std::string text = dumpJson(json(d)), theirs = json(d).dump();
+    ASSERT_EQ(json::parse(text).get<double>(), d) << theirs;
+    ASSERT_LE(text.size(), theirs.size()) << theirs;
   }
   // Invalid UTF-8 throws as dump() does.
   json bad = std::string("\xff");
