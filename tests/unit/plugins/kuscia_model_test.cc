@@ -187,6 +187,16 @@ TEST(KusciaModelTest, DumpJsonWritesWhatNlohmannWrites) {
     ASSERT_EQ(json::parse(text).get<double>(), d) << theirs;
     ASSERT_LE(text.size(), theirs.size()) << theirs;
   }
+  // A byte to escape, a UTF-8 sequence, or a near miss (0x1f, 0x20, 0x21, 0x5b, 0x5d, 0x7f) at
+  // every place of strings long and short (the check reads 8 bytes at a time).
+  for (std::size_t size = 1; size <= 24; ++size)
+    for (std::size_t at = 0; at < size; ++at)
+      for (std::string odd : {"\x01", "\x1f", " ", "!", "\"", "\\", "[", "]", "\x7f", "é"}) {
+        std::string text = std::string(size, 'a').replace(at, 1, odd);
+        ASSERT_EQ(dumpJson(json(text)), json(text).dump()) << size << " " << at;
+        json keyed = {{text, 1}};
+        ASSERT_EQ(dumpJson(keyed), keyed.dump()) << size << " " << at;
+      }
   // Invalid UTF-8 throws as dump() does.
   json bad = std::string("\xff");
   EXPECT_THROW(dumpJson(bad), json::type_error);
