@@ -21,13 +21,15 @@ HistoryWriter::~HistoryWriter() {
   stopThread(lock, std::chrono::milliseconds(0));
 }
 
-HistoryWriter::User HistoryWriter::attach(std::function<int64_t()> wallNanos) {
+HistoryWriter::User HistoryWriter::attach(std::function<int64_t()> wallNanos,
+                                          std::string recorder) {
   std::unique_lock lock(mu_);
   // A thread the last user's detach is stopping ends first.
   cv_.wait(lock, [this] { return !joining_; });
   const User user = nextUser_++;
   PerUser& u = users_[user];
   u.wallNanos = std::move(wallNanos);
+  u.recorder = std::move(recorder);
   u.attached = true;
   if (!thread_.joinable()) {
     stopping_ = false;
@@ -108,6 +110,14 @@ bool HistoryWriter::enqueue(User user, Recording r) {
   }
   cv_.notify_all(); // the thread, among callers that wait for it to stop
   return true;
+}
+
+std::vector<std::string> HistoryWriter::othersRecording(User user) const {
+  std::lock_guard lock(mu_);
+  std::vector<std::string> out;
+  for (const auto& [id, u] : users_)
+    if (id != user && u.attached && !u.recorder.empty()) out.push_back(u.recorder);
+  return out;
 }
 
 std::size_t HistoryWriter::room() const {

@@ -26,6 +26,7 @@
 #include <string>
 #include <thread>
 #include <utility>
+#include <vector>
 
 #include "history_store.h"
 
@@ -65,13 +66,17 @@ public:
 
   // A user from now on: its counters start at zero, and the thread runs while any user is
   // attached. `wallNanos`: the user's clock; retention is measured by the first user's.
-  User attach(std::function<int64_t()> wallNanos);
+  // `recorder`: the domain it records as (othersRecording()).
+  User attach(std::function<int64_t()> wallNanos, std::string recorder = {});
   // No longer a user. The last one stops the thread after writing what is queued (for at most
   // `drain`); before that, what the user queued is written by the running thread.
   void detach(User user, std::chrono::milliseconds drain = std::chrono::seconds(5));
   // False when the queue is full (the recording is dropped and counted).
   bool enqueue(User user, Recording r);
   std::size_t room() const;
+  // The domains the other attached users record as. Their entries of a task are in their own
+  // recordings, written with this user's: a recording need not carry them too.
+  std::vector<std::string> othersRecording(User user) const;
   Counters snapshot(User user) const;
 
 private:
@@ -82,6 +87,7 @@ private:
   };
   struct PerUser { // kept after detach(), for its last counters
     std::function<int64_t()> wallNanos;
+    std::string recorder;
     bool attached = false;
     Counters counts; // its own: written, unchanged, failures, dropped, pruned, depth
   };

@@ -75,7 +75,7 @@ TaskHistory::~TaskHistory() {
 
 void TaskHistory::onStart() {
   sdk::Host h = host();
-  user_ = writer_->attach([h] { return h.wallTimeNanos(); });
+  user_ = writer_->attach([h] { return h.wallTimeNanos(); }, domain_);
   timer_ = host().startTimer(kTickMillis, kTickMillis);
   for (const char* result : {"written", "unchanged"})
     recordings_.add(0, {result});
@@ -146,6 +146,19 @@ bool TaskHistory::record(const std::string& task, std::string_view uid, std::str
       for (const auto& [key, entry] : f[group].items())
         mine = mine || namespaceOf(key) == domain_;
   if (!mine) return true;
+  // The entries of a domain that records into the same writer are in that domain's recording,
+  // written with this one (a centralized host records each domain with an instance): this one
+  // leaves them out. Another party's entries are kept when nothing here records them.
+  const std::vector<std::string> others = writer_->othersRecording(user_);
+  for (std::size_t group : {kTaskPods, kTaskServices}) {
+    if (others.empty() || !f[group].is_object()) continue;
+    for (auto it = f[group].begin(); it != f[group].end();) {
+      if (std::find(others.begin(), others.end(), namespaceOf(it.key())) != others.end())
+        it = f[group].erase(it);
+      else
+        ++it;
+    }
+  }
   json doc = pods_.document({task, config_.taskNamespace, fieldString(f, kTaskPhase),
                              &f[kTaskCreate], &f[kTaskPods], &f[kTaskServices]});
   if (!uid.empty()) doc["uid"] = std::string(uid);

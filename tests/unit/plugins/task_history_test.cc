@@ -10,11 +10,14 @@
 #include <atomic>
 #include <filesystem>
 #include <kuscia_host/kube_text.hpp>
+#include <map>
 #include <mutex>
+#include <set>
 #include <thread>
 
 // zlib: an earlier version's packing, written by hand.
 #include <zlib.h>
+#include <zstd.h>
 
 #include "history_api.h"
 #include "history_doc.h"
@@ -732,6 +735,26 @@ TEST(HistoryWriterTest, ATasksRecordingsByTwoDomainsAreWrittenTogether) {
 
 // Two domains of one host recording into one database share the writer: each instance counts
 // its own recordings, and the task holds both parties' entries.
+// The entries of each recorder's stored recording (SQLite; documents as zstd frames after their
+// size).
+std::map<std::string, std::set<std::string>> recordedEntries(const std::string& database) {
+  std::map<std::string, std::set<std::string>> out;
+  openSqlite(database)->run(
+      "SELECT recorder, document FROM recordings", {}, [&](const SqlRow& row) {
+        std::string packed = row.bytes(1);
+        std::size_t size = 0;
+        for (int i = 0; i < 4; ++i)
+          size |= std::size_t{static_cast<unsigned char>(packed[i])} << (8 * i);
+        std::string text(size, '\0');
+        ZSTD_decompress(text.data(), size, packed.data() + 4, packed.size() - 4);
+        auto& entries = out[row.text(0)];
+        json doc = json::parse(text);
+        for (const auto& [key, e] : doc["entries"].items())
+          entries.insert(key);
+      });
+  return out;
+}
+
 TEST(TaskHistoryTest, TheDomainsOfOneHostShareTheWriter) {
   TempDir dir;
   std::string db = dir.path + "/history.db";
@@ -750,6 +773,9 @@ TEST(TaskHistoryTest, TheDomainsOfOneHostShareTheWriter) {
   json task = test::readyTask();
   task["status"]["podStatuses"]["bob/secretflow-task-psi-0"] =
       task["status"]["podStatuses"]["alice/secretflow-task-psi-0"];
+  // A third party that records nothing here.
+  task["status"]["podStatuses"]["carol/secretflow-task-psi-0"] =
+      task["status"]["podStatuses"]["alice/secretflow-task-psi-0"];
   for (auto* h : {&alice, &bob}) {
     deliver(*h, "kusciatasks", KH_EVENT_ADDED, task);
     h->advanceMillis(2000);
@@ -764,6 +790,20 @@ TEST(TaskHistoryTest, TheDomainsOfOneHostShareTheWriter) {
   json doc = json::parse(alice.httpGet("/api/v1/history/secretflow-task-psi").body);
   EXPECT_TRUE(doc["entries"].contains("alice/secretflow-task-psi-0"));
   EXPECT_TRUE(doc["entries"].contains("bob/secretflow-task-psi-0"));
+  // Each domain's recording holds its own entries and those of carol, whom nothing here records:
+  // not the other domain's, which that domain's recording holds.
+  std::map<std::string, std::set<std::string>> held = recordedEntries(db);
+  ASSERT_EQ(held.size(), 2u);
+  std::set<std::string> all;
+  for (const auto& [key, e] : doc["entries"].items())
+    all.insert(key);
+  for (const auto& [recorder, entries] : held) {
+    std::set<std::string> want;
+    for (const std::string& key : all)
+      if (std::string other = recorder == "alice" ? "bob/" : "alice/"; key.rfind(other, 0) != 0)
+        want.insert(key);
+    EXPECT_EQ(entries, want) << recorder;
+  }
   // Alice's host stops; bob's instance still records through the writer they shared.
   alice.stop();
   task["status"]["phase"] = "Succeeded";
