@@ -22,6 +22,7 @@
 #include "history_api.h"
 #include "history_doc.h"
 #include "history_reader.h"
+#include "pack_dictionary.h"
 #include "plugin_test_support.h"
 #include "postgres_server.h"
 #include "sql_db.h"
@@ -395,9 +396,10 @@ TEST_P(HistoryStoreTest, PerDayStatsStayWhatTheTasksSay) {
         << "grouping '" << groupings[i] << "'";
 }
 
-TEST_P(HistoryStoreTest, DocumentsAnEarlierVersionDeflatedAreStillRead) {
-  // Earlier versions stored documents and summaries as zlib streams after their size; this one
-  // writes zstd frames. Rows of either kind are read.
+TEST_P(HistoryStoreTest, DocumentsEarlierVersionsPackedAreStillRead) {
+  // Earlier versions stored documents and summaries as zlib streams after their size, then as
+  // zstd frames; this one writes zstd frames against the built-in dictionary, marked by the
+  // size's top bit. Rows of every kind are read.
   int64_t created = at("2024-05-20T08:00:00Z");
   store_->record(recording("z", "alice", created, 5, 7));
   auto before = store_->document("z");
@@ -412,6 +414,13 @@ TEST_P(HistoryStoreTest, DocumentsAnEarlierVersionDeflatedAreStillRead) {
     out.resize(4 + size);
     return SqlBytes{out};
   };
+  auto zstdPacked = [](const std::string& text) { // schema 1's: level 3, no dictionary
+    std::string out(4 + ZSTD_compressBound(text.size()), '\0');
+    for (int i = 0; i < 4; ++i)
+      out[i] = static_cast<char>(text.size() >> (8 * i) & 0xff);
+    out.resize(4 + ZSTD_compress(out.data() + 4, out.size() - 4, text.data(), text.size(), 3));
+    return SqlBytes{out};
+  };
   auto db = GetParam() == "postgresql" ? openPostgres(database_, "") : openSqlite(database_);
   std::string stored, summary;
   db->run("SELECT r.document, t.summary FROM recordings r JOIN tasks t ON t.task = r.task", {},
@@ -421,8 +430,20 @@ TEST_P(HistoryStoreTest, DocumentsAnEarlierVersionDeflatedAreStillRead) {
           });
   ASSERT_GE(stored.size(), 8u);
   EXPECT_EQ(stored.substr(4, 4), std::string("\x28\xb5\x2f\xfd")) << "a zstd frame";
+  EXPECT_NE(static_cast<unsigned char>(stored[3]) & 0x80, 0) << "against the dictionary";
+  EXPECT_NE(static_cast<unsigned char>(summary[3]) & 0x80, 0) << "against the dictionary";
   auto page = store_->list({});
   ASSERT_EQ(page.items.size(), 1u);
+  // The same documents as schema 1 wrote them.
+  db->run("UPDATE recordings SET document = $1", {zstdPacked(before->dump())});
+  db->run("UPDATE tasks SET summary = $1", {zstdPacked(page.items[0].summary.dump())});
+  {
+    auto plain = reopen();
+    auto doc = plain->document("z");
+    ASSERT_TRUE(doc);
+    EXPECT_EQ((*doc)["entries"], (*before)["entries"]);
+    EXPECT_EQ(plain->list({}).items.at(0).summary, page.items[0].summary);
+  }
   // The same documents as zlib wrote them.
   db->run("UPDATE recordings SET document = $1", {zlibPacked(before->dump())});
   db->run("UPDATE tasks SET summary = $1", {zlibPacked(page.items[0].summary.dump())});
@@ -435,6 +456,7 @@ TEST_P(HistoryStoreTest, DocumentsAnEarlierVersionDeflatedAreStillRead) {
   EXPECT_TRUE(after->record(recording("z", "alice", created, 5, 9)));
   db->run("SELECT document FROM recordings", {}, [&](const SqlRow& row) { stored = row.bytes(0); });
   EXPECT_EQ(stored.substr(4, 4), std::string("\x28\xb5\x2f\xfd"));
+  EXPECT_NE(static_cast<unsigned char>(stored[3]) & 0x80, 0);
 }
 
 TEST(HistoryApiTest, InstantsAreRfc3339OrDurationsBack) {
@@ -735,20 +757,27 @@ TEST(HistoryWriterTest, ATasksRecordingsByTwoDomainsAreWrittenTogether) {
 
 // Two domains of one host recording into one database share the writer: each instance counts
 // its own recordings, and the task holds both parties' entries.
-// The entries of each recorder's stored recording (SQLite; documents as zstd frames after their
-// size).
+// The entries of each recorder's stored recording (SQLite; documents as zstd frames against the
+// built-in dictionary, after their size with its top bit set).
 std::map<std::string, std::set<std::string>> recordedEntries(const std::string& database) {
   std::map<std::string, std::set<std::string>> out;
   openSqlite(database)->run(
       "SELECT recorder, document FROM recordings", {}, [&](const SqlRow& row) {
         std::string packed = row.bytes(1);
-        std::size_t size = 0;
+        uint32_t size = 0;
         for (int i = 0; i < 4; ++i)
-          size |= std::size_t{static_cast<unsigned char>(packed[i])} << (8 * i);
+          size |= uint32_t{static_cast<unsigned char>(packed[i])} << (8 * i);
+        EXPECT_NE(size & 0x80000000u, 0u) << "packed against the dictionary";
+        size &= 0x7fffffffu;
         std::string text(size, '\0');
-        ZSTD_decompress(text.data(), size, packed.data() + 4, packed.size() - 4);
-        auto& entries = out[row.text(0)];
+        ZSTD_DCtx* ctx = ZSTD_createDCtx();
+        std::size_t got =
+            ZSTD_decompress_usingDict(ctx, text.data(), size, packed.data() + 4, packed.size() - 4,
+                                      packDictionary1().data(), packDictionary1().size());
+        ZSTD_freeDCtx(ctx);
+        EXPECT_EQ(got, size);
         json doc = json::parse(text);
+        auto& entries = out[row.text(0)];
         for (const auto& [key, e] : doc["entries"].items())
           entries.insert(key);
       });
