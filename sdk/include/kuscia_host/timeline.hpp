@@ -62,11 +62,14 @@ inline constexpr const char* kServiceTimes[] = {"createTime", "readyTime"};
 inline nlohmann::json entry(std::string_view key, const nlohmann::json& status, bool pod) {
   using nlohmann::json;
   auto slash = key.find('/');
-  json out = {{"kind", pod ? "pod" : "service"},
-              {"namespace", std::string(key.substr(0, slash == key.npos ? 0 : slash))},
-              {"name", std::string(key.substr(slash == key.npos ? 0 : slash + 1))}};
-  json times = json::object();
-  json missing = json::array();
+  // Built member by member into the objects' maps: an initializer list copies every pair.
+  json out(json::value_t::object);
+  json::object_t& members = out.get_ref<json::object_t&>();
+  members.emplace("kind", pod ? "pod" : "service");
+  members.emplace("namespace", std::string(key.substr(0, slash == key.npos ? 0 : slash)));
+  members.emplace("name", std::string(key.substr(slash == key.npos ? 0 : slash + 1)));
+  json times(json::value_t::object);
+  json missing(json::value_t::array);
   // A string member of the status, or null.
   auto text = [&status](const char* field) -> const std::string* {
     if (!status.is_object()) return nullptr;
@@ -80,7 +83,8 @@ inline nlohmann::json entry(std::string_view key, const nlohmann::json& status, 
     const std::string* v = text(field);
     std::optional<int64_t> t = v != nullptr ? parseTime(*v) : std::nullopt;
     if (!t) return false;
-    times[field] = formatTime(*t, TimePrecision::kAsGiven); // normalizeTime(), parsed once
+    // normalizeTime(), parsed once
+    times.get_ref<json::object_t&>().emplace(field, formatTime(*t, TimePrecision::kAsGiven));
     parsed[nParsed++] = {field, *t};
     return true;
   };
@@ -97,8 +101,8 @@ inline nlohmann::json entry(std::string_view key, const nlohmann::json& status, 
   } else
     for (const char* f : kServiceTimes)
       collect(f);
-  json durations = json::object();
-  json negative = json::array();
+  json durations(json::value_t::object);
+  json negative(json::value_t::array);
   auto instant = [&](std::string_view field) -> std::optional<int64_t> {
     for (std::size_t i = 0; i < nParsed; ++i)
       if (parsed[i].first == field) return parsed[i].second;
@@ -112,7 +116,7 @@ inline nlohmann::json entry(std::string_view key, const nlohmann::json& status, 
     auto to = from ? instant(toField) : std::nullopt;
     if (!from || !to) return;
     double seconds = static_cast<double>(*to - *from) / 1e9;
-    durations[s.name] = seconds;
+    durations.get_ref<json::object_t&>().emplace(s.name, seconds);
     if (seconds < 0) negative.push_back(s.name);
   };
   if (pod) {
@@ -122,14 +126,19 @@ inline nlohmann::json entry(std::string_view key, const nlohmann::json& status, 
   } else
     for (const Span& s : kServiceSpans)
       span(s);
-  if (pod && status.is_object() && status.contains("podPhase"))
-    out["podPhase"] = status["podPhase"];
-  out["times"] = std::move(times);
-  out["durations"] = std::move(durations);
-  out["missing"] = std::move(missing);
-  out["negative"] = std::move(negative);
-  if (status.is_object() && status.contains("reasons") && status["reasons"].is_object())
-    out["reasons"] = status["reasons"];
+  auto member = [&status](const char* field) -> const json* {
+    if (!status.is_object()) return nullptr;
+    auto it = status.find(field);
+    return it == status.end() ? nullptr : &*it;
+  };
+  if (const json* phase = member("podPhase"); pod && phase != nullptr)
+    members.emplace("podPhase", *phase);
+  members.emplace("times", std::move(times));
+  members.emplace("durations", std::move(durations));
+  members.emplace("missing", std::move(missing));
+  members.emplace("negative", std::move(negative));
+  if (const json* reasons = member("reasons"); reasons != nullptr && reasons->is_object())
+    members.emplace("reasons", *reasons);
   return out;
 }
 
