@@ -20,8 +20,9 @@
 //       below send it requests) and peak RSS; then every time of every entry compared with what was
 //       written: lost or wrong must be 0. (`--host <kuscia-host>`, `--load-tasks N`, `--load-window
 //       S`;
-//       `--load-history on` runs it twice, without and with task-history (SQLite), and prints the
-//       difference in host CPU per task (target at most 0.2 ms);
+//       `--load-history on` runs it without and with task-history (SQLite), `--load-pairs N`
+//       pairs (default 3, the order alternating), and prints the median difference in host CPU
+//       per task, in all and in user space (target at most 0.2 ms);
 //       `--load-finished M` runs it twice, alone and with M finished tasks stored first, as B7
 //       stores them, and prints the ratio of the host's peak RSS: target at most 1.10.)
 //   B7  finished tasks: the host (task-timeline, gateway-ready-time, scheduler-time for alice and
@@ -451,15 +452,16 @@ public:
       if (line.rfind(field + ":", 0) == 0) return std::stod(line.substr(field.size() + 1)) / 1024.0;
     return -1;
   }
-  // The CPU the process has used so far, in seconds (/proc/<pid>/stat utime + stime).
-  double cpuSeconds() const {
+  // The CPU the process has used so far, in seconds (/proc/<pid>/stat utime + stime, or utime
+  // alone).
+  double cpuSeconds(bool userOnly = false) const {
     std::ifstream in("/proc/" + std::to_string(pid_) + "/stat");
     std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     std::istringstream fields(stat.substr(stat.rfind(')') + 2)); // after "pid (comm) "
     std::string f;
     double ticks = 0;
     for (int i = 3; i <= 15 && fields >> f; ++i)
-      if (i >= 14) ticks += std::stod(f); // fields 14 and 15
+      if (i == 14 || (i == 15 && !userOnly)) ticks += std::stod(f); // fields 14 and 15
     return ticks / static_cast<double>(sysconf(_SC_CLK_TCK));
   }
   // SIGTERM, then the exit status and the child's resource use (CPU, peak RSS).
@@ -518,6 +520,7 @@ std::size_t storeFinished(Connection& c, std::size_t finished);
 struct LoadRun {
   double peakRssMiB = 0;
   double cpuSeconds = 0;
+  double userCpuSeconds = 0; // of cpuSeconds, in user space
 };
 
 LoadRun l1(std::size_t tasks, double windowSeconds, const std::string& hostBinary,
@@ -802,6 +805,7 @@ LoadRun l1(std::size_t tasks, double windowSeconds, const std::string& hostBinar
   // What the load cost the host: its CPU now, before the checks below ask it anything (listing
   // a thousand recorded tasks is the reader's cost, not the recorder's).
   const double loadCpu = host.cpuSeconds();
+  const double loadUserCpu = host.cpuSeconds(true);
   // Its peak so far, likewise: the history listed below is the reader's memory, not the load's.
   const double loadPeakRssMiB = host.rssMiB("VmHWM");
   std::size_t recorded = 0;
@@ -868,7 +872,7 @@ LoadRun l1(std::size_t tasks, double windowSeconds, const std::string& hostBinar
                 metricSum(metrics, "kuscia_history_recordings_total", "result=\"unchanged\""));
   if (lost + wrong > 0 || exitCode != 0 || (history && recorded < tasks))
     throw std::runtime_error("L1: times lost or wrong, tasks not recorded, or the host failed");
-  return {loadPeakRssMiB, cpu};
+  return {loadPeakRssMiB, cpu, loadUserCpu};
 }
 
 // L1 alone, then beside `finished` finished tasks: what history costs a host at work, as a ratio
@@ -883,16 +887,46 @@ void l1Beside(std::size_t tasks, double windowSeconds, const std::string& hostBi
               beside.cpuSeconds, alone.cpuSeconds);
 }
 
-// L1 without, then with task-history (SQLite): what recording costs per task started (the
-// history issue's target: at most 0.2 ms more).
-void l1History(std::size_t tasks, double windowSeconds, const std::string& hostBinary) {
-  LoadRun alone = l1(tasks, windowSeconds, hostBinary, 0);
-  LoadRun with = l1(tasks, windowSeconds, hostBinary, 0, true);
+// L1 without and with task-history (SQLite): what recording costs per task started (the history
+// issue's target: at most 0.2 ms more). The host's CPU for the same load moves by a millisecond
+// a task from run to run on this machine, more than the difference: `pairs` pairs are run, the
+// order alternating (without first, then with first), and the median of their differences is
+// the figure, in all and in user space alone (a pinned run, `taskset -c 0`, moves least).
+void l1History(std::size_t tasks, double windowSeconds, const std::string& hostBinary,
+               std::size_t pairs) {
   auto n = static_cast<double>(tasks);
-  std::printf("  L1 with task-history: host CPU %.2f ms per task against %.2f ms without: "
-              "%+.2f ms (target <= +0.2 ms); peak RSS %.1f MiB against %.1f MiB\n",
-              with.cpuSeconds * 1e3 / n, alone.cpuSeconds * 1e3 / n,
-              (with.cpuSeconds - alone.cpuSeconds) * 1e3 / n, with.peakRssMiB, alone.peakRssMiB);
+  std::vector<double> diffs, userDiffs;
+  std::vector<LoadRun> without, with;
+  for (std::size_t i = 0; i < pairs; ++i) {
+    std::printf("L1 pair %zu of %zu, %s first\n", i + 1, pairs,
+                i % 2 == 0 ? "without task-history" : "with task-history");
+    std::fflush(stdout);
+    LoadRun a, b;
+    if (i % 2 == 0) {
+      a = l1(tasks, windowSeconds, hostBinary, 0);
+      b = l1(tasks, windowSeconds, hostBinary, 0, true);
+    } else {
+      b = l1(tasks, windowSeconds, hostBinary, 0, true);
+      a = l1(tasks, windowSeconds, hostBinary, 0);
+    }
+    without.push_back(a);
+    with.push_back(b);
+    diffs.push_back((b.cpuSeconds - a.cpuSeconds) * 1e3 / n);
+    userDiffs.push_back((b.userCpuSeconds - a.userCpuSeconds) * 1e3 / n);
+  }
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    std::size_t m = v.size() / 2;
+    return v.size() % 2 == 1 ? v[m] : (v[m - 1] + v[m]) / 2;
+  };
+  for (std::size_t i = 0; i < pairs; ++i)
+    std::printf("  pair %zu: host CPU %.2f ms per task with task-history, %.2f without: %+.2f ms "
+                "(user space %+.2f ms); peak RSS %.1f MiB against %.1f MiB\n",
+                i + 1, with[i].cpuSeconds * 1e3 / n, without[i].cpuSeconds * 1e3 / n, diffs[i],
+                userDiffs[i], with[i].peakRssMiB, without[i].peakRssMiB);
+  std::printf("  L1 with task-history: %+.2f ms of host CPU per task, median of %zu pairs "
+              "(target <= +0.2 ms); user space %+.2f ms\n",
+              median(diffs), pairs, median(userDiffs));
 }
 
 // --- B7 -------------------------------------------------------------------------------------
@@ -1078,6 +1112,7 @@ int run(int argc, char** argv) {
   std::vector<std::size_t> finished = {20000, 100000};
   std::size_t loadFinished = 0;
   bool loadHistory = false;
+  std::size_t loadPairs = 3;
   std::string host;
   std::string only;
   for (int i = 1; i + 1 < argc; i += 2) {
@@ -1094,6 +1129,8 @@ int run(int argc, char** argv) {
       loadFinished = std::stoul(argv[i + 1]);
     else if (k == "--load-history")
       loadHistory = std::string(argv[i + 1]) == "on";
+    else if (k == "--load-pairs")
+      loadPairs = std::max<std::size_t>(1, std::stoul(argv[i + 1]));
     else if (k == "--load-window")
       loadWindow = std::stod(argv[i + 1]);
     else if (k == "--host")
@@ -1114,7 +1151,7 @@ int run(int argc, char** argv) {
     if (loadFinished > 0)
       l1Beside(loadTasks, loadWindow, host, loadFinished);
     else if (loadHistory)
-      l1History(loadTasks, loadWindow, host);
+      l1History(loadTasks, loadWindow, host, loadPairs);
     else
       l1(loadTasks, loadWindow, host, 0);
   }
