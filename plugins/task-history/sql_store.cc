@@ -103,15 +103,28 @@ constexpr uint32_t kWithDictionary1 = 0x80000000u;
 constexpr int kPackLevel = -1;
 
 // The dictionary, prepared once for the process's packers and readers (both are read-only, so
-// threads share them).
-const ZSTD_CDict* compressDictionary() {
-  static ZSTD_CDict* const d =
+// threads share them), and freed when the plugin is unloaded.
+struct Dictionaries {
+  ZSTD_CDict* compress =
       ZSTD_createCDict(packDictionary1().data(), packDictionary1().size(), kPackLevel);
+  ZSTD_DDict* decompress = ZSTD_createDDict(packDictionary1().data(), packDictionary1().size());
+  Dictionaries() = default;
+  ~Dictionaries() {
+    ZSTD_freeCDict(compress);
+    ZSTD_freeDDict(decompress);
+  }
+  Dictionaries(const Dictionaries&) = delete;
+  Dictionaries& operator=(const Dictionaries&) = delete;
+};
+const Dictionaries& dictionaries() {
+  static const Dictionaries d;
   return d;
 }
+const ZSTD_CDict* compressDictionary() {
+  return dictionaries().compress;
+}
 const ZSTD_DDict* decompressDictionary() {
-  static ZSTD_DDict* const d = ZSTD_createDDict(packDictionary1().data(), packDictionary1().size());
-  return d;
+  return dictionaries().decompress;
 }
 
 class Packer {

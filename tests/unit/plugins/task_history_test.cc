@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <filesystem>
+#include <functional>
 #include <kuscia_host/kube_text.hpp>
 #include <map>
 #include <mutex>
@@ -434,24 +435,19 @@ TEST_P(HistoryStoreTest, DocumentsEarlierVersionsPackedAreStillRead) {
   EXPECT_NE(static_cast<unsigned char>(summary[3]) & 0x80, 0) << "against the dictionary";
   auto page = store_->list({});
   ASSERT_EQ(page.items.size(), 1u);
-  // The same documents as schema 1 wrote them.
-  db->run("UPDATE recordings SET document = $1", {zstdPacked(before->dump())});
-  db->run("UPDATE tasks SET summary = $1", {zstdPacked(page.items[0].summary.dump())});
-  {
-    auto plain = reopen();
-    auto doc = plain->document("z");
+  // The same documents as schema 1 wrote them, then as zlib did before: read back alike.
+  auto readBack = [&](const std::function<SqlBytes(const std::string&)>& pack) {
+    db->run("UPDATE recordings SET document = $1", {pack(before->dump())});
+    db->run("UPDATE tasks SET summary = $1", {pack(page.items[0].summary.dump())});
+    auto store = reopen();
+    auto doc = store->document("z");
     ASSERT_TRUE(doc);
     EXPECT_EQ((*doc)["entries"], (*before)["entries"]);
-    EXPECT_EQ(plain->list({}).items.at(0).summary, page.items[0].summary);
-  }
-  // The same documents as zlib wrote them.
-  db->run("UPDATE recordings SET document = $1", {zlibPacked(before->dump())});
-  db->run("UPDATE tasks SET summary = $1", {zlibPacked(page.items[0].summary.dump())});
+    EXPECT_EQ(store->list({}).items.at(0).summary, page.items[0].summary);
+  };
+  readBack(zstdPacked);
+  readBack(zlibPacked);
   auto after = reopen();
-  auto doc = after->document("z");
-  ASSERT_TRUE(doc);
-  EXPECT_EQ((*doc)["entries"], (*before)["entries"]);
-  EXPECT_EQ(after->list({}).items.at(0).summary, page.items[0].summary);
   // A recording over a zlib row merges with it and writes zstd.
   EXPECT_TRUE(after->record(recording("z", "alice", created, 5, 9)));
   db->run("SELECT document FROM recordings", {}, [&](const SqlRow& row) { stored = row.bytes(0); });
