@@ -100,6 +100,7 @@ std::string dayText(int64_t day) {
 // they are: zstd frames without the dictionary, and zlib streams before those (a zlib stream
 // never begins with zstd's magic number).
 constexpr uint32_t kWithDictionary1 = 0x80000000u;
+constexpr uint32_t kMaxDocumentBytes = 64u << 20; // far below the marker bit
 constexpr int kPackLevel = -1;
 
 // The dictionary, prepared once for the process's packers and readers (both are read-only, so
@@ -120,18 +121,12 @@ const Dictionaries& dictionaries() {
   static const Dictionaries d;
   return d;
 }
-const ZSTD_CDict* compressDictionary() {
-  return dictionaries().compress;
-}
-const ZSTD_DDict* decompressDictionary() {
-  return dictionaries().decompress;
-}
 
 class Packer {
 public:
   Packer() : ctx_(ZSTD_createCCtx()) {
-    if (ctx_ == nullptr || compressDictionary() == nullptr ||
-        ZSTD_isError(ZSTD_CCtx_refCDict(ctx_, compressDictionary())))
+    if (ctx_ == nullptr || dictionaries().compress == nullptr ||
+        ZSTD_isError(ZSTD_CCtx_refCDict(ctx_, dictionaries().compress)))
       throw StoreError("cannot start zstd", false);
   }
   ~Packer() { ZSTD_freeCCtx(ctx_); }
@@ -139,7 +134,7 @@ public:
   Packer& operator=(const Packer&) = delete;
 
   SqlBytes pack(const std::string& text) {
-    if (text.size() > (64u << 20))
+    if (text.size() > kMaxDocumentBytes)
       throw StoreError("a document of " + std::to_string(text.size()) + " bytes", false);
     std::string out(4 + ZSTD_compressBound(text.size()), '\0');
     auto n = static_cast<uint32_t>(text.size()) | kWithDictionary1;
@@ -181,17 +176,18 @@ json unpackJson(const std::string& packed) {
   const uint32_t prefix = littleEndian32(packed.data());
   const bool withDictionary = (prefix & kWithDictionary1) != 0;
   const uint32_t n = prefix & ~kWithDictionary1;
-  if (n > (64u << 20)) return json::value_t::discarded;
+  if (n > kMaxDocumentBytes) return json::value_t::discarded;
   std::string text(n, '\0');
   const char* body = packed.data() + 4;
   const std::size_t bodySize = packed.size() - 4;
   if (bodySize >= 4 && littleEndian32(body) == ZSTD_MAGICNUMBER) {
     // Readers and the writer run on their own threads: a context each.
     thread_local DecompressContext d;
-    if (d.ctx == nullptr || (withDictionary && decompressDictionary() == nullptr))
+    const ZSTD_DDict* dictionary = withDictionary ? dictionaries().decompress : nullptr;
+    if (d.ctx == nullptr || (withDictionary && dictionary == nullptr))
       return json::value_t::discarded;
     std::size_t size = withDictionary ? ZSTD_decompress_usingDDict(d.ctx, text.data(), n, body,
-                                                                   bodySize, decompressDictionary())
+                                                                   bodySize, dictionary)
                                       : ZSTD_decompressDCtx(d.ctx, text.data(), n, body, bodySize);
     if (ZSTD_isError(size) != 0 || size != n) return json::value_t::discarded;
   } else {
@@ -234,19 +230,24 @@ struct RecordSql {
 const RecordSql& recordSql() {
   static const RecordSql sql = [] {
     RecordSql r;
-    std::string cols, vals, sets, partyVals, sums;
-    for (std::size_t i = 0; i < kPathPhases.size(); ++i) {
-      std::string c = std::string("cp_") + kPathPhases[i];
-      cols += ", " + c;
-      vals += ", $" + std::to_string(11 + i);
-      partyVals += ", $" + std::to_string(5 + i);
+    const std::string cols = pathColumns(", ", "");
+    // The critical path's parameters, numbered from `first`.
+    auto params = [](std::size_t first) {
+      std::string out;
+      for (std::size_t i = 0; i < kPathPhases.size(); ++i)
+        out += ", $" + std::to_string(first + i);
+      return out;
+    };
+    std::string sets, sums;
+    for (const char* phase : kPathPhases) {
+      std::string c = std::string("cp_") + phase;
       sets += ", " + c + " = excluded." + c;
       sums += ", " + c + " = stats_days." + c + " + excluded." + c;
     }
     r.upsertTask =
         "INSERT INTO tasks (task, namespace, phase, create_ns, complete, startup_seconds,"
         " blame_party, blame_phase, updated_ns, summary" +
-        cols + ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10" + vals +
+        cols + ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10" + params(11) +
         ") ON CONFLICT (task) DO UPDATE SET namespace = excluded.namespace,"
         " phase = excluded.phase, create_ns = excluded.create_ns,"
         " complete = excluded.complete, startup_seconds = excluded.startup_seconds,"
@@ -254,17 +255,14 @@ const RecordSql& recordSql() {
         " updated_ns = excluded.updated_ns, summary = excluded.summary" +
         sets;
     r.insertParty = "INSERT INTO task_parties (task, party, create_ns, startup_seconds" + cols +
-                    ") VALUES ($1, $2, $3, $4" + partyVals + ")";
+                    ") VALUES ($1, $2, $3, $4" + params(5) + ")";
     const std::string day = "create_ns / " + std::to_string(kDayNanos);
     r.taskContribution =
         "SELECT " + day + ", blame_phase, " + kBucket + cols + " FROM tasks WHERE task = $1";
     r.partyContribution =
         "SELECT " + day + ", party, " + kBucket + cols + " FROM task_parties WHERE task = $1";
-    std::string addVals;
-    for (std::size_t i = 0; i < kPathPhases.size(); ++i)
-      addVals += ", $" + std::to_string(6 + i);
     r.addContribution = "INSERT INTO stats_days (kind, day, dim, bucket, tasks" + cols +
-                        ") VALUES ($1, $2, $3, $4, $5" + addVals +
+                        ") VALUES ($1, $2, $3, $4, $5" + params(6) +
                         ") ON CONFLICT (kind, day, dim, bucket) DO UPDATE SET tasks = "
                         "stats_days.tasks + excluded.tasks" +
                         sums;
