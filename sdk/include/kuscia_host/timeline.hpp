@@ -70,11 +70,15 @@ inline nlohmann::json entry(std::string_view key, const nlohmann::json& status, 
   members.emplace("name", std::string(key.substr(slash == key.npos ? 0 : slash + 1)));
   json times(json::value_t::object);
   json missing(json::value_t::array);
-  // A string member of the status, or null.
-  auto text = [&status](const char* field) -> const std::string* {
+  // A member of the status, or null; a string member, or null.
+  auto member = [&status](const char* field) -> const json* {
     if (!status.is_object()) return nullptr;
     auto it = status.find(field);
-    return it != status.end() && it->is_string() ? &it->get_ref<const std::string&>() : nullptr;
+    return it == status.end() ? nullptr : &*it;
+  };
+  auto text = [&member](const char* field) -> const std::string* {
+    const json* v = member(field);
+    return v != nullptr && v->is_string() ? &v->get_ref<const std::string&>() : nullptr;
   };
   // The instants read, each parsed once (at most the 8 times a pod entry has).
   std::pair<std::string_view, int64_t> parsed[8];
@@ -126,11 +130,6 @@ inline nlohmann::json entry(std::string_view key, const nlohmann::json& status, 
   } else
     for (const Span& s : kServiceSpans)
       span(s);
-  auto member = [&status](const char* field) -> const json* {
-    if (!status.is_object()) return nullptr;
-    auto it = status.find(field);
-    return it == status.end() ? nullptr : &*it;
-  };
   if (const json* phase = member("podPhase"); pod && phase != nullptr)
     members.emplace("podPhase", *phase);
   members.emplace("times", std::move(times));
