@@ -4,6 +4,7 @@
 #include <kuscia_host/timeline.hpp>
 #include <kuscia_host/timeline_summary.hpp>
 
+#include <algorithm>
 #include <set>
 
 #include "kuscia.h"
@@ -100,19 +101,46 @@ json combine(std::vector<StoredRecording> recordings) {
 TaskRow taskRowOf(const json& document, int64_t nowNanos) {
   TaskRow row;
   row.phase = textOf(document, "phase");
-  if (auto t = sdk::parseTime(textOf(document, "createTime"))) row.createNanos = *t;
-  row.summary = sdk::timeline::summarize(document, nowNanos);
-  const json& s = row.summary;
-  row.complete = s.value("complete", false);
-  if (row.complete && s.contains("startupSeconds") && s["startupSeconds"].is_number())
-    row.startupSeconds = s["startupSeconds"].get<double>();
-  const json& blame = member(s, "blame");
-  row.blameParty = textOf(blame, "party");
-  row.blamePhase = textOf(blame, "phase");
+  std::optional<int64_t> created = sdk::parseTime(textOf(document, "createTime"));
+  if (created) row.createNanos = *created;
+  // The summary as values (what sdk::timeline::summarize(document) answers as JSON): the row's
+  // columns are read from them, and the JSON is built once, to be stored.
+  std::vector<sdk::timeline::EntryTimes> entries;
   std::set<std::string> parties;
-  for (const auto& [key, e] : member(document, "entries").items())
+  for (const auto& [key, e] : member(document, "entries").items()) {
     if (auto party = namespaceOf(key); !party.empty()) parties.emplace(party);
-  row.parties.assign(parties.begin(), parties.end());
+    entries.push_back(sdk::timeline::entryTimes(key, e));
+  }
+  const sdk::timeline::Summary s = sdk::timeline::summarize(created, std::move(entries), nowNanos);
+  row.summary = sdk::timeline::toJson(s, nowNanos);
+  row.complete = s.complete;
+  row.startupSeconds = s.startupSeconds();
+  if (s.blame) {
+    row.blameParty = s.blame->party;
+    row.blamePhase = s.blame->phase;
+  }
+  for (const auto& party : parties) {
+    TaskRow::Party p{party, std::nullopt, {}};
+    if (auto it = s.parties.find(party); it != s.parties.end()) {
+      const auto& sp = it->second;
+      if (sp.ready == sp.entries && sp.last && s.createTime)
+        p.startupSeconds = sdk::timeline::detail::seconds(*s.createTime, *sp.last);
+    }
+    row.parties.push_back(std::move(p));
+  }
+  // A complete task's path, as the summary's "criticalPath" gives each phase's seconds.
+  for (const auto& phase : s.criticalPath) {
+    auto seconds = phase.seconds();
+    if (!seconds) continue;
+    const auto* name =
+        std::find_if(std::begin(sdk::timeline::kPhaseNames), std::end(sdk::timeline::kPhaseNames),
+                     [&](const char* n) { return phase.phase == n; });
+    if (name == std::end(sdk::timeline::kPhaseNames)) continue;
+    auto i = static_cast<std::size_t>(name - std::begin(sdk::timeline::kPhaseNames));
+    row.path[i] += *seconds;
+    for (auto& p : row.parties)
+      if (p.name == phase.party) p.path[i] += *seconds;
+  }
   return row;
 }
 

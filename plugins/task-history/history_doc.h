@@ -9,6 +9,9 @@
 //    The task's phase and createTime come from the latest recording.
 #pragma once
 
+#include <kuscia_host/timeline_summary.hpp>
+
+#include <array>
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -31,13 +34,21 @@ nlohmann::json combine(std::vector<StoredRecording> recordings);
 // prove does not throw; it does not.
 // NOLINTNEXTLINE(bugprone-exception-escape)
 struct TaskRow {
+  // Seconds of a critical path per phase, in the order of sdk::timeline::kPhaseNames.
+  using PathSeconds = std::array<double, std::size(sdk::timeline::kPhaseNames)>;
+  struct Party {
+    std::string name;
+    std::optional<double> startupSeconds; // its last entry ready, when all of them are
+    PathSeconds path{};                   // its phases on the task's critical path
+  };
   std::string phase;
   int64_t createNanos = 0; // 0 when the document has no creation time
   bool complete = false;
   std::optional<double> startupSeconds;
   std::string blameParty, blamePhase;
-  std::vector<std::string> parties;
-  nlohmann::json summary;
+  std::vector<Party> parties; // by name
+  PathSeconds path{};         // the whole critical path (complete tasks)
+  nlohmann::json summary;     // as the documents carry it (sdk::timeline::toJson)
 };
 TaskRow taskRowOf(const nlohmann::json& document, int64_t nowNanos);
 

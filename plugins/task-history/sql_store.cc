@@ -32,6 +32,12 @@ namespace {
 constexpr std::array<const char*, 7> kPathPhases = {
     "creating", "scheduling", "accepting", "pulling", "starting", "readiness", "programming"};
 static_assert(std::size(sdk::timeline::kPhaseNames) == kPathPhases.size());
+// TaskRow's path seconds follow kPhaseNames: the columns must be in the same order.
+static_assert([] {
+  for (std::size_t i = 0; i < kPathPhases.size(); ++i)
+    if (std::string_view(kPathPhases[i]) != sdk::timeline::kPhaseNames[i]) return false;
+  return true;
+}());
 
 std::string pathColumns(const char* prefix, const char* suffix) {
   std::string out;
@@ -67,20 +73,6 @@ const std::vector<std::string>& migrations() {
       // instead of skipping every such row. No table changes.
       "SELECT 1"};
   return m;
-}
-
-// Seconds of the summary's critical path per phase, all of it or one party's.
-std::array<double, kPathPhases.size()> pathSeconds(const json& summary, const std::string& party) {
-  std::array<double, kPathPhases.size()> out{};
-  if (!summary.contains("criticalPath") || !summary["criticalPath"].is_array()) return out;
-  for (const auto& p : summary["criticalPath"]) {
-    if (!p.is_object() || !p.contains("seconds") || !p["seconds"].is_number()) continue;
-    if (!party.empty() && p.value("party", "") != party) continue;
-    std::string phase = p.value("phase", "");
-    for (std::size_t i = 0; i < kPathPhases.size(); ++i)
-      if (phase == kPathPhases[i]) out[i] += p["seconds"].get<double>();
-  }
-  return out;
 }
 
 std::string dayText(int64_t day) {
@@ -329,7 +321,6 @@ public:
     json doc = combine(std::move(all));
     TaskRow row = taskRowOf(doc, latest);
     const Recording& r = first;
-    auto cp = pathSeconds(row.summary, "");
     std::vector<SqlValue> p = {r.task,
                                r.namespaceName,
                                row.phase,
@@ -340,19 +331,15 @@ public:
                                row.blamePhase,
                                latest,
                                packer_.pack(dumpJson(row.summary))};
-    for (double s : cp)
+    for (double s : row.path)
       p.emplace_back(s);
     const RecordSql& sql = recordSql();
     db_->run(sql.upsertTask, p);
     db_->run("DELETE FROM task_parties WHERE task = $1", {r.task});
     for (const auto& party : row.parties) {
-      std::optional<double> startup;
-      const json& parties = row.summary.value("parties", json::object());
-      if (parties.contains(party) && parties[party].is_object() &&
-          parties[party].contains("startupSeconds") && parties[party]["startupSeconds"].is_number())
-        startup = parties[party]["startupSeconds"].get<double>();
-      std::vector<SqlValue> pp = {r.task, party, row.createNanos, optional(startup)};
-      for (double s : pathSeconds(row.summary, party))
+      std::vector<SqlValue> pp = {r.task, party.name, row.createNanos,
+                                  optional(party.startupSeconds)};
+      for (double s : party.path)
         pp.emplace_back(s);
       db_->run(sql.insertParty, pp);
     }

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <atomic>
 #include <filesystem>
 #include <functional>
@@ -141,8 +142,39 @@ TEST(HistoryDocTest, EachRecorderIsTheAuthorityOnItsOwnEntries) {
   TaskRow row = taskRowOf(doc, created + 60 * kSecond);
   EXPECT_TRUE(row.complete);
   EXPECT_DOUBLE_EQ(*row.startupSeconds, 8);
-  EXPECT_EQ(row.parties, (std::vector<std::string>{"alice", "bob"}));
+  std::vector<std::string> parties;
+  for (const auto& p : row.parties)
+    parties.push_back(p.name);
+  EXPECT_EQ(parties, (std::vector<std::string>{"alice", "bob"}));
   EXPECT_EQ(row.blameParty, "bob");
+  // The row's columns are read off the summary's values; they say what its JSON says, and the
+  // JSON stored is what the summary of the document is.
+  const json& summary = row.summary;
+  EXPECT_EQ(summary, kuscia_host::sdk::timeline::summarize(doc, created + 60 * kSecond));
+  TaskRow::PathSeconds path{};
+  std::map<std::string, TaskRow::PathSeconds> byParty;
+  for (const auto& p : summary["criticalPath"]) {
+    const auto& names = kuscia_host::sdk::timeline::kPhaseNames;
+    auto i = static_cast<std::size_t>(
+        std::find(std::begin(names), std::end(names), p["phase"].get<std::string>()) -
+        std::begin(names));
+    ASSERT_LT(i, path.size()) << p.dump();
+    path[i] += p["seconds"].get<double>();
+    byParty[p["party"].get<std::string>()][i] += p["seconds"].get<double>();
+  }
+  double onPath = 0;
+  for (double seconds : row.path)
+    onPath += seconds;
+  EXPECT_DOUBLE_EQ(onPath, 8) << "the path runs from the task's creation to its last ready";
+  for (std::size_t i = 0; i < path.size(); ++i)
+    EXPECT_DOUBLE_EQ(row.path[i], path[i]) << kuscia_host::sdk::timeline::kPhaseNames[i];
+  for (const auto& p : row.parties) {
+    for (std::size_t i = 0; i < path.size(); ++i)
+      EXPECT_DOUBLE_EQ(p.path[i], byParty[p.name][i]) << p.name;
+    ASSERT_TRUE(p.startupSeconds.has_value()) << p.name;
+    EXPECT_DOUBLE_EQ(*p.startupSeconds, summary["parties"][p.name]["startupSeconds"].get<double>());
+  }
+  EXPECT_DOUBLE_EQ(*row.parties[0].startupSeconds, 5);
 }
 
 // The store suite, on each database.
