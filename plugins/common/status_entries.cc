@@ -283,18 +283,30 @@ std::optional<std::size_t> countEntries(std::string_view objectJson) {
   return n;
 }
 
-json otherEntries(std::string_view objectJson, std::string_view ownPrefix) {
+std::optional<json> entriesWhere(std::string_view objectJson,
+                                 const std::function<bool(std::string_view key)>& keep) {
   json out = json::object();
+  std::size_t i = skipSpace(objectJson, 0);
+  if (objectJson.compare(i, 4, "null") == 0 && skipSpace(objectJson, i + 4) == objectJson.size())
+    return out;
   bool ok = forEachMember(objectJson, [&](std::string_view rawKey, std::string_view value) {
     auto key = decodeKey(rawKey);
     if (!key) return false;
-    if (key->compare(0, ownPrefix.size(), ownPrefix) == 0) return true; // an own entry
+    if (!keep(*key)) return true;
     json entry = parseJson(value);
     if (!entry.is_object()) return false;
     out[*key] = std::move(entry);
     return true;
   });
-  return ok ? out : json::object();
+  if (!ok) return std::nullopt;
+  return out;
+}
+
+json otherEntries(std::string_view objectJson, std::string_view ownPrefix) {
+  auto out = entriesWhere(objectJson, [ownPrefix](std::string_view key) {
+    return key.compare(0, ownPrefix.size(), ownPrefix) != 0;
+  });
+  return out ? std::move(*out) : json::object();
 }
 
 std::optional<std::vector<sdk::timeline::EntryTimes>>

@@ -13,6 +13,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -70,6 +71,11 @@ uint64_t ownEntriesDigest(const nlohmann::json& own);
 // parsed: what a party's own record lacks to draw the whole task. An empty object when the text
 // is not an object of objects.
 nlohmann::json otherEntries(std::string_view objectJson, std::string_view ownPrefix);
+// The entries of a status map's text whose key `keep` accepts, parsed; the others are skipped
+// unparsed (`keep` sees every key). null is an empty map; nullopt when the text is not an object
+// of objects this scanner can walk, or a kept entry does not parse.
+std::optional<nlohmann::json> entriesWhere(std::string_view objectJson,
+                                           const std::function<bool(std::string_view key)>& keep);
 
 // The other parties' entries of a status map's text as the timeline summary reads them (each
 // entry's times and reasons, as EntryTimes::readTimes and readReasons read a parsed entry), no

@@ -8,6 +8,7 @@
 #include "kuscia.h"
 #include "kuscia_model.h"
 #include "kuscia_time.h"
+#include "status_entries.h"
 
 namespace kuscia_host::plugins::history {
 
@@ -133,34 +134,57 @@ void TaskHistory::markDue(const std::string& task) {
 
 bool TaskHistory::record(const std::string& task, std::string_view uid, std::string_view fieldsJson,
                          bool* finished) {
-  json f = parseFields(fieldsJson, kTaskFieldCount);
-  if (finished != nullptr) *finished = finishedPhase(fieldString(f, kTaskPhase));
-  bool mine = fieldString(f, kTaskInitiator) == domain_;
-  if (f[kTaskParties].is_array())
-    for (const auto& p : f[kTaskParties])
-      mine = mine || (p.is_object() && p.value("domainID", "") == domain_);
-  // A task whose spec this host cannot read (another version) is still this domain's when its
-  // status holds an entry of the domain.
-  for (std::size_t group : {kTaskPods, kTaskServices})
-    if (f[group].is_object())
-      for (const auto& [key, entry] : f[group].items())
-        mine = mine || namespaceOf(key) == domain_;
-  if (!mine) return true;
   // The entries of a domain that records into the same writer are in that domain's recording,
   // written with this one (a centralized host records each domain with an instance): this one
-  // leaves them out. Another party's entries are kept when nothing here records them.
+  // leaves them out, unparsed. Another party's entries are kept when nothing here records them.
   const std::vector<std::string> others = writer_->othersRecording(user_);
-  for (std::size_t group : {kTaskPods, kTaskServices}) {
-    if (others.empty() || !f[group].is_object()) continue;
-    for (auto it = f[group].begin(); it != f[group].end();) {
-      if (std::find(others.begin(), others.end(), namespaceOf(it.key())) != others.end())
-        it = f[group].erase(it);
-      else
-        ++it;
-    }
+  bool mine = false;
+  auto kept = [&](std::string_view key) {
+    std::string_view party = namespaceOf(key);
+    // A task whose spec this host cannot read (another version) is still this domain's when its
+    // status holds an entry of the domain.
+    mine = mine || party == domain_;
+    return std::find(others.begin(), others.end(), party) == others.end();
+  };
+  std::string phase;
+  json create, pods, services;
+  auto spans = arrayElements(fieldsJson);
+  std::optional<json> scannedPods, scannedServices;
+  if (spans && spans->size() == kTaskFieldCount) {
+    scannedPods = entriesWhere((*spans)[kTaskPods], kept);
+    if (scannedPods) scannedServices = entriesWhere((*spans)[kTaskServices], kept);
   }
-  json doc = pods_.document({task, config_.taskNamespace, fieldString(f, kTaskPhase),
-                             &f[kTaskCreate], &f[kTaskPods], &f[kTaskServices]});
+  if (scannedServices) {
+    phase = stringValue((*spans)[kTaskPhase]).value_or("");
+    mine = mine || stringValue((*spans)[kTaskInitiator]).value_or("") == domain_;
+    if (!mine) {
+      json parties = parseJson((*spans)[kTaskParties]);
+      if (parties.is_array())
+        for (const auto& p : parties)
+          mine = mine || (p.is_object() && p.value("domainID", "") == domain_);
+    }
+    create = parseJson((*spans)[kTaskCreate]);
+    pods = std::move(*scannedPods);
+    services = std::move(*scannedServices);
+  } else {
+    // Text the scanner cannot walk: every field parsed.
+    json f = parseFields(fieldsJson, kTaskFieldCount);
+    phase = fieldString(f, kTaskPhase);
+    mine = fieldString(f, kTaskInitiator) == domain_;
+    if (f[kTaskParties].is_array())
+      for (const auto& p : f[kTaskParties])
+        mine = mine || (p.is_object() && p.value("domainID", "") == domain_);
+    for (std::size_t group : {kTaskPods, kTaskServices}) {
+      if (!f[group].is_object()) continue;
+      json& out = group == kTaskPods ? pods : services;
+      for (auto& [key, entry] : f[group].items())
+        if (kept(key)) out[key] = std::move(entry);
+    }
+    create = std::move(f[kTaskCreate]);
+  }
+  if (finished != nullptr) *finished = finishedPhase(phase);
+  if (!mine) return true;
+  json doc = pods_.document({task, config_.taskNamespace, phase, &create, &pods, &services});
   if (!uid.empty()) doc["uid"] = std::string(uid);
   Recording r{task, config_.taskNamespace, domain_, host().wallTimeNanos(), std::move(doc)};
   if (writer_->enqueue(user_, std::move(r))) return true;

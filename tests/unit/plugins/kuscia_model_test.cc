@@ -397,6 +397,33 @@ TEST(StatusEntriesTest, OwnEntriesAreParsedAndTheOthersOnlyCounted) {
     EXPECT_FALSE(arrayElements(bad)) << bad;
 }
 
+TEST(StatusEntriesTest, EntriesWhereParsesOnlyTheKeptEntries) {
+  std::vector<std::string> seen;
+  auto keepNotBob = [&seen](std::string_view key) {
+    seen.emplace_back(key);
+    return key.substr(0, 4) != "bob/";
+  };
+  // bob's entry is not parsed: text the full parser refuses inside it does not matter.
+  auto kept = entriesWhere(R"( {"alice/p":{"createTime":"t1"}, "bob/p":{"x":[1,{"y":"}]\"{"}]},
+      "carol\/q" : {"readyTime":"t3"}} )",
+                           keepNotBob);
+  ASSERT_TRUE(kept);
+  EXPECT_EQ(*kept, json::parse(R"({"alice/p":{"createTime":"t1"},"carol/q":{"readyTime":"t3"}})"));
+  EXPECT_EQ(seen, (std::vector<std::string>{"alice/p", "bob/p", "carol/q"})) << "every key seen";
+  // null is an empty map; text the scanner cannot walk, or a kept entry that is not an object,
+  // is refused for the caller's full parser.
+  auto none = entriesWhere(" null ", keepNotBob);
+  ASSERT_TRUE(none);
+  EXPECT_TRUE(none->empty());
+  for (const char* bad :
+       {R"({"a/x":1})", R"({"a/x":{})", R"(["a/x"])", R"({"a/x":{}} x)", "", R"({"a/x":{"a":}})"})
+    EXPECT_FALSE(entriesWhere(bad, keepNotBob)) << bad;
+  EXPECT_TRUE(entriesWhere(R"({"bob/x":1})", keepNotBob)) << "a skipped entry is not read";
+  // otherEntries is the entries not of the own prefix.
+  EXPECT_EQ(otherEntries(R"({"alice/p":{"a":1},"bob/p":{"b":2}})", "alice/"),
+            json::parse(R"({"bob/p":{"b":2}})"));
+}
+
 TEST(StatusEntriesTest, AStringValueIsItsTextOrWhatTheParserReads) {
   EXPECT_EQ(stringValue(R"("Running")"), "Running");
   EXPECT_EQ(stringValue(R"("")"), "");
