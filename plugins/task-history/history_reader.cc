@@ -1,5 +1,7 @@
 #include "history_reader.h"
 
+#include <pthread.h>
+
 #include <nlohmann/json.hpp>
 #include <utility>
 
@@ -67,6 +69,7 @@ void HistoryReader::submit(const sdk::HttpRequest& request, sdk::DeferredRespons
 }
 
 void HistoryReader::run() {
+  pthread_setname_np(pthread_self(), "history-reader"); // as the writer's thread is named
   for (;;) {
     Job job;
     {
