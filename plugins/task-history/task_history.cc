@@ -146,6 +146,12 @@ bool TaskHistory::record(const std::string& task, std::string_view uid, std::str
     mine = mine || party == domain_;
     return std::find(others.begin(), others.end(), party) == others.end();
   };
+  auto namesDomain = [this](const json& parties) {
+    if (parties.is_array())
+      for (const auto& p : parties)
+        if (p.is_object() && p.value("domainID", "") == domain_) return true;
+    return false;
+  };
   std::string phase;
   json create, pods, services;
   auto spans = arrayElements(fieldsJson);
@@ -157,12 +163,7 @@ bool TaskHistory::record(const std::string& task, std::string_view uid, std::str
   if (scannedServices) {
     phase = stringValue((*spans)[kTaskPhase]).value_or("");
     mine = mine || stringValue((*spans)[kTaskInitiator]).value_or("") == domain_;
-    if (!mine) {
-      json parties = parseJson((*spans)[kTaskParties]);
-      if (parties.is_array())
-        for (const auto& p : parties)
-          mine = mine || (p.is_object() && p.value("domainID", "") == domain_);
-    }
+    mine = mine || namesDomain(parseJson((*spans)[kTaskParties]));
     create = parseJson((*spans)[kTaskCreate]);
     pods = std::move(*scannedPods);
     services = std::move(*scannedServices);
@@ -170,10 +171,7 @@ bool TaskHistory::record(const std::string& task, std::string_view uid, std::str
     // Text the scanner cannot walk: every field parsed.
     json f = parseFields(fieldsJson, kTaskFieldCount);
     phase = fieldString(f, kTaskPhase);
-    mine = fieldString(f, kTaskInitiator) == domain_;
-    if (f[kTaskParties].is_array())
-      for (const auto& p : f[kTaskParties])
-        mine = mine || (p.is_object() && p.value("domainID", "") == domain_);
+    mine = fieldString(f, kTaskInitiator) == domain_ || namesDomain(f[kTaskParties]);
     for (std::size_t group : {kTaskPods, kTaskServices}) {
       if (!f[group].is_object()) continue;
       json& out = group == kTaskPods ? pods : services;

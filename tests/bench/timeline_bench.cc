@@ -410,6 +410,19 @@ void b4(std::size_t tasks) {
 // --- L1 -------------------------------------------------------------------------------------
 
 // `kuscia-host run` in its own process (posix_spawn: this process has threads), stderr to a file.
+// The CPU a /proc stat file (a process's or a thread's) says was used, in seconds: utime +
+// stime, or utime alone.
+double statCpuSeconds(const std::filesystem::path& statFile, bool userOnly = false) {
+  std::ifstream in(statFile);
+  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::istringstream fields(stat.substr(stat.rfind(')') + 2)); // after "pid (comm) "
+  std::string f;
+  double ticks = 0;
+  for (int i = 3; i <= 15 && fields >> f; ++i)
+    if (i == 14 || (i == 15 && !userOnly)) ticks += std::stod(f); // fields 14 and 15
+  return ticks / static_cast<double>(sysconf(_SC_CLK_TCK));
+}
+
 class HostProcess {
 public:
   HostProcess(const std::string& binary, const std::string& config, const std::string& log) {
@@ -455,33 +468,21 @@ public:
   // The CPU the process has used so far, in seconds (/proc/<pid>/stat utime + stime, or utime
   // alone).
   double cpuSeconds(bool userOnly = false) const {
-    std::ifstream in("/proc/" + std::to_string(pid_) + "/stat");
-    std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    std::istringstream fields(stat.substr(stat.rfind(')') + 2)); // after "pid (comm) "
-    std::string f;
-    double ticks = 0;
-    for (int i = 3; i <= 15 && fields >> f; ++i)
-      if (i == 14 || (i == 15 && !userOnly)) ticks += std::stod(f); // fields 14 and 15
-    return ticks / static_cast<double>(sysconf(_SC_CLK_TCK));
+    return statCpuSeconds("/proc/" + std::to_string(pid_) + "/stat", userOnly);
   }
   // The CPU the process's threads named `comm` have used so far, in seconds (each thread's
   // /proc/<pid>/task/<tid>/stat utime + stime; threads that ended are not counted).
   double threadCpuSeconds(const std::string& comm) const {
-    double ticks = 0;
+    double seconds = 0;
     std::error_code ec;
     const std::string dir = "/proc/" + std::to_string(pid_) + "/task";
     for (const auto& t : std::filesystem::directory_iterator(dir, ec)) {
       std::ifstream nameIn(t.path() / "comm");
       std::string name;
       if (!std::getline(nameIn, name) || name != comm) continue;
-      std::ifstream in(t.path() / "stat");
-      std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-      std::istringstream fields(stat.substr(stat.rfind(')') + 2));
-      std::string f;
-      for (int i = 3; i <= 15 && fields >> f; ++i)
-        if (i == 14 || i == 15) ticks += std::stod(f);
+      seconds += statCpuSeconds(t.path() / "stat");
     }
-    return ticks / static_cast<double>(sysconf(_SC_CLK_TCK));
+    return seconds;
   }
   // SIGTERM, then the exit status and the child's resource use (CPU, peak RSS).
   int stop(rusage& usage) {
