@@ -329,9 +329,9 @@ void Informer::page(uint64_t gen, const std::string& rv, const std::string& cont
             if (!self->forgotten_.empty()) {
               // Forgotten and unchanged: it stays forgotten, never cached again.
               uint64_t h = keyHash(rec->key());
-              auto digest = self->forgotten_.find(h);
-              if (digest && *digest == rec->digest()) {
-                self->listForgotten_.put(h, *digest);
+              auto kept = self->forgotten_.find(h);
+              if (kept && DigestTable::same(*kept, rec->digest())) {
+                self->listForgotten_.put(h, *kept);
                 return;
               }
             }
@@ -611,8 +611,8 @@ void Informer::apply(WatchEventType type, const Projected& object) {
     // A forgotten object: unchanged for every subscriber, it stays forgotten; changed, it is new
     // to them (ADDED below); deleted, it goes without a word.
     uint64_t h = keyHash(rec->key());
-    if (auto digest = forgotten_.find(h)) {
-      if (!deleted && *digest == rec->digest()) return;
+    if (auto kept = forgotten_.find(h)) {
+      if (!deleted && DigestTable::same(*kept, rec->digest())) return;
       forgotten_.erase(h);
       if (deleted && !cache_.get(rec->key())) return updateGauges();
     }
