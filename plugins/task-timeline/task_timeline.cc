@@ -577,7 +577,7 @@ void TaskTimeline::onTask(const sdk::Event& e) {
   // a change of its entries can make a difference now, or a write that did not land.
   if (!sameEntries || writer_.owes(name)) touch(name);
   // Complete only once every entry is ready in the status, which only a task event shows.
-  summarizeOnce(name);
+  summarizeOnce(name, e.fieldsJson);
   settle(name);
 }
 
@@ -587,19 +587,24 @@ void TaskTimeline::settle(const std::string& name) {
 
 TaskTimeline::Task TaskTimeline::cachedOthers(const std::string& name) const {
   Task t;
-  host().cacheGet(taskSub_, config_.taskNamespace + "/" + name, [&](const sdk::Object& o) {
-    t.exists = true;
-    if (auto spans = arrayElements(o.fieldsJson); spans && spans->size() == kTaskFieldCount) {
-      t.podStatuses = otherEntries((*spans)[kTaskPods], ownPrefix_);
-      t.serviceStatuses = otherEntries((*spans)[kTaskServices], ownPrefix_);
-      return;
-    }
-    t = taskFrom(o.fieldsJson); // text the scanner cannot walk: every entry, then not ours
-    for (json* group : {&t.podStatuses, &t.serviceStatuses})
-      for (auto it = group->begin(); it != group->end();)
-        it = it.key().compare(0, ownPrefix_.size(), ownPrefix_) == 0 ? group->erase(it)
-                                                                     : std::next(it);
-  });
+  host().cacheGet(taskSub_, config_.taskNamespace + "/" + name,
+                  [&](const sdk::Object& o) { t = othersFrom(o.fieldsJson); });
+  return t;
+}
+
+TaskTimeline::Task TaskTimeline::othersFrom(std::string_view fieldsJson) const {
+  Task t;
+  t.exists = true;
+  if (auto spans = arrayElements(fieldsJson); spans && spans->size() == kTaskFieldCount) {
+    t.podStatuses = otherEntries((*spans)[kTaskPods], ownPrefix_);
+    t.serviceStatuses = otherEntries((*spans)[kTaskServices], ownPrefix_);
+    return t;
+  }
+  t = taskFrom(fieldsJson); // text the scanner cannot walk: every entry, then not ours
+  for (json* group : {&t.podStatuses, &t.serviceStatuses})
+    for (auto it = group->begin(); it != group->end();)
+      it = it.key().compare(0, ownPrefix_.size(), ownPrefix_) == 0 ? group->erase(it)
+                                                                   : std::next(it);
   return t;
 }
 
@@ -675,7 +680,7 @@ void TaskTimeline::touch(const std::string& task, const std::string* pod,
     settle(task); // a change of a settled task that changed nothing: let it go again
 }
 
-void TaskTimeline::summarizeOnce(const std::string& task) {
+void TaskTimeline::summarizeOnce(const std::string& task, std::string_view fieldsJson) {
   if (summarized_.count(task) > 0) return;
   // Cheap first: every object of this domain ready.
   for (const auto& key : pods_.members(task))
@@ -708,23 +713,22 @@ void TaskTimeline::summarizeOnce(const std::string& task) {
       entries.push_back(entryTimes(key, entry, false));
   };
   addParsed(t);
-  // The other parties' entries are read off the cached text by the scanner, none parsed; text it
-  // cannot walk takes the full parser.
+  // The other parties' entries are read off the event's text (the one this domain's entries
+  // were held from) by the scanner, none parsed; text it cannot walk takes the full parser.
   bool scanned = false;
-  host().cacheGet(taskSub_, config_.taskNamespace + "/" + task, [&](const sdk::Object& o) {
-    auto spans = arrayElements(o.fieldsJson);
-    if (!spans || spans->size() != kTaskFieldCount) return;
+  if (auto spans = arrayElements(fieldsJson); spans && spans->size() == kTaskFieldCount) {
     auto pods = otherEntryTimes((*spans)[kTaskPods], ownPrefix_, true);
     auto services = otherEntryTimes((*spans)[kTaskServices], ownPrefix_, false);
-    if (!pods || !services) return;
-    for (auto* group : {&*pods, &*services})
-      for (auto& e : *group) {
-        withBoardFacts(e);
-        entries.push_back(std::move(e));
-      }
-    scanned = true;
-  });
-  if (!scanned) addParsed(cachedOthers(task));
+    if (pods && services) {
+      for (auto* group : {&*pods, &*services})
+        for (auto& e : *group) {
+          withBoardFacts(e);
+          entries.push_back(std::move(e));
+        }
+      scanned = true;
+    }
+  }
+  if (!scanned) addParsed(othersFrom(fieldsJson));
   std::optional<int64_t> created;
   if (!t.createTime.empty()) created = parseTime(t.createTime);
   auto s = sdk::timeline::summarize(created, std::move(entries), host().wallTimeNanos());

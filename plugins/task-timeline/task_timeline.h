@@ -198,6 +198,8 @@ private:
   std::optional<Task> cachedTask(const std::string& name, bool whole = false) const;
   // The other parties' entries of the task as the host's cache has it (what a held task lacks).
   Task cachedOthers(const std::string& name) const;
+  // The other parties' entries in a task's projected fields.
+  Task othersFrom(std::string_view fieldsJson) const;
   // Lets the task go when this instance has no pod or service of it left.
   void release(const std::string& name);
   // The pod or service is gone, or no longer a task's: forgotten, its task released if it was
@@ -241,7 +243,8 @@ private:
   void publish(const std::string& key, Pod& p);
   void publish(const std::string& key, Service& s);
   // Once per task complete as this domain sees it: the startup histogram, the critical path.
-  void summarizeOnce(const std::string& task);
+  // `fieldsJson`: the task event's fields, whose other parties' entries go with the held ones.
+  void summarizeOnce(const std::string& task, std::string_view fieldsJson);
   nlohmann::json entryTimeline(const std::string& task, const std::string& key,
                                const nlohmann::json& entry, bool pod) const;
   // An entry's times as its timeline document has them (what the summary reads).
