@@ -363,24 +363,27 @@ public:
     // With a party, the walk is over that party's index; otherwise over the tasks'.
     bool byParty = !q.party.empty();
     std::string t = byParty ? "p." : "t.";
-    std::string sql =
-        "SELECT t.task, t.namespace, t.phase, t.create_ns, t.summary FROM " +
-        std::string(byParty ? "task_parties p JOIN tasks t ON t.task = p.task" : "tasks t") +
-        " WHERE 1 = 1";
+    // A page whose filters are all on the walked index's columns (the party, the creation, the
+    // name) walks the index alone for its keys, then reads the page's rows: the rows the filters
+    // pass over are never read (PostgreSQL filters an index-only scan on the index's tuples, and
+    // only then fetches a row; SQLite's covering index likewise).
+    const bool keysFirst =
+        !q.slowest && q.phase.empty() && q.blamePhase.empty() && !q.minStartupSeconds;
+    std::string where = " WHERE 1 = 1";
     std::vector<SqlValue> params;
     auto param = [&](SqlValue v) {
       params.push_back(std::move(v));
       return "$" + std::to_string(params.size());
     };
-    if (byParty) sql += " AND p.party = " + param(q.party);
+    if (byParty) where += " AND p.party = " + param(q.party);
     // The slowest: walked down the startup index; the creation range only filters ("+" keeps
     // the planner of either database from walking the creation index and sorting instead).
     std::string created = (q.slowest ? "+" : "") + t + "create_ns";
-    if (q.since) sql += " AND " + created + " >= " + param(*q.since);
-    if (q.until) sql += " AND " + created + " < " + param(*q.until);
-    if (!q.phase.empty()) sql += " AND t.phase = " + param(q.phase);
-    if (!q.blamePhase.empty()) sql += " AND t.blame_phase = " + param(q.blamePhase);
-    if (q.minStartupSeconds) sql += " AND t.startup_seconds >= " + param(*q.minStartupSeconds);
+    if (q.since) where += " AND " + created + " >= " + param(*q.since);
+    if (q.until) where += " AND " + created + " < " + param(*q.until);
+    if (!q.phase.empty()) where += " AND t.phase = " + param(q.phase);
+    if (!q.blamePhase.empty()) where += " AND t.blame_phase = " + param(q.blamePhase);
+    if (q.minStartupSeconds) where += " AND t.startup_seconds >= " + param(*q.minStartupSeconds);
     if (!q.prefix.empty()) {
       // Names are DNS labels: '~' sorts after every character they may hold. A prefix few tasks
       // have is walked by name (then sorted); a common one along the creation index, filtered.
@@ -391,22 +394,34 @@ public:
                {q.prefix, to}, [&](const SqlRow& row) { named = row.integer(0); });
       // (`|| ''` keeps the planner off the name index, as "+" does for a number.)
       std::string name = t + "task" + (named > kPrefixWalk ? " || ''" : "");
-      sql += " AND " + name + " >= " + param(q.prefix) + " AND " + name + " < " + param(to);
+      where += " AND " + name + " >= " + param(q.prefix) + " AND " + name + " < " + param(to);
     }
     if (q.after && !q.slowest) {
       // (create_ns, task) < (c, n), written so that both databases take a range of the index.
       std::string c = param(q.after->first);
       std::string n = param(q.after->second);
-      sql += " AND " + t + "create_ns <= " + c + " AND (" + t + "create_ns < " + c + " OR " + t +
-             "task < " + n + ")";
+      where += " AND " + t + "create_ns <= " + c + " AND (" + t + "create_ns < " + c + " OR " + t +
+               "task < " + n + ")";
     }
-    if (q.slowest)
-      sql += " AND t.startup_seconds IS NOT NULL ORDER BY t.startup_seconds DESC, t.task DESC "
-             "LIMIT " +
-             param(static_cast<int64_t>(q.limit));
-    else
-      sql += " ORDER BY " + t + "create_ns DESC, " + t + "task DESC LIMIT " +
-             param(static_cast<int64_t>(q.limit + 1));
+    const std::string columns = "SELECT t.task, t.namespace, t.phase, t.create_ns, t.summary";
+    std::string sql;
+    if (q.slowest) {
+      sql = columns + " FROM " +
+            (byParty ? "task_parties p JOIN tasks t ON t.task = p.task" : "tasks t") + where +
+            " AND t.startup_seconds IS NOT NULL ORDER BY t.startup_seconds DESC, t.task DESC "
+            "LIMIT " +
+            param(static_cast<int64_t>(q.limit));
+    } else if (keysFirst) {
+      sql = columns + " FROM (SELECT " + t + "create_ns AS create_ns, " + t + "task AS task FROM " +
+            (byParty ? "task_parties p" : "tasks t") + where + " ORDER BY " + t +
+            "create_ns DESC, " + t + "task DESC LIMIT " + param(static_cast<int64_t>(q.limit + 1)) +
+            ") k JOIN tasks t ON t.task = k.task ORDER BY k.create_ns DESC, k.task DESC";
+    } else {
+      sql = columns + " FROM " +
+            (byParty ? "task_parties p JOIN tasks t ON t.task = p.task" : "tasks t") + where +
+            " ORDER BY " + t + "create_ns DESC, " + t + "task DESC LIMIT " +
+            param(static_cast<int64_t>(q.limit + 1));
+    }
     HistoryPage page;
     db_->run(sql, params, [&](const SqlRow& row) {
       HistoryItem it;

@@ -327,6 +327,46 @@ TEST_P(HistoryStoreTest, ListsNewestFirstByFilterAndPage) {
   f = {};
   f.prefix = "task-11";
   EXPECT_EQ(count(f), 10u);
+  // Filters on the walked index alone (party, creation, name) find a page's keys first, then its
+  // rows: pages of a few still come newest first, none twice, each row the task's own.
+  auto walk = [&](HistoryQuery w) {
+    std::vector<std::string> tasks;
+    w.limit = 4;
+    for (int pages = 0; pages < 10; ++pages) {
+      HistoryPage page = store_->list(w);
+      for (const auto& it : page.items) {
+        tasks.push_back(it.task);
+        int i = std::stoi(it.task.substr(5)) - 100;
+        EXPECT_EQ(it.phase, i % 5 == 0 ? "Failed" : "Succeeded") << it.task;
+        EXPECT_EQ(it.createNanos, base + i * (3600 * kSecond)) << it.task;
+        double startup = i % 3 == 0 ? 40 : 6; // bob's ready, after alice's 5 s
+        if (i == 24) startup = 5;             // alice only
+        EXPECT_EQ(it.summary.value("startupSeconds", 0.0), startup) << it.task;
+      }
+      if (!page.next) break;
+      w.after = page.next;
+    }
+    return tasks;
+  };
+  auto newest = [](int from, int to) { // task-<from> down to task-<to>
+    std::vector<std::string> out;
+    for (int i = from; i >= to; --i)
+      out.push_back("task-" + std::to_string(i));
+    return out;
+  };
+  f = {};
+  f.party = "bob";
+  EXPECT_EQ(walk(f), newest(123, 100));
+  f.since = base + 10 * (3600 * kSecond);
+  EXPECT_EQ(walk(f), newest(123, 110));
+  f = {};
+  f.prefix = "task-1";
+  f.until = base + 20 * (3600 * kSecond);
+  EXPECT_EQ(walk(f), newest(119, 100));
+  f.prefix = "task-12";
+  EXPECT_EQ(walk(f), std::vector<std::string>{});
+  f.until.reset();
+  EXPECT_EQ(walk(f), newest(124, 120));
   f = {};
   f.blamePhase = store_->list({}).items.front().summary["blame"]["phase"];
   EXPECT_GE(count(f), 1u);
