@@ -121,11 +121,8 @@ TaskRow taskRowOf(const json& document, int64_t nowNanos) {
   }
   for (const auto& party : parties) {
     TaskRow::Party p{party, std::nullopt, {}};
-    if (auto it = s.parties.find(party); it != s.parties.end()) {
-      const auto& sp = it->second;
-      if (sp.ready == sp.entries && sp.last && s.createTime)
-        p.startupSeconds = sdk::timeline::detail::seconds(*s.createTime, *sp.last);
-    }
+    if (auto it = s.parties.find(party); it != s.parties.end())
+      p.startupSeconds = s.startupSeconds(it->second);
     row.parties.push_back(std::move(p));
   }
   // A complete task's path, as the summary's "criticalPath" gives each phase's seconds.

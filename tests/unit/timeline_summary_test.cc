@@ -295,6 +295,13 @@ TEST(TimelineSummary, ValuesInAnyOrderAnswerAsTheDocument) {
     auto values = tl::summarize(kuscia_host::sdk::parseTime(at(0)), entries, nanosAt(600));
     EXPECT_EQ(values.complete, complete);
     EXPECT_EQ(tl::toJson(values, nanosAt(600)), d.summary()) << complete;
+    // Each party's startup as a value: alice ready at 8 s; bob only once t1-1 is ready too.
+    EXPECT_EQ(values.startupSeconds(values.parties.at("alice")), 8);
+    EXPECT_EQ(values.startupSeconds(values.parties.at("bob")),
+              complete ? std::optional<double>(30) : std::nullopt);
+    auto unknownCreation = values;
+    unknownCreation.createTime.reset();
+    EXPECT_FALSE(unknownCreation.startupSeconds(values.parties.at("alice")));
     // Ties at 30 s: the entry created first, a pod over a service, then the smaller key.
     if (complete) {
       EXPECT_EQ(values.criticalPath.back().entry, "bob/t1-0");

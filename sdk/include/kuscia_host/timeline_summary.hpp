@@ -316,6 +316,12 @@ struct Summary {
     if (!complete || !createTime || !allReadyTime) return std::nullopt;
     return detail::seconds(*createTime, *allReadyTime);
   }
+  // A party's startup: the task's creation to the party's last entry ready, in seconds; none
+  // while one of its entries is not ready or the creation is unknown.
+  std::optional<double> startupSeconds(const Party& p) const {
+    if (p.ready != p.entries || !p.last || !createTime) return std::nullopt;
+    return detail::seconds(*createTime, *p.last);
+  }
 };
 
 // The summary of a task created at `taskCreate` (when known) with these entries; `nowNanos`
@@ -442,7 +448,7 @@ inline nlohmann::json toJson(const Summary& s, int64_t nowNanos) {
     json j = {{"entries", p.entries}, {"readyEntries", p.ready}};
     if (p.ready == p.entries && p.last) {
       j["readyTime"] = formatTime(*p.last, TimePrecision::kAsGiven);
-      if (s.createTime) j["startupSeconds"] = detail::seconds(*s.createTime, *p.last);
+      if (auto startup = s.startupSeconds(p)) j["startupSeconds"] = *startup;
     }
     parties[party] = std::move(j);
   }
