@@ -267,6 +267,7 @@ Result run(const std::string& name, const std::string& database, SqlDb& bulk, st
                                             "minStartupSeconds=30",
                                             "blamePhase=pulling",
                                             "q=bench-12",
+                                            "q=bench-123",
                                             "since=7d",
                                             "since=30d&until=20d",
                                             "order=slowest&since=30d"};

@@ -574,6 +574,65 @@ TEST_P(HistoryStoreTest, ANewerSchemaIsRefusedByName) {
   }
 }
 
+// A name prefix held by many tasks (more than the store looks up by name: 2,000) is walked along
+// the creation index; one held by few, by name. Either way the pages come newest first, each task
+// once, and only the tasks with the prefix.
+TEST_P(HistoryStoreTest, CommonAndRarePrefixesPageAlike) {
+  int64_t base = at("2024-11-01T00:00:00Z");
+  std::vector<std::string> common, rare; // newest first
+  for (int i = 0; i < 2100; ++i) {
+    std::string name = (i % 70 == 0 ? "rare-" : "many-") + std::to_string(i);
+    ASSERT_TRUE(store_->record(recording(name, "alice", base + i * kSecond, 1, 1)));
+    (i % 70 == 0 ? rare : common).insert((i % 70 == 0 ? rare : common).begin(), name);
+  }
+  ASSERT_GT(common.size(), 2000u);
+  for (const auto& [prefix, expected] : {std::pair{"many-", common}, std::pair{"rare-", rare}}) {
+    HistoryQuery q;
+    q.prefix = prefix;
+    q.limit = 500;
+    std::vector<std::string> seen;
+    for (int pages = 0; pages < 10; ++pages) {
+      HistoryPage page = store_->list(q);
+      for (const auto& it : page.items)
+        seen.push_back(it.task);
+      if (!page.next) break;
+      q.after = page.next;
+    }
+    EXPECT_EQ(seen, expected) << prefix;
+  }
+}
+
+// An index that changes no version's reads or writes is added when missing, without a new
+// schema version: a database an earlier kuscia-host made gets it at the next start, and an
+// earlier kuscia-host still opens a database that has it.
+TEST_P(HistoryStoreTest, AMissingIndexIsAddedWithoutANewVersion) {
+  store_->record(recording("t", "alice", at("2024-05-20T08:00:00Z"), 1, 1));
+  store_.reset();
+  auto db = GetParam() == "postgresql" ? openPostgres(database_, "") : openSqlite(database_);
+  const std::string has =
+      GetParam() == "postgresql"
+          ? "SELECT count(*) FROM pg_indexes WHERE indexname = 'tasks_by_name'"
+          : "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name = 'tasks_by_name'";
+  auto count = [&](const std::string& sql) {
+    int64_t n = -1;
+    db->run(sql, {}, [&](const SqlRow& row) { n = row.integer(0); });
+    return n;
+  };
+  const std::string version = "SELECT max(version) FROM schema_migrations";
+  const int64_t known = count(version);
+  EXPECT_EQ(count(has), 1);
+  db->script("DROP INDEX tasks_by_name"); // as a database of an earlier version has it
+  EXPECT_EQ(count(has), 0);
+  openStore(database_, "", true)->list({}); // a reader adds nothing
+  EXPECT_EQ(count(has), 0);
+  auto store = reopen();
+  EXPECT_EQ(count(has), 1);
+  EXPECT_EQ(count(version), known);
+  HistoryQuery q;
+  q.prefix = "t";
+  EXPECT_EQ(store->list(q).items.size(), 1u);
+}
+
 INSTANTIATE_TEST_SUITE_P(Databases, HistoryStoreTest, ::testing::Values("sqlite", "postgresql"),
                          [](const auto& p) { return p.param; });
 
