@@ -197,6 +197,24 @@ protected:
     store_ = openStore(database_, "");
   }
   std::unique_ptr<HistoryStore> reopen() { return openStore(database_, ""); }
+  // Every page of `q`, in order (at most 100 pages).
+  std::vector<HistoryItem> allPages(HistoryQuery q) {
+    std::vector<HistoryItem> items;
+    for (int pages = 0; pages < 100; ++pages) {
+      HistoryPage page = store_->list(q);
+      for (auto& it : page.items)
+        items.push_back(std::move(it));
+      if (!page.next) break;
+      q.after = page.next;
+    }
+    return items;
+  }
+  static std::vector<std::string> names(const std::vector<HistoryItem>& items) {
+    std::vector<std::string> out;
+    for (const auto& it : items)
+      out.push_back(it.task);
+    return out;
+  }
 
   TempDir dir_;
   std::string database_, db_;
@@ -294,16 +312,9 @@ TEST_P(HistoryStoreTest, ListsNewestFirstByFilterAndPage) {
     ASSERT_TRUE(store_->record(r));
   }
   // Pages of 10 walk all 25, newest first, none twice.
-  std::vector<std::string> seen;
   HistoryQuery q;
   q.limit = 10;
-  for (int pages = 0; pages < 5; ++pages) {
-    HistoryPage page = store_->list(q);
-    for (const auto& it : page.items)
-      seen.push_back(it.task);
-    if (!page.next) break;
-    q.after = page.next;
-  }
+  std::vector<std::string> seen = names(allPages(q));
   ASSERT_EQ(seen.size(), 25u);
   for (int i = 0; i < 25; ++i)
     EXPECT_EQ(seen[static_cast<std::size_t>(i)], "task-" + std::to_string(124 - i));
@@ -330,23 +341,17 @@ TEST_P(HistoryStoreTest, ListsNewestFirstByFilterAndPage) {
   // Filters on the walked index alone (party, creation, name) find a page's keys first, then its
   // rows: pages of a few still come newest first, none twice, each row the task's own.
   auto walk = [&](HistoryQuery w) {
-    std::vector<std::string> tasks;
     w.limit = 4;
-    for (int pages = 0; pages < 10; ++pages) {
-      HistoryPage page = store_->list(w);
-      for (const auto& it : page.items) {
-        tasks.push_back(it.task);
-        int i = std::stoi(it.task.substr(5)) - 100;
-        EXPECT_EQ(it.phase, i % 5 == 0 ? "Failed" : "Succeeded") << it.task;
-        EXPECT_EQ(it.createNanos, base + i * (3600 * kSecond)) << it.task;
-        double startup = i % 3 == 0 ? 40 : 6; // bob's ready, after alice's 5 s
-        if (i == 24) startup = 5;             // alice only
-        EXPECT_EQ(it.summary.value("startupSeconds", 0.0), startup) << it.task;
-      }
-      if (!page.next) break;
-      w.after = page.next;
+    auto items = allPages(w);
+    for (const auto& it : items) {
+      int i = std::stoi(it.task.substr(5)) - 100;
+      EXPECT_EQ(it.phase, i % 5 == 0 ? "Failed" : "Succeeded") << it.task;
+      EXPECT_EQ(it.createNanos, base + i * (3600 * kSecond)) << it.task;
+      double startup = i % 3 == 0 ? 40 : 6; // bob's ready, after alice's 5 s
+      if (i == 24) startup = 5;             // alice only
+      EXPECT_EQ(it.summary.value("startupSeconds", 0.0), startup) << it.task;
     }
-    return tasks;
+    return names(items);
   };
   auto newest = [](int from, int to) { // task-<from> down to task-<to>
     std::vector<std::string> out;
@@ -590,15 +595,7 @@ TEST_P(HistoryStoreTest, CommonAndRarePrefixesPageAlike) {
     HistoryQuery q;
     q.prefix = prefix;
     q.limit = 500;
-    std::vector<std::string> seen;
-    for (int pages = 0; pages < 10; ++pages) {
-      HistoryPage page = store_->list(q);
-      for (const auto& it : page.items)
-        seen.push_back(it.task);
-      if (!page.next) break;
-      q.after = page.next;
-    }
-    EXPECT_EQ(seen, expected) << prefix;
+    EXPECT_EQ(names(allPages(q)), expected) << prefix;
   }
 }
 
