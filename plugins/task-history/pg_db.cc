@@ -141,6 +141,12 @@ public:
   }
   std::string describe() const override { return describe_; }
   std::string nameType() const override { return "TEXT COLLATE \"C\""; }
+  bool hasIndex(const std::string& name) override {
+    int64_t n = 0;
+    run("SELECT count(*) FROM pg_indexes WHERE schemaname = current_schema() AND indexname = $1",
+        {name}, [&n](const SqlRow& row) { n = row.integer(0); });
+    return n > 0;
+  }
 
 private:
   void ensure() {

@@ -50,6 +50,8 @@ public:
   // The column type of names compared by ranges (the list's name prefix): byte order in both
   // (PostgreSQL's default collation may ignore punctuation, which would break a prefix range).
   virtual std::string nameType() const = 0;
+  // Whether the schema holds an index of this name.
+  virtual bool hasIndex(const std::string& name) = 0;
 };
 
 // `readOnly`: the file must exist; nothing is written.

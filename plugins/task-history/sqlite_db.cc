@@ -135,6 +135,12 @@ public:
   void lockTask(const std::string& /*task*/) override {}
   std::string describe() const override { return "sqlite " + path_; }
   std::string nameType() const override { return "TEXT"; } // BINARY: byte order
+  bool hasIndex(const std::string& name) override {
+    int64_t n = 0;
+    run("SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name = $1", {name},
+        [&n](const SqlRow& row) { n = row.integer(0); });
+    return n > 0;
+  }
 
 private:
   struct Statement {
