@@ -66,7 +66,15 @@ public:
     }
     sqlite3_busy_timeout(db_, 5000);
     sqlite3_extended_result_codes(db_, 1);
-    if (!readOnly) script("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;");
+    try {
+      // Two connections turning a new file to WAL at once: one is refused at once (SQLite does
+      // not wait where waiting could deadlock), and its connection must not outlive the throw.
+      if (!readOnly) script("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;");
+    } catch (...) {
+      sqlite3_close(db_);
+      db_ = nullptr;
+      throw;
+    }
   }
   ~SqliteDb() override {
     for (auto& [sql, stmt] : cache_)
