@@ -424,10 +424,12 @@ public:
                "task < " + n + ")";
     }
     const std::string columns = "SELECT t.task, t.namespace, t.phase, t.create_ns, t.summary";
+    const std::string rows =
+        std::string(" FROM ") +
+        (byParty ? "task_parties p JOIN tasks t ON t.task = p.task" : "tasks t") + where;
     std::string sql;
     if (q.slowest) {
-      sql = columns + " FROM " +
-            (byParty ? "task_parties p JOIN tasks t ON t.task = p.task" : "tasks t") + where +
+      sql = columns + rows +
             " AND t.startup_seconds IS NOT NULL ORDER BY t.startup_seconds DESC, t.task DESC "
             "LIMIT " +
             param(static_cast<int64_t>(q.limit));
@@ -437,9 +439,7 @@ public:
             "create_ns DESC, " + t + "task DESC LIMIT " + param(static_cast<int64_t>(q.limit + 1)) +
             ") k JOIN tasks t ON t.task = k.task ORDER BY k.create_ns DESC, k.task DESC";
     } else {
-      sql = columns + " FROM " +
-            (byParty ? "task_parties p JOIN tasks t ON t.task = p.task" : "tasks t") + where +
-            " ORDER BY " + t + "create_ns DESC, " + t + "task DESC LIMIT " +
+      sql = columns + rows + " ORDER BY " + t + "create_ns DESC, " + t + "task DESC LIMIT " +
             param(static_cast<int64_t>(q.limit + 1));
     }
     HistoryPage page;
