@@ -409,7 +409,6 @@ void b4(std::size_t tasks) {
 
 // --- L1 -------------------------------------------------------------------------------------
 
-// `kuscia-host run` in its own process (posix_spawn: this process has threads), stderr to a file.
 // The CPU a /proc stat file (a process's or a thread's) says was used, in seconds: utime +
 // stime, or utime alone.
 double statCpuSeconds(const std::filesystem::path& statFile, bool userOnly = false) {
@@ -423,6 +422,7 @@ double statCpuSeconds(const std::filesystem::path& statFile, bool userOnly = fal
   return ticks / static_cast<double>(sysconf(_SC_CLK_TCK));
 }
 
+// `kuscia-host run` in its own process (posix_spawn: this process has threads), stderr to a file.
 class HostProcess {
 public:
   HostProcess(const std::string& binary, const std::string& config, const std::string& log) {

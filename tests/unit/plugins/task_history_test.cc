@@ -586,9 +586,11 @@ TEST_P(HistoryStoreTest, CommonAndRarePrefixesPageAlike) {
   int64_t base = at("2024-11-01T00:00:00Z");
   std::vector<std::string> common, rare; // newest first
   for (int i = 0; i < 2100; ++i) {
-    std::string name = (i % 70 == 0 ? "rare-" : "many-") + std::to_string(i);
+    const bool isRare = i % 70 == 0;
+    std::string name = (isRare ? "rare-" : "many-") + std::to_string(i);
     ASSERT_TRUE(store_->record(recording(name, "alice", base + i * kSecond, 1, 1)));
-    (i % 70 == 0 ? rare : common).insert((i % 70 == 0 ? rare : common).begin(), name);
+    auto& into = isRare ? rare : common;
+    into.insert(into.begin(), name);
   }
   ASSERT_GT(common.size(), 2000u);
   for (const auto& [prefix, expected] : {std::pair{"many-", common}, std::pair{"rare-", rare}}) {
