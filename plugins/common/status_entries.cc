@@ -1,11 +1,17 @@
 #include "status_entries.h"
 
+#include <bit>
+#include <cstdint>
 #include <cstring>
 #include <functional>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "json_text.h"
 #include "kuscia.h"
@@ -43,18 +49,46 @@ std::size_t skipSpace(std::string_view s, std::size_t i) {
   return i;
 }
 
+// The index of the first quote or backslash at or after s[i]; kBad when there is none.
+// Sixteen bytes at a time where SSE2 is (every x86-64), eight elsewhere: the strings of a status
+// (keys, times, names) are a few words long, and two memchr calls per string cost more than the
+// string did (callgrind: a tenth of the scanner's instructions).
+std::size_t quoteOrEscape(std::string_view s, std::size_t i) {
+#if defined(__SSE2__)
+  const __m128i quotes = _mm_set1_epi8('"'), escapes = _mm_set1_epi8('\\');
+  for (; i + 16 <= s.size(); i += 16) {
+    const __m128i w = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s.data() + i));
+    const int m =
+        _mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(w, quotes), _mm_cmpeq_epi8(w, escapes)));
+    if (m != 0) return i + static_cast<std::size_t>(std::countr_zero(static_cast<unsigned>(m)));
+  }
+#endif
+  if constexpr (std::endian::native == std::endian::little) {
+    constexpr uint64_t kOnes = 0x0101010101010101ULL, kHighs = 0x8080808080808080ULL;
+    constexpr uint64_t kQuotes = kOnes * '"', kEscapes = kOnes * '\\';
+    // The high bit of each zero byte of v; the lowest one set is exact (a borrow only marks
+    // bytes above a zero byte).
+    auto zeroBytes = [](uint64_t v) { return (v - kOnes) & ~v & kHighs; };
+    for (; i + 8 <= s.size(); i += 8) {
+      uint64_t w = 0;
+      std::memcpy(&w, s.data() + i, 8);
+      if (uint64_t m = zeroBytes(w ^ kQuotes) | zeroBytes(w ^ kEscapes); m != 0)
+        return i + static_cast<std::size_t>(std::countr_zero(m)) / 8;
+    }
+  }
+  for (; i < s.size(); ++i)
+    if (s[i] == '"' || s[i] == '\\') return i;
+  return kBad;
+}
+
 // s[i] is '"': the index after the closing quote.
 std::size_t skipString(std::string_view s, std::size_t i) {
-  for (++i; i < s.size(); ++i) {
-    // To the next quote; an escape before it is looked at from where it starts.
-    const auto* at = static_cast<const char*>(std::memchr(s.data() + i, '"', s.size() - i));
-    if (at == nullptr) return kBad;
-    auto quote = static_cast<std::size_t>(at - s.data());
-    const auto* escape = static_cast<const char*>(std::memchr(s.data() + i, '\\', quote - i));
-    if (escape == nullptr) return quote + 1;
-    i = static_cast<std::size_t>(escape - s.data()) + 1; // past the backslash and what it escapes
+  for (++i;;) {
+    std::size_t at = quoteOrEscape(s, i);
+    if (at == kBad) return kBad;
+    if (s[at] == '"') return at + 1;
+    i = at + 2; // past the backslash and what it escapes
   }
-  return kBad;
 }
 
 // One value starting at s[i] (no leading space): the index after it. Brackets are matched and

@@ -440,14 +440,39 @@ TEST(StatusEntriesTest, TaskFieldsThatAreNotWhatTheyShouldBeAreRefused) {
     EXPECT_FALSE(splitTaskFields(bad, 1, "alice/")) << bad;
 }
 
+TEST(StatusEntriesTest, TheScannerFindsAQuoteOrEscapeAtAnyOffset) {
+  // The scanner looks at eight bytes at a time: an escaped quote, an escaped backslash and the
+  // closing quote at every offset of a word and across words, and a text that ends in a string.
+  for (std::size_t before = 0; before < 20; ++before)
+    for (std::size_t after = 0; after < 20; after += 3)
+      for (const char* escape : {"\\\"", "\\\\", "\\u0022"}) {
+        const std::string text =
+            "\"" + std::string(before, 'x') + escape + std::string(after, 'y') + "\"";
+        const std::string array = "[" + text + ",{\"k\":" + text + "}]"; // the spans' text
+        auto spans = arrayElements(array);
+        ASSERT_TRUE(spans) << text;
+        ASSERT_EQ(spans->size(), 2u) << text;
+        EXPECT_EQ((*spans)[0], text);
+        EXPECT_EQ(stringValue((*spans)[0]), json::parse(text).get<std::string>());
+        EXPECT_FALSE(arrayElements("[" + text.substr(0, text.size() - 1))) << text;
+        EXPECT_FALSE(arrayElements("[" + text.substr(0, text.size() - 1) + "\\")) << text;
+      }
+}
+
 TEST(StatusEntriesTest, TheScannerSplitsAsTheFullParserDoes) {
   // Random maps of entries, serialised with and without spaces: the scanner's split equals the
   // split of the parsed map.
   std::mt19937 rng(7);
   auto pick = [&rng](int n) { return static_cast<int>(rng() % static_cast<unsigned>(n)); };
   const std::vector<std::string> parties = {"alice", "bob", "alice-2", "al"};
-  const std::vector<std::string> values = {"2024-05-20T08:00:00Z",       "", "a\"b", "}{][", "\\",
-                                           "2024-05-20T10:00:01.5+02:00"};
+  const std::vector<std::string> values = {"2024-05-20T08:00:00Z",
+                                           "",
+                                           "a\"b",
+                                           "}{][",
+                                           "\\",
+                                           "2024-05-20T10:00:01.5+02:00",
+                                           "a message of some words, \"quoted\" \\ and \\\"",
+                                           "\\\\\\\\\"\"\"\"more than eight escapes in a row\\"};
   for (int round = 0; round < 500; ++round) {
     json map = json::object();
     for (int n = pick(8); n > 0; --n) {
@@ -458,9 +483,11 @@ TEST(StatusEntriesTest, TheScannerSplitsAsTheFullParserDoes) {
         if (kind == 1)
           entry[field] = nullptr;
         else if (kind == 2)
-          entry[field] = values[static_cast<std::size_t>(pick(6))];
+          entry[field] = values[static_cast<std::size_t>(pick(static_cast<int>(values.size())))];
         else
-          entry[field] = {{"nested", {values[static_cast<std::size_t>(pick(6))], 1, false}}};
+          entry[field] = {{"nested",
+                           {values[static_cast<std::size_t>(pick(static_cast<int>(values.size())))],
+                            1, false}}};
       }
       map[parties[static_cast<std::size_t>(pick(4))] + "/obj-" + std::to_string(pick(50))] = entry;
     }
