@@ -233,6 +233,7 @@ std::optional<PartyEntries> splitAt(std::string_view s, std::size_t& i, std::str
       return true;
     }
     ++out.others;
+    out.otherTexts.emplace_back(rawKey, value);
     bool ready = false;
     bool object = forEachMember(value, [&ready](std::string_view field, std::string_view v) {
       if (field == "readyTime" && v != "null") ready = true;
@@ -344,14 +345,12 @@ json otherEntries(std::string_view objectJson, std::string_view ownPrefix) {
 }
 
 std::optional<std::vector<sdk::timeline::EntryTimes>>
-otherEntryTimes(std::string_view objectJson, std::string_view ownPrefix, bool pods) {
+entryTimesOf(const std::vector<std::pair<std::string_view, std::string_view>>& entries, bool pods) {
   std::vector<sdk::timeline::EntryTimes> out;
-  if (objectJson == "null") return out;
-  bool ok = forEachMember(objectJson, [&](std::string_view rawKey, std::string_view value) {
-    if (value.empty() || value.front() != '{') return false;
+  out.reserve(entries.size());
+  for (const auto& [rawKey, value] : entries) {
     auto key = decodeKey(rawKey);
-    if (!key) return false;
-    if (key->compare(0, ownPrefix.size(), ownPrefix) == 0) return true; // an own entry
+    if (!key) return std::nullopt;
     sdk::timeline::EntryTimes e;
     e.key = std::move(*key);
     e.pod = pods;
@@ -369,11 +368,9 @@ otherEntryTimes(std::string_view objectJson, std::string_view ownPrefix, bool po
       }
       return true;
     });
-    if (!entryOk) return false;
+    if (!entryOk) return std::nullopt;
     out.push_back(std::move(e));
-    return true;
-  });
-  if (!ok) return std::nullopt;
+  }
   return out;
 }
 

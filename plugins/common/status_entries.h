@@ -27,6 +27,11 @@ struct PartyEntries {
   std::size_t others = 0;                        // entries of other parties
   std::size_t othersReady = 0;                   // of those, the ones holding a readyTime
   uint64_t ownDigest = 0; // of the own entries' text (ownEntriesDigest); 0: not known
+  // The other parties' entries as the scanner passed them: each key's text between its quotes
+  // and the entry's text, views into the text split (valid while it lives); what the summary
+  // reads them from (entryTimesOf) without walking the map again. Empty from
+  // splitParsedEntries.
+  std::vector<std::pair<std::string_view, std::string_view>> otherTexts;
 };
 
 // Own entries already parsed, and the digest of the text they were parsed from (or would dump
@@ -77,12 +82,12 @@ nlohmann::json otherEntries(std::string_view objectJson, std::string_view ownPre
 std::optional<nlohmann::json> entriesWhere(std::string_view objectJson,
                                            const std::function<bool(std::string_view key)>& keep);
 
-// The other parties' entries of a status map's text as the timeline summary reads them (each
-// entry's times and reasons, as EntryTimes::readTimes and readReasons read a parsed entry), no
-// entry parsed into a DOM; `pods`: the map is podStatuses. nullopt when the text is not an object
-// of objects this scanner can walk (the caller parses it then).
+// The other parties' entries a split passed (PartyEntries::otherTexts) as the timeline summary
+// reads them (each entry's times and reasons, as EntryTimes::readTimes and readReasons read a
+// parsed entry), no entry parsed into a DOM; `pods`: they are podStatuses' entries. nullopt when
+// an entry is not one this scanner reads (the caller parses the text then).
 std::optional<std::vector<sdk::timeline::EntryTimes>>
-otherEntryTimes(std::string_view objectJson, std::string_view ownPrefix, bool pods);
+entryTimesOf(const std::vector<std::pair<std::string_view, std::string_view>>& entries, bool pods);
 
 // How many entries a status map's text holds, none of them parsed; nullopt when the text is not
 // an object of objects.

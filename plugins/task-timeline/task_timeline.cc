@@ -518,7 +518,7 @@ void TaskTimeline::onEndpoints(const sdk::Event& e) {
 }
 
 TaskTimeline::Task TaskTimeline::taskFrom(std::string_view fieldsJson, std::string_view ownPrefix,
-                                          Task* previous) {
+                                          Task* previous, OtherTexts* others) {
   Task t;
   t.exists = true;
   auto take = [&t](PartyEntries pods, PartyEntries services) {
@@ -538,6 +538,11 @@ TaskTimeline::Task TaskTimeline::taskFrom(std::string_view fieldsJson, std::stri
   }
   static_assert(kTaskPods == kTaskFieldCount - 2 && kTaskServices == kTaskFieldCount - 1);
   if (auto fields = splitTaskFields(fieldsJson, kTaskPods, ownPrefix, heldPods, heldServices)) {
+    if (others != nullptr) {
+      others->scanned = true;
+      others->pods = std::move(fields->pods.otherTexts);
+      others->services = std::move(fields->services.otherTexts);
+    }
     take(std::move(fields->pods), std::move(fields->services));
     t.phase = stringValue(fields->leading[kTaskPhase]).value_or("");
     t.createTime = stringValue(fields->leading[kTaskCreate]).value_or("");
@@ -565,7 +570,8 @@ void TaskTimeline::onTask(const sdk::Event& e) {
   Task& t = tasks_[name];
   const bool held = t.exists;
   const uint64_t podsDigest = t.podsDigest, servicesDigest = t.servicesDigest;
-  t = taskFrom(e.fieldsJson, ownPrefix_, &t);
+  OtherTexts others;
+  t = taskFrom(e.fieldsJson, ownPrefix_, &t, &others);
   // Own entries that digest as held (another party wrote, or the echo of this instance's own
   // write came back, which the held entries were merged with) hold every field this instance
   // wrote, as it wrote it: no other writer changed them, and nothing needs comparing.
@@ -577,7 +583,7 @@ void TaskTimeline::onTask(const sdk::Event& e) {
   // a change of its entries can make a difference now, or a write that did not land.
   if (!sameEntries || writer_.owes(name)) touch(name);
   // Complete only once every entry is ready in the status, which only a task event shows.
-  summarizeOnce(name, e.fieldsJson);
+  summarizeOnce(name, e.fieldsJson, others);
   settle(name);
 }
 
@@ -680,7 +686,8 @@ void TaskTimeline::touch(const std::string& task, const std::string* pod,
     settle(task); // a change of a settled task that changed nothing: let it go again
 }
 
-void TaskTimeline::summarizeOnce(const std::string& task, std::string_view fieldsJson) {
+void TaskTimeline::summarizeOnce(const std::string& task, std::string_view fieldsJson,
+                                 const OtherTexts& others) {
   if (summarized_.count(task) > 0) return;
   // Cheap first: every object of this domain ready.
   for (const auto& key : pods_.members(task))
@@ -714,11 +721,12 @@ void TaskTimeline::summarizeOnce(const std::string& task, std::string_view field
   };
   addParsed(t);
   // The other parties' entries are read off the event's text (the one this domain's entries
-  // were held from) by the scanner, none parsed; text it cannot walk takes the full parser.
+  // were held from), where its split passed them, none parsed into a DOM; text the scanner
+  // cannot walk takes the full parser.
   bool scanned = false;
-  if (auto spans = arrayElements(fieldsJson); spans && spans->size() == kTaskFieldCount) {
-    auto pods = otherEntryTimes((*spans)[kTaskPods], ownPrefix_, true);
-    auto services = otherEntryTimes((*spans)[kTaskServices], ownPrefix_, false);
+  if (others.scanned) {
+    auto pods = entryTimesOf(others.pods, true);
+    auto services = entryTimesOf(others.services, false);
     if (pods && services) {
       for (auto* group : {&*pods, &*services})
         for (auto& e : *group) {

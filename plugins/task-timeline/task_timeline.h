@@ -184,12 +184,18 @@ private:
   void onEndpoints(const sdk::Event& e);
   void onPodEvent(const sdk::Event& e);
   void onTask(const sdk::Event& e);
+  // The other parties' entries of a task event as its split passed them (views into the event's
+  // text): what the summary reads them from. `scanned` false: the text took the full parser.
+  struct OtherTexts {
+    bool scanned = false;
+    std::vector<std::pair<std::string_view, std::string_view>> pods, services;
+  };
   // A task's record from its projected fields: the entries of keys starting with `ownPrefix`
   // ("" : every entry).
   // `previous`, when given, is the task as held: own entries that did not change are taken from
-  // it instead of parsed.
+  // it instead of parsed. `others`, when given, gets the other parties' entries' texts.
   static Task taskFrom(std::string_view fieldsJson, std::string_view ownPrefix = {},
-                       Task* previous = nullptr);
+                       Task* previous = nullptr, OtherTexts* others = nullptr);
   // The task as held, else as the host's cache has it (then held from now on); nullptr when
   // neither has it.
   Task* findTask(const std::string& name);
@@ -243,8 +249,10 @@ private:
   void publish(const std::string& key, Pod& p);
   void publish(const std::string& key, Service& s);
   // Once per task complete as this domain sees it: the startup histogram, the critical path.
-  // `fieldsJson`: the task event's fields, whose other parties' entries go with the held ones.
-  void summarizeOnce(const std::string& task, std::string_view fieldsJson);
+  // `fieldsJson`: the task event's fields, whose other parties' entries go with the held ones;
+  // `others`: those entries as the event's split passed them.
+  void summarizeOnce(const std::string& task, std::string_view fieldsJson,
+                     const OtherTexts& others);
   nlohmann::json entryTimeline(const std::string& task, const std::string& key,
                                const nlohmann::json& entry, bool pod) const;
   // An entry's times as its timeline document has them (what the summary reads).
