@@ -58,7 +58,13 @@ bool Subscription::matches(const Record& r) const {
 
 std::string Subscription::fieldsJson(const Record& record) const {
   PlainRecord r(record);
-  std::string out = "[";
+  // Sized first: a task's maps are kilobytes, which growing by doubling copies several times.
+  std::size_t size = 2 + slots_.size() * 5; // brackets, commas, "null"s
+  for (std::size_t s : slots_)
+    size += r->field(s).size();
+  std::string out;
+  out.reserve(size);
+  out += '[';
   for (std::size_t i = 0; i < slots_.size(); ++i) {
     if (i > 0) out += ',';
     std::string_view v = r->field(slots_[i]);
