@@ -14,6 +14,7 @@
 #include <string>
 
 #include "kuscia.h"
+#include "status_entries.h"
 
 namespace kuscia_host::plugins {
 
@@ -69,6 +70,39 @@ nlohmann::json parseFields(std::string_view fieldsJson, std::size_t count) {
   json j = parseJson(fieldsJson);
   if (!j.is_array() || j.size() != count) return json::array_t(count, nullptr);
   return j;
+}
+
+EventFields::EventFields(std::string_view fieldsJson, std::size_t count) {
+  if (auto spans = arrayElements(fieldsJson); spans && spans->size() == count) {
+    spans_ = std::move(*spans);
+    values_.resize(count);
+  } else {
+    whole_ = parseFields(fieldsJson, count);
+  }
+}
+
+const nlohmann::json& EventFields::value(std::size_t i) {
+  static const json kNull;
+  if (spans_.empty()) return i < whole_.size() ? whole_[i] : kNull;
+  if (i >= spans_.size()) return kNull;
+  if (!values_[i]) {
+    values_[i] = parseJson(spans_[i]);
+    if (values_[i]->is_discarded()) *values_[i] = nullptr; // as parseFields reads bad text
+  }
+  return *values_[i];
+}
+
+bool EventFields::isNull(std::size_t i) const {
+  if (spans_.empty()) return i >= whole_.size() || whole_[i].is_null();
+  return i >= spans_.size() || spans_[i] == "null";
+}
+
+std::optional<std::string> EventFields::text(std::size_t i) const {
+  if (spans_.empty()) {
+    if (i < whole_.size() && whole_[i].is_string()) return whole_[i].get<std::string>();
+    return std::nullopt;
+  }
+  return i < spans_.size() ? stringValue(spans_[i]) : std::nullopt;
 }
 
 } // namespace kuscia_host::plugins

@@ -40,6 +40,30 @@ inline std::string fieldString(const nlohmann::json& fields, std::size_t i) {
   return i < fields.size() && fields[i].is_string() ? fields[i].get<std::string>() : std::string();
 }
 
+// The projected fields of an event read one at a time, as parseFields reads them: the array is
+// split by the scanner (status_entries.h), a string field is read from its text, and any other
+// field becomes a JSON value only when asked for as one. For fields that are strings (a
+// service's task, times and annotations) no DOM is built at all; fields that are mostly objects
+// (a pod's conditions and containers) read faster in one parseFields. Text the scanner cannot
+// split is parsed whole. The event's text must outlive the object.
+class EventFields {
+public:
+  EventFields(std::string_view fieldsJson, std::size_t count);
+  // Field i as a JSON value (null when absent), parsed on the first call.
+  const nlohmann::json& value(std::size_t i);
+  // Field i when it is a string; nullopt otherwise (absent, null or another type).
+  std::optional<std::string> text(std::size_t i) const;
+  // Field i as fieldString reads it: "" when absent or not a string.
+  std::string string(std::size_t i) const { return text(i).value_or(std::string()); }
+  // Whether field i is absent (null), read without parsing it.
+  bool isNull(std::size_t i) const;
+
+private:
+  std::vector<std::string_view> spans_; // empty: whole_ holds the fields
+  std::vector<std::optional<nlohmann::json>> values_;
+  nlohmann::json whole_;
+};
+
 // "<namespace>/<name>" -> name (the whole key when it has no namespace).
 inline std::string_view nameOf(std::string_view key) {
   auto slash = key.find('/');

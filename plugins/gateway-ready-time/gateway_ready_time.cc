@@ -82,17 +82,16 @@ void GatewayReadyTime::onEvent(const sdk::Event& e) {
     services_.erase(key);
     return;
   }
-  json f = parseFields(e.fieldsJson, kFieldCount);
+  EventFields f(e.fieldsJson, kFieldCount);
   Service& s = services_[key];
   if (s.uid != e.uid) {
     s = Service{std::string(e.uid), "", std::string(nameOf(key))};
     s.backoff = Backoff(200, config_.retryMaxMillis);
   }
   s.resourceVersion = std::string(e.resourceVersion);
-  s.create = parseTime(fieldString(f, kCreate));
-  s.annotated = !f[kReadyTime].is_null();
-  s.externalName =
-      fieldString(f, kType) == "ExternalName" && isDnsSubdomain(fieldString(f, kExternalName));
+  s.create = parseTime(f.string(kCreate));
+  s.annotated = !f.isNull(kReadyTime);
+  s.externalName = f.string(kType) == "ExternalName" && isDnsSubdomain(f.string(kExternalName));
   consider(key);
   settle(services_.find(key));
 }

@@ -45,6 +45,7 @@
 
 #include "entry_board.h"
 #include "finished_tasks.h"
+#include "kuscia.h"
 #include "kuscia_model.h"
 #include "kuscia_time.h"
 #include "status_entries.h"
@@ -217,6 +218,9 @@ private:
   bool busy(const std::string& name) const;
   // Reads a time field; a present but malformed value is counted and logged once per object.
   std::optional<Time> readTime(const nlohmann::json& value, const std::string& what,
+                               const std::string& key, bool& logged);
+  // The same of an event's field i.
+  std::optional<Time> readTime(EventFields& f, std::size_t i, const std::string& what,
                                const std::string& key, bool& logged);
   void observe(Pod& p);
   void observe(Service& s);

@@ -103,6 +103,38 @@ TEST(KusciaModelTest, ParsedFieldsAreTheDomNlohmannWouldBuild) {
   }
 }
 
+TEST(KusciaModelTest, EventFieldsReadAsParseFieldsDoes) {
+  // Field by field, what parseFields gives: as values, as strings (fieldString), null or not,
+  // for the fixtures' fields as the host projects them and texts at the edges, spaced or not.
+  std::vector<std::pair<std::string, std::size_t>> texts;
+  for (const char* name : {"pod.json", "service.json", "kusciatask.json", "endpoints.json"}) {
+    json obj = test::fixture(name);
+    json whole = json::array({obj["metadata"], obj.value("status", json()),
+                              obj.value("spec", json()), obj["metadata"].value("name", "")});
+    texts.emplace_back(whole.dump(), 4);
+    texts.emplace_back(whole.dump(2), 4);
+  }
+  texts.emplace_back(R"(["2024-05-20T08:00:00Z", null, "", 12, true, {"a": "b"}, ["x"]])", 7);
+  texts.emplace_back(R"(["\u00e9\u4e2d\ud83d\ude00 \"quoted\" \\ \n\t", "a\/b", null])", 3);
+  texts.emplace_back("[]", 0);
+  // Text the scanner cannot split (another number of fields, not an array, not JSON): parsed
+  // whole, every field absent.
+  for (const char* bad : {R"(["a", "b"])", R"({"a": 1})", R"(["a", )", ""})
+    texts.emplace_back(bad, 3);
+  for (const auto& [text, count] : texts) {
+    const json want = parseFields(text, count);
+    EventFields f(text, count);
+    for (std::size_t i = 0; i < count + 1; ++i) { // one past the end: absent
+      const json& expected = i < want.size() ? want[i] : json();
+      EXPECT_EQ(f.string(i), fieldString(want, i)) << text << " #" << i;
+      EXPECT_EQ(f.text(i).has_value(), expected.is_string()) << text << " #" << i;
+      EXPECT_EQ(f.isNull(i), expected.is_null()) << text << " #" << i;
+      EXPECT_EQ(f.value(i), expected) << text << " #" << i;
+      EXPECT_EQ(f.value(i), expected) << "read twice: " << text << " #" << i;
+    }
+  }
+}
+
 TEST(KusciaModelTest, DumpJsonWritesWhatNlohmannWrites) {
   // The fixtures, and texts at the edges: escapes, control characters, UTF-8, numbers of every
   // kind (a double is written by nlohmann), signed zero, empty containers, deep nesting.
