@@ -344,8 +344,8 @@ json otherEntries(std::string_view objectJson, std::string_view ownPrefix) {
   return out ? std::move(*out) : json::object();
 }
 
-std::optional<std::vector<sdk::timeline::EntryTimes>>
-entryTimesOf(const std::vector<std::pair<std::string_view, std::string_view>>& entries, bool pods) {
+std::optional<std::vector<sdk::timeline::EntryTimes>> entryTimesOf(const EntryTexts& entries,
+                                                                   bool pods) {
   std::vector<sdk::timeline::EntryTimes> out;
   out.reserve(entries.size());
   for (const auto& [rawKey, value] : entries) {

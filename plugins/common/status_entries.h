@@ -18,20 +18,24 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace kuscia_host::plugins {
+
+// Entries of a status map as their texts: each key's text between its quotes and the entry's
+// text, views into the text they were found in.
+using EntryTexts = std::vector<std::pair<std::string_view, std::string_view>>;
 
 struct PartyEntries {
   nlohmann::json own = nlohmann::json::object(); // "<party>/<name>" -> entry
   std::size_t others = 0;                        // entries of other parties
   std::size_t othersReady = 0;                   // of those, the ones holding a readyTime
   uint64_t ownDigest = 0; // of the own entries' text (ownEntriesDigest); 0: not known
-  // The other parties' entries as the scanner passed them: each key's text between its quotes
-  // and the entry's text, views into the text split (valid while it lives); what the summary
-  // reads them from (entryTimesOf) without walking the map again. Empty from
-  // splitParsedEntries.
-  std::vector<std::pair<std::string_view, std::string_view>> otherTexts;
+  // The other parties' entries as the scanner passed them, views into the text split (valid
+  // while it lives): what the summary reads them from (entryTimesOf) without walking the map
+  // again. Empty from splitParsedEntries.
+  EntryTexts otherTexts;
 };
 
 // Own entries already parsed, and the digest of the text they were parsed from (or would dump
@@ -86,8 +90,8 @@ std::optional<nlohmann::json> entriesWhere(std::string_view objectJson,
 // reads them (each entry's times and reasons, as EntryTimes::readTimes and readReasons read a
 // parsed entry), no entry parsed into a DOM; `pods`: they are podStatuses' entries. nullopt when
 // an entry is not one this scanner reads (the caller parses the text then).
-std::optional<std::vector<sdk::timeline::EntryTimes>>
-entryTimesOf(const std::vector<std::pair<std::string_view, std::string_view>>& entries, bool pods);
+std::optional<std::vector<sdk::timeline::EntryTimes>> entryTimesOf(const EntryTexts& entries,
+                                                                   bool pods);
 
 // How many entries a status map's text holds, none of them parsed; nullopt when the text is not
 // an object of objects.

@@ -189,7 +189,7 @@ private:
   // text): what the summary reads them from. `scanned` false: the text took the full parser.
   struct OtherTexts {
     bool scanned = false;
-    std::vector<std::pair<std::string_view, std::string_view>> pods, services;
+    EntryTexts pods, services;
   };
   // A task's record from its projected fields: the entries of keys starting with `ownPrefix`
   // ("" : every entry).

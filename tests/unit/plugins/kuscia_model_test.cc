@@ -473,8 +473,9 @@ TEST(StatusEntriesTest, TaskFieldsThatAreNotWhatTheyShouldBeAreRefused) {
 }
 
 TEST(StatusEntriesTest, TheScannerFindsAQuoteOrEscapeAtAnyOffset) {
-  // The scanner looks at eight bytes at a time: an escaped quote, an escaped backslash and the
-  // closing quote at every offset of a word and across words, and a text that ends in a string.
+  // The scanner looks at sixteen bytes at a time, then eight, then one: an escaped quote, an
+  // escaped backslash and the closing quote at every offset of those blocks and across them, and
+  // a text that ends in a string.
   for (std::size_t before = 0; before < 20; ++before)
     for (std::size_t after = 0; after < 20; after += 3)
       for (const char* escape : {"\\\"", "\\\\", "\\u0022"}) {
