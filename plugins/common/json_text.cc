@@ -15,7 +15,7 @@ using nlohmann::json;
 // Nothing in it that dump() escapes or checks: no control character, quote, backslash, and no
 // byte beyond ASCII (nlohmann validates those as UTF-8). Eight bytes at a time: a byte below n
 // shows in (w - n per byte) & ~w & the high bits (exact as to whether any byte is).
-bool plain(const std::string& s) {
+bool plain(std::string_view s) {
   constexpr uint64_t kOnes = 0x0101010101010101ULL, kHigh = 0x8080808080808080ULL;
   auto below = [](uint64_t w, uint64_t n) { return (w - kOnes * n) & ~w & kHigh; };
   const char* p = s.data();
@@ -158,6 +158,13 @@ private:
 
 void appendJson(std::string& out, const json& value) {
   Writer(out).value(value);
+}
+
+void appendJsonString(std::string& out, std::string_view s) {
+  if (!plain(s)) return appendJson(out, json(s));
+  out += '"';
+  out += s;
+  out += '"';
 }
 
 } // namespace kuscia_host::plugins

@@ -13,11 +13,15 @@
 
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 
 namespace kuscia_host::plugins {
 
 // Appends `value`'s compact text (dump() with no indent) to `out`.
 void appendJson(std::string& out, const nlohmann::json& value);
+
+// Appends the string `s` as a JSON string, as dump() writes it.
+void appendJsonString(std::string& out, std::string_view s);
 
 inline std::string dumpJson(const nlohmann::json& value) {
   std::string out;

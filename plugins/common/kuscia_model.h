@@ -20,6 +20,8 @@
 
 namespace kuscia_host::plugins {
 
+class StatusPatch;
+
 // --- status entries (podStatuses / serviceStatuses of a KusciaTask) -----------------------------
 
 // The instant of a time field of a status entry, if it is there and parses.
@@ -29,10 +31,6 @@ bool entryHas(const nlohmann::json* entry, std::string_view field);
 // Whether the entry describes this incarnation of the object: its createTime is the object's (an
 // entry without one, or an object without one, counts as this incarnation).
 bool sameIncarnation(const nlohmann::json* entry, std::optional<int64_t> createNanos);
-// The fields Kuscia's CRD requires of a new entry.
-nlohmann::json newPodEntry(std::string_view namespaceName, std::string_view name,
-                           std::string_view podPhase);
-nlohmann::json newServiceEntry(std::string_view namespaceName, std::string_view name);
 
 // --- objects -------------------------------------------------------------------------------------
 
@@ -204,6 +202,8 @@ private:
 // A JSON merge patch of kusciatasks/<task>/status carrying `status`.
 sdk::KubeRequest taskStatusPatch(const std::string& taskNamespace, const std::string& task,
                                  const nlohmann::json& status);
+sdk::KubeRequest taskStatusPatch(const std::string& taskNamespace, const std::string& task,
+                                 const StatusPatch& status);
 
 // Exponential backoff between retries of one failed write: `initial`, doubling, at most `max`.
 class Backoff {

@@ -93,8 +93,9 @@ void StatusWriter::flush(const std::string& task) {
   const bool urgent = st.urgent;
   st.dirty = false;
   st.urgent = false;
-  json status = contest_.filter(task, diff_(task));
-  if (status.is_null() || status.empty()) return;
+  StatusPatch status = diff_(task);
+  contest_.filter(task, status);
+  if (status.empty()) return;
   sdk::KubeRequest r = taskStatusPatch(options_.taskNamespace, task, status);
   try {
     st.request = host_.kubeRequest(r);

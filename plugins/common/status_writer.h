@@ -10,7 +10,8 @@
 // fields someone keeps removing are written again ever more slowly.
 //
 // The plugin says what differs through the Diff callback, evaluated when the write is made (not
-// when the change happened), so a write always carries the latest desired state.
+// when the change happened), so a write always carries the latest desired state. A write is a
+// StatusPatch (status_patch.h): built, filtered, sent, remembered and applied as facts.
 //
 // A change the plugin calls deferrable (a time that ends no wait: a new entry, its createTime or
 // startTime) waits up to deferMillis for one that is not (a readyTime, the clearing
@@ -32,6 +33,7 @@
 #include <vector>
 
 #include "kuscia_model.h"
+#include "status_patch.h"
 #include "write_contest.h"
 
 namespace kuscia_host::plugins {
@@ -64,13 +66,13 @@ public:
     // Replacements of one field by another writer within a minute that make it yielded.
     int yieldAfter = 2;
   };
-  // The "status" object of the merge patch that brings `task` to the desired state, or null
-  // when it already holds it.
-  using Diff = std::function<nlohmann::json(const std::string& task)>;
-  // After a successful write: the "status" merge patch that was applied. The plugin applies it to
-  // its view of the task, so that the next diff does not repeat it while the watch event is on
-  // its way (cheaper than parsing the whole task the server answers with).
-  using Written = std::function<void(const std::string& task, const nlohmann::json& status)>;
+  // The "status" of the merge patch that brings `task` to the desired state (empty when it
+  // already holds it).
+  using Diff = std::function<StatusPatch(const std::string& task)>;
+  // After a successful write: the patch that was applied. The plugin applies it to its view of
+  // the task, so that the next diff does not repeat it while the watch event is on its way
+  // (cheaper than parsing the whole task the server answers with).
+  using Written = std::function<void(const std::string& task, const StatusPatch& status)>;
 
   StatusWriter(sdk::Host host, Options options, Diff diff, Written written);
   // With the plugin's settings; metric families named "<metricPrefix>_...".
@@ -134,12 +136,9 @@ private:
   WriteContest contest_;
   std::map<std::string, TaskState> tasks_;
   std::map<uint64_t, std::string> timers_; // timer id -> task
-  // The implicit noexcept move of nlohmann::json calls its invariant check, which clang-tidy
-  // cannot prove does not throw; it does not.
-  // NOLINTNEXTLINE(bugprone-exception-escape)
   struct Sent {
     std::string task;
-    nlohmann::json status; // the patch's "status"
+    StatusPatch status; // what was sent
   };
   std::map<uint64_t, Sent> requests_; // request id -> what was sent
 };

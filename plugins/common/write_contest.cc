@@ -12,12 +12,6 @@ using nlohmann::json;
 
 namespace {
 
-// The fields of an entry that only identify it (written with a new entry, never contested).
-bool identifying(std::string_view field) {
-  return field == "namespace" || field == "podName" || field == "podPhase" ||
-         field == "serviceName";
-}
-
 // A resourceVersion as a number (Kubernetes' are etcd revisions); 0 when it is not one, and
 // then no event is taken for older than a write.
 uint64_t versionNumber(std::string_view rv) {
@@ -51,7 +45,7 @@ const json* member(const json& object, std::string_view key) {
 
 // The status maps a contest knows, by the group index of its entries.
 constexpr std::array<const char*, 2> kGroups = {"podStatuses", "serviceStatuses"};
-constexpr auto kGroupCount = static_cast<uint8_t>(kGroups.size());
+static_assert(StatusPatch::kPods == 0 && StatusPatch::kServices == 1, "the same group indices");
 
 } // namespace
 
@@ -159,32 +153,26 @@ void WriteContest::compactKeys(Task& t) {
   t.fields.shrink_to_fit();
 }
 
-void WriteContest::wrote(const std::string& task, const json& status,
+void WriteContest::wrote(const std::string& task, const StatusPatch& status,
                          std::string_view responseBody) {
   uint64_t version = responseVersion(responseBody);
   Task& t = tasks_[task];
-  for (uint8_t group = 0; group < kGroupCount; ++group) {
-    const json* entries = member(status, kGroups[group]);
-    if (entries == nullptr || !entries->is_object()) continue;
-    for (const auto& [key, fields] : entries->items()) {
-      if (!fields.is_object()) continue;
-      for (const auto& [field, value] : fields.items()) {
-        if (identifying(field)) continue;
-        auto instant = value.is_string() ? parseTime(value.get<std::string>()) : std::nullopt;
-        if (!instant) { // cleared: nothing of ours to defend
-          auto name = nameIndex(field, false);
-          if (Field* f = name ? findField(t, group, key, *name, false) : nullptr)
-            f->defending = false;
-          continue;
-        }
-        auto name = nameIndex(field, true);
-        if (!name) continue; // more names than a contest holds: not defended
-        Field* f = findField(t, group, key, *name, true);
-        if (f == nullptr) continue; // more keys than a task's contest holds: not defended
-        f->lastWritten = *instant;
-        f->defending = true;
-        f->writtenVersion = version;
+  for (const auto& e : status.entries()) {
+    const auto group = static_cast<uint8_t>(e.group);
+    for (const auto& [field, nanos] : e.fields) {
+      if (nanos == StatusPatch::kClear) { // cleared: nothing of ours to defend
+        auto name = nameIndex(fieldName(field), false);
+        if (Field* f = name ? findField(t, group, e.key, *name, false) : nullptr)
+          f->defending = false;
+        continue;
       }
+      auto name = nameIndex(fieldName(field), true);
+      if (!name) continue; // more names than a contest holds: not defended
+      Field* f = findField(t, group, e.key, *name, true);
+      if (f == nullptr) continue; // more keys than a task's contest holds: not defended
+      f->lastWritten = nanos;
+      f->defending = true;
+      f->writtenVersion = version;
     }
   }
   // Written once or a few times per task: exactly what it holds, not a doubling's room.
@@ -278,51 +266,30 @@ void WriteContest::yield(const std::string& task, Task& t, Field& f, Contest& c,
              "timeline");
 }
 
-json WriteContest::filter(const std::string& task, json status) {
+void WriteContest::filter(const std::string& task, StatusPatch& status) {
   auto it = tasks_.find(task);
-  if (it == tasks_.end() || !status.is_object()) return status;
+  if (it == tasks_.end()) return;
   Task& t = it->second;
-  for (uint8_t group = 0; group < kGroupCount; ++group) {
-    const char* groupName = kGroups[group];
-    if (!status.contains(groupName) || !status[groupName].is_object()) continue;
-    json& entries = status[groupName];
-    for (auto e = entries.begin(); e != entries.end();) {
-      json& patch = e.value();
-      if (!patch.is_object()) {
-        ++e;
-        continue;
+  for (auto& e : status.entries()) {
+    if (!t.contests) break; // only a field another writer kept overwriting is taken out
+    const auto group = static_cast<uint8_t>(e.group);
+    const std::optional<int64_t> create = e.time(TimeField::kCreate);
+    std::erase_if(e.fields, [&](const StatusPatch::Field& field) {
+      auto name = t.contests ? nameIndex(fieldName(field.name), false) : std::nullopt;
+      Field* y = name ? findField(t, group, e.key, *name, false) : nullptr;
+      Contest* c = y != nullptr ? contestOf(t, *y, false) : nullptr;
+      if (c == nullptr || !c->yielded) return false;
+      if (create && c->createNanos != kNone && *create != c->createNanos) {
+        // A new incarnation of the entry: no contest yet.
+        t.contests->erase(contestKey(t, *y));
+        y->contested = false;
+        y->defending = false;
+        return false;
       }
-      const json* createField = member(patch, "createTime");
-      const std::optional<int64_t> create = createField != nullptr && createField->is_string()
-                                                ? parseTime(createField->get<std::string>())
-                                                : std::nullopt;
-      bool anyTime = false;
-      for (auto field = patch.begin(); field != patch.end();) {
-        auto name = t.contests ? nameIndex(field.key(), false) : std::nullopt;
-        Field* y = name ? findField(t, group, e.key(), *name, false) : nullptr;
-        Contest* c = y != nullptr ? contestOf(t, *y, false) : nullptr;
-        if (c != nullptr && c->yielded) {
-          if (create && c->createNanos != kNone && *create != c->createNanos) {
-            // A new incarnation of the entry: no contest yet.
-            t.contests->erase(contestKey(t, *y));
-            y->contested = false;
-            y->defending = false;
-          } else {
-            field = patch.erase(field);
-            continue;
-          }
-        }
-        anyTime = anyTime || !identifying(field.key());
-        ++field;
-      }
-      if (anyTime)
-        ++e;
-      else
-        e = entries.erase(e);
-    }
-    if (entries.empty()) status.erase(groupName);
+      return true;
+    });
   }
-  return status.empty() ? json() : status;
+  std::erase_if(status.entries(), [](const StatusPatch::Entry& e) { return e.fields.empty(); });
 }
 
 int64_t WriteContest::holdMillis(const std::string& task) const {

@@ -36,6 +36,8 @@
 #include <tuple>
 #include <vector>
 
+#include "status_patch.h"
+
 namespace kuscia_host::plugins {
 
 // Whether a status holding `have` holds the time `want` (equal, or `want` truncated to whole
@@ -51,14 +53,14 @@ public:
   // `yieldAfter`: replacements within the window that make the plugin yield a field.
   WriteContest(sdk::Host host, const std::string& metricPrefix, int yieldAfter);
 
-  // A write of the status merge patch `status` ("podStatuses"/"serviceStatuses" maps) to `task`
-  // succeeded; `responseBody` is the server's answer (the task as stored).
-  void wrote(const std::string& task, const nlohmann::json& status, std::string_view responseBody);
+  // A write of `status` to `task` succeeded; `responseBody` is the server's answer (the task as
+  // stored).
+  void wrote(const std::string& task, const StatusPatch& status, std::string_view responseBody);
   // The task as a watch event or cache read shows it: finds what someone else overwrote.
   void observed(const std::string& task, std::string_view resourceVersion,
                 const nlohmann::json& podStatuses, const nlohmann::json& serviceStatuses);
-  // Removes the yielded fields from a merge patch's "status" (null when nothing is left).
-  nlohmann::json filter(const std::string& task, nlohmann::json status);
+  // Removes the yielded fields from a patch, and the entries left with no time field.
+  void filter(const std::string& task, StatusPatch& status);
   // Milliseconds to wait before writing `task` again (0: now), after repeated removals.
   int64_t holdMillis(const std::string& task) const;
   // Whether `field` of `entry` ("<group>" "podStatuses"/"serviceStatuses") is yielded.

@@ -25,8 +25,9 @@ SchedulerTime::SchedulerTime(sdk::Host host, std::string_view /*domain*/,
       writer_(
           host, config_, "kuscia_scheduler_time",
           [this](const std::string& task) { return diff(task); },
-          [this](const std::string& task, const json& status) {
-            if (status.contains("podStatuses")) tasks_[task].merge_patch(status["podStatuses"]);
+          [this](const std::string& task, const StatusPatch& status) {
+            if (status.touches(StatusPatch::kPods))
+              status.applyTo(StatusPatch::kPods, tasks_[task]);
           }) {
   sdk::Subscription pods;
   pods.version = "v1";
@@ -94,19 +95,24 @@ void SchedulerTime::onTask(const sdk::Event& e) {
   touch(task);
 }
 
-json SchedulerTime::patch(const std::string& key, const Pod& p, const json* entry) const {
-  json out = json::object();
+bool SchedulerTime::differs(const Pod& p, const json* entry, StatusPatch::Entry* patch) {
   bool present = entry != nullptr && entry->is_object();
   bool same = sameIncarnation(entry, p.create);
   if (p.scheduled) {
-    if (!present) out = newPodEntry(namespaceOf(key), nameOf(key), p.phase);
     auto have = entryTime(entry, "scheduleTime");
-    if (!have || !sameTime(*have, *p.scheduled))
-      out["scheduleTime"] = formatTime(*p.scheduled, TimePrecision::kAsGiven);
-  } else if (present && !same && entryHas(entry, "scheduleTime")) {
-    out["scheduleTime"] = nullptr; // an earlier incarnation's
+    if (have && sameTime(*have, *p.scheduled)) return false;
+    if (patch != nullptr) {
+      patch->identify = !present;
+      patch->podPhase = p.phase;
+      patch->set(TimeField::kSchedule, *p.scheduled);
+    }
+    return true;
   }
-  return out.empty() ? json() : out;
+  if (present && !same && entryHas(entry, "scheduleTime")) {
+    if (patch != nullptr) patch->set(TimeField::kSchedule, StatusPatch::kClear); // an earlier one's
+    return true;
+  }
+  return false;
 }
 
 void SchedulerTime::release(const std::string& task) {
@@ -128,22 +134,21 @@ void SchedulerTime::touch(const std::string& task) {
   }
   for (const auto& key : pods_.members(task)) {
     auto e = t->second.find(key);
-    if (!patch(key, pods_.at(key), e == t->second.end() ? nullptr : &*e).is_null())
-      return writer_.changed(task);
+    if (differs(pods_.at(key), e == t->second.end() ? nullptr : &*e)) return writer_.changed(task);
   }
 }
 
-json SchedulerTime::diff(const std::string& task) {
+StatusPatch SchedulerTime::diff(const std::string& task) {
+  StatusPatch status;
   auto t = tasks_.find(task);
-  if (t == tasks_.end()) return nullptr;
-  json pods = json::object();
+  if (t == tasks_.end()) return status;
   for (const auto& key : pods_.members(task)) {
     auto e = t->second.find(key);
-    json p = patch(key, pods_.at(key), e == t->second.end() ? nullptr : &*e);
-    if (!p.is_null()) pods[key] = std::move(p);
+    StatusPatch::Entry patch{StatusPatch::kPods, key};
+    if (differs(pods_.at(key), e == t->second.end() ? nullptr : &*e, &patch))
+      status.add(std::move(patch));
   }
-  if (pods.empty()) return nullptr;
-  return {{"podStatuses", std::move(pods)}};
+  return status;
 }
 
 void SchedulerTime::onTimer(uint64_t timerId, uint64_t /*userTag*/) {

@@ -33,7 +33,8 @@ public:
   void onTimer(uint64_t timerId, uint64_t userTag) override;
   void onKubeResult(const sdk::KubeResult& result) override;
 
-  nlohmann::json diff(const std::string& task);
+  // The merge patch's "status" that brings `task` to the desired state; empty when none.
+  StatusPatch diff(const std::string& task);
 
 private:
   struct Pod {
@@ -44,7 +45,10 @@ private:
     std::optional<int64_t> scheduled; // written as formatTime(kAsGiven): the text it was read from
     bool loggedMalformed = false;
   };
-  nlohmann::json patch(const std::string& key, const Pod& p, const nlohmann::json* entry) const;
+  // Whether the status entry lacks the pod's scheduleTime, or holds an earlier incarnation's; the
+  // entry's patch is built into `patch` when given.
+  static bool differs(const Pod& p, const nlohmann::json* entry,
+                      StatusPatch::Entry* patch = nullptr);
   void onTask(const sdk::Event& e);
   // Lets the task go when this instance has no pod of it left.
   void release(const std::string& task);

@@ -44,21 +44,22 @@ const std::vector<double>& durationBuckets() {
   return b;
 }
 
-// Sets (*patch)[field] when the entry does not already hold `want` (compared as instants, at the
-// precision the other writer serialises: write_contest.h); true when it does or would (patch
+// Sets the patch's `field` when the entry does not already hold `want` (compared as instants, at
+// the precision the other writer serialises: write_contest.h); true when it does or would (patch
 // nullptr: only the answer, nothing built). `forwardOnly`: a later time the entry holds is kept
 // (the latest Ready another writer saw).
-bool setTime(json* patch, const json* entry, const char* field, const MaybeTime& want,
+bool setTime(StatusPatch::Entry* patch, const json* entry, TimeField field, const MaybeTime& want,
              bool clearStale, bool forwardOnly = false) {
+  const char* name = fieldName(field);
   if (want) {
-    auto have = entryTime(entry, field);
+    auto have = entryTime(entry, name);
     if (have && (sameTime(*have, want->nanos) || (forwardOnly && *have > want->nanos)))
       return false;
-    if (patch != nullptr) (*patch)[field] = want->text();
+    if (patch != nullptr) patch->set(field, want->nanos);
     return true;
   }
-  if (clearStale && entryHas(entry, field)) {
-    if (patch != nullptr) (*patch)[field] = nullptr; // a time of an earlier incarnation
+  if (clearStale && entryHas(entry, name)) {
+    if (patch != nullptr) patch->set(field, StatusPatch::kClear); // an earlier incarnation's
     return true;
   }
   return false;
@@ -180,7 +181,7 @@ TaskTimeline::TaskTimeline(sdk::Host host, std::string_view domain, std::string_
                         "Entries waiting in a phase longer than stuckAfterSeconds", {"phase"})),
       writer_(
           host, config_, "kuscia_timeline", [this](const std::string& task) { return diff(task); },
-          [this](const std::string& task, const json& object) { written(task, object); }) {
+          [this](const std::string& task, const StatusPatch& status) { written(task, status); }) {
   podSub_ = host.subscribe(domainSubscription(
       "pods",
       {kTaskIdPointer, "/metadata/creationTimestamp", "/status/startTime", "/status/phase",
@@ -666,7 +667,7 @@ void TaskTimeline::touch(const std::string& task, const std::string* pod,
   auto podDiffer = [&](const std::string& key) {
     auto e = t.podStatuses.find(key);
     Pod& p = pods_.at(key);
-    bool differs = podDiffers(key, p, e == t.podStatuses.end() ? nullptr : &*e, nullptr, &urgent);
+    bool differs = podDiffers(p, e == t.podStatuses.end() ? nullptr : &*e, nullptr, &urgent);
     if (p.republish) {
       p.republish = false;
       publish(key, p);
@@ -675,8 +676,8 @@ void TaskTimeline::touch(const std::string& task, const std::string* pod,
   };
   auto serviceDiffer = [&](const std::string& key) {
     auto e = t.serviceStatuses.find(key);
-    return serviceDiffers(key, services_.at(key), e == t.serviceStatuses.end() ? nullptr : &*e,
-                          nullptr, &urgent);
+    return serviceDiffers(services_.at(key), e == t.serviceStatuses.end() ? nullptr : &*e, nullptr,
+                          &urgent);
   };
   bool differs = false;
   if (one) {
@@ -791,20 +792,18 @@ void TaskTimeline::withBoardFacts(sdk::timeline::EntryTimes& e) {
   });
 }
 
-json TaskTimeline::podPatch(const std::string& key, Pod& p, const json* entry) const {
-  json patch = json::object();
-  return podDiffers(key, p, entry, &patch) ? patch : json();
-}
-
-bool TaskTimeline::podDiffers(const std::string& key, Pod& p, const json* entry, json* patch,
+bool TaskTimeline::podDiffers(Pod& p, const json* entry, StatusPatch::Entry* patch,
                               bool* urgent) const {
   bool present = entry != nullptr && entry->is_object();
   bool same = sameIncarnation(entry, p.create.nanos());
   bool differs = !present;
-  if (!present && patch != nullptr) *patch = newPodEntry(namespaceOf(key), nameOf(key), *p.phase);
-  differs = setTime(patch, entry, "createTime", p.create, false) || differs;
+  if (!present && patch != nullptr) {
+    patch->identify = true;
+    patch->podPhase = *p.phase;
+  }
+  differs = setTime(patch, entry, TimeField::kCreate, p.create, false) || differs;
   const bool earlier = present && !same; // an earlier incarnation's entry: its times go
-  differs = setTime(patch, entry, "startTime", p.start, earlier) || differs;
+  differs = setTime(patch, entry, TimeField::kStart, p.start, earlier) || differs;
   // The first ready of this incarnation: the status, as first read, may hold an earlier Ready
   // than this host saw (it restarted after a flap, or the status was written by a host that kept
   // the first ready). Read once: what other writers put there later is theirs.
@@ -817,52 +816,45 @@ bool TaskTimeline::podDiffers(const std::string& key, Pod& p, const json* entry,
     }
   }
   // The latest Ready, as Kuscia's controller writes it; a later one in the status stays.
-  const bool ready = setTime(patch, entry, "readyTime", p.ready, earlier, true);
+  const bool ready = setTime(patch, entry, TimeField::kReady, p.ready, earlier, true);
   if (urgent != nullptr && (ready || (earlier && differs))) *urgent = true;
   return differs || ready;
 }
 
-json TaskTimeline::servicePatch(const std::string& key, const Service& s, const json* entry) const {
-  json patch = json::object();
-  return serviceDiffers(key, s, entry, &patch) ? patch : json();
-}
-
-bool TaskTimeline::serviceDiffers(const std::string& key, const Service& s, const json* entry,
-                                  json* patch, bool* urgent) const {
+bool TaskTimeline::serviceDiffers(const Service& s, const json* entry, StatusPatch::Entry* patch,
+                                  bool* urgent) const {
   bool present = entry != nullptr && entry->is_object();
   bool same = sameIncarnation(entry, s.create.nanos());
   bool differs = !present;
-  if (!present && patch != nullptr) *patch = newServiceEntry(namespaceOf(key), nameOf(key));
-  differs = setTime(patch, entry, "createTime", s.create, false) || differs;
+  if (!present && patch != nullptr) patch->identify = true;
+  differs = setTime(patch, entry, TimeField::kCreate, s.create, false) || differs;
   const bool earlier = present && !same;
-  const bool ready = setTime(patch, entry, "readyTime", s.ready, earlier);
+  const bool ready = setTime(patch, entry, TimeField::kReady, s.ready, earlier);
   if (urgent != nullptr && (ready || (earlier && differs))) *urgent = true;
   return differs || ready;
 }
 
-json TaskTimeline::diff(const std::string& task) {
+StatusPatch TaskTimeline::diff(const std::string& task) {
+  StatusPatch status;
   auto it = tasks_.find(task);
-  if (it == tasks_.end() || !it->second.exists) return nullptr;
+  if (it == tasks_.end() || !it->second.exists) return status;
   const Task& t = it->second;
-  json pods = json::object();
   for (const auto& key : pods_.members(task)) {
     auto e = t.podStatuses.find(key);
-    json patch = podPatch(key, pods_.at(key), e == t.podStatuses.end() ? nullptr : &*e);
-    if (!patch.is_null()) pods[key] = std::move(patch);
+    StatusPatch::Entry patch{StatusPatch::kPods, key};
+    if (podDiffers(pods_.at(key), e == t.podStatuses.end() ? nullptr : &*e, &patch))
+      status.add(std::move(patch));
   }
-  json services = json::object();
   for (const auto& key : services_.members(task)) {
     auto e = t.serviceStatuses.find(key);
-    json patch = servicePatch(key, services_.at(key), e == t.serviceStatuses.end() ? nullptr : &*e);
-    if (!patch.is_null()) services[key] = std::move(patch);
+    StatusPatch::Entry patch{StatusPatch::kServices, key};
+    if (serviceDiffers(services_.at(key), e == t.serviceStatuses.end() ? nullptr : &*e, &patch))
+      status.add(std::move(patch));
   }
-  json status = json::object();
-  if (!pods.empty()) status["podStatuses"] = std::move(pods);
-  if (!services.empty()) status["serviceStatuses"] = std::move(services);
-  return status.empty() ? json() : status;
+  return status;
 }
 
-void TaskTimeline::written(const std::string& task, const json& status) {
+void TaskTimeline::written(const std::string& task, const StatusPatch& status) {
   auto it = tasks_.find(task);
   if (it == tasks_.end()) return;
   // What was written is in the task now: later diffs start from it, so the write is not repeated
@@ -870,12 +862,12 @@ void TaskTimeline::written(const std::string& task, const json& status) {
   // The echo of the write then digests like the merged entries (the server writes compact JSON
   // with sorted keys) and is not parsed again.
   Task& t = it->second;
-  if (status.contains("podStatuses")) {
-    t.podStatuses.merge_patch(status["podStatuses"]);
+  if (status.touches(StatusPatch::kPods)) {
+    status.applyTo(StatusPatch::kPods, t.podStatuses);
     t.podsDigest = ownEntriesDigest(t.podStatuses);
   }
-  if (status.contains("serviceStatuses")) {
-    t.serviceStatuses.merge_patch(status["serviceStatuses"]);
+  if (status.touches(StatusPatch::kServices)) {
+    status.applyTo(StatusPatch::kServices, t.serviceStatuses);
     t.servicesDigest = ownEntriesDigest(t.serviceStatuses);
   }
 }

@@ -106,8 +106,8 @@ public:
   // host's cache has is looked at, but only its phase and creation are read, from the start of
   // its fields: a month of finished tasks costs a list little (B7 prints how little).
   nlohmann::json taskList(std::size_t limit, std::string_view after = {}) const;
-  // The merge patch's "status" that brings `task` to the desired state; null when none.
-  nlohmann::json diff(const std::string& task);
+  // The merge patch's "status" that brings `task` to the desired state; empty when none.
+  StatusPatch diff(const std::string& task);
   const TimelineConfig& config() const { return config_; }
   // Tasks whose entries this instance holds in memory: those starting up (work in flight). A
   // task is held from its first object of this domain until its startup is summarised and every
@@ -231,23 +231,19 @@ private:
   std::optional<Waiting> serviceWaiting(const std::string& key, const Service& s) const;
   // What a service not ready yet waits for (ServiceWait in task_timeline.cc; 0 once ready).
   uint8_t serviceWait(const std::string& key, const Service& s) const;
-  // The merge-patch entry for one pod or service against the status entry (null when equal).
-  nlohmann::json podPatch(const std::string& key, Pod& p, const nlohmann::json* entry) const;
-  nlohmann::json servicePatch(const std::string& key, const Service& s,
-                              const nlohmann::json* entry) const;
-  // Whether the entry differs from what this host knows (the patch is built into `patch` when
-  // given; touch() only asks, and builds nothing). `urgent`, when given, is set when a difference
-  // cannot wait for the status writer's deferral: a readyTime, or an earlier incarnation's times
-  // to clear.
-  bool podDiffers(const std::string& key, Pod& p, const nlohmann::json* entry,
-                  nlohmann::json* patch = nullptr, bool* urgent = nullptr) const;
-  bool serviceDiffers(const std::string& key, const Service& s, const nlohmann::json* entry,
-                      nlohmann::json* patch = nullptr, bool* urgent = nullptr) const;
+  // Whether the status entry differs from what this host knows of the pod or service (the patch
+  // of the entry is built into `patch` when given; touch() only asks, and builds nothing).
+  // `urgent`, when given, is set when a difference cannot wait for the status writer's deferral:
+  // a readyTime, or an earlier incarnation's times to clear.
+  bool podDiffers(Pod& p, const nlohmann::json* entry, StatusPatch::Entry* patch = nullptr,
+                  bool* urgent = nullptr) const;
+  bool serviceDiffers(const Service& s, const nlohmann::json* entry,
+                      StatusPatch::Entry* patch = nullptr, bool* urgent = nullptr) const;
   // Marks the task for a write when the object's entry differs from the status.
   // `pod` or `service`: the one object an event changed (the others are not compared again).
   void touch(const std::string& task, const std::string* pod = nullptr,
              const std::string* service = nullptr);
-  void written(const std::string& task, const nlohmann::json& object);
+  void written(const std::string& task, const StatusPatch& status);
   void refreshStuck();
   // Puts this instance's knowledge of a pod or service on the entry board when it changed.
   void publish(const std::string& key, Pod& p);

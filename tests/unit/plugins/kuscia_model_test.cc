@@ -11,11 +11,15 @@
 #include <functional>
 #include <limits>
 #include <random>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "json_text.h"
 #include "kuscia_time.h"
 #include "plugin_test_support.h"
 #include "status_entries.h"
+#include "status_patch.h"
 #include "status_writer.h"
 #include "write_contest.h"
 
@@ -40,9 +44,6 @@ TEST(KusciaModelTest, StatusEntryTimesAndIncarnations) {
   EXPECT_FALSE(sameIncarnation(&entry, parseTime("2024-05-20T08:05:00Z"))); // recreated
   EXPECT_TRUE(sameIncarnation(&entry, std::nullopt));
   EXPECT_FALSE(sameIncarnation(nullptr, created)); // no entry: nothing to be the same as
-  EXPECT_EQ(newPodEntry("alice", "p", ""),
-            json::parse(R"({"namespace":"alice","podName":"p","podPhase":"Pending"})"));
-  EXPECT_EQ(newServiceEntry("bob", "s"), json::parse(R"({"namespace":"bob","serviceName":"s"})"));
 }
 
 TEST(KusciaModelTest, ConditionsAndEndpointAddresses) {
@@ -299,22 +300,39 @@ TEST(KusciaModelTest, TaskObjectsStartANewRecordForANewIncarnation) {
   EXPECT_EQ(objs.members("t3").size(), 3u);
 }
 
+// Pod entries, each with its fields as (field, time text or "" to clear).
+using PodEntries =
+    std::vector<std::pair<std::string, std::vector<std::pair<TimeField, std::string>>>>;
+StatusPatch podPatch(const PodEntries& entries) {
+  StatusPatch patch;
+  for (const auto& [key, fields] : entries) {
+    StatusPatch::Entry e{StatusPatch::kPods, key};
+    for (const auto& [field, text] : fields)
+      e.set(field, text.empty() ? StatusPatch::kClear : *parseTime(text));
+    patch.add(std::move(e));
+  }
+  return patch;
+}
+
 TEST(KusciaModelTest, AContestKeepsEachEntrysFieldsApartAsEntriesComeAndGo) {
   testing::FakeHost fake("alice");
   WriteContest contest(sdk::Host(fake.api(), fake.ctx()), "kuscia_test", 2);
-  auto pods = [](const json& entries) { return json{{"podStatuses", entries}}; };
   auto rv = [](int v) {
     return R"({"metadata":{"resourceVersion":")" + std::to_string(v) + "\"}}";
   };
+  constexpr auto kCreate = TimeField::kCreate, kReady = TimeField::kReady;
   const json a = {{"createTime", "2024-05-20T08:00:00Z"}, {"readyTime", "2024-05-20T08:00:09Z"}};
   // Entries written in two writes, "alice/b" first: the task's keys hold it before "alice/a".
-  contest.wrote("t", pods({{"alice/b", {{"createTime", "2024-05-20T08:00:01Z"}}}}), rv(10));
-  contest.wrote("t", pods({{"alice/a", a}}), rv(11));
+  contest.wrote("t", podPatch({{"alice/b", {{kCreate, "2024-05-20T08:00:01Z"}}}}), rv(10));
+  contest.wrote("t",
+                podPatch({{"alice/a",
+                           {{kCreate, "2024-05-20T08:00:00Z"}, {kReady, "2024-05-20T08:00:09Z"}}}}),
+                rv(11));
   // Another writer replaces a's readyTime twice: yielded, a's createTime and b untouched.
   json theirs = {{"alice/a", a}, {"alice/b", {{"createTime", "2024-05-20T08:00:01Z"}}}};
   theirs["alice/a"]["readyTime"] = "2024-05-20T08:00:30Z";
   contest.observed("t", "12", theirs, json::object());
-  contest.wrote("t", pods({{"alice/a", {{"readyTime", "2024-05-20T08:00:09Z"}}}}), rv(13));
+  contest.wrote("t", podPatch({{"alice/a", {{kReady, "2024-05-20T08:00:09Z"}}}}), rv(13));
   contest.observed("t", "14", theirs, json::object());
   EXPECT_TRUE(contest.yielded("t", "podStatuses", "alice/a", "readyTime"));
   EXPECT_FALSE(contest.yielded("t", "podStatuses", "alice/a", "createTime"));
@@ -323,21 +341,94 @@ TEST(KusciaModelTest, AContestKeepsEachEntrysFieldsApartAsEntriesComeAndGo) {
   EXPECT_EQ(fake.metric("kuscia_test_yielded_fields_total", "readyTime"), 1);
   EXPECT_TRUE(fake.logged("task t alice/a: readyTime yielded to another writer"));
   // b's field is cleared, so nothing of b is left to remember: its key goes, a's moves.
-  contest.wrote("t", pods({{"alice/b", {{"createTime", nullptr}}}}), rv(15));
+  contest.wrote("t", podPatch({{"alice/b", {{kCreate, ""}}}}), rv(15));
   contest.observed("t", "16", theirs, json::object());
   EXPECT_TRUE(contest.yielded("t", "podStatuses", "alice/a", "readyTime"));
-  // What is yielded is taken out of a patch; the rest stays.
-  json patch = pods({{"alice/a", {{"readyTime", "2024-05-20T08:00:09Z"}, {"startTime", "x"}}},
-                     {"alice/b", {{"createTime", "2024-05-20T08:00:01Z"}}}});
-  EXPECT_EQ(contest.filter("t", patch),
-            pods({{"alice/a", {{"startTime", "x"}}},
-                  {"alice/b", {{"createTime", "2024-05-20T08:00:01Z"}}}}));
+  // What is yielded is taken out of a patch; the rest stays, and an entry left with no time goes.
+  StatusPatch patch = podPatch(
+      {{"alice/a", {{kReady, "2024-05-20T08:00:09Z"}, {TimeField::kStart, "2024-05-20T08:00:05Z"}}},
+       {"alice/b", {{kCreate, "2024-05-20T08:00:01Z"}}}});
+  contest.filter("t", patch);
+  EXPECT_EQ(patch.toJson(), podPatch({{"alice/a", {{TimeField::kStart, "2024-05-20T08:00:05Z"}}},
+                                      {"alice/b", {{kCreate, "2024-05-20T08:00:01Z"}}}})
+                                .toJson());
+  StatusPatch onlyYielded = podPatch({{"alice/a", {{kReady, "2024-05-20T08:00:09Z"}}}});
+  onlyYielded.entries()[0].identify = true;
+  contest.filter("t", onlyYielded);
+  EXPECT_TRUE(onlyYielded.empty());
   // A new incarnation of a (another createTime) starts afresh.
-  json reborn =
-      pods({{"alice/a",
-             {{"createTime", "2024-05-20T09:00:00Z"}, {"readyTime", "2024-05-20T09:00:09Z"}}}});
-  EXPECT_EQ(contest.filter("t", reborn), reborn);
+  StatusPatch reborn = podPatch(
+      {{"alice/a", {{kCreate, "2024-05-20T09:00:00Z"}, {kReady, "2024-05-20T09:00:09Z"}}}});
+  const json rebornJson = reborn.toJson();
+  contest.filter("t", reborn);
+  EXPECT_EQ(reborn.toJson(), rebornJson);
   EXPECT_FALSE(contest.yielded("t", "podStatuses", "alice/a", "readyTime"));
+}
+
+TEST(KusciaModelTest, AStatusPatchWritesWhatDumpWritesOfTheSameDocument) {
+  StatusPatch patch;
+  const int64_t t0 = *parseTime("2024-05-20T08:00:00Z");
+  // Added out of order: kept by group, then key, as a JSON object's members are.
+  StatusPatch::Entry svc{StatusPatch::kServices, "alice/svc-1"};
+  svc.identify = true;
+  svc.set(TimeField::kCreate, t0);
+  svc.set(TimeField::kReady, t0 + 2500000000); // a fraction: kept as given
+  patch.add(svc);
+  StatusPatch::Entry pod{StatusPatch::kPods, "alice/pod-b"};
+  pod.set(TimeField::kReady, t0 + 9 * kSecond);
+  pod.set(TimeField::kStart, StatusPatch::kClear); // an earlier incarnation's
+  pod.set(TimeField::kSchedule, t0 + kSecond);
+  patch.add(pod);
+  StatusPatch::Entry fresh{StatusPatch::kPods, "alice/pod-a"};
+  fresh.identify = true; // podPhase unknown: Pending, as Kuscia's CRD requires one
+  fresh.set(TimeField::kCreate, t0);
+  fresh.set(TimeField::kStart, t0 + kSecond);
+  fresh.set(TimeField::kCreate, t0 - kSecond); // set again: replaced, not repeated
+  patch.add(fresh);
+  StatusPatch::Entry odd{StatusPatch::kPods, "alice/q\"uote"};
+  odd.identify = true;
+  odd.podPhase = "Running";
+  odd.set(TimeField::kReady, t0);
+  patch.add(odd);
+
+  const json doc = patch.toJson();
+  EXPECT_EQ(doc, json::parse(R"({
+    "podStatuses": {
+      "alice/pod-a": {"createTime": "2024-05-20T07:59:59Z", "namespace": "alice",
+                      "podName": "pod-a", "podPhase": "Pending",
+                      "startTime": "2024-05-20T08:00:01Z"},
+      "alice/pod-b": {"readyTime": "2024-05-20T08:00:09Z", "scheduleTime": "2024-05-20T08:00:01Z",
+                      "startTime": null},
+      "alice/q\"uote": {"namespace": "alice", "podName": "q\"uote", "podPhase": "Running",
+                        "readyTime": "2024-05-20T08:00:00Z"}},
+    "serviceStatuses": {
+      "alice/svc-1": {"createTime": "2024-05-20T08:00:00Z", "namespace": "alice",
+                      "readyTime": "2024-05-20T08:00:02.5Z", "serviceName": "svc-1"}}})"));
+  std::string text;
+  patch.appendJson(text);
+  EXPECT_EQ(text, doc.dump());
+  EXPECT_EQ(taskStatusPatch("cross-domain", "t1", patch).body, json({{"status", doc}}).dump());
+  EXPECT_TRUE(patch.touches(StatusPatch::kPods));
+  EXPECT_TRUE(patch.touches(StatusPatch::kServices));
+  EXPECT_EQ(patch.entries()[0].time(TimeField::kCreate), t0 - kSecond);
+  EXPECT_FALSE(patch.entries()[1].time(TimeField::kStart)); // cleared
+
+  // Applied to a status's map as the merge patch of its document is.
+  json held = json::parse(R"({"alice/pod-b": {"namespace": "alice", "podName": "pod-b",
+                                "startTime": "2024-05-19T08:00:00Z", "reason": "theirs"},
+                              "bob/pod": {"namespace": "bob"}, "alice/q\"uote": 7})");
+  json merged = held;
+  merged.merge_patch(doc["podStatuses"]);
+  patch.applyTo(StatusPatch::kPods, held);
+  EXPECT_EQ(held, merged);
+  json none;
+  patch.applyTo(StatusPatch::kServices, none);
+  EXPECT_EQ(none, doc["serviceStatuses"]);
+
+  EXPECT_EQ(StatusPatch().toJson(), json::object());
+  std::string empty;
+  StatusPatch().appendJson(empty);
+  EXPECT_EQ(empty, "{}");
 }
 
 TEST(KusciaModelTest, TheStatusWriteIsAMergePatchOfTheStatusSubresource) {

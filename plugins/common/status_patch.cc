@@ -1,0 +1,193 @@
+#include "status_patch.h"
+
+#include <algorithm>
+#include <array>
+#include <tuple>
+
+#include "json_text.h"
+#include "kuscia.h"
+#include "kuscia_time.h"
+
+namespace kuscia_host::plugins {
+
+using nlohmann::json;
+
+namespace {
+
+// An entry's members in the order dump() writes them (sorted by name): each is a time field or
+// one of the identifying fields of a new entry.
+enum class Member : uint8_t { kTime, kNamespace, kPodName, kPodPhase, kServiceName };
+struct MemberName {
+  const char* name;
+  Member kind;
+  TimeField time; // kind kTime
+};
+constexpr std::array<MemberName, 8> kMembers = {{
+    {"createTime", Member::kTime, TimeField::kCreate},
+    {"namespace", Member::kNamespace, TimeField::kCreate},
+    {"podName", Member::kPodName, TimeField::kCreate},
+    {"podPhase", Member::kPodPhase, TimeField::kCreate},
+    {"readyTime", Member::kTime, TimeField::kReady},
+    {"scheduleTime", Member::kTime, TimeField::kSchedule},
+    {"serviceName", Member::kServiceName, TimeField::kCreate},
+    {"startTime", Member::kTime, TimeField::kStart},
+}};
+
+std::string_view podPhaseOf(const StatusPatch::Entry& e) {
+  return e.podPhase.empty() ? std::string_view("Pending") : std::string_view(e.podPhase);
+}
+
+// Calls `write(name, text-or-instant)` for each member of the entry in dump()'s order: an
+// identifying member with its string, a time member with its instant (kClear: null).
+template <class Identity, class Time>
+void forEachMember(const StatusPatch::Entry& e, Identity&& identity, Time&& time) {
+  const bool pod = e.group == StatusPatch::kPods;
+  for (const MemberName& m : kMembers) {
+    switch (m.kind) {
+    case Member::kTime:
+      for (const auto& f : e.fields)
+        if (f.name == m.time) time(m.name, f.nanos);
+      break;
+    case Member::kNamespace:
+      if (e.identify) identity(m.name, namespaceOf(e.key));
+      break;
+    case Member::kPodName:
+      if (e.identify && pod) identity(m.name, nameOf(e.key));
+      break;
+    case Member::kPodPhase:
+      if (e.identify && pod) identity(m.name, podPhaseOf(e));
+      break;
+    case Member::kServiceName:
+      if (e.identify && !pod) identity(m.name, nameOf(e.key));
+      break;
+    }
+  }
+}
+
+} // namespace
+
+const char* fieldName(TimeField field) {
+  switch (field) {
+  case TimeField::kCreate: return "createTime";
+  case TimeField::kSchedule: return "scheduleTime";
+  case TimeField::kStart: return "startTime";
+  case TimeField::kReady: return "readyTime";
+  }
+  return "";
+}
+
+const char* StatusPatch::groupName(Group group) {
+  return group == kPods ? "podStatuses" : "serviceStatuses";
+}
+
+void StatusPatch::Entry::set(TimeField name, int64_t nanos) {
+  for (auto& f : fields)
+    if (f.name == name) {
+      f.nanos = nanos;
+      return;
+    }
+  fields.push_back({name, nanos});
+}
+
+std::optional<int64_t> StatusPatch::Entry::time(TimeField name) const {
+  for (const auto& f : fields)
+    if (f.name == name && f.nanos != kClear) return f.nanos;
+  return std::nullopt;
+}
+
+void StatusPatch::add(Entry entry) {
+  auto before = [](const Entry& a, const Entry& b) {
+    return std::tie(a.group, a.key) < std::tie(b.group, b.key);
+  };
+  // Entries come in order (a plugin walks its objects' sorted keys): at the end, mostly.
+  auto at = std::lower_bound(entries_.begin(), entries_.end(), entry, before);
+  if (at != entries_.end() && at->group == entry.group && at->key == entry.key)
+    *at = std::move(entry);
+  else
+    entries_.insert(at, std::move(entry));
+}
+
+bool StatusPatch::touches(Group group) const {
+  return std::any_of(entries_.begin(), entries_.end(),
+                     [group](const Entry& e) { return e.group == group; });
+}
+
+void StatusPatch::appendJson(std::string& out) const {
+  out += '{';
+  auto e = entries_.begin();
+  bool firstGroup = true;
+  for (Group group : {kPods, kServices}) {
+    if (e == entries_.end() || e->group != group) continue;
+    if (!firstGroup) out += ',';
+    firstGroup = false;
+    out += '"';
+    out += groupName(group);
+    out += "\":{";
+    for (bool firstEntry = true; e != entries_.end() && e->group == group; ++e) {
+      if (!firstEntry) out += ',';
+      firstEntry = false;
+      appendJsonString(out, e->key);
+      out += ":{";
+      bool firstMember = true;
+      auto name = [&](const char* n) {
+        if (!firstMember) out += ',';
+        firstMember = false;
+        out += '"';
+        out += n;
+        out += "\":";
+      };
+      forEachMember(
+          *e,
+          [&](const char* n, std::string_view text) {
+            name(n);
+            appendJsonString(out, text);
+          },
+          [&](const char* n, int64_t nanos) {
+            name(n);
+            if (nanos == kClear) {
+              out += "null";
+              return;
+            }
+            out += '"';
+            out += formatTime(nanos, TimePrecision::kAsGiven);
+            out += '"';
+          });
+      out += '}';
+    }
+    out += '}';
+  }
+  out += '}';
+}
+
+json StatusPatch::toJson() const {
+  json status = json::object();
+  for (const Entry& e : entries_) {
+    json& entry = status[groupName(e.group)][e.key];
+    entry = json::object();
+    forEachMember(
+        e, [&entry](const char* n, std::string_view text) { entry[n] = text; },
+        [&entry](const char* n, int64_t nanos) {
+          entry[n] = nanos == kClear ? json() : json(formatTime(nanos, TimePrecision::kAsGiven));
+        });
+  }
+  return status;
+}
+
+void StatusPatch::applyTo(Group group, json& entries) const {
+  if (!entries.is_object()) entries = json::object();
+  for (const Entry& e : entries_) {
+    if (e.group != group) continue;
+    json& entry = entries[e.key];
+    if (!entry.is_object()) entry = json::object();
+    forEachMember(
+        e, [&entry](const char* n, std::string_view text) { entry[n] = text; },
+        [&entry](const char* n, int64_t nanos) {
+          if (nanos == kClear)
+            entry.erase(n);
+          else
+            entry[n] = formatTime(nanos, TimePrecision::kAsGiven);
+        });
+  }
+}
+
+} // namespace kuscia_host::plugins
