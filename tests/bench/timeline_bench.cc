@@ -883,10 +883,11 @@ LoadRun l1(std::size_t tasks, double windowSeconds, const std::string& hostBinar
               "(coalescing window 50 ms, the default)\n",
               latencies.size(), percentile(latencies, 0.5) / 1e3, percentile(latencies, 0.99) / 1e3,
               percentile(latencies, 1.0) / 1e3);
-  std::printf("  host: %.2f CPU seconds for the load (%.2f ms per task; %.2f s until it stopped, "
-              "the checks' requests included), peak RSS %.1f MiB for the load (%.1f MiB with the "
-              "checks' requests), exit %d\n",
-              cpu, cpu * 1e3 / n, totalCpu, loadPeakRssMiB, peakRssMiB, exitCode);
+  std::printf("  host: %.2f CPU seconds for the load (%.2f ms per task, %.2f of it in user space; "
+              "%.2f s until it stopped, the checks' requests included), peak RSS %.1f MiB for the "
+              "load (%.1f MiB with the checks' requests), exit %d\n",
+              cpu, cpu * 1e3 / n, loadUserCpu * 1e3 / n, totalCpu, loadPeakRssMiB, peakRssMiB,
+              exitCode);
   std::printf("  times compared: %zu; lost %zu, wrong %zu (target 0)%s%s\n", fields, lost, wrong,
               example.empty() ? "" : "; first: ", example.c_str());
   // task-history's callbacks as the host times them (on its one thread, nothing blocks in them:
