@@ -4,7 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <filesystem>
 #include <map>
+#include <string>
 
 #include "common/base64.h"
 #include "test_support.h"
@@ -85,8 +88,21 @@ TEST(ClusterAccessTest, RelativePathsResolveAgainstTheKubeconfigAndTokenFileIsRe
   EXPECT_EQ(a->clientCertPem, "CERT");
   EXPECT_EQ(a->clientKeyPem, "KEY");
   EXPECT_EQ(a->bearerToken().value(), "first"); // tokenFile wins over token
+  // Read again once tokenReread has passed, not on every request; a copy shares what was read.
   test::writeFile(dir.file("token"), "rotated\n");
-  EXPECT_EQ(a->bearerToken().value(), "rotated");
+  ClusterAccess copy = *a;
+  EXPECT_EQ(a->bearerToken().value(), "first");
+  EXPECT_EQ(copy.bearerToken().value(), "first");
+  copy.tokenReread = std::chrono::seconds(0);
+  EXPECT_EQ(copy.bearerToken().value(), "rotated");
+  EXPECT_EQ(a->bearerToken().value(), "rotated"); // read by the copy, for both
+  // A file that cannot be read is an error naming it, and read again on the next request.
+  std::filesystem::remove(dir.file("token"));
+  auto gone = copy.bearerToken();
+  ASSERT_FALSE(gone.ok());
+  EXPECT_NE(gone.error().find("token file"), std::string::npos) << gone.error();
+  test::writeFile(dir.file("token"), "back\n");
+  EXPECT_EQ(copy.bearerToken().value(), "back");
 }
 
 TEST(ClusterAccessTest, NoCredentialsOverPlainHttp) {

@@ -110,9 +110,16 @@ bool parseServerUrl(const std::string& url, std::string& scheme, std::string& ho
 Result<std::string> ClusterAccess::bearerToken() const {
   if (scheme != "https") return std::string(); // never send credentials in clear text
   if (!tokenFile.empty()) {
+    const auto now = std::chrono::steady_clock::now();
+    std::lock_guard lock(tokenCache_->mu);
+    TokenCache& c = *tokenCache_;
+    if (c.path == tokenFile && now - c.readAt < tokenReread) return c.token;
     auto t = readFile(tokenFile);
-    if (!t) return makeError("token file " + t.error());
-    return trim(*t);
+    if (!t) return makeError("token file " + t.error()); // read again on the next request
+    c.path = tokenFile;
+    c.token = trim(*t);
+    c.readAt = now;
+    return c.token;
   }
   return token;
 }

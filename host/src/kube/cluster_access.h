@@ -3,7 +3,10 @@
 // server. Every problem is an error naming the file and the field.
 #pragma once
 
+#include <chrono>
 #include <functional>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 
@@ -20,15 +23,29 @@ struct ClusterAccess {
   bool insecureSkipTlsVerify = false;
   std::string tlsServerName; // SNI and name to verify, when it differs from host
   std::string token;         // static bearer token
-  std::string tokenFile;     // re-read on use; wins over token
+  std::string tokenFile;     // read again once tokenReread has passed; wins over token
+  // How long a token read from tokenFile is sent before the file is read again. A projected
+  // service account token is rotated by the kubelet well before it expires, and client-go reads
+  // the file about once a minute too; reading it on every request cost each request four system
+  // calls. 0: read on every request.
+  std::chrono::seconds tokenReread{60};
   std::string clientCertPem;
   std::string clientKeyPem;
   std::string namespaceName; // the context's (or the pod's) namespace, "" when unset
   std::string description;   // where this came from, for logs and errors
 
-  // The bearer token to send now (tokenFile re-read), or "" when none. Credentials are only
-  // ever sent over https.
+  // The bearer token to send now (tokenFile read again when due), or "" when none. Credentials
+  // are only ever sent over https. Thread-safe.
   Result<std::string> bearerToken() const;
+
+private:
+  // What tokenFile held when it was last read, shared by the copies of this access.
+  struct TokenCache {
+    std::mutex mu;
+    std::string path, token;
+    std::chrono::steady_clock::time_point readAt;
+  };
+  std::shared_ptr<TokenCache> tokenCache_ = std::make_shared<TokenCache>();
 };
 
 // Reads an environment variable; injectable for tests.
