@@ -37,8 +37,8 @@ std::string_view podPhaseOf(const StatusPatch::Entry& e) {
   return e.podPhase.empty() ? std::string_view("Pending") : std::string_view(e.podPhase);
 }
 
-// Calls `write(name, text-or-instant)` for each member of the entry in dump()'s order: an
-// identifying member with its string, a time member with its instant (kClear: null).
+// Walks the entry's members in dump()'s order: `identity(name, text)` for each identifying
+// member of a new entry, `time(name, instant)` for each time field (kClear: null).
 template <class Identity, class Time>
 void forEachMember(const StatusPatch::Entry& e, Identity&& identity, Time&& time) {
   const bool pod = e.group == StatusPatch::kPods;
