@@ -6,6 +6,7 @@
 #include "kuscia.h"
 #include "kuscia_time.h"
 #include "status_patch.h"
+#include "write_contest.h"
 
 namespace kuscia_host::plugins {
 
@@ -28,6 +29,22 @@ bool sameIncarnation(const json* entry, std::optional<int64_t> createNanos) {
   if (entry == nullptr || !entry->is_object()) return false;
   auto t = entryTime(entry, "createTime");
   return !t || !createNanos || *t == *createNanos;
+}
+
+bool setEntryTime(StatusPatch::Entry* patch, const json* entry, TimeField field,
+                  std::optional<int64_t> want, bool clearStale, bool forwardOnly) {
+  const char* name = fieldName(field);
+  if (want) {
+    auto have = entryTime(entry, name);
+    if (have && (sameTime(*have, *want) || (forwardOnly && *have > *want))) return false;
+    if (patch != nullptr) patch->set(field, *want);
+    return true;
+  }
+  if (clearStale && entryHas(entry, name)) {
+    if (patch != nullptr) patch->set(field, StatusPatch::kClear);
+    return true;
+  }
+  return false;
 }
 
 const json* trueCondition(const json& conditions, std::string_view type) {

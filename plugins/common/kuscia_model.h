@@ -18,9 +18,9 @@
 #include <string_view>
 #include <vector>
 
-namespace kuscia_host::plugins {
+#include "status_patch.h"
 
-class StatusPatch;
+namespace kuscia_host::plugins {
 
 // --- status entries (podStatuses / serviceStatuses of a KusciaTask) -----------------------------
 
@@ -31,6 +31,13 @@ bool entryHas(const nlohmann::json* entry, std::string_view field);
 // Whether the entry describes this incarnation of the object: its createTime is the object's (an
 // entry without one, or an object without one, counts as this incarnation).
 bool sameIncarnation(const nlohmann::json* entry, std::optional<int64_t> createNanos);
+// Sets the patch's `field` to `want` when the entry does not already hold it (compared as
+// instants, at the precision another writer serialises: sameTime in write_contest.h), or, with no
+// `want`, clears it when `clearStale` and the entry holds one (an earlier incarnation's). True
+// when it does or would (patch nullptr: only the answer, nothing built). `forwardOnly`: a later
+// time the entry holds is kept (the latest Ready another writer saw).
+bool setEntryTime(StatusPatch::Entry* patch, const nlohmann::json* entry, TimeField field,
+                  std::optional<int64_t> want, bool clearStale, bool forwardOnly = false);
 
 // --- objects -------------------------------------------------------------------------------------
 

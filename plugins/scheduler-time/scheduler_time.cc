@@ -3,7 +3,6 @@
 #include "kuscia.h"
 #include "kuscia_model.h"
 #include "kuscia_time.h"
-#include "write_contest.h"
 
 namespace kuscia_host::plugins::scheduler {
 
@@ -96,23 +95,15 @@ void SchedulerTime::onTask(const sdk::Event& e) {
 }
 
 bool SchedulerTime::differs(const Pod& p, const json* entry, StatusPatch::Entry* patch) {
-  bool present = entry != nullptr && entry->is_object();
-  bool same = sameIncarnation(entry, p.create);
-  if (p.scheduled) {
-    auto have = entryTime(entry, "scheduleTime");
-    if (have && sameTime(*have, *p.scheduled)) return false;
-    if (patch != nullptr) {
-      patch->identify = !present;
-      patch->podPhase = p.phase;
-      patch->set(TimeField::kSchedule, *p.scheduled);
-    }
-    return true;
+  const bool present = entry != nullptr && entry->is_object();
+  // An earlier incarnation's scheduleTime is cleared while this one's is not known.
+  const bool earlier = present && !sameIncarnation(entry, p.create);
+  if (!setEntryTime(patch, entry, TimeField::kSchedule, p.scheduled, earlier)) return false;
+  if (patch != nullptr && !present) { // a new entry
+    patch->identify = true;
+    patch->podPhase = p.phase;
   }
-  if (present && !same && entryHas(entry, "scheduleTime")) {
-    if (patch != nullptr) patch->set(TimeField::kSchedule, StatusPatch::kClear); // an earlier one's
-    return true;
-  }
-  return false;
+  return true;
 }
 
 void SchedulerTime::release(const std::string& task) {

@@ -14,7 +14,6 @@
 #include "kuscia_time.h"
 #include "status_entries.h"
 #include "timeline_page.h"
-#include "write_contest.h"
 
 namespace kuscia_host::plugins::timeline {
 
@@ -44,25 +43,10 @@ const std::vector<double>& durationBuckets() {
   return b;
 }
 
-// Sets the patch's `field` when the entry does not already hold `want` (compared as instants, at
-// the precision the other writer serialises: write_contest.h); true when it does or would (patch
-// nullptr: only the answer, nothing built). `forwardOnly`: a later time the entry holds is kept
-// (the latest Ready another writer saw).
+// setEntryTime (kuscia_model.h) of what this host knows of a time.
 bool setTime(StatusPatch::Entry* patch, const json* entry, TimeField field, const MaybeTime& want,
              bool clearStale, bool forwardOnly = false) {
-  const char* name = fieldName(field);
-  if (want) {
-    auto have = entryTime(entry, name);
-    if (have && (sameTime(*have, want->nanos) || (forwardOnly && *have > want->nanos)))
-      return false;
-    if (patch != nullptr) patch->set(field, want->nanos);
-    return true;
-  }
-  if (clearStale && entryHas(entry, name)) {
-    if (patch != nullptr) patch->set(field, StatusPatch::kClear); // an earlier incarnation's
-    return true;
-  }
-  return false;
+  return setEntryTime(patch, entry, field, want.nanos(), clearStale, forwardOnly);
 }
 
 // Changes facts shared with the entry board: on a copy, which replaces them only when `change`
