@@ -270,24 +270,26 @@ void WriteContest::filter(const std::string& task, StatusPatch& status) {
   auto it = tasks_.find(task);
   if (it == tasks_.end()) return;
   Task& t = it->second;
-  for (auto& e : status.entries()) {
-    if (!t.contests) break; // only a field another writer kept overwriting is taken out
-    const auto group = static_cast<uint8_t>(e.group);
-    const std::optional<int64_t> create = e.time(TimeField::kCreate);
-    std::erase_if(e.fields, [&](const StatusPatch::Field& field) {
-      auto name = t.contests ? nameIndex(fieldName(field.name), false) : std::nullopt;
-      Field* y = name ? findField(t, group, e.key, *name, false) : nullptr;
-      Contest* c = y != nullptr ? contestOf(t, *y, false) : nullptr;
-      if (c == nullptr || !c->yielded) return false;
-      if (create && c->createNanos != kNone && *create != c->createNanos) {
-        // A new incarnation of the entry: no contest yet.
-        t.contests->erase(contestKey(t, *y));
-        y->contested = false;
-        y->defending = false;
-        return false;
-      }
-      return true;
-    });
+  // Only a field another writer kept overwriting is taken out: none while nothing is contested.
+  if (t.contests) {
+    for (auto& e : status.entries()) {
+      const auto group = static_cast<uint8_t>(e.group);
+      const std::optional<int64_t> create = e.time(TimeField::kCreate);
+      std::erase_if(e.fields, [&](const StatusPatch::Field& field) {
+        auto name = nameIndex(fieldName(field.name), false);
+        Field* y = name ? findField(t, group, e.key, *name, false) : nullptr;
+        Contest* c = y != nullptr ? contestOf(t, *y, false) : nullptr;
+        if (c == nullptr || !c->yielded) return false;
+        if (create && c->createNanos != kNone && *create != c->createNanos) {
+          // A new incarnation of the entry: no contest yet.
+          t.contests->erase(contestKey(t, *y));
+          y->contested = false;
+          y->defending = false;
+          return false;
+        }
+        return true;
+      });
+    }
   }
   std::erase_if(status.entries(), [](const StatusPatch::Entry& e) { return e.fields.empty(); });
 }
