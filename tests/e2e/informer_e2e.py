@@ -144,7 +144,9 @@ domains:
     admin_port = int(re.search(r"admin server listening on 127\.0\.0\.1:(\d+)", host_log()).group(1))
 
     # Initial list: ADDED for each pod, then SYNCED; the cache agrees.
-    check(eventually(lambda: any(e.get("type") == "SYNCED" for e in events())), "SYNCED arrives")
+    # The probe writes SYNCED, then the cache line it reads right after; wait for both.
+    check(eventually(lambda: any(e.get("type") == "SYNCED" for e in events())
+                     and any("cache" in e for e in events())), "SYNCED arrives, then the cache read")
     ev = events()
     synced_at = [i for i, e in enumerate(ev) if e.get("type") == "SYNCED"][0]
     added = {e["key"]: e["fields"] for e in ev[:synced_at] if e.get("type") == "ADDED"}
