@@ -78,10 +78,15 @@ struct StatsGroup {
 class HistoryStore {
 public:
   virtual ~HistoryStore() = default;
-  // Merges each recording into the one stored for its recorder and refreshes the task once, in
-  // one transaction; whether each changed what was stored. Every recording is of the same task,
-  // each of another recorder (several domains' recordings of a task, as one host takes them).
-  virtual std::vector<bool> recordTogether(const std::vector<const Recording*>& rs) = 0;
+  // Several tasks in one transaction (the writer's batch): for each task, its recordings, each
+  // of another recorder, merged into the one stored for that recorder, and the task refreshed
+  // once; whether each recording changed what was stored. A task appears once.
+  virtual std::vector<std::vector<bool>>
+  recordTasks(const std::vector<std::vector<const Recording*>>& tasks) = 0;
+  // One task's recordings (several domains', as one host takes them), in one transaction.
+  std::vector<bool> recordTogether(const std::vector<const Recording*>& rs) {
+    return recordTasks({rs}).front();
+  }
   // One recording; false when nothing changed.
   bool record(const Recording& r) { return recordTogether({&r}).front(); }
   virtual HistoryPage list(const HistoryQuery& q) = 0;

@@ -80,12 +80,12 @@ HistoryWriter::PerUser* HistoryWriter::firstUser() {
 }
 
 bool HistoryWriter::enqueue(User user, Recording r) {
+  bool wake = false;
   {
     std::lock_guard lock(mu_);
     auto countDepth = [this](User u, int by) {
-      if (auto it = users_.find(u); it != users_.end())
-        it->second.counts.depth =
-            static_cast<std::size_t>(static_cast<int64_t>(it->second.counts.depth) + by);
+      if (PerUser* p = userOf(u))
+        p->counts.depth = static_cast<std::size_t>(static_cast<int64_t>(p->counts.depth) + by);
     };
     Key key{r.task, r.recorder};
     if (auto it = queued_.find(key); it != queued_.end()) {
@@ -97,20 +97,26 @@ bool HistoryWriter::enqueue(User user, Recording r) {
       return true;
     }
     if (queued_.size() >= options_.capacity) {
-      if (auto it = users_.find(user); it != users_.end()) ++it->second.counts.dropped;
+      if (PerUser* p = userOf(user)) ++p->counts.dropped;
       return false;
     }
-    order_.push_back(key);
+    // The thread sleeps until the first ready task's linger ends: it needs waking only when the
+    // queue was empty, or when this is the first task ready (or a full batch).
+    wake = queued_.empty();
+    const auto now = Clock::now();
+    order_.emplace_back(key, now);
     const std::string task = key.first;
     queued_.emplace(std::move(key),
-                    Queued{std::make_shared<const Recording>(std::move(r)), user, Clock::now()});
+                    Queued{std::make_shared<const Recording>(std::move(r)), user, now});
     countDepth(user, 1);
-    // Every user has queued its recording of the task: it goes without waiting for its turn
+    // Every user has queued its recording of the task: it is ready without waiting for its turn
     // (a recording at the head may be waiting for a user that records nothing of its task).
-    if (const std::size_t users = attachedUsers(); users > 1 && queuedOf(task) >= users)
-      complete_.push_back(task);
+    if (const std::size_t users = attachedUsers(); users > 1 && queuedOf(task) >= users) {
+      wake = wake || nextComplete() == nullptr || complete_.size() + 1 >= options_.batch;
+      complete_.emplace_back(task, now);
+    }
   }
-  cv_.notify_all(); // the thread, among callers that wait for it to stop
+  if (wake) cv_.notify_all(); // the thread, among callers that wait for it to stop
   return true;
 }
 
@@ -150,17 +156,24 @@ void HistoryWriter::failed(const std::string& error, PerUser* user) {
   retryAt_ = Clock::now() + backoff_;
 }
 
+HistoryWriter::PerUser* HistoryWriter::userOf(User user) {
+  auto it = users_.find(user);
+  return it == users_.end() ? nullptr : &it->second;
+}
+
 HistoryWriter::PerUser* HistoryWriter::headUser() {
   dropWritten();
   if (!order_.empty())
-    if (auto q = queued_.find(order_.front()); q != queued_.end())
-      if (auto u = users_.find(q->second.user); u != users_.end()) return &u->second;
+    if (PerUser* u = userOf(queued_.at(order_.front().first).user)) return u;
   return firstUser();
 }
 
 void HistoryWriter::dropWritten() {
-  while (!order_.empty() && queued_.count(order_.front()) == 0)
+  while (!order_.empty()) {
+    auto q = queued_.find(order_.front().first);
+    if (q != queued_.end() && q->second.since == order_.front().second) return;
     order_.pop_front();
+  }
 }
 
 std::size_t HistoryWriter::queuedOf(const std::string& task) const {
@@ -171,20 +184,23 @@ std::size_t HistoryWriter::queuedOf(const std::string& task) const {
   return n;
 }
 
-Clock::time_point HistoryWriter::headDue() {
-  dropWritten();
-  if (order_.empty()) return Clock::now() + kIdle;
-  const Key& head = order_.front();
-  // Every user has its recording of the task queued: nothing more to wait for.
-  if (queuedOf(head.first) >= attachedUsers()) return Clock::time_point::min();
-  return queued_.at(head).since + options_.gather;
+const std::string* HistoryWriter::nextComplete() {
+  // Tasks written since they were noted are dropped.
+  while (!complete_.empty() && queuedOf(complete_.front().first) == 0)
+    complete_.pop_front();
+  return complete_.empty() ? nullptr : &complete_.front().first;
 }
 
-const std::string* HistoryWriter::nextComplete() {
-  // Tasks written since they were noted (with the head's) are dropped.
-  while (!complete_.empty() && queuedOf(complete_.front()) == 0)
-    complete_.pop_front();
-  return complete_.empty() ? nullptr : &complete_.front();
+Clock::time_point HistoryWriter::readySince() {
+  dropWritten();
+  auto ready = Clock::time_point::max();
+  if (!order_.empty()) {
+    const auto& [head, since] = order_.front();
+    // Every user has its recording of the task queued: nothing more to wait for.
+    ready = queuedOf(head.first) >= attachedUsers() ? since : since + options_.gather;
+  }
+  if (nextComplete() != nullptr) ready = std::min(ready, complete_.front().second);
+  return ready;
 }
 
 void HistoryWriter::run() {
@@ -208,15 +224,11 @@ void HistoryWriter::run() {
       store_ = std::move(s);
       counters_.store = store_->describe();
     }
-    const auto due = queued_.empty() ? now + kIdle : headDue();
-    if (!queued_.empty() && (stopping_ || now >= due)) {
-      writeTask(lock, nullptr);
+    const auto ready = readySince();
+    const auto due = ready == Clock::time_point::max() ? now + kIdle : ready + options_.linger;
+    if (!queued_.empty() && (stopping_ || now >= due || complete_.size() >= options_.batch) &&
+        writeTasks(lock))
       continue;
-    }
-    if (const std::string* task = nextComplete()) {
-      writeTask(lock, task);
-      continue;
-    }
     PerUser* first = firstUser();
     if (first != nullptr && now >= pruneAt_) {
       pruneSome(lock, first->wallNanos());
@@ -245,65 +257,90 @@ HistoryWriter::Outcome HistoryWriter::call(std::unique_lock<std::mutex>& lock,
   return out;
 }
 
-void HistoryWriter::writeTask(std::unique_lock<std::mutex>& lock, const std::string* complete) {
-  std::optional<Key> head; // when the head's task is written: the head's key
-  std::string task;
-  if (complete == nullptr) {
-    dropWritten();
-    if (order_.empty()) return;
-    head = order_.front();
-    task = head->first;
-  } else {
-    task = *complete;
-  }
-  // Every queued recording of the task, the head first (a failure is counted for the first's
-  // user). A newer recording of one may replace it meanwhile.
-  std::vector<std::pair<Key, Queued>> batch;
-  if (head) batch.emplace_back(*head, queued_.at(*head));
-  for (auto it = queued_.lower_bound({task, std::string()});
-       it != queued_.end() && it->first.first == task; ++it)
-    if (!head || it->first != *head) batch.emplace_back(*it);
-  std::vector<const Recording*> recordings;
-  recordings.reserve(batch.size());
-  for (const auto& [key, q] : batch)
-    recordings.push_back(q.recording.get());
-  std::vector<bool> changed;
-  auto [error, transient] = call(lock, [&] { changed = store_->recordTogether(recordings); });
-  auto userOf = [this](User id) -> PerUser* {
-    auto it = users_.find(id);
-    return it == users_.end() ? nullptr : &it->second;
+bool HistoryWriter::writeTasks(std::unique_lock<std::mutex>& lock) {
+  const auto now = Clock::now();
+  const std::size_t users = attachedUsers();
+  std::vector<std::string> tasks;
+  auto take = [&tasks](const std::string& task) {
+    if (std::find(tasks.begin(), tasks.end(), task) == tasks.end()) tasks.push_back(task);
   };
-  if (!error.empty() && transient) {
-    failed(error, userOf(batch.front().second.user)); // kept queued; reopened if it went
-    return;
+  std::erase_if(complete_, [this](const auto& c) { return queuedOf(c.first) == 0; });
+  // The heads that are due, in queue order (queued in time order: the first not due ends it)...
+  dropWritten();
+  for (const auto& [key, since] : order_) {
+    if (tasks.size() >= options_.batch) break;
+    auto q = queued_.find(key);
+    if (q == queued_.end() || q->second.since != since) continue; // written since
+    if (!stopping_ && queuedOf(key.first) < users && now < since + options_.gather) break;
+    take(key.first);
   }
-  // Written (or refused for good: counted, and not retried forever). A newer recording that
-  // came meanwhile stays queued, the head's behind what is queued now. The keys written with
-  // the head's, or as a complete task, are left in the order and skipped there.
-  if (head)
-    order_.pop_front();
-  else
-    complete_.pop_front();
-  for (std::size_t i = 0; i < batch.size(); ++i) {
-    const auto& [key, q] = batch[i];
+  // ...then the tasks every user has a recording of queued.
+  for (const auto& [task, since] : complete_) {
+    if (tasks.size() >= options_.batch) break;
+    if (queuedOf(task) > 0) take(task);
+  }
+  if (tasks.empty()) return false;
+  // Each task's queued recordings; a newer recording of one may replace it meanwhile.
+  std::vector<Group> groups;
+  std::vector<std::vector<const Recording*>> recordings;
+  for (const std::string& task : tasks) {
+    Group& group = groups.emplace_back();
+    std::vector<const Recording*>& rs = recordings.emplace_back();
+    for (auto it = queued_.lower_bound({task, std::string()});
+         it != queued_.end() && it->first.first == task; ++it) {
+      group.emplace_back(*it);
+      rs.push_back(it->second.recording.get());
+    }
+  }
+  std::vector<std::vector<bool>> changed;
+  auto [error, transient] = call(lock, [&] { changed = store_->recordTasks(recordings); });
+  if (!error.empty() && transient) {
+    failed(error, userOf(groups.front().front().second.user)); // kept queued; reopened if it went
+    return true;
+  }
+  bool wrote = error.empty();
+  if (wrote) {
+    for (std::size_t i = 0; i < groups.size(); ++i)
+      settle(groups[i], i < changed.size() ? changed[i] : std::vector<bool>{}, {});
+  } else if (groups.size() == 1) {
+    settle(groups.front(), {}, error); // refused for good: counted, and not retried forever
+  } else {
+    // One task the store refuses does not take the batch with it: each alone.
+    for (std::size_t i = 0; i < groups.size(); ++i) {
+      std::vector<std::vector<bool>> one;
+      auto [e, t] = call(lock, [&] { one = store_->recordTasks({recordings[i]}); });
+      if (!e.empty() && t) {
+        failed(e, userOf(groups[i].front().second.user));
+        return true;
+      }
+      wrote = wrote || e.empty();
+      settle(groups[i], e.empty() ? one.front() : std::vector<bool>{}, e);
+    }
+  }
+  if (wrote) {
+    counters_.failing = false;
+    backoff_ = std::chrono::milliseconds(0);
+  }
+  return true;
+}
+
+void HistoryWriter::settle(const Group& group, const std::vector<bool>& changed,
+                           const std::string& error) {
+  for (std::size_t i = 0; i < group.size(); ++i) {
+    const auto& [key, q] = group[i];
+    // Written, unless a newer recording replaced it meanwhile: that one stays queued.
     auto it = queued_.find(key);
     if (it != queued_.end() && it->second.recording == q.recording) {
       if (PerUser* u = userOf(it->second.user)) --u->counts.depth;
       queued_.erase(it);
-    } else if (head && key == *head) {
-      order_.push_back(key);
     }
     if (!error.empty()) continue;
     if (PerUser* u = userOf(q.user))
       ++(i < changed.size() && changed[i] ? u->counts.written : u->counts.unchanged);
   }
-  if (!error.empty()) {
-    if (PerUser* u = userOf(batch.front().second.user)) ++u->counts.failures;
-    counters_.lastError = error;
-    return;
-  }
-  counters_.failing = false;
-  backoff_ = std::chrono::milliseconds(0);
+  if (error.empty()) return;
+  if (PerUser* u = userOf(group.front().second.user)) ++u->counts.failures;
+  counters_.lastError = error;
 }
 
 void HistoryWriter::pruneSome(std::unique_lock<std::mutex>& lock, int64_t wallNanos) {

@@ -9,10 +9,14 @@
 // One writer serves every instance of the process that records into the same database with the
 // same settings (a centralized host records each domain with an instance of its own): the
 // recordings of one task by several domains are written together, in one transaction that reads
-// the stored documents and summarises the task once (HistoryStore::recordTogether). A recording
-// waits up to `gather` for the other users' recordings of its task; it goes at once when every
-// user has one queued, ahead of a recording at the head that still waits. Each user (attach())
-// has its own counters.
+// the stored documents and summarises the task once. A recording waits up to `gather` for the
+// other users' recordings of its task; it is ready at once when every user has one queued, ahead
+// of a recording at the head that still waits. Each user (attach()) has its own counters.
+//
+// Ready tasks are written together, up to `batch` in one transaction (HistoryStore::recordTasks):
+// the writer lingers `linger` after the first is ready, so that the recordings the plugins queue
+// at their tick share a commit, its pages and the day's statistics rows, and the thread wakes
+// once for them rather than once a task.
 #pragma once
 
 #include <chrono>
@@ -46,6 +50,10 @@ public:
     // How long a recording waits for the other users' recordings of its task: two of the
     // plugin's ticks, each instance queueing what is due at its own tick.
     std::chrono::milliseconds gather{2000};
+    // Tasks written in one transaction at most, and how long the first ready one waits for
+    // others to share it.
+    std::size_t batch = 64;
+    std::chrono::milliseconds linger{50};
   };
   // Of one user: its recordings written, unchanged, dropped and queued, and the failures while
   // one of its recordings was at the head of the queue; the tasks pruned count for the first user
@@ -102,21 +110,28 @@ private:
   static Outcome call(std::unique_lock<std::mutex>& lock, const std::function<void()>& work);
   // Drops the keys at the head already written with another recording of their task.
   void dropWritten();
-  // When the head of the queue may be written.
-  std::chrono::steady_clock::time_point headDue();
+  // When the first task became ready to be written (its head due, or every user's recording
+  // queued); max() when none is queued.
+  std::chrono::steady_clock::time_point readySince();
   // Recordings queued of the task.
   std::size_t queuedOf(const std::string& task) const;
   // The first task every user has queued a recording of (nullptr: none).
   const std::string* nextComplete();
-  // Writes every queued recording of the head's task (`complete` null), else of the task
-  // nextComplete() named.
-  void writeTask(std::unique_lock<std::mutex>& lock, const std::string* complete);
+  // Writes the ready tasks, each with every recording queued of it, `batch` at most: the due
+  // heads in queue order, then the complete tasks.
+  // False when none was ready.
+  bool writeTasks(std::unique_lock<std::mutex>& lock);
+  using Group = std::vector<std::pair<Key, Queued>>; // one task's queued recordings
+  // Settles what one task's write did: its recordings off the queue unless replaced meanwhile,
+  // and counted (`changed`), or the failure counted when `error` is not empty.
+  void settle(const Group& group, const std::vector<bool>& changed, const std::string& error);
   void pruneSome(std::unique_lock<std::mutex>& lock, int64_t wallNanos);
   // A failed call, counted for `user` (when known).
   void failed(const std::string& error, PerUser* user);
   std::size_t attachedUsers() const;
-  PerUser* firstUser(); // the first attached, nullptr when none
-  PerUser* headUser();  // the user of the head's recording, else the first
+  PerUser* userOf(User user); // nullptr when unknown
+  PerUser* firstUser();       // the first attached, nullptr when none
+  PerUser* headUser();        // the user of the head's recording, else the first
   // With `lock` held: stops the thread, writing what is queued for at most `drain`.
   void stopThread(std::unique_lock<std::mutex>& lock, std::chrono::milliseconds drain);
 
@@ -125,10 +140,12 @@ private:
   std::unique_ptr<HistoryStore> store_; // the worker's only
   mutable std::mutex mu_;
   std::condition_variable cv_;
-  std::deque<Key> order_; // FIFO; may hold keys already written with another of their task
-  // Tasks every attached user had queued a recording of, in that order; may hold tasks written
-  // since (with the head's).
-  std::deque<std::string> complete_;
+  // FIFO, with when each was queued: an entry whose key is no longer queued with that time was
+  // written (with another of its task) and is skipped.
+  std::deque<std::pair<Key, std::chrono::steady_clock::time_point>> order_;
+  // Tasks every attached user had queued a recording of, in that order, and since when; may
+  // hold tasks written since.
+  std::deque<std::pair<std::string, std::chrono::steady_clock::time_point>> complete_;
   // The latest of each, shared with the write under way: a newer one replaces the pointer, so
   // the writer knows by identity whether what it wrote is still the latest.
   std::map<Key, Queued> queued_;

@@ -14,6 +14,7 @@
 #include <functional>
 #include <limits>
 #include <map>
+#include <tuple>
 
 #include "history_doc.h"
 #include "history_store.h"
@@ -296,74 +297,41 @@ public:
       migrate();
   }
 
-  std::vector<bool> recordTogether(const std::vector<const Recording*>& rs) override {
-    std::vector<bool> changed(rs.size(), false);
-    if (rs.empty()) return changed;
-    const Recording& first = *rs.front();
+  std::vector<std::vector<bool>>
+  recordTasks(const std::vector<std::vector<const Recording*>>& tasks) override {
+    std::vector<std::vector<bool>> changed;
+    changed.reserve(tasks.size());
+    std::vector<const std::string*> names;
+    for (const auto& rs : tasks) {
+      if (rs.empty()) throw StoreError("a task without recordings", false);
+      for (const Recording* r : rs)
+        if (r->task != rs.front()->task)
+          throw StoreError("recordings of several tasks together", false);
+      names.push_back(&rs.front()->task);
+    }
+    std::sort(names.begin(), names.end(), [](auto* a, auto* b) { return *a < *b; });
+    if (std::adjacent_find(names.begin(), names.end(), [](auto* a, auto* b) { return *a == *b; }) !=
+        names.end())
+      throw StoreError("a task twice in one transaction", false);
+    if (tasks.empty()) return changed;
     Transaction tx(*db_);
-    db_->lockTask(first.task);
-    // What the task counted in stats_days before these recordings (nothing when it is new).
-    std::vector<std::vector<SqlValue>> old = contributions(first.task);
-    // The documents of the recorders in hand, merged with what each had stored.
-    std::vector<StoredRecording> all;
-    std::vector<std::string> inHand;
-    bool any = false;
-    for (std::size_t i = 0; i < rs.size(); ++i) {
-      const Recording& r = *rs[i];
-      if (r.task != first.task) throw StoreError("recordings of several tasks together", false);
-      json stored;
-      int64_t storedAt = 0;
-      db_->run("SELECT at_ns, document FROM recordings WHERE task = $1 AND recorder = $2",
-               {r.task, r.recorder}, [&](const SqlRow& row) {
-                 storedAt = row.integer(0);
-                 stored = unpackJson(row.bytes(1));
-               });
-      json merged = mergeRecording(stored, r.document);
-      inHand.push_back(r.recorder);
-      if (!stored.is_discarded() && merged == stored) {
-        all.push_back({r.recorder, storedAt, std::move(merged)});
-        continue;
-      }
-      db_->run("INSERT INTO recordings (task, recorder, at_ns, document) VALUES ($1, $2, $3, $4)"
-               " ON CONFLICT (task, recorder) DO UPDATE SET at_ns = excluded.at_ns,"
-               " document = excluded.document",
-               {r.task, r.recorder, r.atNanos, packer_.pack(dumpJson(merged))});
-      all.push_back({r.recorder, r.atNanos, std::move(merged)});
-      changed[i] = any = true;
+    // In name order: two hosts writing overlapping batches into one PostgreSQL never wait for
+    // each other's locks in a cycle.
+    for (const std::string* name : names)
+      db_->lockTask(*name);
+    StatsDelta delta;
+    for (const auto& rs : tasks)
+      changed.push_back(recordOne(rs, delta));
+    for (const auto& [key, sums] : delta.rows) {
+      if (sums.tasks == 0 &&
+          std::all_of(sums.path.begin(), sums.path.end(), [](double s) { return s == 0; }))
+        continue; // the batch's tasks left this row as it was
+      std::vector<SqlValue> row = {std::get<0>(key), std::get<1>(key), std::get<2>(key),
+                                   std::get<3>(key), sums.tasks};
+      for (double s : sums.path)
+        row.emplace_back(s);
+      db_->run(recordSql().addContribution, row);
     }
-    if (!any) return changed;
-    // The other recorders' documents from the database; these are in hand.
-    for (auto& s : recordings(first.task, inHand))
-      all.push_back(std::move(s));
-    int64_t latest = 0;
-    for (const auto& s : all)
-      latest = std::max(latest, s.atNanos);
-    json doc = combine(std::move(all));
-    TaskRow row = taskRowOf(doc, latest);
-    const Recording& r = first;
-    std::vector<SqlValue> p = {r.task,
-                               r.namespaceName,
-                               row.phase,
-                               row.createNanos,
-                               int64_t{row.complete ? 1 : 0},
-                               optional(row.startupSeconds),
-                               row.blameParty,
-                               row.blamePhase,
-                               latest,
-                               packer_.pack(dumpJson(row.summary))};
-    for (double s : row.path)
-      p.emplace_back(s);
-    const RecordSql& sql = recordSql();
-    db_->run(sql.upsertTask, p);
-    db_->run("DELETE FROM task_parties WHERE task = $1", {r.task});
-    for (const auto& party : row.parties) {
-      std::vector<SqlValue> pp = {r.task, party.name, row.createNanos,
-                                  optional(party.startupSeconds)};
-      for (double s : party.path)
-        pp.emplace_back(s);
-      db_->run(sql.insertParty, pp);
-    }
-    replaceContributions(std::move(old), contributions(r.task));
     tx.commit();
     return changed;
   }
@@ -592,6 +560,102 @@ private:
     db_->run(select + " GROUP BY 1, 2, 3", {from, to}, add);
   }
 
+  // What a transaction's tasks change in stats_days, row by row: one upsert a row however
+  // many of the transaction's tasks moved in or out of it (a second's tasks share their day's).
+  struct StatsDelta {
+    struct Sums {
+      int64_t tasks = 0;
+      std::array<double, kPathPhases.size()> path{};
+    };
+    std::map<std::tuple<std::string, int64_t, std::string, int64_t>, Sums> rows;
+    // One task's row (kind, day, dim, bucket, cp...) in (sign 1) or out (-1).
+    void add(const std::vector<SqlValue>& row, int sign) {
+      Sums& sums = rows[{std::get<std::string>(row[0]), std::get<int64_t>(row[1]),
+                         std::get<std::string>(row[2]), std::get<int64_t>(row[3])}];
+      sums.tasks += sign;
+      for (std::size_t i = 0; i < kPathPhases.size(); ++i)
+        sums.path[i] += std::get<double>(row[4 + i]) * sign;
+    }
+  };
+
+  // One task's recordings, merged into what each recorder had stored, and the task refreshed;
+  // its stats_days rows into `delta`. Whether each recording changed what was stored.
+  std::vector<bool> recordOne(const std::vector<const Recording*>& rs, StatsDelta& delta) {
+    std::vector<bool> changed(rs.size(), false);
+    const Recording& first = *rs.front();
+    // Every recorder's stored document of the task, in one read.
+    bool known = false;
+    std::vector<StoredRecording> stored = recordings(first.task, {}, &known);
+    std::vector<StoredRecording> all;
+    bool any = false;
+    for (std::size_t i = 0; i < rs.size(); ++i) {
+      const Recording& r = *rs[i];
+      auto was = std::find_if(stored.begin(), stored.end(),
+                              [&r](const StoredRecording& s) { return s.recorder == r.recorder; });
+      json merged = mergeRecording(was == stored.end() ? json() : was->document, r.document);
+      if (was != stored.end() && merged == was->document) {
+        all.push_back(std::move(*was));
+        stored.erase(was);
+        continue;
+      }
+      db_->run("INSERT INTO recordings (task, recorder, at_ns, document) VALUES ($1, $2, $3, $4)"
+               " ON CONFLICT (task, recorder) DO UPDATE SET at_ns = excluded.at_ns,"
+               " document = excluded.document",
+               {r.task, r.recorder, r.atNanos, packer_.pack(dumpJson(merged))});
+      if (was != stored.end()) stored.erase(was);
+      all.push_back({r.recorder, r.atNanos, std::move(merged)});
+      changed[i] = any = true;
+    }
+    if (!any) return changed;
+    // What the task counted in stats_days before (nothing when it is new: a task's rows go with
+    // its last recording).
+    std::vector<std::vector<SqlValue>> old;
+    if (known) old = contributions(first.task);
+    // The other recorders' documents, as stored.
+    for (auto& s : stored)
+      all.push_back(std::move(s));
+    int64_t latest = 0;
+    for (const auto& s : all)
+      latest = std::max(latest, s.atNanos);
+    json doc = combine(std::move(all));
+    TaskRow row = taskRowOf(doc, latest);
+    std::vector<SqlValue> p = {first.task,
+                               first.namespaceName,
+                               row.phase,
+                               row.createNanos,
+                               int64_t{row.complete ? 1 : 0},
+                               optional(row.startupSeconds),
+                               row.blameParty,
+                               row.blamePhase,
+                               latest,
+                               packer_.pack(dumpJson(row.summary))};
+    for (double s : row.path)
+      p.emplace_back(s);
+    const RecordSql& sql = recordSql();
+    db_->run(sql.upsertTask, p);
+    if (known) db_->run("DELETE FROM task_parties WHERE task = $1", {first.task});
+    for (const auto& party : row.parties) {
+      std::vector<SqlValue> pp = {first.task, party.name, row.createNanos,
+                                  optional(party.startupSeconds)};
+      for (double s : party.path)
+        pp.emplace_back(s);
+      db_->run(sql.insertParty, pp);
+    }
+    // The old rows out and the new in, as differences: a row that did not change (a second
+    // domain's recording of a task often changes none) costs nothing.
+    std::vector<std::vector<SqlValue>> now = contributions(first.task);
+    for (auto& r : old) {
+      auto same = std::find(now.begin(), now.end(), r);
+      if (same != now.end())
+        now.erase(same);
+      else
+        delta.add(r, -1);
+    }
+    for (auto& r : now)
+      delta.add(r, 1);
+    return changed;
+  }
+
   // Rolls back unless committed.
   class Transaction {
   public:
@@ -633,22 +697,6 @@ private:
     return out;
   }
 
-  // Takes a task's rows of stats_days out and its new ones in, as their differences: a row that
-  // did not change (a second domain's recording of a task often changes none) costs no write.
-  void replaceContributions(std::vector<std::vector<SqlValue>> out,
-                            std::vector<std::vector<SqlValue>> in) {
-    for (auto& row : out) {
-      auto same = std::find_if(in.begin(), in.end(),
-                               [&row](const std::vector<SqlValue>& r) { return r == row; });
-      if (same != in.end())
-        in.erase(same);
-      else
-        addContribution(std::move(row), -1);
-    }
-    for (auto& row : in)
-      addContribution(std::move(row), 1);
-  }
-
   // Adds (sign 1) or takes out (-1) one task's row of stats_days.
   void addContribution(std::vector<SqlValue> row, int sign) {
     for (std::size_t i = 0; i < kPathPhases.size(); ++i)
@@ -658,12 +706,14 @@ private:
   }
 
   // The task's recordings, but those of the recorders `except` names (their documents are not
-  // read).
+  // read). `known`, when given: whether the task has any (even one that cannot be read).
   std::vector<StoredRecording> recordings(const std::string& task,
-                                          const std::vector<std::string>& except = {}) {
+                                          const std::vector<std::string>& except = {},
+                                          bool* known = nullptr) {
     std::vector<StoredRecording> all;
     db_->run("SELECT recorder, at_ns, document FROM recordings WHERE task = $1", {task},
              [&](const SqlRow& row) {
+               if (known != nullptr) *known = true;
                std::string recorder = row.text(0);
                if (std::find(except.begin(), except.end(), recorder) != except.end()) return;
                json d = unpackJson(row.bytes(2));

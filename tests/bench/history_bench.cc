@@ -115,31 +115,45 @@ struct RecordingCost {
   double firstCpuUs = 0, firstWallUs = 0, againCpuUs = 0, againWallUs = 0;
 };
 struct RecordingCosts {
-  RecordingCost apart, together;
+  RecordingCost apart, together, batched;
 };
 
+// How a bench's recordings reach the store.
+enum class Way { kApart, kTogether, kBatched };
+// Tasks a transaction in the batched way: about what a busy tick makes ready at once.
+constexpr std::size_t kBatch = 32;
+
 // `tasks` two-party tasks recorded into an empty database: per recording, CPU and wall time.
-// `together`: both parties' recordings of a task in one call, as one host recording both domains
-// takes them; else one by one, as two hosts do.
-RecordingCost recordingCost(const std::string& database, std::size_t tasks, bool together) {
+// kApart: one by one, as two hosts do; kTogether: both parties' recordings of a task in one
+// transaction, as one host recording both domains takes them; kBatched: kBatch such tasks in one
+// transaction, as the writer takes the tasks a tick makes ready.
+RecordingCost recordingCost(const std::string& database, std::size_t tasks, Way way) {
   RecordingCost c;
   auto store = openStore(database, "");
   const int64_t base = wallNanos() - kDay;
   auto pass = [&](int readySecond, double& cpuUs, double& wallUs) {
     double cpu0 = cpuMs(), wall0 = nowMs();
     std::size_t written = 0;
-    for (std::size_t i = 0; i < tasks; ++i) {
-      std::vector<Recording> pair;
-      for (const char* party : {"alice", "bob"})
-        pair.push_back(templateRecording(party, base + static_cast<int64_t>(i) * kSecond,
-                                         "rec-" + std::to_string(i), readySecond));
-      if (together) {
-        for (bool changed : store->recordTogether({&pair[0], &pair[1]}))
-          written += changed ? 1 : 0;
-      } else {
-        for (const auto& r : pair)
-          written += store->record(r) ? 1 : 0;
+    for (std::size_t i = 0; i < tasks;) {
+      const std::size_t n = way == Way::kBatched ? std::min(kBatch, tasks - i) : 1;
+      std::vector<std::vector<Recording>> pairs;
+      for (std::size_t j = i; j < i + n; ++j) {
+        auto& pair = pairs.emplace_back();
+        for (const char* party : {"alice", "bob"})
+          pair.push_back(templateRecording(party, base + static_cast<int64_t>(j) * kSecond,
+                                           "rec-" + std::to_string(j), readySecond));
       }
+      i += n;
+      if (way == Way::kApart) {
+        for (const auto& r : pairs.front())
+          written += store->record(r) ? 1 : 0;
+        continue;
+      }
+      std::vector<std::vector<const Recording*>> batch;
+      for (const auto& pair : pairs)
+        batch.push_back({&pair[0], &pair[1]});
+      for (const auto& changed : store->recordTasks(batch))
+        written += static_cast<std::size_t>(std::count(changed.begin(), changed.end(), true));
     }
     if (written != 2 * tasks) {
       std::cerr << "history_bench: " << written << " of " << 2 * tasks
@@ -354,13 +368,16 @@ int main(int argc, char** argv) {
   std::string dir = mkdtemp(tmpl);
   // The recording cost on an empty database of its own, then the reads at N tasks.
   auto measure = [&](const std::string& name, const std::string& recordingDb,
-                     const std::string& togetherDb, const std::function<Result()>& reads) {
+                     const std::string& togetherDb, const std::string& batchedDb,
+                     const std::function<Result()>& reads) {
     Result r;
     if (recordings > 0) {
       std::cerr << name << ": recording " << recordings
-                << " two-party tasks twice, one party at a time, then both together\n";
-      RecordingCosts c{recordingCost(recordingDb, recordings, false),
-                       recordingCost(togetherDb, recordings, true)};
+                << " two-party tasks twice, one party at a time, both together, then " << kBatch
+                << " tasks a transaction\n";
+      RecordingCosts c{recordingCost(recordingDb, recordings, Way::kApart),
+                       recordingCost(togetherDb, recordings, Way::kTogether),
+                       recordingCost(batchedDb, recordings, Way::kBatched)};
       if (n > 0) r = reads();
       r.recording = c;
     } else if (n > 0) {
@@ -371,7 +388,7 @@ int main(int argc, char** argv) {
   };
   if (which != "postgresql") {
     std::string path = dir + "/history.db";
-    measure("SQLite", dir + "/recording.db", dir + "/together.db", [&] {
+    measure("SQLite", dir + "/recording.db", dir + "/together.db", dir + "/batched.db", [&] {
       openStore(path, "");
       auto bulk = openSqlite(path);
       return run("SQLite", path, *bulk, n, queries,
@@ -387,7 +404,8 @@ int main(int argc, char** argv) {
     pg.psql("CREATE DATABASE b8");
     pg.psql("CREATE DATABASE b8rec");
     pg.psql("CREATE DATABASE b8together");
-    measure("PostgreSQL", pg.uri("b8rec"), pg.uri("b8together"), [&] {
+    pg.psql("CREATE DATABASE b8batched");
+    measure("PostgreSQL", pg.uri("b8rec"), pg.uri("b8together"), pg.uri("b8batched"), [&] {
       std::string uri = pg.uri("b8");
       openStore(uri, "");
       auto bulk = openPostgres(uri, "");
@@ -406,8 +424,9 @@ int main(int argc, char** argv) {
                 recordings);
     for (const auto& r : results)
       for (const auto& [how, c] : {std::pair{"one party at a time", r.recording.apart},
-                                   std::pair{"both parties together", r.recording.together}})
-        std::printf("  %-11s %-21s first recording %6.0f us CPU (%6.0f us wall); again, merged "
+                                   std::pair{"both parties together", r.recording.together},
+                                   std::pair{"32 tasks a transaction", r.recording.batched}})
+        std::printf("  %-11s %-22s first recording %6.0f us CPU (%6.0f us wall); again, merged "
                     "%6.0f us CPU (%6.0f us wall)\n",
                     r.db.c_str(), how, c.firstCpuUs, c.firstWallUs, c.againCpuUs, c.againWallUs);
     if (!results.empty() && results.front().recording.apart.firstCpuUs > 0)
@@ -419,6 +438,13 @@ int main(int argc, char** argv) {
                   results.front().recording.together.againCpuUs /
                       results.front().recording.apart.againCpuUs,
                   results.front().db.c_str());
+    for (const auto& r : results)
+      if (r.recording.together.firstCpuUs > 0)
+        std::printf("  (%s: %zu tasks a transaction against one, CPU %.2f first and %.2f "
+                    "merged)\n",
+                    r.db.c_str(), kBatch,
+                    r.recording.batched.firstCpuUs / r.recording.together.firstCpuUs,
+                    r.recording.batched.againCpuUs / r.recording.together.againCpuUs);
   }
   if (n == 0) return 0;
   std::printf("B8 task history, %zu recorded two-party tasks over 90 days, %zu queries each\n", n,

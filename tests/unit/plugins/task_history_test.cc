@@ -788,18 +788,27 @@ template <class Pred> bool waitFor(Pred pred) {
   return true;
 }
 
-// A real store that notes how many recordings each transaction took.
+// A real store that notes each transaction: how many recordings of each of its tasks.
+using Noted = std::vector<std::vector<std::size_t>>;
 class NotingStore final : public HistoryStore {
 public:
-  NotingStore(std::unique_ptr<HistoryStore> store, std::shared_ptr<std::vector<std::size_t>> noted,
-              std::shared_ptr<std::mutex> mu)
-      : store_(std::move(store)), noted_(std::move(noted)), mu_(std::move(mu)) {}
-  std::vector<bool> recordTogether(const std::vector<const Recording*>& rs) override {
+  // `refuse`: a task it refuses for good, as a store refuses what it cannot take.
+  NotingStore(std::unique_ptr<HistoryStore> store, std::shared_ptr<Noted> noted,
+              std::shared_ptr<std::mutex> mu, std::string refuse = {})
+      : store_(std::move(store)), noted_(std::move(noted)), mu_(std::move(mu)),
+        refuse_(std::move(refuse)) {}
+  std::vector<std::vector<bool>>
+  recordTasks(const std::vector<std::vector<const Recording*>>& tasks) override {
     {
       std::lock_guard lock(*mu_);
-      noted_->push_back(rs.size());
+      auto& sizes = noted_->emplace_back();
+      for (const auto& rs : tasks)
+        sizes.push_back(rs.size());
     }
-    return store_->recordTogether(rs);
+    for (const auto& rs : tasks)
+      if (!refuse_.empty() && rs.front()->task == refuse_)
+        throw StoreError("refused " + refuse_, false);
+    return store_->recordTasks(tasks);
   }
   HistoryPage list(const HistoryQuery& q) override { return store_->list(q); }
   std::optional<json> document(const std::string& task) override { return store_->document(task); }
@@ -815,8 +824,9 @@ public:
 
 private:
   std::unique_ptr<HistoryStore> store_;
-  std::shared_ptr<std::vector<std::size_t>> noted_;
+  std::shared_ptr<Noted> noted_;
   std::shared_ptr<std::mutex> mu_;
+  std::string refuse_;
 };
 
 // One writer serves the instances recording into one database (a centralized host's domains):
@@ -825,7 +835,7 @@ private:
 TEST(HistoryWriterTest, ATasksRecordingsByTwoDomainsAreWrittenTogether) {
   TempDir dir;
   const std::string db = dir.path + "/history.db";
-  auto noted = std::make_shared<std::vector<std::size_t>>();
+  auto noted = std::make_shared<Noted>();
   auto mu = std::make_shared<std::mutex>();
   auto batches = [&] {
     std::lock_guard lock(*mu);
@@ -848,7 +858,7 @@ TEST(HistoryWriterTest, ATasksRecordingsByTwoDomainsAreWrittenTogether) {
     EXPECT_EQ(w.snapshot(alice).depth, 1u);
     ASSERT_TRUE(w.enqueue(bob, recording("t1", "bob", created, 5, 9)));
     ASSERT_TRUE(waitWritten(w, alice, 1) && waitWritten(w, bob, 1));
-    EXPECT_EQ(batches(), (std::vector<std::size_t>{2})) << "one transaction for both";
+    EXPECT_EQ(batches(), (Noted{{2}})) << "one transaction for both";
     EXPECT_EQ(w.snapshot(alice).depth, 0u);
     EXPECT_EQ(w.snapshot(bob).written, 1u) << "each user counts its own";
     // Bob records nothing of t2: alice's waits until bob is gone, then goes alone. A task both
@@ -857,13 +867,13 @@ TEST(HistoryWriterTest, ATasksRecordingsByTwoDomainsAreWrittenTogether) {
     ASSERT_TRUE(w.enqueue(alice, recording("t5", "alice", created, 5, 0)));
     ASSERT_TRUE(w.enqueue(bob, recording("t5", "bob", created, 5, 9)));
     ASSERT_TRUE(waitWritten(w, bob, 2)) << "t5 waits for nothing";
-    EXPECT_EQ(batches(), (std::vector<std::size_t>{2, 2}));
+    EXPECT_EQ(batches(), (Noted{{2}, {2}}));
     EXPECT_EQ(w.snapshot(alice).depth, 1u) << "t2 still waits for bob's";
     w.detach(bob);
     ASSERT_TRUE(waitWritten(w, alice, 3));
     ASSERT_TRUE(w.enqueue(alice, recording("t3", "alice", created, 5, 0)));
     ASSERT_TRUE(waitWritten(w, alice, 4)) << "the only user waits for no one";
-    EXPECT_EQ(batches(), (std::vector<std::size_t>{2, 2, 1, 1}));
+    EXPECT_EQ(batches(), (Noted{{2}, {2}, {1}, {1}}));
     w.detach(alice);
   }
   {
@@ -879,6 +889,74 @@ TEST(HistoryWriterTest, ATasksRecordingsByTwoDomainsAreWrittenTogether) {
   EXPECT_EQ(store->count(), 5u);
   EXPECT_TRUE(store->list({}).items.back().summary["complete"].get<bool>())
       << "t1, both parties ready";
+}
+
+// Tasks ready together are written together: the writer lingers after the first is ready, takes
+// at most `batch` tasks a transaction, and a task the store refuses for good is dropped alone.
+// The day's statistics come out as if each task had been written by itself.
+TEST(HistoryWriterTest, ReadyTasksShareATransaction) {
+  TempDir dir;
+  const std::string db = dir.path + "/history.db";
+  auto noted = std::make_shared<Noted>();
+  auto mu = std::make_shared<std::mutex>();
+  auto batches = [&] {
+    std::lock_guard lock(*mu);
+    return *noted;
+  };
+  auto open = [&] { return std::make_unique<NotingStore>(openStore(db, ""), noted, mu, "bad"); };
+  auto clock = [] { return at("2024-05-20T09:00:00Z"); };
+  const int64_t created = at("2024-05-20T08:00:00Z");
+  HistoryWriter::Options o;
+  o.batch = 3;
+  o.linger = std::chrono::milliseconds(300);
+  HistoryWriter w(open, o);
+  auto alice = w.attach(clock), bob = w.attach(clock);
+  for (int i = 0; i < 4; ++i) {
+    std::string task = "t" + std::to_string(i);
+    ASSERT_TRUE(w.enqueue(alice, recording(task, "alice", created, 5, 0)));
+    ASSERT_TRUE(w.enqueue(bob, recording(task, "bob", created, 5, 8 + i)));
+  }
+  ASSERT_TRUE(waitFor([&] { return w.snapshot(alice).written == 4; }));
+  EXPECT_EQ(batches(), (Noted{{2, 2, 2}, {2}})) << "three tasks, then the fourth";
+  // A task refused for good costs only its own recordings; the others of its batch are written.
+  noted->clear();
+  for (const char* task : {"t4", "bad", "t5"}) {
+    ASSERT_TRUE(w.enqueue(alice, recording(task, "alice", created, 5, 0)));
+    ASSERT_TRUE(w.enqueue(bob, recording(task, "bob", created, 5, 9)));
+  }
+  ASSERT_TRUE(waitFor([&] { return w.snapshot(alice).written == 6; }));
+  EXPECT_EQ(batches(), (Noted{{2, 2, 2}, {2}, {2}, {2}})) << "the batch, then each alone";
+  EXPECT_EQ(w.snapshot(alice).failures, 1u);
+  EXPECT_EQ(w.snapshot(alice).depth, 0u);
+  EXPECT_FALSE(w.snapshot(alice).failing) << "the others were written";
+  w.detach(alice);
+  w.detach(bob);
+
+  // The same tasks written one by one into another database: the same statistics.
+  const std::string apart = dir.path + "/apart.db";
+  {
+    auto store = openStore(apart, "");
+    for (const char* task : {"t0", "t1", "t2", "t3", "t4", "t5"}) {
+      int i = task[1] - '0';
+      Recording a = recording(task, "alice", created, 5, 0);
+      Recording b = recording(task, "bob", created, 5, i < 4 ? 8 + i : 9);
+      store->recordTogether({&a, &b});
+    }
+  }
+  auto together = openStore(db, ""), alone = openStore(apart, "");
+  EXPECT_EQ(together->count(), 6u);
+  for (const char* groupBy : {"", "party", "blamePhase", "day"}) {
+    auto x = together->stats(created - 86400 * kSecond, created + 86400 * kSecond, groupBy);
+    auto y = alone->stats(created - 86400 * kSecond, created + 86400 * kSecond, groupBy);
+    ASSERT_EQ(x.size(), y.size()) << groupBy;
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      EXPECT_EQ(x[i].key, y[i].key);
+      EXPECT_EQ(x[i].tasks, y[i].tasks) << groupBy << " " << x[i].key;
+      EXPECT_EQ(x[i].complete, y[i].complete);
+      EXPECT_EQ(x[i].p50, y[i].p50);
+      EXPECT_EQ(x[i].phaseSeconds, y[i].phaseSeconds);
+    }
+  }
 }
 
 // Two domains of one host recording into one database share the writer: each instance counts
