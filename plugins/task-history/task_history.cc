@@ -19,6 +19,8 @@ namespace {
 constexpr uint64_t kTickMillis = 1000;
 constexpr std::size_t kResyncBatch = 200;
 constexpr int64_t kOrphanNanos = 600 * kSecond;
+// Pending events whose room is kept between ticks.
+constexpr std::size_t kPendingKept = 1024;
 
 // The task subscription's fields, in this order.
 enum TaskField : std::size_t {
@@ -88,6 +90,7 @@ void TaskHistory::onStart() {
 
 void TaskHistory::onStop() {
   // What is due goes now; the writer has a few seconds to write it.
+  readPending();
   for (const auto& [task, at] : due_)
     recordCached(task);
   due_.clear();
@@ -102,34 +105,51 @@ void TaskHistory::onEvent(const sdk::Event& e) {
     return;
   }
   if (e.subscriptionId == taskSub_) return onTask(e);
-  const int64_t now = host().wallTimeNanos();
+  if (e.subscriptionId != podSub_ && e.subscriptionId != eventSub_) return;
+  if (e.subscriptionId == eventSub_ && e.type == KH_EVENT_DELETED) return; // what it said stays
+  // Kept as it came, and read with the others at the next tick (or before anything reads the
+  // facts): one pass over a second's events, warm, instead of a cold call each.
+  pending_.push_back({e.subscriptionId, e.type, std::string(e.key), std::string(e.uid),
+                      std::string(e.fieldsJson), host().wallTimeNanos(), synced_.size() == 3});
+}
+
+void TaskHistory::readPending() {
   auto wanted = [](const std::string&) { return true; };
   auto held = [this](const std::string& task) { return due_.count(task) > 0; };
-  std::string task;
-  if (e.subscriptionId == podSub_)
-    task = pods_.onPod(e, now, wanted, held);
-  else if (e.subscriptionId == eventSub_)
-    task = pods_.onPodEvent(e, now, wanted);
-  // A new fact of a task's pod: the task is recorded again (before the initial lists are in,
-  // the resync that follows them looks at every task anyway).
-  if (synced_.size() == 3 && !task.empty()) markDue(task);
+  for (const PendingEvent& p : pending_) {
+    sdk::Event e;
+    e.subscriptionId = p.subscription;
+    e.type = p.type;
+    e.key = p.key;
+    e.uid = p.uid;
+    e.fieldsJson = p.fields;
+    const std::string task = p.subscription == podSub_ ? pods_.onPod(e, p.at, wanted, held)
+                                                       : pods_.onPodEvent(e, p.at, wanted);
+    // A new fact of a task's pod: the task is recorded again (before the initial lists are in,
+    // the resync that follows them looks at every task anyway).
+    if (p.afterSync && !task.empty()) markDue(task, p.at);
+  }
+  pending_.clear();
+  // A burst's capacity is not kept for a quiet hour.
+  if (pending_.capacity() > kPendingKept) pending_.shrink_to_fit();
 }
 
 void TaskHistory::onTask(const sdk::Event& e) {
   std::string name(nameOf(e.key));
   if (e.type == KH_EVENT_DELETED) {
+    readPending(); // its pods' last facts
     // Its last state, when a recording was due; then nothing of it is held.
     if (due_.erase(name) > 0) record(name, e.uid, e.fieldsJson);
     pods_.forgetTask(name);
     return;
   }
   if (synced_.size() < 3) return; // the resync after the initial lists looks at it
-  markDue(name);
+  markDue(name, host().wallTimeNanos());
 }
 
-void TaskHistory::markDue(const std::string& task) {
+void TaskHistory::markDue(const std::string& task, int64_t changedNanos) {
   // The first change sets the time; later ones ride along.
-  due_.emplace(task, host().wallTimeNanos() + config_.recordDelaySeconds * kSecond);
+  due_.emplace(task, changedNanos + config_.recordDelaySeconds * kSecond);
 }
 
 bool TaskHistory::record(const std::string& task, std::string_view uid, std::string_view fieldsJson,
@@ -216,6 +236,7 @@ void TaskHistory::onTimer(uint64_t timerId, uint64_t /*userTag*/) {
 }
 
 void TaskHistory::tick() {
+  readPending();
   const int64_t now = host().wallTimeNanos();
   for (auto it = due_.begin(); it != due_.end();) {
     if (it->second > now) {
@@ -292,6 +313,7 @@ void TaskHistory::poll() {
 }
 
 void TaskHistory::flush(std::chrono::milliseconds wait) {
+  readPending();
   for (const auto& [task, at] : due_)
     recordCached(task);
   due_.clear();

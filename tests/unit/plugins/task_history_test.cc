@@ -672,6 +672,58 @@ std::string config(const std::string& database) {
   return json{{"database", database}, {"recordDelaySeconds", 1}}.dump();
 }
 
+// Pod and Event events are kept as they come and read together at the tick, in the order they
+// came: a pod's facts that came before its task's deletion are in the task's last recording, and
+// the recording is due from when the fact came, not from when it was read.
+TEST(TaskHistoryTest, PodEventsAreReadAtTheTickInTheirOrder) {
+  TempDir dir;
+  testing::FakeHost host("alice");
+  host.setWallTimeNanos(at("2024-05-20T08:00:30Z"));
+  ASSERT_TRUE(host.create(descriptor(), config(dir.path + "/history.db"))) << host.error();
+  ASSERT_TRUE(host.start());
+  test::synced(host);
+  json pod = fixture("pod.json");
+  json task = test::readyTask();
+  deliver(host, "kusciatasks", KH_EVENT_ADDED, task);
+  host.advanceMillis(2000);
+  plugin(host).flush(std::chrono::seconds(10));
+  ASSERT_EQ(plugin(host).counters().written, 1u) << "the task, before its pod's facts";
+  deliver(host, "pods", KH_EVENT_ADDED, pod);
+  deliver(host, "events", KH_EVENT_ADDED, pullEvent(pod, "Pulling", "2024-05-20T08:00:03Z"));
+  deliver(host, "events", KH_EVENT_ADDED, pullEvent(pod, "Pulled", "2024-05-20T08:00:06Z"));
+  deliver(host, "events", KH_EVENT_DELETED, pullEvent(pod, "Pulled", "2024-05-20T08:00:06Z"));
+  EXPECT_EQ(plugin(host).pendingEvents(), 3u) << "an Event's deletion tells nothing";
+  EXPECT_EQ(plugin(host).heldPods(), 0u) << "read at the tick";
+  EXPECT_EQ(plugin(host).dueTasks(), 0u);
+  // Kuscia deletes the pod, then the task, within the second.
+  deliver(host, "pods", KH_EVENT_DELETED, pod);
+  deliver(host, "kusciatasks", KH_EVENT_DELETED, task);
+  EXPECT_EQ(plugin(host).pendingEvents(), 0u) << "read before the task's last recording";
+  EXPECT_EQ(plugin(host).heldPods(), 0u) << "nothing of a gone task is held";
+  plugin(host).flush(std::chrono::seconds(10));
+  EXPECT_EQ(plugin(host).counters().written, 2u);
+  auto one = host.httpGet("/api/v1/history/secretflow-task-psi");
+  ASSERT_EQ(one.status, 200) << one.body;
+  const json entry = json::parse(one.body)["entries"]["alice/secretflow-task-psi-0"];
+  EXPECT_EQ(entry["times"]["imagePullStartTime"], "2024-05-20T08:00:03Z");
+  EXPECT_EQ(entry["times"]["imagePullEndTime"], "2024-05-20T08:00:06Z");
+
+  // A pod's fact read at the tick makes its task due from when the fact came.
+  task["metadata"]["name"] = "t2";
+  pod["metadata"]["annotations"]["kuscia.secretflow/task-id"] = "t2";
+  deliver(host, "kusciatasks", KH_EVENT_ADDED, task);
+  host.advanceMillis(2000);
+  plugin(host).flush(std::chrono::seconds(10));
+  ASSERT_EQ(plugin(host).counters().written, 3u);
+  host.advanceMillis(500); // half a tick before the next
+  const int64_t came = host.wallTimeNanos();
+  deliver(host, "pods", KH_EVENT_ADDED, pod);
+  host.advanceMillis(500); // the tick reads it
+  EXPECT_EQ(plugin(host).pendingEvents(), 0u);
+  EXPECT_EQ(plugin(host).dueTasks(), 1u);
+  EXPECT_EQ(plugin(host).dueAt("t2"), came + kSecond) << "recordDelaySeconds after it came";
+}
+
 TEST(TaskHistoryTest, ATaskIsServedAfterItAndItsPodsAreGone) {
   TempDir dir;
   std::string db = dir.path + "/history.db";
