@@ -210,9 +210,14 @@ def prometheus(target):
           "Prometheus scrapes /metrics over TLS with the viewer's token: up (%s)" % (t and t["kuscia-prometheus"]))
     check(t["kuscia-eve"]["health"] == "down" and "403" in t["kuscia-eve"]["lastError"],
           "with a token not bound to the viewer role: down, 403 (%s)" % t["kuscia-eve"]["lastError"])
-    with urllib.request.urlopen(api + "query?" + urllib.parse.urlencode({"query": "up"}), timeout=10) as r:
-        up = {x["metric"]["job"]: x["value"][1] for x in json.loads(r.read())["data"]["result"]}
-    check(up.get("kuscia-prometheus") == "1" and up.get("kuscia-eve") == "0", "up = 1 and 0: %s" % up)
+    def up():
+        # A target's health is set as its scrape ends, its samples a moment later: ask until the
+        # query has both jobs.
+        with urllib.request.urlopen(api + "query?" + urllib.parse.urlencode({"query": "up"}), timeout=10) as r:
+            got = {x["metric"]["job"]: x["value"][1] for x in json.loads(r.read())["data"]["result"]}
+        return got if all(j in got for j in ("kuscia-prometheus", "kuscia-eve")) else None
+    both = eventually(up, 30) or {}
+    check(both.get("kuscia-prometheus") == "1" and both.get("kuscia-eve") == "0", "up = 1 and 0: %s" % both)
 
 
 def embedded():
