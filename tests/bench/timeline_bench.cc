@@ -23,6 +23,7 @@
 //       `--load-history on` runs it without and with task-history (SQLite), `--load-pairs N`
 //       pairs (default 3, the order alternating), and prints the median difference in host CPU
 //       per task, in all and in user space (target at most 0.2 ms);
+//       `--watch-batch MS` sets the host's cluster.watchBatchMillis (default: the host's);
 //       `--load-finished M` runs it twice, alone and with M finished tasks stored first, as B7
 //       stores them, and prints the ratio of the host's peak RSS: target at most 1.10.)
 //   B7  finished tasks: the host (task-timeline, gateway-ready-time, scheduler-time for alice and
@@ -237,6 +238,8 @@ void b3(std::size_t transitions, std::size_t tasks) {
   double rttP50 = percentile(rtt, 0.5);
   // No deferral either: the startTime each transition waits for first is written at once.
   Setup s({"alice"}, R"({"coalesceMillis": 0, "deferMillis": 0})", false);
+  // The latency floor: every watch event read as it comes, not on the watches' grid.
+  s.config.cluster.watchBatchMillis = 0;
   Connection c(s.port);
   for (std::size_t t = 0; t < tasks; ++t)
     c.request(http::verb::post,
@@ -537,6 +540,9 @@ json finishedStatus(const std::string& task);
 std::size_t storeFinished(Connection& c, std::size_t finished);
 
 // What one L1 run cost the host.
+// L1's cluster.watchBatchMillis (`--watch-batch`); negative: the host's default.
+int gWatchBatch = -1;
+
 struct LoadRun {
   double peakRssMiB = 0;
   double cpuSeconds = 0;
@@ -579,7 +585,9 @@ LoadRun l1(std::size_t tasks, double windowSeconds, const std::string& hostBinar
   {
     std::ofstream f(config);
     f << "mode: centralized\ncluster:\n  kubeconfig: " << kubeconfig << "\n  qps: " << qps
-      << "\n  burst: " << 2 * qps << "\npluginDirs: [" << KH_PLUGIN_DIR << "]\ndomains:\n";
+      << "\n  burst: " << 2 * qps;
+    if (gWatchBatch >= 0) f << "\n  watchBatchMillis: " << gWatchBatch;
+    f << "\npluginDirs: [" << KH_PLUGIN_DIR << "]\ndomains:\n";
     for (const auto& d : parties) {
       f << "  - id: " << d
         << "\n    plugins:\n      - name: task-timeline\n      - name: gateway-ready-time\n";
@@ -1179,6 +1187,8 @@ int run(int argc, char** argv) {
       loadPairs = std::max<std::size_t>(1, std::stoul(argv[i + 1]));
     else if (k == "--load-window")
       loadWindow = std::stod(argv[i + 1]);
+    else if (k == "--watch-batch")
+      gWatchBatch = std::stoi(argv[i + 1]);
     else if (k == "--host")
       host = argv[i + 1];
     else if (k == "--only")

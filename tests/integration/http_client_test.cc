@@ -5,7 +5,9 @@
 #include <gtest/gtest.h>
 
 #include <future>
+#include <mutex>
 #include <sstream>
+#include <thread>
 
 #include "apiserver/server.h"
 #include "httpd/tls.h"
@@ -73,6 +75,58 @@ TEST_F(HttpClientTest, PlainRequestsReuseOneConnection) {
                            R"({"metadata":{"labels":{"a":"b"}}})", "application/merge-patch+json"});
   EXPECT_EQ(patched->status, 200) << patched->body;
   EXPECT_EQ(call(*c, {"GET", "/api/v1/namespaces/nope"})->status, 404);
+}
+
+// A watch read on a grid (HttpRequest::readGrid): the first event after a quiet spell comes at
+// once, and what comes within the grid's step is read and delivered together.
+TEST_F(HttpClientTest, AStreamReadOnAGridDeliversWhatCameMeanwhileTogether) {
+  start(false);
+  auto c = client(access_);
+  ASSERT_EQ(call(*c, {"POST", "/api/v1/namespaces", R"({"metadata":{"name":"alice"}})"})->status,
+            201);
+  std::mutex mu;
+  std::string seen;
+  std::size_t deliveries = 0;
+  auto added = [&] {
+    std::lock_guard lock(mu);
+    std::size_t n = 0;
+    for (auto at = seen.find("\"ADDED\""); at != std::string::npos;
+         at = seen.find("\"ADDED\"", at + 1))
+      ++n;
+    return n;
+  };
+  HttpRequest watch{"GET", "/api/v1/namespaces/alice/configmaps?watch=true"};
+  watch.readGrid = std::chrono::milliseconds(400);
+  auto stream = c->stream(
+      std::move(watch), boost::asio::make_strand(runtime_.io()),
+      [&](std::string_view bytes) {
+        std::lock_guard lock(mu);
+        seen.append(bytes);
+        ++deliveries;
+      },
+      [](Result<HttpResponse>) {});
+  std::this_thread::sleep_for(std::chrono::milliseconds(500)); // the watch is open and quiet
+  auto create = [&](int i) {
+    std::string body = R"({"metadata":{"name":"c)" + std::to_string(i) + R"("}})";
+    ASSERT_EQ(call(*c, {"POST", "/api/v1/namespaces/alice/configmaps", body})->status, 201);
+  };
+  const auto first = std::chrono::steady_clock::now();
+  create(0);
+  while (added() < 1 && std::chrono::steady_clock::now() - first < std::chrono::seconds(10))
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  EXPECT_LT(std::chrono::steady_clock::now() - first, std::chrono::milliseconds(300))
+      << "the first event after a quiet spell waits for no grid";
+  for (int i = 1; i < 20; ++i)
+    create(i);
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (added() < 20 && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  ASSERT_EQ(added(), 20u);
+  std::lock_guard lock(mu);
+  // The first alone, and the second too (it follows a quiet spell); the eighteen written within
+  // a few milliseconds after it come in one read, or two when they straddle a point of the grid.
+  EXPECT_LE(deliveries, 4u) << seen;
+  stream->cancel();
 }
 
 TEST_F(HttpClientTest, RequestPastItsDeadlineTimesOutAndTheNextOneWorks) {

@@ -101,6 +101,7 @@ Result<void> Daemon::connectCluster() {
   options.qps = config_.cluster.qps;
   options.burst = config_.cluster.burst;
   options.reflector = options_.reflector;
+  options.reflector.watchBatch = std::chrono::milliseconds(config_.cluster.watchBatchMillis);
   auto client = kube::KubeClient::create(runtime_.io(), *access, options, clock_, metrics_,
                                          logs_.logger("kube"));
   if (!client) return makeError("cluster: " + client.error());

@@ -13,5 +13,9 @@ inline constexpr int kWorkerThreads = 1;
 inline constexpr const char* kEmbeddedListen = "127.0.0.1:0";
 inline constexpr int kQps = 50; // client-side rate limit for writes and lists, requests/s
 inline constexpr int kBurst = 100;
+// A watch stream is read at most once per this many milliseconds, on a grid every stream shares
+// (0: each event as it comes). Off by default: see cluster.watchBatchMillis in the operators'
+// configuration reference for what it saves and what it costs.
+inline constexpr int kWatchBatchMillis = 0;
 
 } // namespace kuscia_host::defaults

@@ -109,6 +109,16 @@ struct Schema {
   SchemaNode embedded{Type::kMap, "run the embedded Kubernetes-compatible API server in the host"};
   SchemaNode qps{Type::kNumber, "client-side rate limit for writes and lists, requests/s",
                  std::to_string(defaults::kQps)};
+  SchemaNode watchBatch{Type::kInteger,
+                        "a watch is read at most once per this many ms, the events that came "
+                        "meanwhile together; 0 reads each as it comes",
+                        std::to_string(defaults::kWatchBatchMillis),
+                        {},
+                        {},
+                        {},
+                        nullptr,
+                        0,
+                        1000};
   SchemaNode burst{Type::kInteger,
                    "client-side rate limit burst",
                    std::to_string(defaults::kBurst),
@@ -149,11 +159,9 @@ struct Schema {
     embedded.fields = {{"listen", &embeddedListen},
                        {"kubeconfigOut", &kubeconfigOut},
                        {"tokenAuthFile", &tokenAuthFile}};
-    cluster.fields = {{"kubeconfig", &kubeconfig},
-                      {"inCluster", &inCluster},
-                      {"embedded", &embedded},
-                      {"qps", &qps},
-                      {"burst", &burst}};
+    cluster.fields = {{"kubeconfig", &kubeconfig}, {"inCluster", &inCluster},
+                      {"embedded", &embedded},     {"qps", &qps},
+                      {"burst", &burst},           {"watchBatchMillis", &watchBatch}};
     pluginDirs.items = &dir;
     plugin.fields = {{"name", &pluginName},
                      {"path", &pluginPath},
@@ -415,6 +423,7 @@ void extractCluster(const YAML::Node& cl, Validator& v, ClusterConfig& c) {
   if (sources > 1) v.error(cl, "cluster", "set only one of kubeconfig, inCluster and embedded");
   if (auto n = cl["qps"]) c.qps = n.as<double>();
   if (auto n = cl["burst"]) c.burst = n.as<int>();
+  if (auto n = cl["watchBatchMillis"]) c.watchBatchMillis = n.as<int>();
 }
 
 // --plugin-dir first, then the file's pluginDirs, else the defaults that exist.

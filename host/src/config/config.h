@@ -40,6 +40,7 @@ struct ClusterConfig {
   std::string embeddedTokenAuthFile; // identities for TokenReview (kube-apiserver's format)
   double qps = defaults::kQps;
   int burst = defaults::kBurst;
+  int watchBatchMillis = defaults::kWatchBatchMillis;
 };
 
 // Who may read the admin server, and over what (docs/operators/admin-http.md).

@@ -382,21 +382,79 @@ BeastHttpClient::stream(HttpRequest request, Strand strand,
           res.status = static_cast<int>(parser.get().result_int());
           copyHeaders(parser.get(), res);
           std::vector<char> buf(std::size_t{64} * 1024);
-          while (!parser.is_done()) {
-            parser.get().body().data = buf.data();
-            parser.get().body().size = buf.size();
-            conn->lowest().expires_after(request.timeout);
-            co_await http::async_read_some(s, conn->buffer, parser,
-                                           net::redirect_error(net::use_awaitable, ec));
-            if (ec == http::error::need_buffer) ec = {};
-            if (ec) throw boost::system::system_error(ec);
-            std::size_t n = buf.size() - parser.get().body().size;
-            if (n == 0) continue;
+          std::size_t filled = 0; // body parsed and not yet delivered
+          auto deliver = [&] {
+            if (filled == 0) return;
             if (res.status == 200)
-              onData(std::string_view(buf.data(), n));
+              onData(std::string_view(buf.data(), filled));
             else if (res.body.size() < (std::size_t{1} << 20))
-              res.body.append(buf.data(), n);
+              res.body.append(buf.data(), filled);
+            filled = 0;
+          };
+          std::optional<net::steady_timer> grid;
+          if (request.readGrid.count() > 0) grid.emplace(co_await net::this_coro::executor);
+          bool backlog = false; // more was waiting after the last read
+          bool quiet = true;    // the last read came more than two steps after the one before
+          const auto step =
+              std::chrono::duration_cast<std::chrono::steady_clock::duration>(request.readGrid);
+          auto lastRead = std::chrono::steady_clock::now();
+          // The socket is read here, and what a read brought is parsed to its end and delivered
+          // at once: one wake-up, one delivery, however many events (chunks) it held.
+          while (!parser.is_done()) {
+            // Everything buffered that makes body.
+            while (conn->buffer.size() > 0 && !parser.is_done()) {
+              parser.get().body().data = buf.data() + filled;
+              parser.get().body().size = buf.size() - filled;
+              std::size_t used = parser.put(conn->buffer.data(), ec);
+              conn->buffer.consume(used);
+              filled = buf.size() - parser.get().body().size;
+              if (ec == http::error::need_buffer) {
+                ec = {};
+                deliver(); // the body buffer is full
+                continue;
+              }
+              if (ec == http::error::need_more) {
+                ec = {};
+                break;
+              }
+              if (ec) throw boost::system::system_error(ec);
+              if (used == 0) break;
+            }
+            if (parser.is_done()) break;
+            deliver();
+            if (grid && !backlog && !quiet) {
+              // The next read waits for the grid's next point: what comes meanwhile waits in
+              // the socket and is read with it. (Not while more is waiting after a read: a
+              // stream must not fall behind its server; nor after a quiet spell, when a wait
+              // would be a wake-up more for an event that comes alone.)
+              const auto now = std::chrono::steady_clock::now().time_since_epoch();
+              grid->expires_at(std::chrono::steady_clock::time_point((now / step + 1) * step));
+              co_await grid->async_wait(net::redirect_error(net::use_awaitable, ec));
+              if (state->cancelled) throw Failure("cancelled");
+            }
+            conn->lowest().expires_after(request.timeout);
+            constexpr std::size_t kRead = std::size_t{64} * 1024;
+            std::size_t n = co_await s.async_read_some(conn->buffer.prepare(kRead),
+                                                       net::redirect_error(net::use_awaitable, ec));
+            conn->buffer.commit(n);
+            const auto readAt = std::chrono::steady_clock::now();
+            quiet = readAt - lastRead > 2 * step;
+            lastRead = readAt;
+            // More already in the socket (a burst, or a TLS record behind this one): read on.
+            beast::error_code unknown;
+            backlog = n == kRead || conn->lowest().socket().available(unknown) > 0;
+            if (ec == net::error::eof) {
+              ec = {};
+              if (n == 0) {
+                parser.put_eof(ec);
+                if (ec) throw boost::system::system_error(ec);
+                if (!parser.is_done()) throw Failure("the stream ended mid-message");
+              }
+            } else if (ec) {
+              throw boost::system::system_error(ec);
+            }
           }
+          deliver();
           co_return res;
         };
         // (Not a conditional expression: GCC 12 destroys a co_await temporary in ?: twice.)

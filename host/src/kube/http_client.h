@@ -29,6 +29,11 @@ struct HttpRequest {
   std::string body;
   std::string contentType;
   std::chrono::milliseconds timeout{30000};
+  // A streamed body (stream()): after a read that left nothing buffered, the next waits for the
+  // next multiple of this on the steady clock, a grid every stream shares, so that what comes
+  // meanwhile is read, parsed and delivered together and the streams' waits end in one wake-up.
+  // A read after a quiet spell still completes as soon as data comes. 0: read as it comes.
+  std::chrono::milliseconds readGrid{0};
 };
 
 struct HttpResponse {

@@ -531,8 +531,10 @@ void Informer::watch() {
   auto self = shared_from_this();
   // The stream runs on this informer's strand: its data and its end are serialised with every
   // other step of the reflector.
+  HttpRequest request{"GET", target, "", "", milliseconds((seconds + 60) * 1000)};
+  request.readGrid = options_.watchBatch;
   auto s = api_->watch(
-      HttpRequest{"GET", target, "", "", milliseconds((seconds + 60) * 1000)}, strand_,
+      std::move(request), strand_,
       [self, gen](std::string_view bytes) { self->onWatchData(gen, bytes); },
       [self, gen](Result<HttpResponse> r) { self->onWatchDone(gen, std::move(r)); });
   std::lock_guard lock(streamMu_);

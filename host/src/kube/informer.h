@@ -85,6 +85,8 @@ struct ReflectorOptions {
   std::chrono::milliseconds resetBackoffAfter{120000};
   int minWatchTimeoutSeconds = 300;
   int maxWatchTimeoutSeconds = 600;
+  // HttpRequest::readGrid of the watches: events that come within it are read together.
+  std::chrono::milliseconds watchBatch{0};
   std::chrono::milliseconds shortWatch{1000}; // a watch ending sooner with no event is an error
   // Cold records are packed (see object_cache.h): listed ones at once, watched ones once two
   // sweeps have found them unchanged, so between one and two `sweepEvery` after their last
