@@ -898,6 +898,11 @@ LoadRun l1(std::size_t tasks, double windowSeconds, const std::string& hostBinar
               exitCode);
   std::printf("  times compared: %zu; lost %zu, wrong %zu (target 0)%s%s\n", fields, lost, wrong,
               example.empty() ? "" : "; first: ", example.c_str());
+  // What the informers hold at the end: every task is finished, so the plugins could have let
+  // the host forget it (cost follows work in flight).
+  std::printf("  the informers at the end: %.0f objects cached, %.0f forgotten\n",
+              metricSum(metrics, "kuscia_host_kube_objects_cached"),
+              metricSum(metrics, "kuscia_host_kube_objects_forgotten"));
   // task-history's callbacks as the host times them (on its one thread, nothing blocks in them:
   // their time is CPU); the checks' reads are answered on the plugin's reader thread.
   auto callbackSeconds = [&metrics](const char* callback) {
