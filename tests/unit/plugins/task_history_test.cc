@@ -881,19 +881,32 @@ private:
   std::string refuse_;
 };
 
+// The transactions the stores it opens took, noted across the writer's reconnections.
+struct Noting {
+  std::shared_ptr<Noted> noted = std::make_shared<Noted>();
+  std::shared_ptr<std::mutex> mu = std::make_shared<std::mutex>();
+  Noted batches() const {
+    std::lock_guard lock(*mu);
+    return *noted;
+  }
+  void clear() {
+    std::lock_guard lock(*mu);
+    noted->clear();
+  }
+  std::unique_ptr<HistoryStore> open(const std::string& db, std::string refuse = {}) const {
+    return std::make_unique<NotingStore>(openStore(db, ""), noted, mu, std::move(refuse));
+  }
+};
+
 // One writer serves the instances recording into one database (a centralized host's domains):
 // a task's recordings by two domains are written in one transaction; a recording waits for the
 // other users' only while one is attached that has not queued its own, and at most `gather`.
 TEST(HistoryWriterTest, ATasksRecordingsByTwoDomainsAreWrittenTogether) {
   TempDir dir;
   const std::string db = dir.path + "/history.db";
-  auto noted = std::make_shared<Noted>();
-  auto mu = std::make_shared<std::mutex>();
-  auto batches = [&] {
-    std::lock_guard lock(*mu);
-    return *noted;
-  };
-  auto open = [&] { return std::make_unique<NotingStore>(openStore(db, ""), noted, mu); };
+  Noting noting;
+  auto batches = [&] { return noting.batches(); };
+  auto open = [&] { return noting.open(db); };
   auto clock = [] { return at("2024-05-20T09:00:00Z"); };
   const int64_t created = at("2024-05-20T08:00:00Z");
   auto waitWritten = [](HistoryWriter& w, HistoryWriter::User u, uint64_t n) {
@@ -949,13 +962,9 @@ TEST(HistoryWriterTest, ATasksRecordingsByTwoDomainsAreWrittenTogether) {
 TEST(HistoryWriterTest, ReadyTasksShareATransaction) {
   TempDir dir;
   const std::string db = dir.path + "/history.db";
-  auto noted = std::make_shared<Noted>();
-  auto mu = std::make_shared<std::mutex>();
-  auto batches = [&] {
-    std::lock_guard lock(*mu);
-    return *noted;
-  };
-  auto open = [&] { return std::make_unique<NotingStore>(openStore(db, ""), noted, mu, "bad"); };
+  Noting noting;
+  auto batches = [&] { return noting.batches(); };
+  auto open = [&] { return noting.open(db, "bad"); };
   auto clock = [] { return at("2024-05-20T09:00:00Z"); };
   const int64_t created = at("2024-05-20T08:00:00Z");
   HistoryWriter::Options o;
@@ -971,7 +980,7 @@ TEST(HistoryWriterTest, ReadyTasksShareATransaction) {
   ASSERT_TRUE(waitFor([&] { return w.snapshot(alice).written == 4; }));
   EXPECT_EQ(batches(), (Noted{{2, 2, 2}, {2}})) << "three tasks, then the fourth";
   // A task refused for good costs only its own recordings; the others of its batch are written.
-  noted->clear();
+  noting.clear();
   for (const char* task : {"t4", "bad", "t5"}) {
     ASSERT_TRUE(w.enqueue(alice, recording(task, "alice", created, 5, 0)));
     ASSERT_TRUE(w.enqueue(bob, recording(task, "bob", created, 5, 9)));
