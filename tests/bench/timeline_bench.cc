@@ -900,8 +900,11 @@ LoadRun l1(std::size_t tasks, double windowSeconds, const std::string& hostBinar
               example.empty() ? "" : "; first: ", example.c_str());
   // What the informers hold at the end: every task is finished, so the plugins could have let
   // the host forget it (cost follows work in flight).
-  std::printf("  the informers at the end: %.0f objects cached, %.0f forgotten\n",
+  std::printf("  the informers at the end: %.0f objects cached (%.0f packed, %.1f MiB), %.0f "
+              "forgotten\n",
               metricSum(metrics, "kuscia_host_kube_objects_cached"),
+              metricSum(metrics, "kuscia_host_kube_objects_packed"),
+              metricSum(metrics, "kuscia_host_kube_cache_bytes") / (1024.0 * 1024.0),
               metricSum(metrics, "kuscia_host_kube_objects_forgotten"));
   // task-history's callbacks as the host times them (on its one thread, nothing blocks in them:
   // their time is CPU); the checks' reads are answered on the plugin's reader thread.
