@@ -322,16 +322,7 @@ public:
     StatsDelta delta;
     for (const auto& rs : tasks)
       changed.push_back(recordOne(rs, delta));
-    for (const auto& [key, sums] : delta.rows) {
-      if (sums.tasks == 0 &&
-          std::all_of(sums.path.begin(), sums.path.end(), [](double s) { return s == 0; }))
-        continue; // the batch's tasks left this row as it was
-      std::vector<SqlValue> row = {std::get<0>(key), std::get<1>(key), std::get<2>(key),
-                                   std::get<3>(key), sums.tasks};
-      for (double s : sums.path)
-        row.emplace_back(s);
-      db_->run(recordSql().addContribution, row);
-    }
+    apply(delta);
     tx.commit();
     return changed;
   }
@@ -529,9 +520,11 @@ public:
     }
     if (doomed.empty()) return 0;
     Transaction tx(*db_);
+    StatsDelta delta;
     for (const auto& task : doomed)
-      for (auto& row : contributions(task))
-        addContribution(row, -1);
+      for (const auto& row : contributions(task))
+        delta.add(row, -1);
+    apply(delta);
     db_->run("DELETE FROM stats_days WHERE tasks <= 0", {});
     for (const auto& task : doomed)
       for (const char* table : {"tasks", "task_parties", "recordings"})
@@ -561,7 +554,8 @@ private:
   }
 
   // What a transaction's tasks change in stats_days, row by row: one upsert a row however
-  // many of the transaction's tasks moved in or out of it (a second's tasks share their day's).
+  // many of the transaction's tasks moved in or out of it (a second's tasks share their day's;
+  // a prune's batch, its days').
   struct StatsDelta {
     struct Sums {
       int64_t tasks = 0;
@@ -697,12 +691,18 @@ private:
     return out;
   }
 
-  // Adds (sign 1) or takes out (-1) one task's row of stats_days.
-  void addContribution(std::vector<SqlValue> row, int sign) {
-    for (std::size_t i = 0; i < kPathPhases.size(); ++i)
-      row[4 + i] = std::get<double>(row[4 + i]) * sign;
-    row.insert(row.begin() + 4, SqlValue(int64_t{sign}));
-    db_->run(recordSql().addContribution, row);
+  // Writes what `delta` sums up: one upsert a row that changed.
+  void apply(const StatsDelta& delta) {
+    for (const auto& [key, sums] : delta.rows) {
+      if (sums.tasks == 0 &&
+          std::all_of(sums.path.begin(), sums.path.end(), [](double s) { return s == 0; }))
+        continue; // the tasks left this row as it was
+      std::vector<SqlValue> row = {std::get<0>(key), std::get<1>(key), std::get<2>(key),
+                                   std::get<3>(key), sums.tasks};
+      for (double s : sums.path)
+        row.emplace_back(s);
+      db_->run(recordSql().addContribution, row);
+    }
   }
 
   // The task's recordings, but those of the recorders `except` names (their documents are not
