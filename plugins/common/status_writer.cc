@@ -115,6 +115,7 @@ bool StatusWriter::onTimer(uint64_t timerId) {
   std::string task = std::move(it->second);
   timers_.erase(it);
   flush(task);
+  if (settled_ && settled(task)) settled_(task, 0);
   return true;
 }
 
@@ -132,6 +133,7 @@ bool StatusWriter::onKubeResult(const sdk::KubeResult& result) {
     contest_.wrote(task, sent.status, result.body);
     written_(task, sent.status);
     if (st.dirty) scheduleDue(task, st);
+    if (settled_ && settled(task)) settled_(task, responseVersion(result.body));
     return true;
   }
   if (code == 404) { // the task is gone: its next appearance calls changed() again

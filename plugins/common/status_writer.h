@@ -94,6 +94,13 @@ public:
   }
   // The task is gone.
   void forget(const std::string& task);
+  // Called when a timer or an answer of `task` leaves it settled(): nothing of it due, on its
+  // way or owed any more. `answered` is the task's resourceVersion after the write just answered
+  // (versionNumber(); 0 after a timer with nothing to write, or when the answer does not tell).
+  // The plugin may let its view of the task go then: the events it decided on have come (a task
+  // event may come before the answer of its write, when the host read the watch first).
+  using Settled = std::function<void(const std::string& task, uint64_t answered)>;
+  void onSettled(Settled settled) { settled_ = std::move(settled); }
   const WriteContest& contest() const { return contest_; }
 
   std::size_t inFlight() const { return requests_.size(); }
@@ -131,6 +138,7 @@ private:
   Options options_;
   Diff diff_;
   Written written_;
+  Settled settled_;
   sdk::Metric writes_;
   sdk::Metric bytes_;
   WriteContest contest_;

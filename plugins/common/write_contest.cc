@@ -12,25 +12,6 @@ using nlohmann::json;
 
 namespace {
 
-// A resourceVersion as a number (Kubernetes' are etcd revisions); 0 when it is not one, and
-// then no event is taken for older than a write.
-uint64_t versionNumber(std::string_view rv) {
-  uint64_t n = 0;
-  auto [end, ec] = std::from_chars(rv.data(), rv.data() + rv.size(), n);
-  return ec == std::errc() && end == rv.data() + rv.size() ? n : 0;
-}
-
-// metadata.resourceVersion of a stored object's JSON, without parsing the whole object.
-uint64_t responseVersion(std::string_view body) {
-  constexpr std::string_view kKey = "\"resourceVersion\"";
-  auto at = body.find(kKey);
-  if (at == std::string_view::npos) return 0;
-  at = body.find('"', body.find(':', at + kKey.size()));
-  if (at == std::string_view::npos) return 0;
-  auto end = body.find('"', at + 1);
-  return end == std::string_view::npos ? 0 : versionNumber(body.substr(at + 1, end - at - 1));
-}
-
 void prune(std::vector<int64_t>& times, int64_t now) {
   times.erase(times.begin(), std::find_if(times.begin(), times.end(), [now](int64_t t) {
                 return now - t <= WriteContest::kWindowMillis;
@@ -48,6 +29,22 @@ constexpr std::array<const char*, 2> kGroups = {"podStatuses", "serviceStatuses"
 static_assert(StatusPatch::kPods == 0 && StatusPatch::kServices == 1, "the same group indices");
 
 } // namespace
+
+uint64_t versionNumber(std::string_view rv) {
+  uint64_t n = 0;
+  auto [end, ec] = std::from_chars(rv.data(), rv.data() + rv.size(), n);
+  return ec == std::errc() && end == rv.data() + rv.size() ? n : 0;
+}
+
+uint64_t responseVersion(std::string_view body) {
+  constexpr std::string_view kKey = "\"resourceVersion\"";
+  auto at = body.find(kKey);
+  if (at == std::string_view::npos) return 0;
+  at = body.find('"', body.find(':', at + kKey.size()));
+  if (at == std::string_view::npos) return 0;
+  auto end = body.find('"', at + 1);
+  return end == std::string_view::npos ? 0 : versionNumber(body.substr(at + 1, end - at - 1));
+}
 
 bool sameTime(int64_t have, int64_t want) {
   if (have == want) return true;

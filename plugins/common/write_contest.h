@@ -43,6 +43,11 @@ namespace kuscia_host::plugins {
 // Whether a status holding `have` holds the time `want` (equal, or `want` truncated to whole
 // seconds, as a writer with second-precision types writes it).
 bool sameTime(int64_t have, int64_t want);
+// A resourceVersion as a number (Kubernetes' are etcd revisions); 0 when it is not one, and
+// then no event is taken for older than a write.
+uint64_t versionNumber(std::string_view rv);
+// metadata.resourceVersion of a stored object's JSON, without parsing the whole object.
+uint64_t responseVersion(std::string_view body);
 
 class WriteContest {
 public:

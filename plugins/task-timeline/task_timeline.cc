@@ -166,6 +166,13 @@ TaskTimeline::TaskTimeline(sdk::Host host, std::string_view domain, std::string_
       writer_(
           host, config_, "kuscia_timeline", [this](const std::string& task) { return diff(task); },
           [this](const std::string& task, const StatusPatch& status) { written(task, status); }) {
+  // A task whose last write is answered after its event (the watch was read first), or whose
+  // last timer found nothing to write, is let go then: no event is left to do it. When the
+  // write's event is still on its way, that event does (and finds the entries it holds).
+  writer_.onSettled([this](const std::string& task, uint64_t answered) {
+    auto it = tasks_.find(task);
+    if (it != tasks_.end() && (answered == 0 || it->second.version >= answered)) settle(task);
+  });
   podSub_ = host.subscribe(domainSubscription(
       "pods",
       {kTaskIdPointer, "/metadata/creationTimestamp", "/status/startTime", "/status/phase",
@@ -568,6 +575,7 @@ void TaskTimeline::onTask(const sdk::Event& e) {
   const uint64_t podsDigest = t.podsDigest, servicesDigest = t.servicesDigest;
   OtherTexts others;
   t = taskFrom(e.fieldsJson, ownPrefix_, &t, &others);
+  t.version = versionNumber(e.resourceVersion);
   // Own entries that digest as held (another party wrote, or the echo of this instance's own
   // write came back, which the held entries were merged with) hold every field this instance
   // wrote, as it wrote it: no other writer changed them, and nothing needs comparing.
@@ -621,8 +629,10 @@ std::optional<TaskTimeline::Task> TaskTimeline::cachedTask(const std::string& na
                                                            bool whole) const {
   std::optional<Task> t;
   std::string_view prefix = whole ? std::string_view() : std::string_view(ownPrefix_);
-  host().cacheGet(taskSub_, config_.taskNamespace + "/" + name,
-                  [&t, prefix](const sdk::Object& o) { t = taskFrom(o.fieldsJson, prefix); });
+  host().cacheGet(taskSub_, config_.taskNamespace + "/" + name, [&t, prefix](const sdk::Object& o) {
+    t = taskFrom(o.fieldsJson, prefix);
+    t->version = versionNumber(o.resourceVersion);
+  });
   return t;
 }
 

@@ -178,6 +178,8 @@ private:
     // Digests of the text the own entries were parsed from, or that they dump to after a write
     // (status_entries.h): the next event parses them only if they changed. 0: not known.
     uint64_t podsDigest = 0, servicesDigest = 0;
+    // The resourceVersion of the task as last seen (versionNumber(); 0: not known).
+    uint64_t version = 0;
   };
 
   void onPod(const sdk::Event& e);

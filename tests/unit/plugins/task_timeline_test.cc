@@ -38,15 +38,22 @@ protected:
   TaskTimeline& plugin() { return *sdk::pluginObject<TaskTimeline>(host_.instance()); }
 
   // Answers every pending status write as the API server would: the merge patch applied to the
-  // task, 200 with the task, then the task's MODIFIED event.
-  void acceptWrites() {
+  // task, 200 with the task, then the task's MODIFIED event (`eventFirst`: the event, then the
+  // answer, as when the host reads the watch before the write's connection).
+  void acceptWrites(bool eventFirst = false) {
     while (!host_.pendingRequests().empty()) {
       auto* r = host_.pendingRequests().front();
+      const uint64_t id = r->id;
       json patch = json::parse(r->body);
       task_.merge_patch(patch);
       bumpVersion(task_);
-      ASSERT_EQ(host_.complete(r->id, 200, task_.dump()), KH_OK);
-      ASSERT_EQ(deliver(host_, "kusciatasks", KH_EVENT_MODIFIED, task_), KH_OK);
+      if (eventFirst) {
+        ASSERT_EQ(deliver(host_, "kusciatasks", KH_EVENT_MODIFIED, task_), KH_OK);
+      }
+      ASSERT_EQ(host_.complete(id, 200, task_.dump()), KH_OK);
+      if (!eventFirst) {
+        ASSERT_EQ(deliver(host_, "kusciatasks", KH_EVENT_MODIFIED, task_), KH_OK);
+      }
     }
   }
   static void bumpVersion(json& obj) {
@@ -692,6 +699,59 @@ TEST_F(TimelineTest, AFinishedTaskIsNotHeldOnceItsObjectsAreGone) {
   EXPECT_EQ(plugin().heldTasks(), 1u);
   acceptWrites();
   EXPECT_EQ(podEntry()["createTime"], "2024-05-20T08:05:00Z");
+}
+
+// The event of the last write may come before its answer (the host read the task's watch first):
+// the task is let go at the answer then, not held until the task is deleted.
+TEST_F(TimelineTest, ATaskWhoseLastWriteIsAnsweredAfterItsEventIsLetGo) {
+  start();
+  deliver(host_, "kusciatasks", KH_EVENT_ADDED, task_);
+  deliver(host_, "pods", KH_EVENT_ADDED, pod_);
+  deliver(host_, "services", KH_EVENT_ADDED, svc_);
+  EXPECT_EQ(plugin().heldTasks(), 1u);
+  acceptWrites(true);
+  EXPECT_EQ(podEntry()["readyTime"], "2024-05-20T08:00:09Z");
+  EXPECT_EQ(host_.metric("kuscia_timeline_task_startup_seconds"), 1); // summarised
+  EXPECT_EQ(plugin().heldTasks(), 0u);
+  // An answer older than the task as seen lets it go as well; a newer one (its event still on
+  // its way) does not: that event, when it comes, does.
+  setReady(pod_, false, "2024-05-20T08:01:00Z");
+  deliver(host_, "pods", KH_EVENT_MODIFIED, pod_);
+  setReady(pod_, true, "2024-05-20T08:01:30Z");
+  deliver(host_, "pods", KH_EVENT_MODIFIED, pod_);
+  ASSERT_EQ(host_.pendingRequests().size(), 1u);
+  auto* r = host_.pendingRequests().front();
+  const uint64_t id = r->id;
+  task_.merge_patch(json::parse(r->body));
+  bumpVersion(task_);
+  ASSERT_EQ(host_.complete(id, 200, task_.dump()), KH_OK);
+  EXPECT_EQ(plugin().heldTasks(), 1u);
+  ASSERT_EQ(deliver(host_, "kusciatasks", KH_EVENT_MODIFIED, task_), KH_OK);
+  EXPECT_EQ(plugin().heldTasks(), 0u);
+}
+
+// A write due when another writer (or another host) puts the same times in the status first:
+// the timer finds nothing to write, and the task is let go then.
+TEST_F(TimelineTest, ATaskWhoseDueWriteFindsNothingToWriteIsLetGo) {
+  const json bare = task_;
+  start();
+  deliver(host_, "kusciatasks", KH_EVENT_ADDED, task_);
+  deliver(host_, "pods", KH_EVENT_ADDED, pod_);
+  deliver(host_, "services", KH_EVENT_ADDED, svc_);
+  acceptWrites(); // task_ now holds every time
+  testing::FakeHost other("alice");
+  ASSERT_TRUE(other.create(descriptor(), R"({"coalesceMillis": 100})")) << other.error();
+  ASSERT_TRUE(other.start()) << other.error();
+  auto& late = *sdk::pluginObject<TaskTimeline>(other.instance());
+  deliver(other, "kusciatasks", KH_EVENT_ADDED, bare);
+  deliver(other, "pods", KH_EVENT_ADDED, pod_);
+  deliver(other, "services", KH_EVENT_ADDED, svc_);
+  bumpVersion(task_);
+  deliver(other, "kusciatasks", KH_EVENT_MODIFIED, task_);
+  EXPECT_EQ(late.heldTasks(), 1u); // its write still due
+  other.advanceMillis(100);
+  EXPECT_TRUE(other.requests().empty());
+  EXPECT_EQ(late.heldTasks(), 0u);
 }
 
 // The host may forget a finished task (ABI 1.3 cache_release) once the initial lists are in,
