@@ -14,8 +14,8 @@ inline constexpr const char* kEmbeddedListen = "127.0.0.1:0";
 inline constexpr int kQps = 50; // client-side rate limit for writes and lists, requests/s
 inline constexpr int kBurst = 100;
 // A watch stream is read at most once per this many milliseconds, on a grid every stream shares
-// (0: each event as it comes). Off by default: see cluster.watchBatchMillis in the operators'
-// configuration reference for what it saves and what it costs.
-inline constexpr int kWatchBatchMillis = 0;
+// (0: each event as it comes): half the host's CPU per task started, for up to this much more
+// latency (cluster.watchBatchMillis in the operators' configuration reference).
+inline constexpr int kWatchBatchMillis = 100;
 
 } // namespace kuscia_host::defaults
