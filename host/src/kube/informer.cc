@@ -7,6 +7,7 @@
 #include <charconv>
 #include <chrono>
 
+#include "common/free_memory.h"
 #include "k8s/paths.h"
 #include "k8s/status.h"
 
@@ -231,6 +232,18 @@ void Informer::forget(const std::string& key) {
   }
   forgotten_.put(keyHash(key), digest);
   updateGauges();
+  // Thousands forgotten at once (the finished tasks of a list, released by the plugins): their
+  // records' pages go back to the system, not into the resident set beside the work that follows
+  // (L1 beside 100,000 finished tasks: 27.5 MiB at the peak, not 25.9, without this).
+  constexpr std::size_t kForgetsToReturn = 1000;
+  if (++forgetsSinceReturn_ >= kForgetsToReturn && !returnDue_) {
+    returnDue_ = true;
+    after(std::chrono::seconds(1), [this] {
+      returnDue_ = false;
+      forgetsSinceReturn_ = 0;
+      returnFreeMemory();
+    });
+  }
 }
 
 std::size_t Informer::size() const {

@@ -206,6 +206,10 @@ private:
   DigestTable forgotten_;
   DigestTable listForgotten_;
   std::atomic<std::size_t> forgottenCount_{0};
+  // Objects forgotten since free memory was last returned to the system, and whether a return
+  // is due (a second after the first of kForgetsToReturn: the rest of the burst rides along).
+  std::size_t forgetsSinceReturn_ = 0;
+  bool returnDue_ = false;
 
   // Reflector state: touched only on strand_ (lists, the watch stream, timers), except through
   // ingest() in benchmarks, which run without a server.
