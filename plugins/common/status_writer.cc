@@ -131,9 +131,10 @@ bool StatusWriter::onKubeResult(const sdk::KubeResult& result) {
   if (code >= 200 && code < 300) {
     writes_.add(1, {"ok"});
     contest_.wrote(task, sent.status, result.body);
-    written_(task, sent.status);
+    const uint64_t version = responseVersion(result.body);
+    written_(task, sent.status, version);
     if (st.dirty) scheduleDue(task, st);
-    if (settled_ && settled(task)) settled_(task, responseVersion(result.body));
+    if (settled_ && settled(task)) settled_(task, version);
     return true;
   }
   if (code == 404) { // the task is gone: its next appearance calls changed() again

@@ -69,10 +69,13 @@ public:
   // The "status" of the merge patch that brings `task` to the desired state (empty when it
   // already holds it).
   using Diff = std::function<StatusPatch(const std::string& task)>;
-  // After a successful write: the patch that was applied. The plugin applies it to its view of
-  // the task, so that the next diff does not repeat it while the watch event is on its way
-  // (cheaper than parsing the whole task the server answers with).
-  using Written = std::function<void(const std::string& task, const StatusPatch& status)>;
+  // After a successful write: the patch that was applied, and the task's resourceVersion after
+  // it (versionNumber(); 0: not known). The plugin applies the patch to its view of the task, so
+  // that the next diff does not repeat it while the watch event is on its way (cheaper than
+  // parsing the whole task the server answers with); not when its view is of that version or a
+  // later one (the events came first: another writer may have changed what was written since).
+  using Written =
+      std::function<void(const std::string& task, const StatusPatch& status, uint64_t version)>;
 
   StatusWriter(sdk::Host host, Options options, Diff diff, Written written);
   // With the plugin's settings; metric families named "<metricPrefix>_...".

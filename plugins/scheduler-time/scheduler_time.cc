@@ -24,7 +24,7 @@ SchedulerTime::SchedulerTime(sdk::Host host, std::string_view /*domain*/,
       writer_(
           host, config_, "kuscia_scheduler_time",
           [this](const std::string& task) { return diff(task); },
-          [this](const std::string& task, const StatusPatch& status) {
+          [this](const std::string& task, const StatusPatch& status, uint64_t /*version*/) {
             if (status.touches(StatusPatch::kPods))
               status.applyTo(StatusPatch::kPods, tasks_[task]);
           }) {

@@ -165,7 +165,9 @@ TaskTimeline::TaskTimeline(sdk::Host host, std::string_view domain, std::string_
                         "Entries waiting in a phase longer than stuckAfterSeconds", {"phase"})),
       writer_(
           host, config_, "kuscia_timeline", [this](const std::string& task) { return diff(task); },
-          [this](const std::string& task, const StatusPatch& status) { written(task, status); }) {
+          [this](const std::string& task, const StatusPatch& status, uint64_t version) {
+            written(task, status, version);
+          }) {
   // A task whose last write is answered after its event (the watch was read first), or whose
   // last timer found nothing to write, is let go then: no event is left to do it. When the
   // write's event is still on its way, that event does (and finds the entries it holds).
@@ -848,9 +850,12 @@ StatusPatch TaskTimeline::diff(const std::string& task) {
   return status;
 }
 
-void TaskTimeline::written(const std::string& task, const StatusPatch& status) {
+void TaskTimeline::written(const std::string& task, const StatusPatch& status, uint64_t version) {
   auto it = tasks_.find(task);
   if (it == tasks_.end()) return;
+  // The events of this write, and maybe of another writer's change after it, came first: the
+  // view holds what the task is now, and the patch would put back what that writer replaced.
+  if (version != 0 && it->second.version >= version) return;
   // What was written is in the task now: later diffs start from it, so the write is not repeated
   // while the watch event is on its way (which then brings the task as it is).
   // The echo of the write then digests like the merged entries (the server writes compact JSON

@@ -245,7 +245,7 @@ private:
   // `pod` or `service`: the one object an event changed (the others are not compared again).
   void touch(const std::string& task, const std::string* pod = nullptr,
              const std::string* service = nullptr);
-  void written(const std::string& task, const StatusPatch& status);
+  void written(const std::string& task, const StatusPatch& status, uint64_t version);
   void refreshStuck();
   // Puts this instance's knowledge of a pod or service on the entry board when it changed.
   void publish(const std::string& key, Pod& p);

@@ -730,6 +730,30 @@ TEST_F(TimelineTest, ATaskWhoseLastWriteIsAnsweredAfterItsEventIsLetGo) {
   EXPECT_EQ(plugin().heldTasks(), 0u);
 }
 
+// The answer of a write that comes after its event and after another writer's change of what it
+// wrote: the view keeps that change (the patch is not applied over it), so it is written again.
+TEST_F(TimelineTest, AWriteAnsweredAfterAnotherWritersChangeDoesNotHideIt) {
+  start();
+  deliver(host_, "kusciatasks", KH_EVENT_ADDED, task_);
+  deliver(host_, "pods", KH_EVENT_ADDED, pod_);
+  deliver(host_, "services", KH_EVENT_ADDED, svc_);
+  ASSERT_EQ(host_.pendingRequests().size(), 1u);
+  const uint64_t id = host_.pendingRequests().front()->id;
+  task_.merge_patch(json::parse(host_.pendingRequests().front()->body));
+  bumpVersion(task_);
+  const std::string answer = task_.dump(); // the task as the write left it
+  deliver(host_, "kusciatasks", KH_EVENT_MODIFIED, task_);
+  task_["status"]["podStatuses"][kPodKey]["readyTime"] = "2000-05-20T08:00:09Z";
+  bumpVersion(task_);
+  deliver(host_, "kusciatasks", KH_EVENT_MODIFIED, task_); // another writer's change
+  const std::size_t before = writes();
+  ASSERT_EQ(host_.complete(id, 200, answer), KH_OK);
+  ASSERT_EQ(writes(), before + 1) << "the other writer's change was hidden";
+  EXPECT_EQ(
+      json::parse(host_.requests().back().body)["status"]["podStatuses"][kPodKey]["readyTime"],
+      "2024-05-20T08:00:09Z");
+}
+
 // A write due when another writer (or another host) puts the same times in the status first:
 // the timer finds nothing to write, and the task is let go then.
 TEST_F(TimelineTest, ATaskWhoseDueWriteFindsNothingToWriteIsLetGo) {
