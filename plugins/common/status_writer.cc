@@ -130,8 +130,8 @@ bool StatusWriter::onKubeResult(const sdk::KubeResult& result) {
   const int code = result.httpCode;
   if (code >= 200 && code < 300) {
     writes_.add(1, {"ok"});
-    contest_.wrote(task, sent.status, result.body);
     const uint64_t version = responseVersion(result.body);
+    contest_.wrote(task, sent.status, version);
     written_(task, sent.status, version);
     if (st.dirty) scheduleDue(task, st);
     if (settled_ && settled(task)) settled_(task, version);

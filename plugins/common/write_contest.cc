@@ -150,9 +150,7 @@ void WriteContest::compactKeys(Task& t) {
   t.fields.shrink_to_fit();
 }
 
-void WriteContest::wrote(const std::string& task, const StatusPatch& status,
-                         std::string_view responseBody) {
-  uint64_t version = responseVersion(responseBody);
+void WriteContest::wrote(const std::string& task, const StatusPatch& status, uint64_t version) {
   Task& t = tasks_[task];
   for (const auto& e : status.entries()) {
     const auto group = static_cast<uint8_t>(e.group);

@@ -58,9 +58,9 @@ public:
   // `yieldAfter`: replacements within the window that make the plugin yield a field.
   WriteContest(sdk::Host host, const std::string& metricPrefix, int yieldAfter);
 
-  // A write of `status` to `task` succeeded; `responseBody` is the server's answer (the task as
-  // stored).
-  void wrote(const std::string& task, const StatusPatch& status, std::string_view responseBody);
+  // A write of `status` to `task` succeeded; `version` is the task's resourceVersion in the
+  // server's answer (responseVersion(); 0: not known).
+  void wrote(const std::string& task, const StatusPatch& status, uint64_t version);
   // The task as a watch event or cache read shows it: finds what someone else overwrote.
   void observed(const std::string& task, std::string_view resourceVersion,
                 const nlohmann::json& podStatuses, const nlohmann::json& serviceStatuses);

@@ -317,8 +317,8 @@ StatusPatch podPatch(const PodEntries& entries) {
 TEST(KusciaModelTest, AContestKeepsEachEntrysFieldsApartAsEntriesComeAndGo) {
   testing::FakeHost fake("alice");
   WriteContest contest(sdk::Host(fake.api(), fake.ctx()), "kuscia_test", 2);
-  auto rv = [](int v) {
-    return R"({"metadata":{"resourceVersion":")" + std::to_string(v) + "\"}}";
+  auto rv = [](int v) { // the version the server's answer carries
+    return responseVersion(R"({"metadata":{"resourceVersion":")" + std::to_string(v) + "\"}}");
   };
   constexpr auto kCreate = TimeField::kCreate, kReady = TimeField::kReady;
   const json a = {{"createTime", "2024-05-20T08:00:00Z"}, {"readyTime", "2024-05-20T08:00:09Z"}};
