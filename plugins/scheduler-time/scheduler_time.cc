@@ -3,6 +3,7 @@
 #include "kuscia.h"
 #include "kuscia_model.h"
 #include "kuscia_time.h"
+#include "write_contest.h"
 
 namespace kuscia_host::plugins::scheduler {
 
@@ -24,9 +25,8 @@ SchedulerTime::SchedulerTime(sdk::Host host, std::string_view /*domain*/,
       writer_(
           host, config_, "kuscia_scheduler_time",
           [this](const std::string& task) { return diff(task); },
-          [this](const std::string& task, const StatusPatch& status, uint64_t /*version*/) {
-            if (status.touches(StatusPatch::kPods))
-              status.applyTo(StatusPatch::kPods, tasks_[task]);
+          [this](const std::string& task, const StatusPatch& status, uint64_t version) {
+            written(task, status, version);
           }) {
   sdk::Subscription pods;
   pods.version = "v1";
@@ -89,8 +89,10 @@ void SchedulerTime::onTask(const sdk::Event& e) {
   // Held only while this instance has pods of the task: nothing else is its to write.
   if (pods_.members(task).empty()) return release(task);
   json f = parseFields(e.fieldsJson, kTaskFieldCount);
-  tasks_[task] = f[kTaskPods].is_object() ? f[kTaskPods] : json::object();
-  writer_.observed(task, e.resourceVersion, tasks_[task], f[kTaskServices]);
+  Task& t = tasks_[task];
+  t.pods = f[kTaskPods].is_object() ? f[kTaskPods] : json::object();
+  t.version = versionNumber(e.resourceVersion);
+  writer_.observed(task, e.resourceVersion, t.pods, f[kTaskServices]);
   touch(task);
 }
 
@@ -115,17 +117,19 @@ void SchedulerTime::release(const std::string& task) {
 void SchedulerTime::touch(const std::string& task) {
   auto t = tasks_.find(task);
   if (t == tasks_.end()) { // not held yet: as the host's cache has it
-    json pods;
-    host().cacheGet(taskSub_, config_.taskNamespace + "/" + task, [&pods](const sdk::Object& o) {
+    Task held;
+    host().cacheGet(taskSub_, config_.taskNamespace + "/" + task, [&held](const sdk::Object& o) {
       json f = parseFields(o.fieldsJson, kTaskFieldCount);
-      pods = f[kTaskPods].is_object() ? f[kTaskPods] : json::object();
+      held.pods = f[kTaskPods].is_object() ? f[kTaskPods] : json::object();
+      held.version = versionNumber(o.resourceVersion);
     });
-    if (pods.is_null()) return; // applied when the task appears
-    t = tasks_.emplace(task, std::move(pods)).first;
+    if (held.pods.is_null()) return; // applied when the task appears
+    t = tasks_.emplace(task, std::move(held)).first;
   }
+  const json& pods = t->second.pods;
   for (const auto& key : pods_.members(task)) {
-    auto e = t->second.find(key);
-    if (differs(pods_.at(key), e == t->second.end() ? nullptr : &*e)) return writer_.changed(task);
+    auto e = pods.find(key);
+    if (differs(pods_.at(key), e == pods.end() ? nullptr : &*e)) return writer_.changed(task);
   }
 }
 
@@ -133,13 +137,24 @@ StatusPatch SchedulerTime::diff(const std::string& task) {
   StatusPatch status;
   auto t = tasks_.find(task);
   if (t == tasks_.end()) return status;
+  const json& pods = t->second.pods;
   for (const auto& key : pods_.members(task)) {
-    auto e = t->second.find(key);
+    auto e = pods.find(key);
     StatusPatch::Entry patch{StatusPatch::kPods, key};
-    if (differs(pods_.at(key), e == t->second.end() ? nullptr : &*e, &patch))
+    if (differs(pods_.at(key), e == pods.end() ? nullptr : &*e, &patch))
       status.add(std::move(patch));
   }
   return status;
+}
+
+void SchedulerTime::written(const std::string& task, const StatusPatch& status, uint64_t version) {
+  auto t = tasks_.find(task);
+  if (t == tasks_.end() || !status.touches(StatusPatch::kPods)) return;
+  // The events of this write, and maybe of another writer's change after it, came first: the
+  // view holds the task as it is now, and the patch would put back what that writer replaced.
+  if (version != 0 && t->second.version >= version) return;
+  // Later diffs start from what was written while its event is on its way.
+  status.applyTo(StatusPatch::kPods, t->second.pods);
 }
 
 void SchedulerTime::onTimer(uint64_t timerId, uint64_t /*userTag*/) {

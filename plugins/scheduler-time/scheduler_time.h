@@ -53,12 +53,18 @@ private:
   // Lets the task go when this instance has no pod of it left.
   void release(const std::string& task);
   void touch(const std::string& task);
+  // A write's answer: its patch is applied to a view older than the `version` it made.
+  void written(const std::string& task, const StatusPatch& status, uint64_t version);
 
   SchedulerConfig config_;
   uint64_t podSub_ = 0, taskSub_ = 0;
-  TaskObjects<Pod> pods_;                       // this domain's task pods, "<ns>/<name>"
-  TaskIndex taskPods_;                          // which task each pod belongs to
-  std::map<std::string, nlohmann::json> tasks_; // task -> podStatuses, while it has our pods
+  TaskObjects<Pod> pods_; // this domain's task pods, "<ns>/<name>"
+  TaskIndex taskPods_;    // which task each pod belongs to
+  struct Task {
+    nlohmann::json pods;  // status.podStatuses
+    uint64_t version = 0; // the resourceVersion it was read at (versionNumber(); 0: not known)
+  };
+  std::map<std::string, Task> tasks_; // while this instance has pods of it
   sdk::Metric malformed_;
   StatusWriter writer_;
   std::optional<FinishedTasks> finished_; // what the host may forget

@@ -49,6 +49,7 @@ TEST(SchedulerTimeTest, FillsScheduleTimeOnlyOnceThePodIsScheduled) {
             json::parse(R"({"status":{"podStatuses":{"alice/secretflow-task-psi-0":
                             {"scheduleTime":"2024-05-20T08:00:01Z"}}}})"));
   task.merge_patch(json::parse(host.requests()[0].body));
+  task["metadata"]["resourceVersion"] = "48214"; // the write's
   host.complete(host.requests()[0].id, 200, task.dump());
   deliver(host, "pods", KH_EVENT_MODIFIED, pod);
   deliver(host, "kusciatasks", KH_EVENT_MODIFIED, task);
@@ -127,6 +128,34 @@ TEST(SchedulerTimeTest, YieldsScheduleTimeToAWriterThatKeepsReplacingIt) {
   EXPECT_EQ(host.requests().size(), 3u);
   EXPECT_EQ(host.metric("kuscia_scheduler_time_yielded_fields_total", "scheduleTime"), 1);
   EXPECT_EQ(task["status"]["podStatuses"][kPodKey]["scheduleTime"], "2024-05-20T07:59:00Z");
+}
+
+// The answer of a write that comes after the write's event and after another writer's change of
+// scheduleTime: the change is still seen (and answered), not hidden by re-applying the patch.
+TEST(SchedulerTimeTest, AWriteAnsweredAfterAnotherWritersChangeDoesNotHideIt) {
+  testing::FakeHost host("alice");
+  ASSERT_TRUE(host.create(descriptor(), R"({"coalesceMillis": 0})")) << host.error();
+  ASSERT_TRUE(host.start());
+  json task = fixture("kusciatask.json");
+  task["status"]["podStatuses"][kPodKey].erase("scheduleTime");
+  task["metadata"]["resourceVersion"] = "100";
+  deliver(host, "kusciatasks", KH_EVENT_ADDED, task);
+  deliver(host, "pods", KH_EVENT_ADDED, fixture("pod.json"));
+  ASSERT_EQ(host.pendingRequests().size(), 1u);
+  const uint64_t id = host.pendingRequests().front()->id;
+  task.merge_patch(json::parse(host.pendingRequests().front()->body));
+  task["metadata"]["resourceVersion"] = "101";
+  const std::string answer = task.dump(); // the task as the write left it
+  deliver(host, "kusciatasks", KH_EVENT_MODIFIED, task);
+  task["status"]["podStatuses"][kPodKey]["scheduleTime"] = "2024-05-20T07:59:00Z";
+  task["metadata"]["resourceVersion"] = "102";
+  deliver(host, "kusciatasks", KH_EVENT_MODIFIED, task); // another writer's change
+  ASSERT_EQ(host.requests().size(), 1u);
+  ASSERT_EQ(host.complete(id, 200, answer), KH_OK);
+  ASSERT_EQ(host.requests().size(), 2u) << "the other writer's change was hidden";
+  EXPECT_EQ(
+      json::parse(host.requests().back().body)["status"]["podStatuses"][kPodKey]["scheduleTime"],
+      "2024-05-20T08:00:01Z");
 }
 
 } // namespace
