@@ -468,6 +468,21 @@ public:
       if (line.rfind(field + ":", 0) == 0) return std::stod(line.substr(field.size() + 1)) / 1024.0;
     return -1;
   }
+  // How often the process's threads (those alive) have gone to sleep so far: the voluntary
+  // context switches of /proc/<pid>/task/<tid>/status, a count of wake-ups that does not move with
+  // what else the machine runs, as CPU seconds do.
+  double sleeps() const {
+    double n = 0;
+    std::error_code ec;
+    const std::string dir = "/proc/" + std::to_string(pid_) + "/task";
+    for (const auto& t : std::filesystem::directory_iterator(dir, ec)) {
+      std::ifstream in(t.path() / "status");
+      const std::string field = "voluntary_ctxt_switches:";
+      for (std::string line; std::getline(in, line);)
+        if (line.rfind(field, 0) == 0) n += std::stod(line.substr(field.size()));
+    }
+    return n;
+  }
   // The CPU the process has used so far, in seconds (/proc/<pid>/stat utime + stime, or utime
   // alone).
   double cpuSeconds(bool userOnly = false) const {
@@ -838,6 +853,7 @@ LoadRun l1(std::size_t tasks, double windowSeconds, const std::string& hostBinar
   // a thousand recorded tasks is the reader's cost, not the recorder's).
   const double loadCpu = host.cpuSeconds();
   const double loadUserCpu = host.cpuSeconds(true);
+  const double loadSleeps = host.sleeps();
   const double writerCpu = history ? host.threadCpuSeconds("history-writer") : 0;
   // Its peak so far, likewise: the history listed below is the reader's memory, not the load's.
   const double loadPeakRssMiB = host.rssMiB("VmHWM");
@@ -896,6 +912,7 @@ LoadRun l1(std::size_t tasks, double windowSeconds, const std::string& hostBinar
               "load (%.1f MiB with the checks' requests), exit %d\n",
               cpu, cpu * 1e3 / n, loadUserCpu * 1e3 / n, totalCpu, loadPeakRssMiB, peakRssMiB,
               exitCode);
+  std::printf("  host wake-ups (voluntary context switches) per task: %.1f\n", loadSleeps / n);
   std::printf("  times compared: %zu; lost %zu, wrong %zu (target 0)%s%s\n", fields, lost, wrong,
               example.empty() ? "" : "; first: ", example.c_str());
   // What the informers hold at the end: every task is finished, so the plugins could have let
