@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <filesystem>
 #include <future>
 #include <mutex>
 #include <sstream>
@@ -56,6 +58,12 @@ protected:
   std::unique_ptr<apiserver::ApiServer> server_;
   test::TempDir dir_;
   ClusterAccess access_;
+
+  // A watch read on a grid (HttpRequest::readGrid): the first event after a quiet spell comes at
+  // once, and what comes within the grid's step is read and delivered together. Between reads
+  // the socket is out of the reactor and put back (over TLS too: the TLS state stays the
+  // stream's).
+  void readOnAGrid(bool tls);
 };
 
 TEST_F(HttpClientTest, PlainRequestsReuseOneConnection) {
@@ -77,10 +85,16 @@ TEST_F(HttpClientTest, PlainRequestsReuseOneConnection) {
   EXPECT_EQ(call(*c, {"GET", "/api/v1/namespaces/nope"})->status, 404);
 }
 
-// A watch read on a grid (HttpRequest::readGrid): the first event after a quiet spell comes at
-// once, and what comes within the grid's step is read and delivered together.
 TEST_F(HttpClientTest, AStreamReadOnAGridDeliversWhatCameMeanwhileTogether) {
-  start(false);
+  readOnAGrid(false);
+}
+
+TEST_F(HttpClientTest, AStreamReadOnAGridOverTlsDeliversWhatCameMeanwhileTogether) {
+  readOnAGrid(true);
+}
+
+void HttpClientTest::readOnAGrid(bool tls) {
+  start(tls);
   auto c = client(access_);
   ASSERT_EQ(call(*c, {"POST", "/api/v1/namespaces", R"({"metadata":{"name":"alice"}})"})->status,
             201);
@@ -127,6 +141,57 @@ TEST_F(HttpClientTest, AStreamReadOnAGridDeliversWhatCameMeanwhileTogether) {
   // a few milliseconds after it come in one read, or two when they straddle a point of the grid.
   EXPECT_LE(deliveries, 4u) << seen;
   stream->cancel();
+}
+
+// A stream cancelled while it waits for the grid's next point (its socket out of the reactor)
+// ends with "cancelled" at that point, and its connection is closed, not leaked.
+TEST_F(HttpClientTest, AStreamCancelledWhileItWaitsForTheGridEnds) {
+  start(false);
+  auto c = client(access_);
+  ASSERT_EQ(call(*c, {"POST", "/api/v1/namespaces", R"({"metadata":{"name":"alice"}})"})->status,
+            201);
+  auto openFds = [] {
+    std::size_t n = 0;
+    for ([[maybe_unused]] const auto& f : std::filesystem::directory_iterator("/proc/self/fd"))
+      ++n;
+    return n;
+  };
+  const std::size_t fdsBefore = openFds();
+  std::atomic<int> deliveries{0};
+  std::promise<Result<HttpResponse>> ended;
+  HttpRequest watch{"GET", "/api/v1/namespaces/alice/configmaps?watch=true"};
+  watch.readGrid = std::chrono::milliseconds(1000);
+  auto stream = c->stream(
+      std::move(watch), boost::asio::make_strand(runtime_.io()),
+      [&](std::string_view) { ++deliveries; },
+      [&](Result<HttpResponse> r) { ended.set_value(std::move(r)); });
+  // Two events a few milliseconds apart: the first is read at once (after a quiet spell), the
+  // second comes while the next read waits for the grid.
+  ASSERT_EQ(
+      call(*c, {"POST", "/api/v1/namespaces/alice/configmaps", R"({"metadata":{"name":"a"}})"})
+          ->status,
+      201);
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (deliveries == 0 && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  ASSERT_EQ(deliveries, 1);
+  ASSERT_EQ(
+      call(*c, {"POST", "/api/v1/namespaces/alice/configmaps", R"({"metadata":{"name":"b"}})"})
+          ->status,
+      201);
+  stream->cancel();
+  auto done = ended.get_future();
+  ASSERT_EQ(done.wait_for(std::chrono::seconds(5)), std::future_status::ready);
+  auto r = done.get();
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().find("cancelled"), std::string::npos) << r.error();
+  stream.reset();
+  // The stream's connection closed, and the server's end of it then (the server runs in this
+  // process; the client's pooled connection stays open, as before the watch).
+  const auto closing = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (openFds() > fdsBefore && std::chrono::steady_clock::now() < closing)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  EXPECT_EQ(openFds(), fdsBefore);
 }
 
 TEST_F(HttpClientTest, RequestPastItsDeadlineTimesOutAndTheNextOneWorks) {
