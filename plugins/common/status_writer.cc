@@ -11,7 +11,7 @@ using nlohmann::json;
 
 std::vector<sdk::ConfigKey> statusWriterKeys() {
   return {taskNamespaceKey(),
-          {"coalesceMillis", "integer", "50",
+          {"coalesceMillis", "integer", "150",
            "changes to one task within this window make one status write (0..60000; 0: at once)"},
           {"yieldAfterOverwrites", "integer", "2",
            "another writer replacing a field this plugin wrote this many times within 60 s makes "

@@ -41,7 +41,7 @@ namespace kuscia_host::plugins {
 // The settings every status-writing plugin takes, read by readStatusWriterConfig.
 struct StatusWriterConfig {
   std::string taskNamespace = "cross-domain";
-  int64_t coalesceMillis = 50;
+  int64_t coalesceMillis = 150;
   // Not one of the shared keys: a plugin whose changes may wait reads its own (task-timeline's
   // deferMillis). 0: none waits.
   int64_t deferMillis = 0;
@@ -57,7 +57,7 @@ class StatusWriter {
 public:
   struct Options {
     std::string taskNamespace = "cross-domain";
-    int64_t coalesceMillis = 50;
+    int64_t coalesceMillis = 150;
     // How long a deferrable change waits for one that is not (never less than coalesceMillis).
     int64_t deferMillis = 0;
     // Names the metric families "<metricPrefix>_status_writes_total",

@@ -328,7 +328,8 @@ void b3(std::size_t transitions, std::size_t tasks) {
 void b4(std::size_t tasks) {
   const std::vector<std::string> parties = {"alice", "bob"};
   const std::vector<std::string> ports = {"spu", "fed", "global"};
-  std::printf("B4: %zu task startups replayed, 2 parties x 1 pod x 3 services, coalescing 50 ms\n",
+  std::printf("B4: %zu task startups replayed, 2 parties x 1 pod x 3 services, coalescing 150 ms "
+              "(the default)\n",
               tasks);
   Setup s(parties, "{}", true);
   s.startHost();
@@ -904,7 +905,7 @@ LoadRun l1(std::size_t tasks, double windowSeconds, const std::string& hostBinar
       writes / n, retried, bytes / n,
       annotations / (n * static_cast<double>(parties.size() * ports.size())));
   std::printf("  Ready -> status patch stored (%zu pods): p50 %.1f ms, p99 %.1f ms, max %.1f ms "
-              "(coalescing window 50 ms, the default)\n",
+              "(coalescing window 150 ms, the default)\n",
               latencies.size(), percentile(latencies, 0.5) / 1e3, percentile(latencies, 0.99) / 1e3,
               percentile(latencies, 1.0) / 1e3);
   std::printf("  host: %.2f CPU seconds for the load (%.2f ms per task, %.2f of it in user space; "

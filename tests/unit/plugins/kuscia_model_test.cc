@@ -473,7 +473,7 @@ TEST(StatusWriterConfigTest, EveryStatusWritingPluginTakesTheSameKeys) {
   readStatusWriterConfig(sdk::ConfigReader(R"({"yieldAfterOverwrites": 5})", statusWriterKeys()),
                          c);
   EXPECT_EQ(c.yieldAfterOverwrites, 5);
-  EXPECT_EQ(c.coalesceMillis, 50);
+  EXPECT_EQ(c.coalesceMillis, 150);
   StatusWriterConfig bad;
   EXPECT_THROW(readStatusWriterConfig(
                    sdk::ConfigReader(R"({"yieldAfterOverwrites": 0})", statusWriterKeys()), bad),

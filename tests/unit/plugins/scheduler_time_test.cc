@@ -21,7 +21,7 @@ const char* kPodKey = "alice/secretflow-task-psi-0";
 TEST(SchedulerConfigTest, DefaultsAndRejections) {
   auto c = parseSchedulerConfig("{}");
   EXPECT_EQ(c.taskNamespace, "cross-domain");
-  EXPECT_EQ(c.coalesceMillis, 50);
+  EXPECT_EQ(c.coalesceMillis, 150);
   testing::FakeHost host;
   EXPECT_FALSE(host.create(descriptor(), R"({"coalesce": 1})"));
   EXPECT_NE(host.error().find("unknown config key 'coalesce'"), std::string::npos);
@@ -64,7 +64,9 @@ TEST(SchedulerTimeTest, EnabledLaterItFillsPodsAlreadyRunningAndCreatesMissingEn
   task["status"].erase("podStatuses");
   deliver(host, "pods", KH_EVENT_ADDED, fixture("pod.json"));
   deliver(host, "kusciatasks", KH_EVENT_ADDED, task);
-  host.advanceMillis(50);
+  host.advanceMillis(149);
+  EXPECT_TRUE(host.requests().empty()); // the default coalescing window, 150 ms
+  host.advanceMillis(1);
   ASSERT_EQ(host.requests().size(), 1u);
   EXPECT_EQ(json::parse(host.requests()[0].body)["status"]["podStatuses"][kPodKey],
             json::parse(R"({"namespace":"alice","podName":"secretflow-task-psi-0",

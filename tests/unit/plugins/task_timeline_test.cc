@@ -116,7 +116,7 @@ protected:
 TEST(TimelineConfigTest, DefaultsWithNoConfigAtAll) {
   auto c = parseTimelineConfig("");
   EXPECT_EQ(c.taskNamespace, "cross-domain");
-  EXPECT_EQ(c.coalesceMillis, 50);
+  EXPECT_EQ(c.coalesceMillis, 150);
   EXPECT_EQ(c.deferMillis, 5000);
   EXPECT_EQ(c.stuckAfterSeconds, 300);
   testing::FakeHost host;
