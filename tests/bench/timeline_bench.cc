@@ -462,26 +462,34 @@ public:
     }
   }
   unsigned short port() const { return port_; }
+  // The process's live threads: their /proc/<pid>/task/<tid> directories.
+  std::vector<std::filesystem::path> threadDirs() const {
+    std::vector<std::filesystem::path> out;
+    std::error_code ec;
+    for (const auto& t :
+         std::filesystem::directory_iterator("/proc/" + std::to_string(pid_) + "/task", ec))
+      out.push_back(t.path());
+    return out;
+  }
+  // The number after "<field>:" in a /proc status file; -1 when it has none.
+  static double statusValue(const std::filesystem::path& path, const std::string& field) {
+    std::ifstream in(path);
+    for (std::string line; std::getline(in, line);)
+      if (line.rfind(field + ":", 0) == 0) return std::stod(line.substr(field.size() + 1));
+    return -1;
+  }
   // The process's resident set now, in MiB (/proc/<pid>/status VmRSS); -1 when unreadable.
   double rssMiB(const std::string& field = "VmRSS") const {
-    std::ifstream in("/proc/" + std::to_string(pid_) + "/status");
-    for (std::string line; std::getline(in, line);)
-      if (line.rfind(field + ":", 0) == 0) return std::stod(line.substr(field.size() + 1)) / 1024.0;
-    return -1;
+    const double kib = statusValue("/proc/" + std::to_string(pid_) + "/status", field);
+    return kib < 0 ? -1 : kib / 1024.0;
   }
   // How often the process's threads (those alive) have gone to sleep so far: the voluntary
   // context switches of /proc/<pid>/task/<tid>/status, a count of wake-ups that does not move with
   // what else the machine runs, as CPU seconds do.
   double sleeps() const {
     double n = 0;
-    std::error_code ec;
-    const std::string dir = "/proc/" + std::to_string(pid_) + "/task";
-    for (const auto& t : std::filesystem::directory_iterator(dir, ec)) {
-      std::ifstream in(t.path() / "status");
-      const std::string field = "voluntary_ctxt_switches:";
-      for (std::string line; std::getline(in, line);)
-        if (line.rfind(field, 0) == 0) n += std::stod(line.substr(field.size()));
-    }
+    for (const auto& t : threadDirs())
+      n += std::max(0.0, statusValue(t / "status", "voluntary_ctxt_switches"));
     return n;
   }
   // The CPU the process has used so far, in seconds (/proc/<pid>/stat utime + stime, or utime
@@ -493,13 +501,11 @@ public:
   // /proc/<pid>/task/<tid>/stat utime + stime; threads that ended are not counted).
   double threadCpuSeconds(const std::string& comm) const {
     double seconds = 0;
-    std::error_code ec;
-    const std::string dir = "/proc/" + std::to_string(pid_) + "/task";
-    for (const auto& t : std::filesystem::directory_iterator(dir, ec)) {
-      std::ifstream nameIn(t.path() / "comm");
+    for (const auto& t : threadDirs()) {
+      std::ifstream nameIn(t / "comm");
       std::string name;
       if (!std::getline(nameIn, name) || name != comm) continue;
-      seconds += statCpuSeconds(t.path() / "stat");
+      seconds += statCpuSeconds(t / "stat");
     }
     return seconds;
   }
