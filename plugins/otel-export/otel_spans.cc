@@ -172,13 +172,14 @@ Plan planSpans(const json& doc, const TaskFacts& task, const std::string& domain
       s.startNanos = ph.from;
       if (ph.to) {
         s.endNanos = *ph.to;
-      } else if (nowNanos - ph.from >= stuckAfterNanos) {
+      } else if (sdk::elapsed(ph.from, nowNanos) >= stuckAfterNanos) {
         s.endNanos = nowNanos;
         s.pending = true;
         s.status = StatusCode::kError;
         s.statusMessage = ph.reason.empty()
                               ? "still " + ph.phase + " after " +
-                                    std::to_string((nowNanos - ph.from) / 1000000000) + " s"
+                                    std::to_string(sdk::elapsed(ph.from, nowNanos) / 1000000000) +
+                                    " s"
                               : ph.reason + (ph.message.empty() ? "" : ": " + ph.message);
       } else {
         continue;

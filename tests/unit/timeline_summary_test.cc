@@ -357,6 +357,35 @@ TEST(PodFacts, ContainersWaitingKeepWhenFirstSeen) {
   EXPECT_FALSE(f.addContainersWaiting(json::object(), nanosAt(13)));
 }
 
+// Times at the ends of what a document can hold (years 1678 and 2262): their differences do not
+// fit in int64_t nanoseconds (a fuzzed OTLP document found the overflow). The phases' lengths
+// are held at the ends instead of wrapping, so the long phase is still the one blamed.
+TEST(TimelineSummary, TimesTooFarApartForNanosecondsAreHeldNotWrapped) {
+  const std::string early = "1678-01-01T00:00:00Z", late = "2262-01-01T00:00:00Z";
+  ASSERT_TRUE(kuscia_host::sdk::parseTime(early));
+  ASSERT_TRUE(kuscia_host::sdk::parseTime(late));
+  json doc = {
+      {"createTime", early},
+      {"entries",
+       {{"alice/p1", tl::entry("alice/p1", {{"createTime", early}, {"readyTime", late}}, false)}}}};
+  json s = tl::summarize(doc, *kuscia_host::sdk::parseTime(late));
+  ASSERT_TRUE(s["complete"]) << s.dump();
+  EXPECT_EQ(s["blame"]["phase"], "programming") << s.dump();
+  EXPECT_GT(s["blame"]["seconds"].get<double>(), 9e9) << s.dump();
+
+  EXPECT_EQ(kuscia_host::sdk::elapsed(INT64_MIN, INT64_MAX), INT64_MAX);
+  EXPECT_EQ(kuscia_host::sdk::elapsed(INT64_MAX, INT64_MIN), INT64_MIN);
+  EXPECT_EQ(kuscia_host::sdk::elapsed(5, 2), -3);
+
+  // Still pending: the pending phase runs from 1678 to now (2262).
+  json pending = {
+      {"createTime", early},
+      {"entries", {{"alice/p1", tl::entry("alice/p1", {{"createTime", early}}, false)}}}};
+  json p = tl::summarize(pending, *kuscia_host::sdk::parseTime(late));
+  EXPECT_FALSE(p["complete"]);
+  EXPECT_EQ(p["blame"]["phase"], "programming") << p.dump();
+}
+
 TEST(TimelineSummary, EmptyDocumentIsIncomplete) {
   json s = tl::summarize(json::object(), 0);
   EXPECT_FALSE(s["complete"]);

@@ -102,6 +102,14 @@ inline std::optional<int64_t> parseTime(std::string_view s) {
   return seconds * 1000000000 + fraction;
 }
 
+// From `from` to `to` in nanoseconds, held at the ends of int64_t where the difference of two
+// times parseTime reads (years 1677 to 2262) does not fit.
+inline int64_t elapsed(int64_t from, int64_t to) {
+  int64_t nanos = 0;
+  if (!__builtin_sub_overflow(to, from, &nanos)) return nanos;
+  return to > from ? INT64_MAX : INT64_MIN;
+}
+
 enum class TimePrecision {
   kSeconds, // 2024-05-20T08:00:10Z, what metav1.Time writes
   kMillis,  // 2024-05-20T08:00:10.250Z

@@ -119,7 +119,7 @@ inline nlohmann::json entry(std::string_view key, const nlohmann::json& status, 
     auto from = instant(s.from);
     auto to = from ? instant(toField) : std::nullopt;
     if (!from || !to) return;
-    double seconds = static_cast<double>(*to - *from) / 1e9;
+    double seconds = static_cast<double>(elapsed(*from, *to)) / 1e9;
     durations.get_ref<json::object_t&>().emplace(s.name, seconds);
     if (seconds < 0) negative.push_back(s.name);
   };

@@ -60,7 +60,7 @@ namespace detail {
 
 // From `from` to `to` in seconds, to the millisecond: every duration the documents give.
 inline double seconds(int64_t from, int64_t to) {
-  return std::round(static_cast<double>(to - from) / 1e6) / 1e3;
+  return std::round(static_cast<double>(elapsed(from, to)) / 1e6) / 1e3;
 }
 
 } // namespace detail
@@ -365,7 +365,7 @@ inline Summary summarize(std::optional<int64_t> taskCreate, std::vector<EntryTim
     const Phase* best = nullptr;
     int64_t bestLength = 0;
     for (const Phase& p : phases) {
-      int64_t length = p.to.value_or(now) - p.from;
+      int64_t length = elapsed(p.from, p.to.value_or(now));
       if (best == nullptr || length > bestLength) {
         best = &p;
         bestLength = length;
@@ -381,7 +381,7 @@ inline Summary summarize(std::optional<int64_t> taskCreate, std::vector<EntryTim
         if (!phases.empty()) out.pending.push_back(std::move(phases.back()));
       }
     std::stable_sort(out.pending.begin(), out.pending.end(), [&](const Phase& a, const Phase& b) {
-      return nowNanos - a.from > nowNanos - b.from;
+      return elapsed(a.from, nowNanos) > elapsed(b.from, nowNanos);
     });
     out.blame = longest(out.pending, nowNanos);
     return out;
