@@ -5,6 +5,7 @@
 #include "json_text.h"
 #include "kuscia.h"
 #include "kuscia_time.h"
+#include "status_entries.h"
 #include "status_patch.h"
 #include "write_contest.h"
 
@@ -65,6 +66,12 @@ bool cachedEndpointsHaveAddress(const sdk::Host& host, uint64_t subscription,
                                 const std::string& key) {
   bool address = false;
   host.cacheGet(subscription, key, [&address](const sdk::Object& o) {
+    // Read off the text: a gateway asks on every event of a service or its Endpoints.
+    if (auto spans = arrayElements(o.fieldsJson); spans && spans->size() == 1)
+      if (auto has = subsetsHaveAddress((*spans)[0])) {
+        address = *has;
+        return;
+      }
     address = endpointsHaveAddress(parseFields(o.fieldsJson, 1)[0]);
   });
   return address;

@@ -204,6 +204,30 @@ std::optional<std::vector<std::string_view>> arrayElements(std::string_view s) {
   }
 }
 
+std::optional<bool> subsetsHaveAddress(std::string_view subsetsJson) {
+  if (subsetsJson == "null") return false;
+  auto subsets = arrayElements(subsetsJson);
+  if (!subsets) return std::nullopt;
+  for (std::string_view subset : *subsets) {
+    std::optional<std::string_view> addresses;
+    bool walked = forEachMember(subset, [&addresses](std::string_view rawKey, std::string_view v) {
+      if (rawKey == "addresses" || (rawKey.find('\\') != std::string_view::npos &&
+                                    decodeKey(rawKey) == std::optional<std::string>("addresses")))
+        addresses = v;
+      return true;
+    });
+    if (!walked) {
+      if (subset == "null" || subset.front() != '{') continue; // not an object: no address
+      return std::nullopt;
+    }
+    if (!addresses || addresses->front() != '[') continue;
+    auto elements = arrayElements(*addresses);
+    if (!elements) return std::nullopt;
+    if (!elements->empty()) return true;
+  }
+  return false;
+}
+
 std::optional<std::string> stringValue(std::string_view v) {
   if (v.size() < 2 || v.front() != '"' || v.back() != '"') return std::nullopt;
   return decodeKey(v.substr(1, v.size() - 2)); // a key's text decodes as any string's

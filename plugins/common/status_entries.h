@@ -50,6 +50,10 @@ struct OwnEntries {
 // order); nullopt when the text is not an array this scanner can walk.
 std::optional<std::vector<std::string_view>> arrayElements(std::string_view json);
 
+// Whether an Endpoints' subsets text holds an address (endpointsHaveAddress() of kuscia_model.h,
+// without a DOM); nullopt when the text is not one this scanner can walk.
+std::optional<bool> subsetsHaveAddress(std::string_view subsetsJson);
+
 // The string one JSON value's text holds (a span the scanner gave: its text between the quotes
 // when it has no escape, else what the full parser reads); nullopt when it is not a string.
 std::optional<std::string> stringValue(std::string_view valueJson);

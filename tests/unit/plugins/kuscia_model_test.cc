@@ -58,6 +58,29 @@ TEST(KusciaModelTest, ConditionsAndEndpointAddresses) {
   EXPECT_FALSE(endpointsHaveAddress(json()));
 }
 
+// The gateway's check read off the text answers as the DOM's, or says it cannot read the text.
+TEST(KusciaModelTest, SubsetsReadOffTheTextAnswerAsTheDom) {
+  for (const char* text : {
+           R"([{"notReadyAddresses":[{"ip":"1.2.3.4"}]}, {"addresses":[{"ip":"10.0.0.1"}]}])",
+           R"([{"addresses":[]},{"ports":[]}, 7])",
+           R"([{"addresses":[]},{"addresses":[{"ip":"10.0.0.1"}]}])",
+           R"([{"addresses" : [ {"ip":"a]\"}"} ] }])",
+           R"([{"addresses":[{"ip":"10.0.0.1"}]}])",
+           R"([{"addresses":null},{"addresses":{"ip":"x"}},{"addresses":"[1]"}, null, []])",
+           R"([{"addresses":[{"ip":"1"}],"addresses":[]}])",
+           R"([{"ports":[{"port":80}],"addresses":[{"ip":"1"}]}])",
+           "[]",
+           "null",
+       }) {
+    SCOPED_TRACE(text);
+    auto fromText = subsetsHaveAddress(text);
+    ASSERT_TRUE(fromText.has_value());
+    EXPECT_EQ(*fromText, endpointsHaveAddress(json::parse(text)));
+  }
+  EXPECT_FALSE(subsetsHaveAddress("[{\"addresses\":[1,]").has_value()); // cut short
+  EXPECT_FALSE(subsetsHaveAddress("{}").has_value());
+}
+
 // Every node's type and value, as text: equal only when the DOMs are the same to the number kind.
 std::string shape(const json& j) {
   std::string out = std::to_string(static_cast<int>(j.type())) + ":";
