@@ -98,11 +98,27 @@ std::optional<Waiting> serviceWaitingFor(uint8_t wait, const MaybeTime& create) 
   return w;
 }
 
-// What a signature of published facts is kept as: its digest, never 0 (0: nothing published).
-uint64_t signatureDigest(std::string_view signature) {
-  uint64_t h = std::hash<std::string_view>{}(signature);
-  return h == 0 ? 1 : h;
-}
+// The digest of what would be published, built value by value (no text is formatted: most events
+// publish nothing new); never 0 (0: nothing published).
+class Signature {
+public:
+  Signature& add(uint64_t v) {
+    // splitmix64's finaliser over the running value: each value moves every bit.
+    uint64_t h = (h_ ^ v) + 0x9E3779B97F4A7C15ULL;
+    h = (h ^ (h >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    h = (h ^ (h >> 27)) * 0x94D049BB133111EBULL;
+    h_ = h ^ (h >> 31);
+    return *this;
+  }
+  Signature& add(std::string_view s) { return add(s.size()).add(std::hash<std::string_view>{}(s)); }
+  Signature& add(const std::optional<int64_t>& t) {
+    return t ? add(1).add(static_cast<uint64_t>(*t)) : add(0);
+  }
+  uint64_t digest() const { return h_ == 0 ? 1 : h_; }
+
+private:
+  uint64_t h_ = 0;
+};
 
 } // namespace
 
@@ -355,16 +371,18 @@ void TaskTimeline::onPodEvent(const sdk::Event& e) {
 }
 
 void TaskTimeline::publish(const std::string& key, Pod& p) {
-  // Most pod events change none of this: compare a signature before building the JSON.
-  std::string signature;
+  // Most pod events change none of this: compare a signature before building the facts.
+  Signature signature;
   for (const auto* t : {&p.firstReady, &p.containersStart})
-    signature += (*t ? std::to_string((*t)->nanos) : std::string()) + "|";
-  signature += std::to_string(p.factsVersion) + "|";
+    signature.add(*t ? std::optional<int64_t>((*t)->nanos) : std::nullopt);
+  signature.add(p.factsVersion);
   if (p.waiting)
-    signature += p.waiting->phase + "|" + p.waiting->reason + "|" + p.waiting->message + "|" +
-                 std::to_string(p.waiting->sinceNanos);
-  if (signatureDigest(signature) == p.published) return;
-  p.published = signatureDigest(signature);
+    signature.add(p.waiting->phase)
+        .add(p.waiting->reason)
+        .add(p.waiting->message)
+        .add(static_cast<uint64_t>(p.waiting->sinceNanos));
+  if (signature.digest() == p.published) return;
+  p.published = signature.digest();
   EntryFacts facts;
   if (p.firstReady) facts.firstReady = p.firstReady->nanos;
   if (p.containersStart) facts.containersStart = p.containersStart->nanos;
@@ -388,12 +406,15 @@ void TaskTimeline::publish(const std::string& key, Service& s) {
       s.programmingAt = std::max(now, s.programmingAt);
     }
   }
-  std::string signature = std::to_string(s.programming) + "|";
+  Signature signature;
+  signature.add(s.programming);
   if (w)
-    signature +=
-        w->phase + "|" + w->reason + "|" + w->message + "|" + std::to_string(w->sinceNanos);
-  if (signatureDigest(signature) == s.published) return;
-  s.published = signatureDigest(signature);
+    signature.add(w->phase)
+        .add(w->reason)
+        .add(w->message)
+        .add(static_cast<uint64_t>(w->sinceNanos));
+  if (signature.digest() == s.published) return;
+  s.published = signature.digest();
   EntryFacts facts;
   if (s.programming != kNoServiceWait) facts.facts = serviceWaitFacts(s.programming);
   if (w) facts.waiting = std::make_unique<Waiting>(std::move(*w));
