@@ -345,7 +345,11 @@ public:
     // A page whose filters are all on the walked index's columns (the party, the creation, the
     // name) walks the index alone for its keys, then reads the page's rows: the rows the filters
     // pass over are never read (PostgreSQL filters an index-only scan on the index's tuples, and
-    // only then fetches a row; SQLite's covering index likewise).
+    // only then fetches a row; SQLite's covering index likewise). The rows are joined on the
+    // creation and the name (task_parties' create_ns is written with the task's, in the same
+    // transaction): the page's rows are then neighbours in the creation index, a few of its
+    // pages, where the name's index scatters them over a hundred (PostgreSQL, 1,000,000 tasks,
+    // pages not in its buffers: 100 pages read and 8 ms, against 8 pages and 1.3 ms).
     const bool keysFirst =
         !q.slowest && q.phase.empty() && q.blamePhase.empty() && !q.minStartupSeconds;
     std::string where = " WHERE 1 = 1";
@@ -396,7 +400,8 @@ public:
       sql = columns + " FROM (SELECT " + t + "create_ns AS create_ns, " + t + "task AS task FROM " +
             (byParty ? "task_parties p" : "tasks t") + where + " ORDER BY " + t +
             "create_ns DESC, " + t + "task DESC LIMIT " + param(static_cast<int64_t>(q.limit + 1)) +
-            ") k JOIN tasks t ON t.task = k.task ORDER BY k.create_ns DESC, k.task DESC";
+            ") k JOIN tasks t ON t.create_ns = k.create_ns AND t.task = k.task ORDER BY "
+            "k.create_ns DESC, k.task DESC";
     } else {
       sql = columns + rows + " ORDER BY " + t + "create_ns DESC, " + t + "task DESC LIMIT " +
             param(static_cast<int64_t>(q.limit + 1));
