@@ -7,6 +7,7 @@
 #include <kuscia_host/plugin.hpp>
 #include <kuscia_host/pod_events.hpp>
 
+#include <cstdint>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -63,6 +64,16 @@ private:
   std::vector<std::optional<nlohmann::json>> values_;
   nlohmann::json whole_;
 };
+
+// splitmix64's finaliser: every bit of `h` moves every bit of the result (the plugins' digests
+// of texts and values are built from it).
+inline uint64_t mixBits(uint64_t h) {
+  h ^= h >> 30;
+  h *= 0xBF58476D1CE4E5B9ULL;
+  h ^= h >> 27;
+  h *= 0x94D049BB133111EBULL;
+  return h ^ (h >> 31);
+}
 
 // "<namespace>/<name>" -> name (the whole key when it has no namespace).
 inline std::string_view nameOf(std::string_view key) {

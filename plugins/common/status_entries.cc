@@ -170,13 +170,8 @@ std::optional<std::string> decodeKey(std::string_view rawKey) {
 uint64_t entryDigest(std::string_view key, std::string_view valueText) {
   const std::hash<std::string_view> hash;
   const uint64_t keyHash = hash(key);
-  uint64_t h = (keyHash * 0x9E3779B97F4A7C15ULL) ^ hash(valueText);
-  // splitmix64's finaliser: a sum of well-mixed terms.
-  h ^= h >> 30;
-  h *= 0xBF58476D1CE4E5B9ULL;
-  h ^= h >> 27;
-  h *= 0x94D049BB133111EBULL;
-  return h ^ (h >> 31);
+  // Mixed: a sum of well-mixed terms.
+  return mixBits((keyHash * 0x9E3779B97F4A7C15ULL) ^ hash(valueText));
 }
 
 // The digest of no own entries (not 0, which means "not known"; a sum that comes to 0 is as

@@ -103,11 +103,7 @@ std::optional<Waiting> serviceWaitingFor(uint8_t wait, const MaybeTime& create) 
 class Signature {
 public:
   Signature& add(uint64_t v) {
-    // splitmix64's finaliser over the running value: each value moves every bit.
-    uint64_t h = (h_ ^ v) + 0x9E3779B97F4A7C15ULL;
-    h = (h ^ (h >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    h = (h ^ (h >> 27)) * 0x94D049BB133111EBULL;
-    h_ = h ^ (h >> 31);
+    h_ = mixBits((h_ ^ v) + 0x9E3779B97F4A7C15ULL); // each value moves every bit
     return *this;
   }
   Signature& add(std::string_view s) { return add(s.size()).add(std::hash<std::string_view>{}(s)); }
