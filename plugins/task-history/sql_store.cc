@@ -223,7 +223,11 @@ constexpr int64_t kDayNanos = int64_t{86400} * 1000000000;
 // tasks / kPrefixWalk index entries for each it keeps (500 at 1,000,000 tasks). Counting up to
 // it is part of every such page: at 10,000 that count was about 4 ms of a 10 ms page.
 constexpr int64_t kPrefixWalk = 2000;
-const char* const kBucket = "coalesce(CAST(round(startup_seconds * 10) AS BIGINT), -1)";
+// The startup bucket of a row: `startup` (its column, qualified or not) in tenths of a second,
+// -1 when not complete.
+std::string bucketOf(const std::string& startup) {
+  return "coalesce(CAST(round(" + startup + " * 10) AS BIGINT), -1)";
+}
 
 // The SELECT of the stats_days rows the tasks (or task_parties) created in [$1, $2) make: kind,
 // day, dim, bucket, tasks, cp sums. The parties' rows of a range are found through the tasks'
@@ -234,11 +238,8 @@ const char* const kBucket = "coalesce(CAST(round(startup_seconds * 10) AS BIGINT
 std::string contributionSelect(const std::string& kind) {
   const bool party = kind == "party";
   const std::string c = party ? "p." : "";
-  std::string sums;
-  for (const char* phase : kPathPhases)
-    sums += ", sum(" + c + "cp_" + phase + ")";
-  std::string bucket = kBucket;
-  bucket.insert(bucket.find("startup_seconds"), c);
+  const std::string sums = pathColumns((", sum(" + c).c_str(), ")");
+  const std::string bucket = bucketOf(c + "startup_seconds");
   std::string dim = party ? "p.party" : kind == "blame" ? "blame_phase" : "''";
   return "SELECT '" + kind + "', " + c + "create_ns / " + std::to_string(kDayNanos) + ", " + dim +
          ", " + bucket + ", count(*)" + sums +
@@ -282,10 +283,10 @@ const RecordSql& recordSql() {
     r.insertParty = "INSERT INTO task_parties (task, party, create_ns, startup_seconds" + cols +
                     ") VALUES ($1, $2, $3, $4" + params(5) + ")";
     const std::string day = "create_ns / " + std::to_string(kDayNanos);
-    r.taskContribution =
-        "SELECT " + day + ", blame_phase, " + kBucket + cols + " FROM tasks WHERE task = $1";
-    r.partyContribution =
-        "SELECT " + day + ", party, " + kBucket + cols + " FROM task_parties WHERE task = $1";
+    r.taskContribution = "SELECT " + day + ", blame_phase, " + bucketOf("startup_seconds") + cols +
+                         " FROM tasks WHERE task = $1";
+    r.partyContribution = "SELECT " + day + ", party, " + bucketOf("startup_seconds") + cols +
+                          " FROM task_parties WHERE task = $1";
     r.addContribution = "INSERT INTO stats_days (kind, day, dim, bucket, tasks" + cols +
                         ") VALUES ($1, $2, $3, $4, $5" + params(6) +
                         ") ON CONFLICT (kind, day, dim, bucket) DO UPDATE SET tasks = "
