@@ -22,17 +22,6 @@ using nlohmann::json;
 namespace {
 
 // The projected fields of each subscription, in declaration order.
-enum PodField {
-  kPodTask,
-  kPodCreate,
-  kPodStart,
-  kPodPhase,
-  kPodConditions,
-  kPodContainers,
-  kPodReason,
-  kPodMessage,
-  kPodFieldCount
-};
 enum ServiceField { kSvcTask, kSvcCreate, kSvcReadyTime, kSvcFieldCount };
 // How long the Events of a pod this instance does not know are kept (a pod that is no task's, or
 // one whose Events came before it).
@@ -187,10 +176,7 @@ TaskTimeline::TaskTimeline(sdk::Host host, std::string_view domain, std::string_
     auto it = tasks_.find(task);
     if (it != tasks_.end() && (answered == 0 || it->second.version >= answered)) settle(task);
   });
-  podSub_ = host.subscribe(domainSubscription(
-      "pods",
-      {kTaskIdPointer, "/metadata/creationTimestamp", "/status/startTime", "/status/phase",
-       "/status/conditions", "/status/containerStatuses", "/status/reason", "/status/message"}));
+  podSub_ = host.subscribe(domainSubscription("pods", podFieldPointers()));
   serviceSub_ = host.subscribe(domainSubscription(
       "services", {kTaskIdPointer, "/metadata/creationTimestamp", kReadyTimePointer}));
   endpointsSub_ = host.subscribe(domainSubscription("endpoints", {"/subsets"}));
@@ -265,6 +251,21 @@ std::optional<Time> TaskTimeline::readTime(const json& value, const std::string&
   return std::nullopt;
 }
 
+std::optional<Time> TaskTimeline::readTime(const TimeText& value, const std::string& what,
+                                           const std::string& key, bool& logged) {
+  if (value.kind == TimeText::kAbsent) return std::nullopt;
+  if (value.kind == TimeText::kString)
+    if (auto t = parseTime(value.text)) return Time{*t};
+  malformed_.add(1, {what.c_str()});
+  if (!logged) {
+    logged = true;
+    host().warn(key + ": malformed " + what + " " +
+                (value.kind == TimeText::kString ? json(value.text).dump() : value.text) +
+                ": the field stays unset (further ones of this object are only counted)");
+  }
+  return std::nullopt;
+}
+
 std::optional<Time> TaskTimeline::readTime(EventFields& f, std::size_t i, const std::string& what,
                                            const std::string& key, bool& logged) {
   // A time is read from its text; anything else as its value (the rest malformed).
@@ -282,31 +283,27 @@ void TaskTimeline::onPod(const sdk::Event& e) {
     earlyEvents_.erase(key);
     return forgetObject(key, true);
   }
-  // One parse of every field: a pod's conditions and containers are most of its text, and
-  // reading them apart from the rest (EventFields) cost more than it saved.
-  json f = parseFields(e.fieldsJson, kPodFieldCount);
-  const std::string taskName = fieldString(f, kPodTask);
-  if (taskName.empty()) return forgetObject(key, true); // not a task's pod (or no longer)
-  Pod& p = *pods_.apply(key, e.uid, taskName);
+  // One parse of every field, read off simdjson's DOM (pod_fields.h): a pod's conditions and
+  // containers are most of its text, and pod events are the most numerous.
+  const PodFields f = readPodFields(e.fieldsJson);
+  if (f.task.empty()) return forgetObject(key, true); // not a task's pod (or no longer)
+  Pod& p = *pods_.apply(key, e.uid, f.task);
   const std::string& task = *p.task;
-  p.phase = internPhase(fieldString(f, kPodPhase));
-  if (auto t = readTime(f[kPodCreate], "creationTimestamp", key, p.loggedMalformed)) p.create = t;
-  if (auto t = readTime(f[kPodStart], "startTime", key, p.loggedMalformed)) p.start = t;
-  const json& conditions = f[kPodConditions];
-  if (const json* ready = trueCondition(conditions, "Ready")) {
-    if (auto t = readTime(ready->value("lastTransitionTime", json()), "Ready lastTransitionTime",
-                          key, p.loggedMalformed)) {
+  p.phase = internPhase(f.phase);
+  if (auto t = readTime(f.create, "creationTimestamp", key, p.loggedMalformed)) p.create = t;
+  if (auto t = readTime(f.start, "startTime", key, p.loggedMalformed)) p.start = t;
+  if (f.ready.isTrue) {
+    if (auto t = readTime(f.ready.lastTransitionTime, "Ready lastTransitionTime", key,
+                          p.loggedMalformed)) {
       if (!p.ready || t->nanos > p.ready->nanos) p.ready = t;
       if (!p.firstReady || t->nanos < p.firstReady->nanos) p.firstReady = t;
     }
   }
-  if (const json* sched = trueCondition(conditions, "PodScheduled"); sched && !p.scheduled) {
-    p.scheduled = readTime(sched->value("lastTransitionTime", json()),
-                           "PodScheduled lastTransitionTime", key, p.loggedMalformed);
+  if (f.scheduled.isTrue && !p.scheduled) {
+    p.scheduled = readTime(f.scheduled.lastTransitionTime, "PodScheduled lastTransitionTime", key,
+                           p.loggedMalformed);
   }
-  if (!p.containersStart)
-    if (auto t = sdk::timeline::containersStartTime(f[kPodContainers]))
-      p.containersStart = Time{*t};
+  if (!p.containersStart && f.containersStart) p.containersStart = Time{*f.containersStart};
   // Events of this incarnation that came before it.
   if (auto early = earlyEvents_.find(key); early != earlyEvents_.end()) {
     if (early->second.uid == p.uid && early->second.facts && !p.facts) {
@@ -318,8 +315,7 @@ void TaskTimeline::onPod(const sdk::Event& e) {
   if (p.firstReady) {
     p.waiting.reset();
   } else {
-    p.waiting = std::make_unique<Waiting>(podWaiting(
-        p, conditions, f[kPodContainers], fieldString(f, kPodReason), fieldString(f, kPodMessage)));
+    p.waiting = std::make_unique<Waiting>(podWaiting(p, f));
     // The phase this reason holds the pod in, kept after the phase ends.
     const Waiting& w = *p.waiting;
     const char* phase = w.phase == "scheduling" ? "scheduling"
@@ -417,12 +413,9 @@ void TaskTimeline::publish(const std::string& key, Service& s) {
   EntryBoard::process().put(services_.find(key)->first, std::move(facts)); // the record's key
 }
 
-Waiting TaskTimeline::podWaiting(const Pod& p, const json& conditions, const json& containers,
-                                 const std::string& reason, const std::string& message) const {
+Waiting TaskTimeline::podWaiting(const Pod& p, const PodFields& f) {
   Waiting w;
-  const json* sched = findCondition(conditions, "PodScheduled");
-  bool scheduled =
-      static_cast<bool>(p.scheduled) || trueCondition(conditions, "PodScheduled") != nullptr;
+  bool scheduled = static_cast<bool>(p.scheduled) || f.scheduled.isTrue;
   if (p.start) {
     w.phase = "ready";
     w.sinceNanos = p.start->nanos;
@@ -434,33 +427,24 @@ Waiting TaskTimeline::podWaiting(const Pod& p, const json& conditions, const jso
     w.sinceNanos = p.create ? p.create->nanos : 0;
   }
   if (*p.phase == "Failed") {
-    w.reason = reason.empty() ? "Failed" : reason;
-    w.message = message;
+    w.reason = f.reason.empty() ? "Failed" : f.reason;
+    w.message = f.message;
     return w;
   }
   // A container's waiting reason says most (ImagePullBackOff, CrashLoopBackOff, ...).
-  if (containers.is_array()) {
-    for (const auto& c : containers) {
-      const json* waiting = c.is_object() && c.contains("state") && c["state"].is_object() &&
-                                    c["state"].contains("waiting")
-                                ? &c["state"]["waiting"]
-                                : nullptr;
-      if (waiting != nullptr && waiting->is_object()) {
-        w.reason = waiting->value("reason", "");
-        w.message = waiting->value("message", "");
-        if (!w.reason.empty()) return w;
-      }
-    }
+  if (f.containerWaiting) {
+    w.reason = f.waitingReason;
+    w.message = f.waitingMessage;
+    if (!w.reason.empty()) return w;
   }
-  if (sched != nullptr && sched->value("status", "") == "False") {
-    w.reason = sched->value("reason", "Unschedulable");
-    w.message = sched->value("message", "");
+  if (f.scheduled.isFalse) {
+    w.reason = f.scheduled.reason.value_or("Unschedulable");
+    w.message = f.scheduled.message;
     return w;
   }
-  if (const json* ready = findCondition(conditions, "Ready");
-      ready != nullptr && ready->value("status", "") == "False") {
-    w.reason = ready->value("reason", "NotReady");
-    w.message = ready->value("message", "");
+  if (f.ready.isFalse) {
+    w.reason = f.ready.reason.value_or("NotReady");
+    w.message = f.ready.message;
   }
   return w;
 }

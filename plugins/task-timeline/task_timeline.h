@@ -48,6 +48,7 @@
 #include "kuscia.h"
 #include "kuscia_model.h"
 #include "kuscia_time.h"
+#include "pod_fields.h"
 #include "status_entries.h"
 #include "status_writer.h"
 #include "timeline_config.h"
@@ -221,15 +222,16 @@ private:
   // Reads a time field; a present but malformed value is counted and logged once per object.
   std::optional<Time> readTime(const nlohmann::json& value, const std::string& what,
                                const std::string& key, bool& logged);
+  // The same of a pod's field (pod_fields.h).
+  std::optional<Time> readTime(const TimeText& value, const std::string& what,
+                               const std::string& key, bool& logged);
   // The same of an event's field i.
   std::optional<Time> readTime(EventFields& f, std::size_t i, const std::string& what,
                                const std::string& key, bool& logged);
   void observe(Pod& p);
   void observe(Service& s);
   void observeDuration(const sdk::Metric& m, const char* name, const Time& from, const Time& to);
-  Waiting podWaiting(const Pod& p, const nlohmann::json& conditions,
-                     const nlohmann::json& containers, const std::string& reason,
-                     const std::string& message) const;
+  static Waiting podWaiting(const Pod& p, const PodFields& f);
   std::optional<Waiting> serviceWaiting(const std::string& key, const Service& s) const;
   // What a service not ready yet waits for (ServiceWait in task_timeline.cc; 0 once ready).
   uint8_t serviceWait(const std::string& key, const Service& s) const;

@@ -18,6 +18,7 @@
 #include "json_text.h"
 #include "kuscia_time.h"
 #include "plugin_test_support.h"
+#include "pod_fields.h"
 #include "status_entries.h"
 #include "status_patch.h"
 #include "status_writer.h"
@@ -79,6 +80,121 @@ TEST(KusciaModelTest, SubsetsReadOffTheTextAnswerAsTheDom) {
   }
   EXPECT_FALSE(subsetsHaveAddress("[{\"addresses\":[1,]").has_value()); // cut short
   EXPECT_FALSE(subsetsHaveAddress("{}").has_value());
+}
+
+// A pod's fields read off simdjson's DOM (pod_fields.h) hold what task-timeline read before from
+// parseFields' nlohmann DOM: every case of the conditions, containers and time fields it reads.
+TEST(KusciaModelTest, PodFieldsReadAsTheNlohmannDom) {
+  // The reading task-timeline made of the nlohmann DOM.
+  struct Reading {
+    std::string task, phase, reason, message;
+    json create, start, readyTime, scheduledTime;
+    bool ready = false, scheduled = false;
+    std::optional<int64_t> containersStart;
+    std::string waitingReason, waitingMessage, schedFalseReason, readyFalseReason;
+  };
+  auto fromDom = [](const std::string& text) {
+    json f = parseFields(text, 8);
+    Reading r;
+    r.task = fieldString(f, 0);
+    r.phase = fieldString(f, 3);
+    r.reason = fieldString(f, 6);
+    r.message = fieldString(f, 7);
+    r.create = f[1];
+    r.start = f[2];
+    if (const json* c = trueCondition(f[4], "Ready")) {
+      r.ready = true;
+      r.readyTime = c->value("lastTransitionTime", json());
+    }
+    if (const json* c = trueCondition(f[4], "PodScheduled")) {
+      r.scheduled = true;
+      r.scheduledTime = c->value("lastTransitionTime", json());
+    }
+    r.containersStart = sdk::timeline::containersStartTime(f[5]);
+    if (f[5].is_array())
+      for (const auto& c : f[5]) {
+        const json* waiting = c.is_object() && c.contains("state") && c["state"].is_object() &&
+                                      c["state"].contains("waiting")
+                                  ? &c["state"]["waiting"]
+                                  : nullptr;
+        if (waiting != nullptr && waiting->is_object()) {
+          r.waitingReason = waiting->value("reason", "");
+          r.waitingMessage = waiting->value("message", "");
+          if (!r.waitingReason.empty()) break;
+        }
+      }
+    if (const json* c = findCondition(f[4], "PodScheduled"); c && c->value("status", "") == "False")
+      r.schedFalseReason = c->value("reason", "Unschedulable");
+    if (const json* c = findCondition(f[4], "Ready"); c && c->value("status", "") == "False")
+      r.readyFalseReason = c->value("reason", "NotReady");
+    return r;
+  };
+  // A time field as the DOM held it: absent, a string, or another value.
+  auto sameTime = [](const TimeText& t, const json& j) {
+    if (j.is_null()) return t.kind == TimeText::kAbsent;
+    if (j.is_string()) return t.kind == TimeText::kString && t.text == j.get<std::string>();
+    return t.kind == TimeText::kOther && json::parse(t.text) == j;
+  };
+  const std::string running = R"({"state":{"running":{"startedAt":"2026-01-02T03:04:05Z"}}})";
+  for (
+      const std::string& text : std::vector<std::string>{
+          // L1's pods: scheduled, then ready.
+          std::string(R"(["t1","2026-01-02T03:04:00Z","2026-01-02T03:04:01Z","Running",)") +
+              R"([{"type":"PodScheduled","status":"True","lastTransitionTime":"2026-01-02T03:04:01Z"},)" +
+              R"({"type":"Ready","status":"True","lastTransitionTime":"2026-01-02T03:04:09Z"}],null,null,null])",
+          // Waiting: unschedulable without a reason, not ready with one.
+          std::string(R"(["t1","2026-01-02T03:04:00Z",null,"Pending",)") +
+              R"([{"type":"PodScheduled","status":"False","message":"0/3 nodes"},)" +
+              R"({"type":"Ready","status":"False","reason":"ContainersNotReady"}],null,"Why","So"])",
+          // Containers: all running (the latest start), then one waiting with and without reason.
+          R"(["t1",null,null,"Running",[],[)" + running +
+              R"(,{"state":{"running":{"startedAt":"2026-01-02T03:04:07+02:00"}}}],null,null])",
+          R"(["t1",null,null,"Pending",[],[)" + running +
+              R"(,{"state":{"waiting":{"message":"first"}}},{"state":{"waiting":{"reason":"ImagePullBackOff","message":"pull"}}}],null,null])",
+          R"(["t1",null,null,"Pending",[],[{"state":{"waiting":{"message":"only"}}},{"state":{}}],null,null])",
+          // Repeated keys (the last holds), repeated conditions (the first holds), wrong types.
+          R"(["t1",null,null,"Running",[{"type":"Ready","status":"False","status":"True","lastTransitionTime":"2026-01-02T03:04:09Z"},{"type":"Ready","status":"False"}],null,null,null])",
+          R"(["t2",12,{"a":[1,2]},7,[{"type":"Ready","status":"True","lastTransitionTime":5},"x",{"kind":3}],{"state":1},4,[]])",
+          R"(["t1",null,null,null,[{"type":"PodScheduled","status":"True"}],[{"state":{"running":{"startedAt":"not a time"}}}],null,null])",
+          // An integer beyond 64 bits (nlohmann reads a double, simdjson refuses the text).
+          R"(["t1","2026-01-02T03:04:00Z",null,"Running",[],[{"restartCount":100000000000000000000000,"state":{"running":{"startedAt":"2026-01-02T03:04:05Z"}}}],null,null])",
+          // Not the fields: no task, nothing read.
+          R"(["t1",null])",
+          "not json",
+          "null",
+          R"({"a":1})",
+      }) {
+    SCOPED_TRACE(text);
+    const Reading want = fromDom(text);
+    const PodFields got = readPodFields(text);
+    EXPECT_EQ(got.task, want.task);
+    EXPECT_EQ(got.phase, want.phase);
+    EXPECT_EQ(got.reason, want.reason);
+    EXPECT_EQ(got.message, want.message);
+    EXPECT_TRUE(sameTime(got.create, want.create));
+    EXPECT_TRUE(sameTime(got.start, want.start));
+    EXPECT_EQ(got.ready.isTrue, want.ready);
+    if (want.ready) EXPECT_TRUE(sameTime(got.ready.lastTransitionTime, want.readyTime));
+    EXPECT_EQ(got.scheduled.isTrue, want.scheduled);
+    if (want.scheduled) EXPECT_TRUE(sameTime(got.scheduled.lastTransitionTime, want.scheduledTime));
+    EXPECT_EQ(got.containersStart, want.containersStart);
+    EXPECT_EQ(got.waitingReason, want.waitingReason);
+    EXPECT_EQ(got.waitingMessage, want.waitingMessage);
+    EXPECT_EQ(got.scheduled.isFalse ? got.scheduled.reason.value_or("Unschedulable") : "",
+              want.schedFalseReason);
+    EXPECT_EQ(got.ready.isFalse ? got.ready.reason.value_or("NotReady") : "",
+              want.readyFalseReason);
+  }
+  // The cases above hold what they say (a reading that read nothing would pass most of them).
+  EXPECT_EQ(
+      readPodFields(R"(["t1",null,null,"Running",[],[)" + running + "],null,null]").containersStart,
+      sdk::parseTime("2026-01-02T03:04:05Z"));
+  EXPECT_EQ(
+      readPodFields(
+          R"(["t1",null,null,"Pending",[{"type":"PodScheduled","status":"False"}],null,null,null])")
+          .scheduled.isFalse,
+      true);
+  EXPECT_EQ(podFieldPointers().size(), 8U);
 }
 
 // Every node's type and value, as text: equal only when the DOMs are the same to the number kind.

@@ -1,0 +1,176 @@
+#include "pod_fields.h"
+
+#include <simdjson.h>
+
+#include <kuscia_host/kube_text.hpp>
+
+#include <algorithm>
+
+#include "kuscia.h"
+
+namespace kuscia_host::plugins {
+
+namespace {
+
+namespace dom = simdjson::dom;
+
+// podFieldPointers(), in order.
+enum Field {
+  kTask,
+  kCreate,
+  kStart,
+  kPhase,
+  kConditions,
+  kContainers,
+  kReason,
+  kMessage,
+  kFieldCount
+};
+
+// The member `key` of an object, the last of repeated ones (as the nlohmann DOM keeps it).
+std::optional<dom::element> member(dom::element object, std::string_view key) {
+  dom::object o;
+  if (object.get(o) != simdjson::SUCCESS) return std::nullopt;
+  std::optional<dom::element> found;
+  for (dom::key_value_pair kv : o)
+    if (kv.key == key) found = kv.value;
+  return found;
+}
+
+// A string member's value; "" when absent or not a string.
+std::string stringOf(std::optional<dom::element> e) {
+  std::string_view s;
+  if (e && e->get(s) == simdjson::SUCCESS) return std::string(s);
+  return {};
+}
+
+TimeText timeOf(std::optional<dom::element> e) {
+  TimeText t;
+  if (!e || e->is_null()) return t;
+  std::string_view s;
+  if (e->get(s) == simdjson::SUCCESS) {
+    t.kind = TimeText::kString;
+    t.text = s;
+  } else {
+    t.kind = TimeText::kOther;
+    t.text = simdjson::minify(*e);
+  }
+  return t;
+}
+
+PodCondition conditionOf(dom::element conditions, std::string_view type) {
+  PodCondition out;
+  dom::array a;
+  if (conditions.get(a) != simdjson::SUCCESS) return out;
+  for (dom::element c : a) {
+    if (!c.is_object() || stringOf(member(c, "type")) != type) continue;
+    out.found = true;
+    const std::string status = stringOf(member(c, "status"));
+    out.isTrue = status == "True";
+    out.isFalse = status == "False";
+    std::string_view reason;
+    if (auto r = member(c, "reason"); r && r->get(reason) == simdjson::SUCCESS)
+      out.reason = std::string(reason);
+    out.message = stringOf(member(c, "message"));
+    out.lastTransitionTime = timeOf(member(c, "lastTransitionTime"));
+    break;
+  }
+  return out;
+}
+
+// state.<which> of a container status, when it is an object.
+std::optional<dom::element> stateOf(dom::element container, std::string_view which) {
+  auto state = member(container, "state");
+  if (!state || !state->is_object()) return std::nullopt;
+  auto s = member(*state, which);
+  if (!s || !s->is_object()) return std::nullopt;
+  return s;
+}
+
+void readContainers(dom::element containers, PodFields& out) {
+  dom::array a;
+  if (containers.get(a) != simdjson::SUCCESS) return;
+  // Every container running: the latest start.
+  std::optional<int64_t> latest;
+  bool all = a.size() > 0;
+  for (dom::element c : a) {
+    if (!all) break;
+    auto running = stateOf(c, "running");
+    std::string_view started;
+    auto at = running ? member(*running, "startedAt") : std::nullopt;
+    if (!at || at->get(started) != simdjson::SUCCESS) {
+      all = false;
+      break;
+    }
+    auto t = sdk::parseTime(started);
+    if (!t) {
+      all = false;
+      break;
+    }
+    latest = latest ? std::max(*latest, *t) : *t;
+  }
+  if (all) out.containersStart = latest;
+  // The first waiting reason.
+  for (dom::element c : a) {
+    auto waiting = stateOf(c, "waiting");
+    if (!waiting) continue;
+    out.containerWaiting = true;
+    out.waitingReason = stringOf(member(*waiting, "reason"));
+    out.waitingMessage = stringOf(member(*waiting, "message"));
+    if (!out.waitingReason.empty()) break;
+  }
+}
+
+void read(dom::array fields, PodFields& out) {
+  std::size_t i = 0;
+  for (dom::element f : fields) {
+    switch (i++) {
+    case kTask: out.task = stringOf(f); break;
+    case kCreate: out.create = timeOf(f); break;
+    case kStart: out.start = timeOf(f); break;
+    case kPhase: out.phase = stringOf(f); break;
+    case kConditions:
+      out.ready = conditionOf(f, "Ready");
+      out.scheduled = conditionOf(f, "PodScheduled");
+      break;
+    case kContainers: readContainers(f, out); break;
+    case kReason: out.reason = stringOf(f); break;
+    case kMessage: out.message = stringOf(f); break;
+    default: break;
+    }
+  }
+}
+
+} // namespace
+
+std::vector<std::string> podFieldPointers() {
+  return {
+      kTaskIdPointer,       "/metadata/creationTimestamp", "/status/startTime", "/status/phase",
+      "/status/conditions", "/status/containerStatuses",   "/status/reason",    "/status/message"};
+}
+
+PodFields readPodFields(std::string_view fieldsJson) {
+  // One parser and one padded copy per thread, reused: their buffers grow to the largest text.
+  thread_local dom::parser parser;
+  thread_local std::string padded;
+  PodFields out;
+  auto readText = [&out](std::string_view text) {
+    padded.assign(text);
+    padded.resize(text.size() + simdjson::SIMDJSON_PADDING);
+    dom::element root;
+    if (parser.parse(padded.data(), text.size(), false).get(root) != simdjson::SUCCESS)
+      return false;
+    dom::array a;
+    if (root.get(a) == simdjson::SUCCESS && a.size() == kFieldCount) read(a, out);
+    return true;
+  };
+  if (readText(fieldsJson)) return out;
+  // What simdjson refuses but nlohmann reads (an integer beyond 64 bits, read as a double): its
+  // DOM written back as text simdjson reads. Text that is not JSON has no field.
+  nlohmann::json whole = parseJson(fieldsJson);
+  if (whole.is_array())
+    readText(whole.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  return out;
+}
+
+} // namespace kuscia_host::plugins
