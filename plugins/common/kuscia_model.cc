@@ -17,7 +17,7 @@ std::optional<int64_t> entryTime(const json* entry, std::string_view field) {
   if (entry == nullptr || !entry->is_object()) return std::nullopt;
   auto it = entry->find(field);
   if (it == entry->end() || !it->is_string()) return std::nullopt;
-  return parseTime(it->get<std::string>());
+  return parseTime(it->get_ref<const std::string&>());
 }
 
 bool entryHas(const json* entry, std::string_view field) {

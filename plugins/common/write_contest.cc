@@ -194,8 +194,9 @@ void WriteContest::observed(const std::string& task, std::string_view resourceVe
       }
       const json* value = entry != nullptr ? member(*entry, names_[f.name]) : nullptr;
       if (value != nullptr && value->is_null()) value = nullptr;
-      auto have = value != nullptr && value->is_string() ? parseTime(value->get<std::string>())
-                                                         : std::nullopt;
+      auto have = value != nullptr && value->is_string()
+                      ? parseTime(value->get_ref<const std::string&>())
+                      : std::nullopt;
       if (!have || !sameTime(*have, f.lastWritten)) overwritten(task, t, f, entry, value);
     }
     if (Contest* c = contestOf(t, f, false)) {
@@ -249,7 +250,7 @@ void WriteContest::yield(const std::string& task, Task& t, Field& f, Contest& c,
   if (own != nullptr && own->lastWritten != kNone)
     c.createNanos = own->lastWritten;
   else if (create != nullptr && create->is_string())
-    c.createNanos = parseTime(create->get<std::string>()).value_or(kNone);
+    c.createNanos = parseTime(create->get_ref<const std::string&>()).value_or(kNone);
   const std::string& field = names_[f.name];
   yieldedMetric_.add(1, {field.c_str()});
   host_.warn("task " + task + " " + std::string(keyOf(t, f)) + ": " + field +

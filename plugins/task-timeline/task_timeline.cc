@@ -240,7 +240,7 @@ void TaskTimeline::onKubeResult(const sdk::KubeResult& result) {
 std::optional<Time> TaskTimeline::readTime(const json& value, const std::string& what,
                                            const std::string& key, bool& logged) {
   if (value.is_null()) return std::nullopt;
-  auto t = value.is_string() ? parseTime(value.get<std::string>()) : std::nullopt;
+  auto t = value.is_string() ? parseTime(value.get_ref<const std::string&>()) : std::nullopt;
   if (t) return Time{*t};
   malformed_.add(1, {what.c_str()});
   if (!logged) {

@@ -79,7 +79,7 @@ inline std::optional<int64_t> eventTimeOf(const nlohmann::json& eventTime,
                                           const nlohmann::json& firstTimestamp) {
   for (const auto* t : {&eventTime, &lastTimestamp, &firstTimestamp})
     if (t->is_string())
-      if (auto ns = parseTime(t->get<std::string>())) return ns;
+      if (auto ns = parseTime(t->get_ref<const std::string&>())) return ns;
   return std::nullopt;
 }
 
@@ -94,7 +94,7 @@ inline std::optional<int64_t> containersStartTime(const nlohmann::json& containe
         c["state"]["running"].contains("startedAt"))
       started = &c["state"]["running"]["startedAt"];
     if (started == nullptr || !started->is_string()) return std::nullopt;
-    auto t = parseTime(started->get<std::string>());
+    auto t = parseTime(started->get_ref<const std::string&>());
     if (!t) return std::nullopt;
     latest = latest ? std::max(*latest, *t) : *t;
   }

@@ -164,7 +164,7 @@ inline std::optional<int64_t> timeOf(const nlohmann::json& entry, const char* fi
   const auto& times = entry["times"];
   auto it = times.find(field);
   if (it == times.end() || !it->is_string()) return {};
-  return parseTime(it->get<std::string>());
+  return parseTime(it->get_ref<const std::string&>());
 }
 
 // obj[key] when it is a string, else "" (documents from elsewhere may hold anything).

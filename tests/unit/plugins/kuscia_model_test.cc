@@ -174,9 +174,13 @@ TEST(KusciaModelTest, PodFieldsReadAsTheNlohmannDom) {
     EXPECT_TRUE(sameTime(got.create, want.create));
     EXPECT_TRUE(sameTime(got.start, want.start));
     EXPECT_EQ(got.ready.isTrue, want.ready);
-    if (want.ready) EXPECT_TRUE(sameTime(got.ready.lastTransitionTime, want.readyTime));
+    if (want.ready) {
+      EXPECT_TRUE(sameTime(got.ready.lastTransitionTime, want.readyTime));
+    }
     EXPECT_EQ(got.scheduled.isTrue, want.scheduled);
-    if (want.scheduled) EXPECT_TRUE(sameTime(got.scheduled.lastTransitionTime, want.scheduledTime));
+    if (want.scheduled) {
+      EXPECT_TRUE(sameTime(got.scheduled.lastTransitionTime, want.scheduledTime));
+    }
     EXPECT_EQ(got.containersStart, want.containersStart);
     EXPECT_EQ(got.waitingReason, want.waitingReason);
     EXPECT_EQ(got.waitingMessage, want.waitingMessage);
