@@ -48,6 +48,46 @@ bool setEntryTime(StatusPatch::Entry* patch, const json* entry, TimeField field,
   return false;
 }
 
+EntryClock::EntryClock(const json* entry) {
+  if (entry == nullptr || !entry->is_object()) return;
+  present_ = true;
+  for (TimeField f :
+       {TimeField::kCreate, TimeField::kSchedule, TimeField::kStart, TimeField::kReady}) {
+    auto it = entry->find(fieldName(f));
+    if (it == entry->end() || it->is_null()) continue;
+    has_ |= bit(f);
+    if (it->is_string())
+      if (auto t = parseTime(it->get_ref<const std::string&>()))
+        times_[static_cast<std::size_t>(f)] = *t;
+  }
+}
+
+std::optional<int64_t> EntryClock::time(TimeField field) const {
+  int64_t t = times_[static_cast<std::size_t>(field)];
+  return t == kNone ? std::nullopt : std::optional<int64_t>(t);
+}
+
+bool sameIncarnation(const EntryClock& entry, std::optional<int64_t> createNanos) {
+  if (!entry.present()) return false;
+  auto t = entry.time(TimeField::kCreate);
+  return !t || !createNanos || *t == *createNanos;
+}
+
+bool setEntryTime(StatusPatch::Entry* patch, const EntryClock& entry, TimeField field,
+                  std::optional<int64_t> want, bool clearStale, bool forwardOnly) {
+  if (want) {
+    auto have = entry.time(field);
+    if (have && (sameTime(*have, *want) || (forwardOnly && *have > *want))) return false;
+    if (patch != nullptr) patch->set(field, *want);
+    return true;
+  }
+  if (clearStale && entry.has(field)) {
+    if (patch != nullptr) patch->set(field, StatusPatch::kClear);
+    return true;
+  }
+  return false;
+}
+
 const json* trueCondition(const json& conditions, std::string_view type) {
   const json* c = findCondition(conditions, type);
   return c != nullptr && c->value("status", "") == "True" ? c : nullptr;

@@ -7,6 +7,7 @@
 #include <kuscia_host/plugin.hpp>
 
 #include <algorithm>
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <iterator>
@@ -16,6 +17,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "status_patch.h"
@@ -37,6 +39,29 @@ bool sameIncarnation(const nlohmann::json* entry, std::optional<int64_t> createN
 // when it does or would (patch nullptr: only the answer, nothing built). `forwardOnly`: a later
 // time the entry holds is kept (the latest Ready another writer saw).
 bool setEntryTime(StatusPatch::Entry* patch, const nlohmann::json* entry, TimeField field,
+                  std::optional<int64_t> want, bool clearStale, bool forwardOnly = false);
+
+// An entry's time fields read once: what the functions above read of it, for a plugin that
+// compares the same entry on many events (task-timeline compares each of its entries on every
+// event of the entry's object and of the task, each comparison reading three or four times).
+class EntryClock {
+public:
+  explicit EntryClock(const nlohmann::json* entry);
+  bool present() const { return present_; } // the entry is an object
+  std::optional<int64_t> time(TimeField field) const;
+  bool has(TimeField field) const { return (has_ & bit(field)) != 0; }
+
+private:
+  static uint8_t bit(TimeField field) {
+    return static_cast<uint8_t>(1U << static_cast<unsigned>(field));
+  }
+  static constexpr int64_t kNone = INT64_MIN;
+  std::array<int64_t, 4> times_{kNone, kNone, kNone, kNone}; // by TimeField
+  uint8_t has_ = 0;                                          // a value, not null, by TimeField
+  bool present_ = false;
+};
+bool sameIncarnation(const EntryClock& entry, std::optional<int64_t> createNanos);
+bool setEntryTime(StatusPatch::Entry* patch, const EntryClock& entry, TimeField field,
                   std::optional<int64_t> want, bool clearStale, bool forwardOnly = false);
 
 // --- objects -------------------------------------------------------------------------------------
@@ -133,9 +158,13 @@ private:
 // (namespaceOf, nameOf). The index holds each task's name once, and pointers to its objects'
 // keys (a record of its own per object, or the task's name per object, would hold both again:
 // about 100 bytes an object).
+//
+// Hashed, not ordered: every event looks an object and its task up, and the walk of a tree of
+// thousands of string keys was most of the memory stalls of a busy host (perf, L1); nodes stay
+// where they are when the table grows, so the keys the index points to do too.
 template <class T> class TaskObjects {
 public:
-  using Map = std::map<std::string, T>;
+  using Map = std::unordered_map<std::string, T>;
   // The object `key` as an event shows it: one that names no task is forgotten (nullptr);
   // otherwise its record, fresh when its UID changed (a new incarnation under the same name),
   // now belonging to `task`.
@@ -201,7 +230,7 @@ private:
 
   Map objects_;
   // Task -> its objects' keys (pointers to the keys of objects_, in their order).
-  std::map<std::string, TaskKeys::Keys> members_;
+  std::unordered_map<std::string, TaskKeys::Keys> members_;
 };
 
 // --- writes --------------------------------------------------------------------------------------

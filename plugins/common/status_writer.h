@@ -30,6 +30,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "kuscia_model.h"
@@ -145,7 +146,7 @@ private:
   sdk::Metric writes_;
   sdk::Metric bytes_;
   WriteContest contest_;
-  std::map<std::string, TaskState> tasks_;
+  std::unordered_map<std::string, TaskState> tasks_; // hashed: looked up on every change
   std::map<uint64_t, std::string> timers_; // timer id -> task
   struct Sent {
     std::string task;

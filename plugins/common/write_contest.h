@@ -34,6 +34,7 @@
 #include <string>
 #include <string_view>
 #include <tuple>
+#include <unordered_map>
 #include <vector>
 
 #include "status_patch.h"
@@ -131,7 +132,7 @@ private:
   int yieldAfter_;
   sdk::Metric yieldedMetric_, overwrites_;
   std::vector<std::string> names_; // of the fields written, at most 256
-  std::map<std::string, Task> tasks_;
+  std::unordered_map<std::string, Task> tasks_; // hashed: looked up on every task event
 };
 
 } // namespace kuscia_host::plugins

@@ -12,13 +12,13 @@
 #include <kuscia_host/pod_events.hpp>
 
 #include <cstdint>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <utility>
 
 namespace kuscia_host::plugins::timeline {
@@ -81,8 +81,9 @@ public:
 
 private:
   mutable std::mutex mu_;
-  // An entry is 96 bytes: a copy of each key would add a string and its text (64 more).
-  std::map<std::string_view, EntryFacts, std::less<>> entries_;
+  // An entry is 96 bytes: a copy of each key would add a string and its text (64 more). Hashed:
+  // every instance of the process puts and reads its entries here on most events.
+  std::unordered_map<std::string_view, EntryFacts> entries_;
 };
 
 } // namespace kuscia_host::plugins::timeline

@@ -33,8 +33,8 @@ const std::vector<double>& durationBuckets() {
 }
 
 // setEntryTime (kuscia_model.h) of what this host knows of a time.
-bool setTime(StatusPatch::Entry* patch, const json* entry, TimeField field, const MaybeTime& want,
-             bool clearStale, bool forwardOnly = false) {
+bool setTime(StatusPatch::Entry* patch, const EntryClock& entry, TimeField field,
+             const MaybeTime& want, bool clearStale, bool forwardOnly = false) {
   return setEntryTime(patch, entry, field, want.nanos(), clearStale, forwardOnly);
 }
 
@@ -664,7 +664,8 @@ void TaskTimeline::touch(const std::string& task, const std::string* pod,
   auto podDiffer = [&](const std::string& key) {
     auto e = t.podStatuses.find(key);
     Pod& p = pods_.at(key);
-    bool differs = podDiffers(p, e == t.podStatuses.end() ? nullptr : &*e, nullptr, &urgent);
+    bool differs =
+        podDiffers(p, t.clockOf(e == t.podStatuses.end() ? nullptr : &*e), nullptr, &urgent);
     if (p.republish) {
       p.republish = false;
       publish(key, p);
@@ -673,7 +674,8 @@ void TaskTimeline::touch(const std::string& task, const std::string* pod,
   };
   auto serviceDiffer = [&](const std::string& key) {
     auto e = t.serviceStatuses.find(key);
-    return serviceDiffers(services_.at(key), e == t.serviceStatuses.end() ? nullptr : &*e, nullptr,
+    return serviceDiffers(services_.at(key),
+                          t.clockOf(e == t.serviceStatuses.end() ? nullptr : &*e), nullptr,
                           &urgent);
   };
   bool differs = false;
@@ -789,9 +791,9 @@ void TaskTimeline::withBoardFacts(sdk::timeline::EntryTimes& e) {
   });
 }
 
-bool TaskTimeline::podDiffers(Pod& p, const json* entry, StatusPatch::Entry* patch,
+bool TaskTimeline::podDiffers(Pod& p, const EntryClock& entry, StatusPatch::Entry* patch,
                               bool* urgent) const {
-  bool present = entry != nullptr && entry->is_object();
+  bool present = entry.present();
   bool same = sameIncarnation(entry, p.create.nanos());
   bool differs = !present;
   if (!present && patch != nullptr) {
@@ -806,7 +808,7 @@ bool TaskTimeline::podDiffers(Pod& p, const json* entry, StatusPatch::Entry* pat
   // the first ready). Read once: what other writers put there later is theirs.
   if (same && present && !p.readStatusReady) {
     p.readStatusReady = true;
-    if (auto have = entryTime(entry, "readyTime");
+    if (auto have = entry.time(TimeField::kReady);
         have && (!p.firstReady || *have < p.firstReady->nanos)) {
       p.firstReady = Time{*have};
       p.republish = true;
@@ -818,9 +820,9 @@ bool TaskTimeline::podDiffers(Pod& p, const json* entry, StatusPatch::Entry* pat
   return differs || ready;
 }
 
-bool TaskTimeline::serviceDiffers(const Service& s, const json* entry, StatusPatch::Entry* patch,
-                                  bool* urgent) const {
-  bool present = entry != nullptr && entry->is_object();
+bool TaskTimeline::serviceDiffers(const Service& s, const EntryClock& entry,
+                                  StatusPatch::Entry* patch, bool* urgent) const {
+  bool present = entry.present();
   bool same = sameIncarnation(entry, s.create.nanos());
   bool differs = !present;
   if (!present && patch != nullptr) patch->identify = true;
@@ -839,13 +841,14 @@ StatusPatch TaskTimeline::diff(const std::string& task) {
   for (const auto& key : pods_.members(task)) {
     auto e = t.podStatuses.find(key);
     StatusPatch::Entry patch{StatusPatch::kPods, key};
-    if (podDiffers(pods_.at(key), e == t.podStatuses.end() ? nullptr : &*e, &patch))
+    if (podDiffers(pods_.at(key), t.clockOf(e == t.podStatuses.end() ? nullptr : &*e), &patch))
       status.add(std::move(patch));
   }
   for (const auto& key : services_.members(task)) {
     auto e = t.serviceStatuses.find(key);
     StatusPatch::Entry patch{StatusPatch::kServices, key};
-    if (serviceDiffers(services_.at(key), e == t.serviceStatuses.end() ? nullptr : &*e, &patch))
+    if (serviceDiffers(services_.at(key), t.clockOf(e == t.serviceStatuses.end() ? nullptr : &*e),
+                       &patch))
       status.add(std::move(patch));
   }
   return status;
@@ -862,6 +865,7 @@ void TaskTimeline::written(const std::string& task, const StatusPatch& status, u
   // The echo of the write then digests like the merged entries (the server writes compact JSON
   // with sorted keys) and is not parsed again.
   Task& t = it->second;
+  t.clocks.byEntry.clear(); // the entries change in place
   if (status.touches(StatusPatch::kPods)) {
     status.applyTo(StatusPatch::kPods, t.podStatuses);
     t.podsDigest = ownEntriesDigest(t.podStatuses);
@@ -870,6 +874,12 @@ void TaskTimeline::written(const std::string& task, const StatusPatch& status, u
     status.applyTo(StatusPatch::kServices, t.serviceStatuses);
     t.servicesDigest = ownEntriesDigest(t.serviceStatuses);
   }
+}
+
+const EntryClock& TaskTimeline::Task::clockOf(const json* entry) const {
+  static const EntryClock kNone(nullptr);
+  if (entry == nullptr) return kNone;
+  return clocks.byEntry.try_emplace(entry, entry).first->second;
 }
 
 void TaskTimeline::refreshStuck() {

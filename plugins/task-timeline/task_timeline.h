@@ -39,9 +39,10 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
-#include <set>
 #include <string>
 #include <string_view>
+#include <unordered_map>
+#include <unordered_set>
 
 #include "entry_board.h"
 #include "finished_tasks.h"
@@ -181,6 +182,24 @@ private:
     uint64_t podsDigest = 0, servicesDigest = 0;
     // The resourceVersion of the task as last seen (versionNumber(); 0: not known).
     uint64_t version = 0;
+    // The own entries' times, each read once (clockOf): kept by the entry's address in the maps
+    // above, which moves with them. Cleared when they change in place (written()); a copy of the
+    // task starts without (its entries are elsewhere).
+    struct Clocks {
+      std::unordered_map<const nlohmann::json*, EntryClock> byEntry;
+      Clocks() = default;
+      Clocks(const Clocks& /*other*/) {}
+      Clocks& operator=(const Clocks& /*other*/) {
+        byEntry.clear();
+        return *this;
+      }
+      Clocks(Clocks&&) noexcept = default;
+      Clocks& operator=(Clocks&&) noexcept = default;
+      ~Clocks() = default;
+    };
+    mutable Clocks clocks;
+    // The times of an own entry (nullptr: none), read once.
+    const EntryClock& clockOf(const nlohmann::json* entry) const;
   };
 
   void onPod(const sdk::Event& e);
@@ -239,9 +258,9 @@ private:
   // of the entry is built into `patch` when given; touch() only asks, and builds nothing).
   // `urgent`, when given, is set when a difference cannot wait for the status writer's deferral:
   // a readyTime, or an earlier incarnation's times to clear.
-  bool podDiffers(Pod& p, const nlohmann::json* entry, StatusPatch::Entry* patch = nullptr,
+  bool podDiffers(Pod& p, const EntryClock& entry, StatusPatch::Entry* patch = nullptr,
                   bool* urgent = nullptr) const;
-  bool serviceDiffers(const Service& s, const nlohmann::json* entry,
+  bool serviceDiffers(const Service& s, const EntryClock& entry,
                       StatusPatch::Entry* patch = nullptr, bool* urgent = nullptr) const;
   // Marks the task for a write when the object's entry differs from the status.
   // `pod` or `service`: the one object an event changed (the others are not compared again).
@@ -272,7 +291,8 @@ private:
   uint64_t stuckTimer_ = 0;
   TaskObjects<Pod> pods_;         // this domain's task pods, "<ns>/<name>"
   TaskObjects<Service> services_; // this domain's task services
-  std::map<std::string, Task> tasks_;
+  // Hashed, as TaskObjects: looked up on every event; a held Task stays where it is.
+  std::unordered_map<std::string, Task> tasks_;
   // What the Events of a pod not (yet) known said, by pod "<ns>/<name>", for the UID they name:
   // Events may come before their pod, which takes them when it comes (Pod::facts). Those of a
   // pod this instance never sees (not a task's) go after kOrphanEventsSeconds.
@@ -282,8 +302,8 @@ private:
     int64_t lastNanos = 0;
   };
   std::map<std::string, EarlyEvents> earlyEvents_;
-  std::set<std::string> summarized_;      // held tasks already observed complete
-  std::optional<FinishedTasks> finished_; // what the host may forget
+  std::unordered_set<std::string> summarized_; // held tasks already observed complete
+  std::optional<FinishedTasks> finished_;      // what the host may forget
 
   sdk::Metric createToSchedule_, createToStart_, startToReady_, createToReady_;
   sdk::Metric serviceCreateToReady_;

@@ -229,6 +229,29 @@ TEST_F(TimelineTest, NoWriteWhenTheStatusAlreadyHoldsTheValues) {
   EXPECT_TRUE(again.requests().empty());
 }
 
+// A write answered before its event changes the held entries in place: what the entry held is
+// read again (not the times read of it before), so the next event of the pod writes nothing.
+TEST_F(TimelineTest, AnEntryAWriteChangedIsComparedAsWritten) {
+  start();
+  deliver(host_, "kusciatasks", KH_EVENT_ADDED, task_);
+  deliver(host_, "pods", KH_EVENT_ADDED, pod_);
+  acceptWrites();
+  setReady(pod_, false, "2024-05-20T08:01:00Z");
+  deliver(host_, "pods", KH_EVENT_MODIFIED, pod_); // compares the held entry, writes nothing
+  setReady(pod_, true, "2024-05-20T08:02:00Z");
+  deliver(host_, "pods", KH_EVENT_MODIFIED, pod_);
+  ASSERT_EQ(host_.pendingRequests().size(), 1u); // the later Ready
+  const uint64_t id = host_.pendingRequests().front()->id;
+  task_.merge_patch(json::parse(host_.pendingRequests().front()->body));
+  bumpVersion(task_);
+  ASSERT_EQ(host_.complete(id, 200, task_.dump()), KH_OK); // its event still on its way
+  const std::size_t before = writes();
+  bumpVersion(pod_);
+  deliver(host_, "pods", KH_EVENT_MODIFIED, pod_);
+  host_.advanceMillis(1000);
+  EXPECT_EQ(writes(), before) << "the readyTime just written was written again";
+}
+
 TEST_F(TimelineTest, AFlapMovesTheStatusReadyTimeAsKusciaDoesAndKeepsTheFirstInTheTimeline) {
   start();
   deliver(host_, "kusciatasks", KH_EVENT_ADDED, task_);
