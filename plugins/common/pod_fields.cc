@@ -94,7 +94,6 @@ void readContainers(dom::element containers, PodFields& out) {
   std::optional<int64_t> latest;
   bool all = a.size() > 0;
   for (dom::element c : a) {
-    if (!all) break;
     auto running = stateOf(c, "running");
     std::string_view started;
     auto at = running ? member(*running, "startedAt") : std::nullopt;

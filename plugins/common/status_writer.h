@@ -147,7 +147,7 @@ private:
   sdk::Metric bytes_;
   WriteContest contest_;
   std::unordered_map<std::string, TaskState> tasks_; // hashed: looked up on every change
-  std::map<uint64_t, std::string> timers_; // timer id -> task
+  std::map<uint64_t, std::string> timers_;           // timer id -> task
   struct Sent {
     std::string task;
     StatusPatch status; // what was sent

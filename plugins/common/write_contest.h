@@ -131,7 +131,7 @@ private:
   sdk::Host host_;
   int yieldAfter_;
   sdk::Metric yieldedMetric_, overwrites_;
-  std::vector<std::string> names_; // of the fields written, at most 256
+  std::vector<std::string> names_;              // of the fields written, at most 256
   std::unordered_map<std::string, Task> tasks_; // hashed: looked up on every task event
 };
 

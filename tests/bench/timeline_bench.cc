@@ -868,8 +868,7 @@ LoadRun l1(std::size_t tasks, double windowSeconds, const std::string& hostBinar
   const double loadCpu = host.cpuSeconds() - startCpu;
   const double loadUserCpu = host.cpuSeconds(true) - startUserCpu;
   const double loadSleeps = host.sleeps() - startSleeps;
-  const double writerCpu =
-      history ? host.threadCpuSeconds("history-writer") - startWriterCpu : 0;
+  const double writerCpu = history ? host.threadCpuSeconds("history-writer") - startWriterCpu : 0;
   // Its peak so far, likewise: the history listed below is the reader's memory, not the load's.
   const double loadPeakRssMiB = host.rssMiB("VmHWM");
   std::size_t recorded = 0;
