@@ -102,6 +102,13 @@ doc = {"task": "t1", "createTime": "2024-05-20T07:59:58Z", "entries": {
     "bob/t1-0": {"kind": "pod", "times": {"createTime": "2024-05-20T08:00:00Z"},
                  "waiting": {"phase": "scheduling", "reason": "Unschedulable"}}}}
 seed("fuzz_plugin_inputs", bytes([5]) + dump(doc).encode())
+# A pod event's projected fields as task-timeline subscribes to them (selector 6).
+pod = objects[0]
+seed("fuzz_plugin_inputs", bytes([6]) + dump([
+    pod["metadata"].get("annotations", {}).get("kuscia.secretflow/task-id"),
+    pod["metadata"].get("creationTimestamp"), pod["status"].get("startTime"), pod["status"].get("phase"),
+    pod["status"].get("conditions"), pod["status"].get("containerStatuses"), pod["status"].get("reason"),
+    pod["status"].get("message")]).encode())
 
 # The admin server's authentication inputs (fuzz_admin_auth: the first byte picks the parser).
 for selector, text in ((0, "Bearer abc.def-ghi"), (0, "bearer   x"), (0, "Basic dXNlcjpwYXNz"),
