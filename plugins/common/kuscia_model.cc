@@ -26,26 +26,14 @@ bool entryHas(const json* entry, std::string_view field) {
   return it != entry->end() && !it->is_null();
 }
 
+// An entry read once for one question: the EntryClock versions below decide.
 bool sameIncarnation(const json* entry, std::optional<int64_t> createNanos) {
-  if (entry == nullptr || !entry->is_object()) return false;
-  auto t = entryTime(entry, "createTime");
-  return !t || !createNanos || *t == *createNanos;
+  return sameIncarnation(EntryClock(entry), createNanos);
 }
 
 bool setEntryTime(StatusPatch::Entry* patch, const json* entry, TimeField field,
                   std::optional<int64_t> want, bool clearStale, bool forwardOnly) {
-  const char* name = fieldName(field);
-  if (want) {
-    auto have = entryTime(entry, name);
-    if (have && (sameTime(*have, *want) || (forwardOnly && *have > *want))) return false;
-    if (patch != nullptr) patch->set(field, *want);
-    return true;
-  }
-  if (clearStale && entryHas(entry, name)) {
-    if (patch != nullptr) patch->set(field, StatusPatch::kClear);
-    return true;
-  }
-  return false;
+  return setEntryTime(patch, EntryClock(entry), field, want, clearStale, forwardOnly);
 }
 
 EntryClock::EntryClock(const json* entry) {

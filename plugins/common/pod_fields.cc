@@ -64,7 +64,6 @@ PodCondition conditionOf(dom::element conditions, std::string_view type) {
   if (conditions.get(a) != simdjson::SUCCESS) return out;
   for (dom::element c : a) {
     if (!c.is_object() || stringOf(member(c, "type")) != type) continue;
-    out.found = true;
     const std::string status = stringOf(member(c, "status"));
     out.isTrue = status == "True";
     out.isFalse = status == "False";

@@ -26,8 +26,8 @@ struct TimeText {
   std::string text; // the string, or the value's JSON text
 };
 
+// The first condition of a type in status.conditions (all false and empty when there is none).
 struct PodCondition {
-  bool found = false; // a condition of the type is there (the first one is read)
   bool isTrue = false, isFalse = false;
   std::optional<std::string> reason; // nullopt: absent (or not a string)
   std::string message;

@@ -183,16 +183,13 @@ private:
     // The resourceVersion of the task as last seen (versionNumber(); 0: not known).
     uint64_t version = 0;
     // The own entries' times, each read once (clockOf): kept by the entry's address in the maps
-    // above, which moves with them. Cleared when they change in place (written()); a copy of the
-    // task starts without (its entries are elsewhere).
+    // above, which moves with them (a task is moved, never copied: a copy's entries would be
+    // elsewhere). Cleared when they change in place (written()).
     struct Clocks {
       std::unordered_map<const nlohmann::json*, EntryClock> byEntry;
       Clocks() = default;
-      Clocks(const Clocks& /*other*/) {}
-      Clocks& operator=(const Clocks& /*other*/) {
-        byEntry.clear();
-        return *this;
-      }
+      Clocks(const Clocks&) = delete;
+      Clocks& operator=(const Clocks&) = delete;
       Clocks(Clocks&&) noexcept = default;
       Clocks& operator=(Clocks&&) noexcept = default;
       ~Clocks() = default;
