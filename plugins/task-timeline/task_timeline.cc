@@ -573,12 +573,16 @@ void TaskTimeline::onTask(const sdk::Event& e) {
   // A task without an object of this domain in memory has nothing for this instance to write:
   // it is not held (the routes read it from the host's cache when asked).
   if (pods_.members(name).empty() && services_.members(name).empty()) return release(name);
+  const uint64_t version = versionNumber(e.resourceVersion);
+  if (auto it = tasks_.find(name);
+      it != tasks_.end() && version != 0 && version < it->second.answered)
+    return; // older than the write answered last (Task::answered)
   Task& t = tasks_[name];
   const bool held = t.exists;
   const uint64_t podsDigest = t.podsDigest, servicesDigest = t.servicesDigest;
   OtherTexts others;
   t = taskFrom(e.fieldsJson, ownPrefix_, &t, &others);
-  t.version = versionNumber(e.resourceVersion);
+  t.version = version;
   // Own entries that digest as held (another party wrote, or the echo of this instance's own
   // write came back, which the held entries were merged with) hold every field this instance
   // wrote, as it wrote it: no other writer changed them, and nothing needs comparing.
@@ -865,6 +869,7 @@ void TaskTimeline::written(const std::string& task, const StatusPatch& status, u
   // The echo of the write then digests like the merged entries (the server writes compact JSON
   // with sorted keys) and is not parsed again.
   Task& t = it->second;
+  t.answered = version;
   t.clocks.byEntry.clear(); // the entries change in place
   if (status.touches(StatusPatch::kPods)) {
     status.applyTo(StatusPatch::kPods, t.podStatuses);

@@ -182,6 +182,13 @@ private:
     uint64_t podsDigest = 0, servicesDigest = 0;
     // The resourceVersion of the task as last seen (versionNumber(); 0: not known).
     uint64_t version = 0;
+    // The resourceVersion this instance's last write was answered with, when the entries were
+    // merged with it (written(); 0: none since the last event read). An event of an older
+    // version is not read: it was sent before the write landed (another party's write, the
+    // two made at once), so it lacks what the entries now hold, and comparing it would find
+    // that write's difference again and schedule a write of nothing. The write's own event,
+    // or a later one, is on its way and carries everything the older one did.
+    uint64_t answered = 0;
     // The own entries' times, each read once (clockOf): kept by the entry's address in the maps
     // above, which moves with them (a task is moved, never copied: a copy's entries would be
     // elsewhere). Cleared when they change in place (written()).

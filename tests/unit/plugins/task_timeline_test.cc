@@ -252,6 +252,46 @@ TEST_F(TimelineTest, AnEntryAWriteChangedIsComparedAsWritten) {
   EXPECT_EQ(writes(), before) << "the readyTime just written was written again";
 }
 
+// Two parties write at once; the other party's lands first, and its event comes after this
+// instance's answer. That event shows this domain's entries as they were before the write: it
+// is not read (it would find the write's difference again and schedule a write of nothing), and
+// the write's own event, which comes next, brings the other party's entry with it.
+TEST_F(TimelineTest, AnEventOlderThanTheAnsweredWriteIsNotReadAgain) {
+  start(R"({"coalesceMillis": 150})");
+  deliver(host_, "kusciatasks", KH_EVENT_ADDED, task_);
+  deliver(host_, "pods", KH_EVENT_ADDED, pod_);
+  host_.advanceMillis(150);
+  ASSERT_EQ(host_.pendingRequests().size(), 1u);
+  const std::size_t idle = host_.activeTimers(); // the stuck-entries refresh
+  const uint64_t id = host_.pendingRequests().front()->id;
+  json bobs = task_; // bob's write, first
+  bobs["status"]["podStatuses"]["bob/secretflow-task-psi-0"] = {
+      {"createTime", "2024-05-20T08:00:01Z"}};
+  bumpVersion(bobs);
+  task_ = bobs;
+  task_.merge_patch(json::parse(host_.pendingRequests().front()->body));
+  bumpVersion(task_);
+  ASSERT_EQ(host_.complete(id, 200, task_.dump()), KH_OK);
+  deliver(host_, "kusciatasks", KH_EVENT_MODIFIED, bobs);
+  EXPECT_EQ(host_.activeTimers(), idle) << "the older event was compared: a write was scheduled";
+  deliver(host_, "kusciatasks", KH_EVENT_MODIFIED, task_);
+  host_.advanceMillis(1000);
+  EXPECT_EQ(writes(), 1u);
+  EXPECT_EQ(host_.activeTimers(), idle);
+  // What the skipped event held came with the next one: bob's entry is in the document.
+  auto doc = plugin().timeline(kTask);
+  ASSERT_TRUE(doc);
+  EXPECT_TRUE(doc->at("entries").contains("bob/secretflow-task-psi-0")) << doc->dump();
+  // An event of the answered version or later is read as before: another writer's change of
+  // this domain's entry is compared (and its readyTime written back).
+  json rival = task_;
+  rival["status"]["podStatuses"][kPodKey].erase("readyTime");
+  bumpVersion(rival);
+  deliver(host_, "kusciatasks", KH_EVENT_MODIFIED, rival);
+  host_.advanceMillis(150);
+  EXPECT_EQ(writes(), 2u);
+}
+
 TEST_F(TimelineTest, AFlapMovesTheStatusReadyTimeAsKusciaDoesAndKeepsTheFirstInTheTimeline) {
   start();
   deliver(host_, "kusciatasks", KH_EVENT_ADDED, task_);
