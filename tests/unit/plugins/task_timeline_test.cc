@@ -60,6 +60,16 @@ protected:
     auto& rv = obj["metadata"]["resourceVersion"];
     rv = std::to_string(std::stoll(rv.get<std::string>()) + 1);
   }
+  // Starts with `coalesceMillis`, the task and its Ready pod delivered, and the window passed:
+  // the write of the pod's entry is on its way (unanswered); its request id.
+  uint64_t startWithWritePending(int64_t coalesceMillis) {
+    start(R"({"coalesceMillis": )" + std::to_string(coalesceMillis) + "}");
+    deliver(host_, "kusciatasks", KH_EVENT_ADDED, task_);
+    deliver(host_, "pods", KH_EVENT_ADDED, pod_);
+    host_.advanceMillis(coalesceMillis);
+    EXPECT_EQ(host_.pendingRequests().size(), 1u);
+    return host_.pendingRequests().empty() ? 0 : host_.pendingRequests().front()->id;
+  }
   json podEntry() const { return task_["status"]["podStatuses"].value(kPodKey, json()); }
   json svcEntry() const { return task_["status"]["serviceStatuses"].value(kSvcKey, json()); }
   std::size_t writes() const { return host_.requests().size(); }
@@ -257,14 +267,10 @@ TEST_F(TimelineTest, AnEntryAWriteChangedIsComparedAsWritten) {
 // is not read (it would find the write's difference again and schedule a write of nothing), and
 // the write's own event, which comes next, brings the other party's entry with it.
 TEST_F(TimelineTest, AnEventOlderThanTheAnsweredWriteIsNotReadAgain) {
-  start(R"({"coalesceMillis": 150})");
-  deliver(host_, "kusciatasks", KH_EVENT_ADDED, task_);
-  deliver(host_, "pods", KH_EVENT_ADDED, pod_);
-  host_.advanceMillis(150);
-  ASSERT_EQ(host_.pendingRequests().size(), 1u);
+  const uint64_t id = startWithWritePending(150);
+  ASSERT_NE(id, 0u);
   const std::size_t idle = host_.activeTimers(); // the stuck-entries refresh
-  const uint64_t id = host_.pendingRequests().front()->id;
-  json bobs = task_; // bob's write, first
+  json bobs = task_;                             // bob's write, first
   bobs["status"]["podStatuses"]["bob/secretflow-task-psi-0"] = {
       {"createTime", "2024-05-20T08:00:01Z"}};
   bumpVersion(bobs);
@@ -565,11 +571,7 @@ TEST_F(TimelineTest, FieldsAnotherWriterRemovedAreWrittenAgain) {
 }
 
 TEST_F(TimelineTest, AConflictDecidesAgainAndTransientFailuresAreTheHostsToRetry) {
-  start(R"({"coalesceMillis": 20})");
-  deliver(host_, "kusciatasks", KH_EVENT_ADDED, task_);
-  deliver(host_, "pods", KH_EVENT_ADDED, pod_);
-  host_.advanceMillis(20);
-  ASSERT_EQ(host_.pendingRequests().size(), 1u);
+  ASSERT_NE(startWithWritePending(20), 0u);
   // 409: the task changed under the write; decided again from what it holds, after the window.
   host_.complete(host_.pendingRequests()[0]->id, 409, "{}", "the object has been modified");
   host_.advanceMillis(19);
