@@ -574,10 +574,8 @@ void TaskTimeline::onTask(const sdk::Event& e) {
   // it is not held (the routes read it from the host's cache when asked).
   if (pods_.members(name).empty() && services_.members(name).empty()) return release(name);
   const uint64_t version = versionNumber(e.resourceVersion);
-  if (auto it = tasks_.find(name);
-      it != tasks_.end() && version != 0 && version < it->second.answered)
-    return; // older than the write answered last (Task::answered)
-  Task& t = tasks_[name];
+  Task& t = tasks_.try_emplace(name).first->second; // one look-up: a new task answered nothing
+  if (version != 0 && version < t.answered) return; // older than the write answered last
   const bool held = t.exists;
   const uint64_t podsDigest = t.podsDigest, servicesDigest = t.servicesDigest;
   OtherTexts others;
