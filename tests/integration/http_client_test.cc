@@ -3,11 +3,13 @@
 #include "kube/http_client.h"
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <atomic>
 #include <filesystem>
 #include <future>
 #include <mutex>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -141,6 +143,69 @@ void HttpClientTest::readOnAGrid(bool tls) {
   // a few milliseconds after it come in one read, or two when they straddle a point of the grid.
   EXPECT_LE(deliveries, 4u) << seen;
   stream->cancel();
+}
+
+// A watch that keeps busy across many points of the grid, bursts larger than one read among them,
+// is read while its socket stays out of the reactor (plain TCP reads it directly then): every
+// event arrives once, whole and in order, and the stream ends as the server ends it.
+TEST_F(HttpClientTest, AStreamReadOnABusyGridLosesNothingAndEndsWithItsServer) {
+  start(false);
+  auto c = client(access_);
+  ASSERT_EQ(call(*c, {"POST", "/api/v1/namespaces", R"({"metadata":{"name":"alice"}})"})->status,
+            201);
+  std::mutex mu;
+  std::string seen;
+  std::promise<Result<HttpResponse>> ended;
+  HttpRequest watch{"GET", "/api/v1/namespaces/alice/configmaps?watch=true&timeoutSeconds=3"};
+  watch.readGrid = std::chrono::milliseconds(20);
+  auto stream = c->stream(
+      std::move(watch), boost::asio::make_strand(runtime_.io()),
+      [&](std::string_view bytes) {
+        std::lock_guard lock(mu);
+        seen.append(bytes);
+      },
+      [&](Result<HttpResponse> r) { ended.set_value(std::move(r)); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(200)); // the watch is open
+  // 150 objects of 6 KiB from two writers: about 900 KiB within a second or so, events that
+  // come within every step of the grid and pile up beyond one read's 64 KiB.
+  constexpr int kObjects = 150;
+  const std::string filler(std::size_t{6} * 1024, 'x');
+  std::vector<std::thread> writers;
+  for (int w = 0; w < 2; ++w)
+    writers.emplace_back([&, w] {
+      auto own = client(access_);
+      for (int i = w; i < kObjects; i += 2) {
+        std::string body = R"({"metadata":{"name":"c)" + std::to_string(i) +
+                           R"("},"data":{"filler":")" + filler + "\"}}";
+        EXPECT_EQ(call(*own, {"POST", "/api/v1/namespaces/alice/configmaps", body})->status, 201);
+      }
+    });
+  for (auto& w : writers)
+    w.join();
+  auto done = ended.get_future();
+  ASSERT_EQ(done.wait_for(std::chrono::seconds(10)), std::future_status::ready)
+      << "the server ends the watch after 3 s";
+  auto r = done.get();
+  ASSERT_TRUE(r.ok()) << r.error();
+  EXPECT_EQ(r->status, 200);
+  std::lock_guard lock(mu);
+  std::set<std::string> names;
+  std::size_t events = 0;
+  uint64_t lastVersion = 0;
+  std::istringstream lines(seen);
+  for (std::string line; std::getline(lines, line);) {
+    auto event = nlohmann::json::parse(line); // whole: a torn read would not parse
+    EXPECT_EQ(event["type"], "ADDED");
+    EXPECT_EQ(event["object"]["data"]["filler"], filler);
+    names.insert(event["object"]["metadata"]["name"].get<std::string>());
+    const auto version =
+        std::stoull(event["object"]["metadata"]["resourceVersion"].get<std::string>());
+    EXPECT_GT(version, lastVersion) << "in the server's order";
+    lastVersion = version;
+    ++events;
+  }
+  EXPECT_EQ(events, static_cast<std::size_t>(kObjects)) << "each event once";
+  EXPECT_EQ(names.size(), static_cast<std::size_t>(kObjects));
 }
 
 // A stream cancelled while it waits for the grid's next point (its socket out of the reactor)

@@ -16,7 +16,9 @@
 
 #include <atomic>
 #include <optional>
+#include <sys/socket.h>
 #include <unistd.h>
+#include <utility>
 
 #include "common/version.h"
 #include "kube/api_client.h"
@@ -220,6 +222,42 @@ bool tlsBuffered(SSL* ssl) {
   return SSL_has_pending(ssl) == 1 || BIO_ctrl_pending(SSL_get_rbio(ssl)) > 0;
 }
 
+// A watch's socket taken out of Asio's reactor between reads (see stream()): the descriptor is
+// held here, read with recv() while it is out, and closed if it is never given back.
+class HeldOut {
+public:
+  HeldOut() = default;
+  HeldOut(const HeldOut&) = delete;
+  HeldOut& operator=(const HeldOut&) = delete;
+  ~HeldOut() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  bool held() const { return fd_ >= 0; }
+  void take(tcp::socket& socket) {
+    beast::error_code ec;
+    const auto fd = socket.release(ec);
+    if (!ec) fd_ = fd; // (a socket that cannot be released stays in, as if given back)
+  }
+  void giveBack(tcp::socket& socket, const tcp& protocol) {
+    const int fd = std::exchange(fd_, -1);
+    beast::error_code ec;
+    socket.assign(protocol, fd, ec);
+    if (ec) {
+      ::close(fd);
+      throw boost::system::system_error(ec);
+    }
+  }
+  // What the socket holds now, without waiting: 0 when nothing (or an end or an error, which the
+  // reactor's read that follows reports).
+  std::size_t receive(net::mutable_buffer into) const {
+    const ssize_t n = ::recv(fd_, into.data(), into.size(), MSG_DONTWAIT);
+    return n > 0 ? static_cast<std::size_t>(n) : 0;
+  }
+
+private:
+  int fd_ = -1;
+};
+
 bool hasLineBreak(std::string_view s) {
   return s.find_first_of("\r\n") != std::string_view::npos;
 }
@@ -415,6 +453,7 @@ BeastHttpClient::stream(HttpRequest request, Strand strand,
           auto lastRead = std::chrono::steady_clock::now();
           const auto protocol = conn->lowest().socket().local_endpoint(ec).protocol();
           if (ec) throw boost::system::system_error(ec);
+          HeldOut out; // the socket while it is out of the reactor
           // The socket is read here, and what a read brought is parsed to its end and delivered
           // at once: one wake-up, one delivery, however many events (chunks) it held.
           while (!parser.is_done()) {
@@ -441,6 +480,7 @@ BeastHttpClient::stream(HttpRequest request, Strand strand,
             // What a burst brought is delivered once it is all read (over TLS a read returns one
             // record: one event, as servers write them).
             if (!backlog) deliver();
+            bool waited = false;
             if (grid && !backlog && !quiet) {
               // The next read waits for the grid's next point: what comes meanwhile waits in
               // the socket and is read with it. (Not while more is waiting after a read: a
@@ -449,36 +489,43 @@ BeastHttpClient::stream(HttpRequest request, Strand strand,
               // Meanwhile the socket is out of the reactor: Asio watches sockets edge-triggered
               // for reading whether a read waits or not, so every event that came would wake the
               // host for nothing (L1 at 1,000 tasks: 31 to 33 wake-ups a task with the socket in,
-              // 2 to 4 with it out, 38 without a grid). Taking it out and back costs two
-              // epoll_ctl and an ioctl. A cancel() meanwhile finds no socket to shut down and is
-              // seen after the wait.
-              auto& socket = conn->lowest().socket();
-              beast::error_code released;
-              const auto fd = socket.release(released);
+              // 2 to 4 with it out, 38 without a grid). A cancel() meanwhile finds no socket to
+              // shut down and is seen after the wait.
+              if (!out.held()) out.take(conn->lowest().socket());
               grid->expires_at(nextGridPoint(request.readGrid));
               co_await grid->async_wait(net::redirect_error(net::use_awaitable, ec));
-              if (!released) {
-                socket.assign(protocol, fd, ec);
-                if (ec) {
-                  ::close(fd);
-                  throw boost::system::system_error(ec);
-                }
-              }
+              waited = true;
               if (state->cancelled) throw Failure("cancelled");
             }
-            conn->lowest().expires_after(request.timeout);
             constexpr std::size_t kRead = std::size_t{64} * 1024;
-            std::size_t n = co_await s.async_read_some(conn->buffer.prepare(kRead),
-                                                       net::redirect_error(net::use_awaitable, ec));
+            std::size_t n = 0;
+            ec = {};
+            // Plain TCP reads the socket while it is out, and it stays out while reads find
+            // something: taking it out and back costs two epoll_ctl and two ioctl (Asio sets a
+            // socket it is given non-blocking again), each a system call that costs the host more
+            // than the read itself in a virtual machine. Only a read that finds nothing gives it
+            // back, for the reactor to wait for what comes next. TLS reads through its stream.
+            if (out.held() && !conn->tls && (waited || backlog))
+              n = out.receive(conn->buffer.prepare(kRead));
+            if (n == 0) {
+              if (out.held()) out.giveBack(conn->lowest().socket(), protocol);
+              conn->lowest().expires_after(request.timeout);
+              n = co_await s.async_read_some(conn->buffer.prepare(kRead),
+                                             net::redirect_error(net::use_awaitable, ec));
+            }
             conn->buffer.commit(n);
             const auto readAt = std::chrono::steady_clock::now();
             quiet = readAt - lastRead > 2 * step;
             lastRead = readAt;
-            // More already in the socket (a burst), or behind this TLS record (a TLS read returns
-            // one record: the rest waits in the TLS state, read from the socket already): read on.
-            beast::error_code unknown;
-            backlog = n == kRead || conn->lowest().socket().available(unknown) > 0 ||
-                      (conn->tls && tlsBuffered(conn->tls->native_handle()));
+            // More already in the socket (a burst, or over TCP a read that filled the buffer: a
+            // shorter one took all there was), or behind this TLS record (a TLS read returns one
+            // record: the rest waits in the TLS state, read from the socket already): read on.
+            backlog = n == kRead;
+            if (conn->tls) {
+              beast::error_code unknown;
+              backlog = backlog || conn->lowest().socket().available(unknown) > 0 ||
+                        tlsBuffered(conn->tls->native_handle());
+            }
             if (ec == net::error::eof) {
               ec = {};
               if (n == 0) {
@@ -490,6 +537,7 @@ BeastHttpClient::stream(HttpRequest request, Strand strand,
               throw boost::system::system_error(ec);
             }
           }
+          if (out.held()) out.giveBack(conn->lowest().socket(), protocol);
           deliver();
           co_return res;
         };
