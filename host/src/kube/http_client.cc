@@ -319,7 +319,9 @@ void finish(const std::function<void(Result<HttpResponse>)>& done, const std::st
 void BeastHttpClient::send(HttpRequest request, std::function<void(Result<HttpResponse>)> done) {
   auto self = shared_from_this();
   std::string where = request.method + " " + access_.server + request.target;
-  auto attempt = [self, request](std::shared_ptr<Connection> conn) -> net::awaitable<HttpResponse> {
+  // The request is moved, never copied, on its way to the socket (a status patch is a few KB).
+  auto attempt = [self, request = std::move(request)](
+                     std::shared_ptr<Connection> conn) -> net::awaitable<HttpResponse> {
     if (!conn) {
       conn = co_await connect(self->access_, self->ssl_.get(), request.timeout);
       std::lock_guard lock(self->mu_);
@@ -363,7 +365,7 @@ void BeastHttpClient::send(HttpRequest request, std::function<void(Result<HttpRe
       idle ? idle->lowest().get_executor() : net::any_io_executor(net::make_strand(io_));
   net::co_spawn(
       ex,
-      [self, attempt, idle]() -> net::awaitable<HttpResponse> {
+      [self, attempt = std::move(attempt), idle]() -> net::awaitable<HttpResponse> {
         // A kept-alive connection the server closed meanwhile fails on first use: retry once
         // on a fresh connection.
         if (idle) {
@@ -372,13 +374,12 @@ void BeastHttpClient::send(HttpRequest request, std::function<void(Result<HttpRe
             r = co_await attempt(idle);
           } catch (const boost::system::system_error&) {
           }
-          if (r) co_return *r;
+          if (r) co_return std::move(*r);
         }
         co_return co_await attempt(nullptr);
       },
-      [done = std::move(done), where](const std::exception_ptr& e, HttpResponse r) {
-        finish(done, where, e, std::move(r));
-      });
+      [done = std::move(done), where = std::move(where)](
+          const std::exception_ptr& e, HttpResponse r) { finish(done, where, e, std::move(r)); });
 }
 
 struct BeastHttpClient::StreamState final : HttpTransport::Stream {
