@@ -134,10 +134,15 @@ struct EntryTimes {
   // its instant, or to none when its value is not a time. Fields it lacks are left as they are.
   void readTimes(const nlohmann::json& from) {
     if (!from.is_object()) return;
-    for (auto [field, member] : fields())
-      if (auto it = from.find(field); it != from.end())
-        this->*member = it->is_string() ? parseTime(it->get_ref<const std::string&>())
-                                        : std::optional<int64_t>();
+    // One pass over what `from` holds (an entry has a few of the eight), each name matched by
+    // its length first: cheaper than eight look-ups in the object's ordered map.
+    for (auto it = from.begin(); it != from.end(); ++it)
+      for (auto [field, member] : fields())
+        if (it.key() == field) {
+          this->*member = it->is_string() ? parseTime(it->get_ref<const std::string&>())
+                                          : std::optional<int64_t>();
+          break;
+        }
   }
   // Replaces the reasons with those of `from` ({"<phase>": {"reason", "message"}}) when it is an
   // object.
