@@ -259,6 +259,59 @@ TEST_F(HttpClientTest, AStreamCancelledWhileItWaitsForTheGridEnds) {
   EXPECT_EQ(openFds(), fdsBefore);
 }
 
+// A stream cancelled while its socket is out of the reactor and no wait for the grid follows
+// (the read before came more than two steps after the one before it: the socket is given back
+// and the next read waits in the reactor) ends with "cancelled": the cancel's shutdown runs when
+// the stream waits, with the socket in.
+TEST_F(HttpClientTest, AStreamCancelledWhileItsSocketIsOutEnds) {
+  start(false);
+  auto c = client(access_);
+  ASSERT_EQ(call(*c, {"POST", "/api/v1/namespaces", R"({"metadata":{"name":"alice"}})"})->status,
+            201);
+  std::atomic<bool> writing{true};
+  std::mutex mu;
+  std::shared_ptr<HttpTransport::Stream> stream;
+  int deliveries = 0;
+  std::promise<Result<HttpResponse>> ended;
+  HttpRequest watch{"GET", "/api/v1/namespaces/alice/configmaps?watch=true"};
+  watch.readGrid = std::chrono::milliseconds(50);
+  auto opened = c->stream(
+      std::move(watch), boost::asio::make_strand(runtime_.io()),
+      [&](std::string_view) {
+        // Every other delivery takes longer than two steps of the grid, so the read after it,
+        // made at the next point with the socket out, counts as after a quiet spell; the
+        // delivery after such a one cancels.
+        std::lock_guard lock(mu);
+        if (++deliveries == 6) {
+          writing = false;
+          stream->cancel();
+        } else if (deliveries % 2 == 1) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(130));
+        }
+      },
+      [&](Result<HttpResponse> r) { ended.set_value(std::move(r)); });
+  {
+    std::lock_guard lock(mu);
+    stream = opened;
+  }
+  std::thread writer([&] {
+    auto own = client(access_);
+    for (int i = 0; writing && i < 1000; ++i) {
+      std::string body = R"({"metadata":{"name":"c)" + std::to_string(i) + R"("}})";
+      call(*own, {"POST", "/api/v1/namespaces/alice/configmaps", body});
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  });
+  auto done = ended.get_future();
+  const bool ends = done.wait_for(std::chrono::seconds(10)) == std::future_status::ready;
+  writing = false;
+  writer.join();
+  ASSERT_TRUE(ends) << "the cancelled stream waits for an event that does not come";
+  auto r = done.get();
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().find("cancelled"), std::string::npos) << r.error();
+}
+
 TEST_F(HttpClientTest, RequestPastItsDeadlineTimesOutAndTheNextOneWorks) {
   start(false);
   auto c = client(access_);

@@ -491,7 +491,9 @@ BeastHttpClient::stream(HttpRequest request, Strand strand,
               // for reading whether a read waits or not, so every event that came would wake the
               // host for nothing (L1 at 1,000 tasks: 31 to 33 wake-ups a task with the socket in,
               // 2 to 4 with it out, 38 without a grid). A cancel() meanwhile finds no socket to
-              // shut down and is seen after the wait.
+              // shut down and is seen after the wait. (Its shutdown runs on the stream's strand,
+              // so only while the stream waits: for the grid, or in the reactor with the socket
+              // given back. Between the two nothing here may wait.)
               if (!out.held()) out.take(conn->lowest().socket());
               grid->expires_at(nextGridPoint(request.readGrid));
               co_await grid->async_wait(net::redirect_error(net::use_awaitable, ec));
