@@ -298,7 +298,7 @@ TEST_F(HttpClientTest, AStreamCancelledWhileItsSocketIsOutEnds) {
     auto own = client(access_);
     for (int i = 0; writing && i < 1000; ++i) {
       std::string body = R"({"metadata":{"name":"c)" + std::to_string(i) + R"("}})";
-      call(*own, {"POST", "/api/v1/namespaces/alice/configmaps", body});
+      EXPECT_EQ(call(*own, {"POST", "/api/v1/namespaces/alice/configmaps", body})->status, 201);
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
   });
