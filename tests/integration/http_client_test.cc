@@ -53,6 +53,17 @@ protected:
     return c.ok() ? *c : nullptr;
   }
 
+  // start(), a client, and the namespace the watches below follow (nullptr when one failed).
+  std::shared_ptr<BeastHttpClient> startWithAlice(bool tls) {
+    start(tls);
+    auto c = client(access_);
+    if (!c) return nullptr;
+    auto created = call(*c, {"POST", "/api/v1/namespaces", R"({"metadata":{"name":"alice"}})"});
+    EXPECT_TRUE(created.ok() && created->status == 201)
+        << (created ? created->body : created.error());
+    return created.ok() && created->status == 201 ? c : nullptr;
+  }
+
   std::ostringstream logOut_;
   LogManager logs_{LogFormat::kText, spdlog::level::warn, logOut_};
   SystemClock clock_;
@@ -96,10 +107,8 @@ TEST_F(HttpClientTest, AStreamReadOnAGridOverTlsDeliversWhatCameMeanwhileTogethe
 }
 
 void HttpClientTest::readOnAGrid(bool tls) {
-  start(tls);
-  auto c = client(access_);
-  ASSERT_EQ(call(*c, {"POST", "/api/v1/namespaces", R"({"metadata":{"name":"alice"}})"})->status,
-            201);
+  auto c = startWithAlice(tls);
+  ASSERT_TRUE(c);
   std::mutex mu;
   std::string seen;
   std::size_t deliveries = 0;
@@ -149,10 +158,8 @@ void HttpClientTest::readOnAGrid(bool tls) {
 // is read while its socket stays out of the reactor (plain TCP reads it directly then): every
 // event arrives once, whole and in order, and the stream ends as the server ends it.
 TEST_F(HttpClientTest, AStreamReadOnABusyGridLosesNothingAndEndsWithItsServer) {
-  start(false);
-  auto c = client(access_);
-  ASSERT_EQ(call(*c, {"POST", "/api/v1/namespaces", R"({"metadata":{"name":"alice"}})"})->status,
-            201);
+  auto c = startWithAlice(false);
+  ASSERT_TRUE(c);
   std::mutex mu;
   std::string seen;
   std::promise<Result<HttpResponse>> ended;
@@ -211,10 +218,8 @@ TEST_F(HttpClientTest, AStreamReadOnABusyGridLosesNothingAndEndsWithItsServer) {
 // A stream cancelled while it waits for the grid's next point (its socket out of the reactor)
 // ends with "cancelled" at that point, and its connection is closed, not leaked.
 TEST_F(HttpClientTest, AStreamCancelledWhileItWaitsForTheGridEnds) {
-  start(false);
-  auto c = client(access_);
-  ASSERT_EQ(call(*c, {"POST", "/api/v1/namespaces", R"({"metadata":{"name":"alice"}})"})->status,
-            201);
+  auto c = startWithAlice(false);
+  ASSERT_TRUE(c);
   auto openFds = [] {
     std::size_t n = 0;
     for ([[maybe_unused]] const auto& f : std::filesystem::directory_iterator("/proc/self/fd"))
@@ -264,10 +269,8 @@ TEST_F(HttpClientTest, AStreamCancelledWhileItWaitsForTheGridEnds) {
 // and the next read waits in the reactor) ends with "cancelled": the cancel's shutdown runs when
 // the stream waits, with the socket in.
 TEST_F(HttpClientTest, AStreamCancelledWhileItsSocketIsOutEnds) {
-  start(false);
-  auto c = client(access_);
-  ASSERT_EQ(call(*c, {"POST", "/api/v1/namespaces", R"({"metadata":{"name":"alice"}})"})->status,
-            201);
+  auto c = startWithAlice(false);
+  ASSERT_TRUE(c);
   std::atomic<bool> writing{true};
   std::mutex mu;
   std::shared_ptr<HttpTransport::Stream> stream;
