@@ -379,11 +379,9 @@ std::optional<std::vector<sdk::timeline::EntryTimes>> entryTimesOf(const EntryTe
         e.readReasons(parseJson(v));
         return true;
       }
-      for (auto [field, member] : sdk::timeline::EntryTimes::fields()) {
-        if (rawField != field) continue;
+      if (const auto member = sdk::timeline::EntryTimes::memberNamed(rawField)) {
         auto text = stringValue(v);
         e.*member = text ? sdk::parseTime(*text) : std::nullopt;
-        break;
       }
       return true;
     });

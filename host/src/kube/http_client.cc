@@ -504,7 +504,7 @@ BeastHttpClient::stream(HttpRequest request, Strand strand,
             std::size_t n = 0;
             ec = {};
             // Plain TCP reads the socket while it is out, and it stays out while reads find
-            // something: taking it out and back costs two epoll_ctl and two ioctl (Asio sets a
+            // something: taking it out and back costs two epoll_ctl and an ioctl (Asio sets a
             // socket it is given non-blocking again), each a system call that costs the host more
             // than the read itself in a virtual machine. Only a read that finds nothing gives it
             // back, for the reactor to wait for what comes next. TLS reads through its stream.

@@ -124,25 +124,27 @@ struct EntryTimes {
              {"imagePullEndTime", &EntryTimes::imagePullEndTime},
              {"containersStartTime", &EntryTimes::containersStartTime}}};
   }
+  // The member of the time field `name`; nullptr for a name fields() lacks.
+  static Member memberNamed(std::string_view name) {
+    for (auto [field, member] : fields())
+      if (name == field) return member;
+    return nullptr;
+  }
   // The time field `name`; none for a name fields() lacks.
   std::optional<int64_t> time(std::string_view name) const {
-    for (auto [field, member] : fields())
-      if (name == field) return this->*member;
-    return std::nullopt;
+    const Member member = memberNamed(name);
+    return member != nullptr ? this->*member : std::nullopt;
   }
   // Sets every time field `from` (a document entry's "times", or a status-like object) has: to
   // its instant, or to none when its value is not a time. Fields it lacks are left as they are.
   void readTimes(const nlohmann::json& from) {
     if (!from.is_object()) return;
-    // One pass over what `from` holds (an entry has a few of the eight), each name matched by
-    // its length first: cheaper than eight look-ups in the object's ordered map.
+    // One pass over what `from` holds (an entry has a few of the eight): cheaper than eight
+    // look-ups in the object's ordered map.
     for (auto it = from.begin(); it != from.end(); ++it)
-      for (auto [field, member] : fields())
-        if (it.key() == field) {
-          this->*member = it->is_string() ? parseTime(it->get_ref<const std::string&>())
-                                          : std::optional<int64_t>();
-          break;
-        }
+      if (const Member member = memberNamed(it.key()); member != nullptr)
+        this->*member = it->is_string() ? parseTime(it->get_ref<const std::string&>())
+                                        : std::optional<int64_t>();
   }
   // Replaces the reasons with those of `from` ({"<phase>": {"reason", "message"}}) when it is an
   // object.
