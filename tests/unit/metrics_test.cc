@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "plugin/plugin_metrics.h"
+
 namespace kuscia_host {
 namespace {
 
@@ -91,6 +93,53 @@ TEST(MetricsTest, WrongLabelCountGivesNoSeries) {
   auto c = r.family(MetricKind::kCounter, "kh_b_total", "B", {"x"});
   EXPECT_EQ(c.value()->series({}), nullptr);
   EXPECT_EQ(c.value()->series({"1", "2"}), nullptr);
+}
+
+// A plugin's updates through its handles: each label set its own series, for each instance,
+// however often the handle has been used before (the handle remembers the series it found).
+TEST(MetricsTest, PluginUpdatesReachTheSeriesOfTheirLabelsAndInstance) {
+  MetricsRegistry r;
+  auto errors = r.family(MetricKind::kCounter, "kh_call_errors_total", "", {"plugin", "call"});
+  ASSERT_TRUE(errors.ok());
+  PluginMetrics alice(r, *errors.value(), "p", "alice");
+  PluginMetrics bob(r, *errors.value(), "p", "bob");
+  const char* labelNames[] = {"a", "b"};
+  kh_metric_desc_t d{};
+  d.struct_size = sizeof d;
+  d.name = "kh_things_total";
+  d.kind = KH_METRIC_COUNTER;
+  d.label_names = labelNames;
+  d.label_count = 2;
+  kh_metric_t* ma = nullptr;
+  kh_metric_t* mb = nullptr;
+  std::string err;
+  ASSERT_EQ(alice.registerMetric(&d, &ma, err), KH_OK) << err;
+  ASSERT_EQ(bob.registerMetric(&d, &mb, err), KH_OK) << err;
+  const char* xEmpty[] = {"x", ""};
+  const char* emptyX[] = {"", "x"};
+  const char* xNull[] = {"x", nullptr};
+  for (int i = 0; i < 3; ++i) {
+    PluginMetrics::update(ma, PluginMetrics::Op::kAdd, xEmpty, 2, 1);
+    PluginMetrics::update(ma, PluginMetrics::Op::kAdd, emptyX, 2, 10);
+    PluginMetrics::update(mb, PluginMetrics::Op::kAdd, xEmpty, 2, 100);
+  }
+  PluginMetrics::update(ma, PluginMetrics::Op::kAdd, xNull, 2, 1000); // NULL reads as ""
+  PluginMetrics::update(ma, PluginMetrics::Op::kAdd, xEmpty, 1, 1);   // wrong count: refused
+  PluginMetrics::update(ma, PluginMetrics::Op::kSet, xEmpty, 2, 5);   // a counter: refused
+  std::string text = r.render();
+  EXPECT_NE(text.find(R"(kh_things_total{plugin="p",domain="alice",a="x",b=""} 1003)"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find(R"(kh_things_total{plugin="p",domain="alice",a="",b="x"} 30)"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find(R"(kh_things_total{plugin="p",domain="bob",a="x",b=""} 300)"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find(R"(kh_call_errors_total{plugin="p",call="metric_add"} 1)"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find(R"(kh_call_errors_total{plugin="p",call="metric_set"} 1)"), std::string::npos)
+      << text;
 }
 
 } // namespace

@@ -72,7 +72,11 @@ kh_status_t PluginMetrics::registerMetric(const kh_metric_desc_t* d, kh_metric_t
   // An unlabelled series exists from registration, as Prometheus client libraries export it.
   if (d->label_count == 0) family.value()->series({plugin_, domain_});
   std::lock_guard lock(mu_);
-  handles_.push_back(std::make_unique<Handle>(Handle{this, family.value(), d->label_count}));
+  auto h = std::make_unique<Handle>();
+  h->owner = this;
+  h->family = family.value();
+  h->pluginLabels = d->label_count;
+  handles_.push_back(std::move(h));
   *out = reinterpret_cast<kh_metric_t*>(handles_.back().get());
   return KH_OK;
 }
@@ -86,13 +90,28 @@ void PluginMetrics::update(kh_metric_t* m, Op op, const char* const* values, siz
     h->owner->countCallError(opName(op));
     return;
   }
-  std::vector<std::string> labels;
-  labels.reserve(n + 2);
-  labels.emplace_back(h->owner->plugin_);
-  labels.emplace_back(h->owner->domain_);
-  for (size_t i = 0; i < n; ++i)
-    labels.emplace_back(values[i] != nullptr ? values[i] : "");
-  MetricSeries* s = h->family->series(labels);
+  // Every update of a plugin metric passed through the family's map of label vectors (about
+  // 800 instructions, most of them building the key); a handle remembers its series.
+  std::string key;
+  for (size_t i = 0; i < n; ++i) {
+    if (values[i] != nullptr) key += values[i];
+    key += '\0';
+  }
+  MetricSeries* s = nullptr;
+  {
+    std::lock_guard lock(h->mu);
+    auto [it, added] = h->seen.try_emplace(std::move(key), nullptr);
+    if (added) {
+      std::vector<std::string> labels;
+      labels.reserve(n + 2);
+      labels.emplace_back(h->owner->plugin_);
+      labels.emplace_back(h->owner->domain_);
+      for (size_t i = 0; i < n; ++i)
+        labels.emplace_back(values[i] != nullptr ? values[i] : "");
+      it->second = h->family->series(labels);
+    }
+    s = it->second;
+  }
   switch (op) {
   case Op::kAdd: s->add(v); break;
   case Op::kSet: s->set(v); break;

@@ -9,6 +9,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "metrics/registry.h"
@@ -35,6 +36,12 @@ private:
     PluginMetrics* owner;
     MetricFamily* family;
     std::size_t pluginLabels;
+    // The series already updated through this handle, by the plugin's label values (each
+    // followed by a NUL): found without building the family's key of strings. A family keeps
+    // its series for good, so the pointers stay valid. Under its own lock: a plugin may update
+    // from threads of its own.
+    std::mutex mu;
+    std::unordered_map<std::string, MetricSeries*> seen;
   };
 
   MetricsRegistry& registry_;
