@@ -57,13 +57,13 @@ bool Subscription::matches(const Record& r) const {
   return selector_.matches([&r](std::string_view k) { return r.label(k); });
 }
 
-std::string Subscription::fieldsJson(const Record& record) const {
+void Subscription::fieldsJsonInto(const Record& record, std::string& out) const {
   PlainRecord r(record);
   // Sized first: a task's maps are kilobytes, which growing by doubling copies several times.
   std::size_t size = 2 + slots_.size() * 5; // brackets, commas, "null"s
   for (std::size_t s : slots_)
     size += r->field(s).size();
-  std::string out;
+  out.clear();
   out.reserve(size);
   out += '[';
   for (std::size_t i = 0; i < slots_.size(); ++i) {
@@ -72,7 +72,6 @@ std::string Subscription::fieldsJson(const Record& record) const {
     out += v.empty() ? std::string_view("null") : v;
   }
   out += ']';
-  return out;
 }
 
 bool Subscription::differs(const Record& before, const Record& after) const {

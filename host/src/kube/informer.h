@@ -59,7 +59,13 @@ public:
   // Whether the object is in this subscription's namespace and selector.
   bool matches(const Record& r) const;
   // The declared fields of `r`, as a JSON array in declaration order (null when absent).
-  std::string fieldsJson(const Record& r) const;
+  std::string fieldsJson(const Record& r) const {
+    std::string out;
+    fieldsJsonInto(r, out);
+    return out;
+  }
+  // The same written over `out`, whose capacity is kept.
+  void fieldsJsonInto(const Record& r, std::string& out) const;
   // Whether any declared field (or the raw object, with wantRaw) differs.
   bool differs(const Record& a, const Record& b) const;
 

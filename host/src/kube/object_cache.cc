@@ -111,17 +111,19 @@ bool packUuid(std::string_view text, unsigned char* out) {
 
 } // namespace
 
-std::string Record::uid() const {
+void Record::uidInto(std::string& out) const {
   std::string_view stored = slot(kUid);
-  if (!binaryUid_) return std::string(stored);
+  if (!binaryUid_) {
+    out.assign(stored);
+    return;
+  }
   static constexpr char kHex[] = "0123456789abcdef";
-  std::string text(kUuidText, '-');
+  out.assign(kUuidText, '-');
   for (std::size_t b = 0; b < kUuidBytes; ++b) {
     const auto v = static_cast<unsigned char>(stored[b]);
-    text[kDigitsAt[b]] = kHex[v >> 4];
-    text[kDigitsAt[b] + 1] = kHex[v & 0xF];
+    out[kDigitsAt[b]] = kHex[v >> 4];
+    out[kDigitsAt[b] + 1] = kHex[v & 0xF];
   }
-  return text;
 }
 
 RecordPtr RecordPtr::make(const Projected& p, bool keepRaw) {

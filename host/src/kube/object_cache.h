@@ -33,7 +33,13 @@ public:
 
   std::string_view key() const { return slot(kKey); }
   // The uid as the API server sent it (kept as 16 bytes when it is a canonical UUID).
-  std::string uid() const;
+  std::string uid() const {
+    std::string out;
+    uidInto(out);
+    return out;
+  }
+  // The same written over `out`, whose capacity is kept (a plugin's events reuse their strings).
+  void uidInto(std::string& out) const;
   std::string_view resourceVersion() const { return slot(kResourceVersion); }
   // The raw object and the fields: of plain records only (see plain()).
   std::string_view raw() const { return slot(kRaw); }

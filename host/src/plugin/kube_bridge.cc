@@ -8,11 +8,23 @@ namespace kuscia_host {
 
 namespace {
 
-KubeObject view(const kube::Subscription& sub, const kube::Record& record) {
+// `record` as `sub` sees it, written over o's strings (their capacity kept: an instance's events
+// of one turn reuse them instead of allocating four strings each).
+void render(const kube::Subscription& sub, const kube::Record& record, KubeObject& o) {
   kube::PlainRecord r(record); // one unpacking for the fields and the raw object
-  KubeObject o{std::string(r->key()), r->uid(), std::string(r->resourceVersion()),
-               sub.fieldsJson(*r), std::string()};
-  if (sub.spec().wantRaw) o.rawJson = std::string(r->raw());
+  o.key.assign(r->key());
+  r->uidInto(o.uid);
+  o.resourceVersion.assign(r->resourceVersion());
+  sub.fieldsJsonInto(*r, o.fieldsJson);
+  if (sub.spec().wantRaw)
+    o.rawJson.assign(r->raw());
+  else
+    o.rawJson.clear();
+}
+
+KubeObject view(const kube::Subscription& sub, const kube::Record& record) {
+  KubeObject o;
+  render(sub, record, o);
   return o;
 }
 
@@ -20,7 +32,10 @@ KubeObject view(const kube::Subscription& sub, const kube::Record& record) {
 
 void KubeObject::materialize() {
   if (!record || subscription == nullptr) return;
-  *this = view(*subscription, *record);
+  render(*subscription, *record, *this);
+  // The strings hold what the plugin reads; the record is not held longer than it was queued.
+  record = kube::RecordPtr();
+  subscription = nullptr;
 }
 
 Result<uint64_t> KubeClientBridge::subscribe(kube::SubscriptionSpec spec, EventSink sink) {

@@ -119,6 +119,8 @@ void PluginKube::drain() {
   // A bounded turn, so that timers and results of the same instance are not held behind a
   // whole initial list.
   constexpr int kPerTurn = 64;
+  // One object for the turn's events: each is rendered over the last one's strings.
+  KubeObject o;
   for (int n = 0; n < kPerTurn; ++n) {
     Queued q;
     {
@@ -133,7 +135,6 @@ void PluginKube::drain() {
       queue_.pop_front();
       if (cb_.queued) cb_.queued(queue_.size());
     }
-    KubeObject o;
     if (q.object) {
       o = std::move(*q.object);
     } else {
