@@ -31,9 +31,11 @@ struct KubeObject {
 
 class KubeBridge {
 public:
-  // Runs on an informer thread: it must only hand the change over. `object` is empty for
-  // kSynced.
-  using EventSink = std::function<void(uint64_t subscription, kube::ChangeType, KubeObject object)>;
+  // Runs on an informer thread: it must only hand the change over (taking `object`, which is
+  // handed over by reference: a KubeObject passed by value through each std::function layer was
+  // moved string by string). `object` is empty for kSynced.
+  using EventSink =
+      std::function<void(uint64_t subscription, kube::ChangeType, KubeObject&& object)>;
   // Returns true to stop the iteration.
   using Visitor = std::function<bool(const KubeObject&)>;
   enum class Lookup {

@@ -75,7 +75,7 @@ kh_status_t PluginKube::subscribe(const kh_subscription_t* sub, uint64_t* outId,
   bool labels = !spec.labelSelector.empty() || std::find(spec.fields.begin(), spec.fields.end(),
                                                          "/metadata/labels") != spec.fields.end();
   auto id =
-      bridge_->subscribe(std::move(spec), [this](uint64_t s, kube::ChangeType t, KubeObject o) {
+      bridge_->subscribe(std::move(spec), [this](uint64_t s, kube::ChangeType t, KubeObject&& o) {
         deliver(s, t, std::move(o));
       });
   if (!id) {
@@ -94,7 +94,7 @@ static_assert(static_cast<kh_event_type_t>(kube::ChangeType::kModified) == KH_EV
 static_assert(static_cast<kh_event_type_t>(kube::ChangeType::kDeleted) == KH_EVENT_DELETED);
 static_assert(static_cast<kh_event_type_t>(kube::ChangeType::kSynced) == KH_EVENT_SYNCED);
 
-void PluginKube::deliver(uint64_t subscription, kube::ChangeType type, KubeObject object) {
+void PluginKube::deliver(uint64_t subscription, kube::ChangeType type, KubeObject&& object) {
   if (stopping_ || !cb_.event) return;
   Queued q;
   q.subscription = subscription;

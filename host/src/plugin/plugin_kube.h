@@ -62,7 +62,7 @@ public:
 
 private:
   bool owns(uint64_t subscription) const;
-  void deliver(uint64_t subscription, kube::ChangeType type, KubeObject object);
+  void deliver(uint64_t subscription, kube::ChangeType type, KubeObject&& object);
   // On the executor: hands queued events to the plugin, a bounded number per turn.
   void drain();
   void complete(uint64_t id, const kube::KubeResult& result);
