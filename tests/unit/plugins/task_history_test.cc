@@ -431,7 +431,7 @@ TEST_P(HistoryStoreTest, StatsGroupTasksByPartyAndDay) {
   json edge = statsJson(store_->stats(base + 3 * kSecond, until, ""));
   EXPECT_EQ(edge[0]["tasks"], 7) << edge.dump(); // s-3, s-4 and the five of the second day
   EXPECT_DOUBLE_EQ(edge[0]["startupSeconds"]["p50"].get<double>(), 10);
-  // By party too, the partial day read from the parties' rows (found through the tasks) and the
+  // By party too, the partial day read from the parties' rows (a party at a time) and the
   // range's end mid-day as well: each party's s-3 to s-7 (s-5 to s-7 from the second day's raw
   // rows).
   json edgeParty =
@@ -457,6 +457,39 @@ TEST_P(HistoryStoreTest, StatsGroupTasksByPartyAndDay) {
   for (const auto& g : blame)
     tasks += g["tasks"].get<std::size_t>();
   EXPECT_EQ(tasks, 5u);
+}
+
+TEST_P(HistoryStoreTest, StatsByPartyCountPartiesSeenOnlyInAPartialDay) {
+  // The partial days at the ends of a range are read one party at a time, the parties found in
+  // task_parties itself: a party that only took part at the edges (no whole day of stats_days
+  // holds it) is counted too, and a party outside the range is not.
+  int64_t base = at("2024-11-01T00:00:00Z");
+  const int64_t day = int64_t{86400} * kSecond;
+  auto withParty = [&](const std::string& task, int64_t created, const std::string& party) {
+    Recording r = recording(task, "alice", created, 4, 5);
+    std::string pod = party + "/" + task + "-0";
+    r.document["entries"][pod] = podEntry(
+        pod, {{"createTime", sdk::formatTime(created, sdk::TimePrecision::kAsGiven)},
+              {"startTime", sdk::formatTime(created + 2 * kSecond, sdk::TimePrecision::kAsGiven)},
+              {"readyTime", sdk::formatTime(created + 7 * kSecond, sdk::TimePrecision::kAsGiven)}});
+    store_->record(r);
+  };
+  store_->record(recording("w-0", "alice", base + day + 10 * kSecond, 4, 5)); // the whole day
+  withParty("e-0", base + 12 * 3600 * kSecond, "carol");                      // first partial day
+  withParty("e-1", base + 2 * day + 60 * kSecond, "dave");                    // last partial day
+  withParty("e-2", base + 3 * day, "erin");                                   // after the range
+  json byParty =
+      statsJson(store_->stats(base + 3600 * kSecond, base + 2 * day + 3600 * kSecond, "party"));
+  std::map<std::string, int> tasks;
+  for (const auto& g : byParty)
+    tasks[g["key"].get<std::string>()] = g["tasks"].get<int>();
+  EXPECT_EQ(tasks,
+            (std::map<std::string, int>{{"alice", 3}, {"bob", 3}, {"carol", 1}, {"dave", 1}}))
+      << byParty.dump();
+  for (const auto& g : byParty)
+    if (g["key"] == "carol") {
+      EXPECT_DOUBLE_EQ(g["startupSeconds"]["p50"].get<double>(), 7) << byParty.dump();
+    }
 }
 
 TEST_P(HistoryStoreTest, PerDayStatsStayWhatTheTasksSay) {
