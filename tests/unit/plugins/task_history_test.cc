@@ -475,7 +475,7 @@ TEST_P(HistoryStoreTest, StatsByPartyCountPartiesSeenOnlyInAPartialDay) {
     store_->record(r);
   };
   store_->record(recording("w-0", "alice", base + day + 10 * kSecond, 4, 5)); // the whole day
-  withParty("e-0", base + 12 * 3600 * kSecond, "carol");                      // first partial day
+  withParty("e-0", base + int64_t{12} * 3600 * kSecond, "carol");             // first partial day
   withParty("e-1", base + 2 * day + 60 * kSecond, "dave");                    // last partial day
   withParty("e-2", base + 3 * day, "erin");                                   // after the range
   json byParty =
