@@ -5,6 +5,7 @@
 #include <kuscia_host/timeline_summary.hpp>
 
 #include <algorithm>
+#include <map>
 #include <set>
 
 #include "kuscia.h"
@@ -70,35 +71,69 @@ json mergeRecording(const json& stored, const json& incoming) {
   return out;
 }
 
+CombinedView combinedView(const std::vector<RecordingRef>& recordings) {
+  CombinedView view;
+  if (recordings.empty()) return view;
+  for (std::size_t i = 1; i < recordings.size(); ++i)
+    if (recordings[i].atNanos > recordings[view.latestIndex].atNanos) view.latestIndex = i;
+  view.latest = recordings[view.latestIndex].document;
+  // Others' entries first, oldest recording first, so the latest wins; then each recorder's own.
+  std::vector<std::size_t> order(recordings.size());
+  for (std::size_t i = 0; i < order.size(); ++i)
+    order[i] = i;
+  std::sort(order.begin(), order.end(), [&recordings](std::size_t a, std::size_t b) {
+    const RecordingRef& x = recordings[a];
+    const RecordingRef& y = recordings[b];
+    return x.atNanos != y.atNanos ? x.atNanos < y.atNanos : x.recorder < y.recorder;
+  });
+  std::map<std::string_view, CombinedView::Entry> picked;
+  for (bool own : {false, true})
+    for (std::size_t i : order) {
+      const RecordingRef& r = recordings[i];
+      if (!r.document->is_object()) continue;
+      auto it = r.document->find("entries");
+      if (it == r.document->end() || !it->is_object()) continue;
+      for (auto e = it->begin(); e != it->end(); ++e)
+        if ((namespaceOf(e.key()) == r.recorder) == own) picked[e.key()] = {e.key(), &*e, i};
+    }
+  view.entries.reserve(picked.size());
+  for (auto& [key, entry] : picked)
+    view.entries.push_back(entry);
+  return view;
+}
+
 json combine(std::vector<StoredRecording> recordings) {
   if (recordings.empty()) return json();
-  StoredRecording* latest = &recordings.front();
-  for (auto& r : recordings)
-    if (r.atNanos > latest->atNanos) latest = &r;
-  // Others' entries first, oldest recording first, so the latest wins; then each recorder's own.
-  // Each recording's entry is taken once, by one of the two walks: moved, not copied.
-  std::vector<StoredRecording*> order;
-  order.reserve(recordings.size());
-  for (auto& r : recordings)
-    order.push_back(&r);
-  std::sort(order.begin(), order.end(), [](const auto* a, const auto* b) {
-    return a->atNanos != b->atNanos ? a->atNanos < b->atNanos : a->recorder < b->recorder;
-  });
+  std::vector<RecordingRef> refs;
+  refs.reserve(recordings.size());
+  for (const auto& r : recordings)
+    refs.push_back({r.recorder, r.atNanos, &r.document});
+  const CombinedView view = combinedView(refs);
+  // Each entry taken is moved out of the recording it is taken from (this function owns them).
   json entries = json::object();
-  for (bool own : {false, true})
-    for (auto* r : order) {
-      auto it = r->document.find("entries"); // end() when the document is not an object
-      if (it == r->document.end() || !it->is_object()) continue;
-      for (auto e = it->begin(); e != it->end(); ++e)
-        if ((namespaceOf(e.key()) == r->recorder) == own) entries[e.key()] = std::move(*e);
-    }
-  json doc = std::move(latest->document);
+  for (const auto& e : view.entries) {
+    std::string key(e.key);
+    entries[key] = std::move(recordings[e.from].document["entries"][key]);
+  }
+  json doc = std::move(recordings[view.latestIndex].document);
   doc.erase("summary");
   doc["entries"] = std::move(entries);
   return doc;
 }
 
 TaskRow taskRowOf(const json& document, int64_t nowNanos) {
+  CombinedView view;
+  view.latest = &document;
+  const json& entries = member(document, "entries");
+  view.entries.reserve(entries.size());
+  for (auto e = entries.begin(); e != entries.end(); ++e)
+    view.entries.push_back({e.key(), &*e, 0});
+  return taskRowOf(view, nowNanos);
+}
+
+TaskRow taskRowOf(const CombinedView& combined, int64_t nowNanos) {
+  static const json kNone;
+  const json& document = combined.latest != nullptr ? *combined.latest : kNone;
   TaskRow row;
   row.phase = textOf(document, "phase");
   std::optional<int64_t> created = sdk::parseTime(textOf(document, "createTime"));
@@ -106,10 +141,11 @@ TaskRow taskRowOf(const json& document, int64_t nowNanos) {
   // The summary as values (what sdk::timeline::summarize(document) answers as JSON): the row's
   // columns are read from them, and the JSON is built once, to be stored.
   std::vector<sdk::timeline::EntryTimes> entries;
+  entries.reserve(combined.entries.size());
   std::set<std::string> parties;
-  for (const auto& [key, e] : member(document, "entries").items()) {
-    if (auto party = namespaceOf(key); !party.empty()) parties.emplace(party);
-    entries.push_back(sdk::timeline::entryTimes(key, e));
+  for (const auto& e : combined.entries) {
+    if (auto party = namespaceOf(e.key); !party.empty()) parties.emplace(party);
+    entries.push_back(sdk::timeline::entryTimes(e.key, *e.entry));
   }
   const sdk::timeline::Summary s = sdk::timeline::summarize(created, std::move(entries), nowNanos);
   row.summary = sdk::timeline::toJson(s, nowNanos);

@@ -16,6 +16,8 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 namespace kuscia_host::plugins::history {
@@ -28,6 +30,27 @@ struct StoredRecording {
   nlohmann::json document;
 };
 nlohmann::json combine(std::vector<StoredRecording> recordings);
+
+// A task's recordings combined where they are, nothing copied or moved: what combine() would
+// make of the same recordings, in the same order. The documents must outlive the view.
+struct RecordingRef {
+  std::string_view recorder;
+  int64_t atNanos = 0;
+  const nlohmann::json* document = nullptr;
+};
+struct CombinedView {
+  const nlohmann::json* latest = nullptr; // the latest recording's document (its fields)
+  std::size_t latestIndex = 0;            // and its place among the recordings
+  // The combined entries in key order, each the entry combine() takes, with the place of the
+  // recording it is taken from.
+  struct Entry {
+    std::string_view key;
+    const nlohmann::json* entry = nullptr;
+    std::size_t from = 0;
+  };
+  std::vector<Entry> entries;
+};
+CombinedView combinedView(const std::vector<RecordingRef>& recordings);
 
 // The row a task's combined document makes (its summary dated `nowNanos`).
 // The implicit noexcept move of nlohmann::json calls its invariant check, which clang-tidy cannot
@@ -51,5 +74,7 @@ struct TaskRow {
   nlohmann::json summary;     // as the documents carry it (sdk::timeline::toJson)
 };
 TaskRow taskRowOf(const nlohmann::json& document, int64_t nowNanos);
+// The same of recordings combined in place: no combined document is built.
+TaskRow taskRowOf(const CombinedView& combined, int64_t nowNanos);
 
 } // namespace kuscia_host::plugins::history

@@ -614,24 +614,40 @@ private:
     // Every recorder's stored document of the task, in one read.
     bool known = false;
     std::vector<StoredRecording> stored = recordings(first.task, {}, &known);
-    std::vector<StoredRecording> all;
+    // The task's documents, combined where they are (combinedView): a recording with nothing
+    // stored before it is its own document and is not copied (two copies and their frees were
+    // about a fifth of the writer's instructions a task); merged or stored ones are kept here.
+    std::vector<StoredRecording> kept;
+    kept.reserve(rs.size() + stored.size()); // `parts` points into it
+    std::vector<RecordingRef> parts;
+    auto keep = [&kept, &parts](StoredRecording s) {
+      kept.push_back(std::move(s));
+      parts.push_back({kept.back().recorder, kept.back().atNanos, &kept.back().document});
+    };
     bool any = false;
     for (std::size_t i = 0; i < rs.size(); ++i) {
       const Recording& r = *rs[i];
       auto was = std::find_if(stored.begin(), stored.end(),
                               [&r](const StoredRecording& s) { return s.recorder == r.recorder; });
-      json merged = mergeRecording(was == stored.end() ? json() : was->document, r.document);
-      if (was != stored.end() && merged == was->document) {
-        all.push_back(std::move(*was));
+      std::optional<json> merged;
+      if (was != stored.end()) {
+        merged = mergeRecording(was->document, r.document);
+        if (*merged == was->document) {
+          keep(std::move(*was));
+          stored.erase(was);
+          continue;
+        }
         stored.erase(was);
-        continue;
       }
+      const json& document = merged ? *merged : r.document; // mergeRecording(null, r.document)
       db_->run("INSERT INTO recordings (task, recorder, at_ns, document) VALUES ($1, $2, $3, $4)"
                " ON CONFLICT (task, recorder) DO UPDATE SET at_ns = excluded.at_ns,"
                " document = excluded.document",
-               {r.task, r.recorder, r.atNanos, packer_.pack(dumpJson(merged))});
-      if (was != stored.end()) stored.erase(was);
-      all.push_back({r.recorder, r.atNanos, std::move(merged)});
+               {r.task, r.recorder, r.atNanos, packer_.pack(dumpJson(document))});
+      if (merged)
+        keep({r.recorder, r.atNanos, std::move(*merged)});
+      else
+        parts.push_back({r.recorder, r.atNanos, &r.document});
       changed[i] = any = true;
     }
     if (!any) return changed;
@@ -641,12 +657,11 @@ private:
     if (known) old = contributions(first.task);
     // The other recorders' documents, as stored.
     for (auto& s : stored)
-      all.push_back(std::move(s));
+      keep(std::move(s));
     int64_t latest = 0;
-    for (const auto& s : all)
-      latest = std::max(latest, s.atNanos);
-    json doc = combine(std::move(all));
-    TaskRow row = taskRowOf(doc, latest);
+    for (const auto& p : parts)
+      latest = std::max(latest, p.atNanos);
+    TaskRow row = taskRowOf(combinedView(parts), latest);
     std::vector<SqlValue> p = {first.task,
                                first.namespaceName,
                                row.phase,

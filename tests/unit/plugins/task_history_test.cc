@@ -127,6 +127,61 @@ TEST(HistoryDocTest, AMergedRecordingKeepsWhatARestartedHostNoLongerKnows) {
   EXPECT_FALSE(next["entries"][key]["times"].contains("readyTime"));
 }
 
+TEST(HistoryDocTest, ARowFromTheRecordingsInPlaceIsTheRowOfTheirCombinedDocument) {
+  // The store's writer summarises a task's recordings where they are (combinedView), without
+  // building the combined document: the row must be the one that document makes, whatever the
+  // order the recordings come in. An entry no recorder owns goes to the latest recording holding
+  // it, ties by recorder name: carol's recording is as old as bob's and names sort after his.
+  int64_t created = at("2024-05-20T08:00:00Z");
+  Recording alice = recording("t", "alice", created, 5, 0); // bob not ready in alice's view
+  Recording bob = recording("t", "bob", created, 5, 8);
+  Recording carol = recording("t", "carol", created, 4, 9);
+  alice.atNanos = bob.atNanos + kSecond;
+  carol.atNanos = bob.atNanos;
+  alice.document["phase"] = "Succeeded";
+  auto t = [&](int seconds) {
+    return sdk::formatTime(created + seconds * kSecond, sdk::TimePrecision::kAsGiven);
+  };
+  const std::string dave = "dave/t-0";
+  bob.document["entries"][dave] =
+      podEntry(dave, {{"createTime", t(0)}, {"startTime", t(1)}, {"readyTime", t(10)}});
+  carol.document["entries"][dave] =
+      podEntry(dave, {{"createTime", t(0)}, {"startTime", t(1)}, {"readyTime", t(11)}});
+  const Recording* recordings[] = {&alice, &bob, &carol};
+  std::vector<std::size_t> order = {0, 1, 2};
+  const int64_t now = created + 60 * kSecond;
+  do {
+    std::vector<RecordingRef> refs;
+    std::vector<StoredRecording> copies;
+    for (std::size_t i : order) {
+      const Recording* r = recordings[i];
+      refs.push_back({r->recorder, r->atNanos, &r->document});
+      copies.push_back({r->recorder, r->atNanos, r->document});
+    }
+    CombinedView view = combinedView(refs);
+    json doc = combine(copies);
+    json viewed = json::object();
+    for (const auto& e : view.entries)
+      viewed[std::string(e.key)] = *e.entry;
+    ASSERT_EQ(viewed, doc["entries"]);
+    EXPECT_EQ(viewed[dave]["times"]["readyTime"], t(11)) << "carol's, the later name";
+    EXPECT_EQ(viewed["bob/t-0"]["times"]["readyTime"], t(8)) << "bob's own";
+    EXPECT_EQ((*view.latest)["phase"], "Succeeded") << "alice's, the latest";
+    TaskRow inPlace = taskRowOf(view, now), built = taskRowOf(doc, now);
+    EXPECT_EQ(inPlace.summary, built.summary);
+    EXPECT_EQ(inPlace.phase, "Succeeded");
+    EXPECT_EQ(inPlace.createNanos, built.createNanos);
+    EXPECT_EQ(inPlace.startupSeconds, built.startupSeconds);
+    EXPECT_DOUBLE_EQ(inPlace.startupSeconds.value_or(0), 11);
+    ASSERT_EQ(inPlace.parties.size(), built.parties.size());
+    for (std::size_t i = 0; i < inPlace.parties.size(); ++i) {
+      EXPECT_EQ(inPlace.parties[i].name, built.parties[i].name);
+      EXPECT_EQ(inPlace.parties[i].path, built.parties[i].path);
+    }
+    EXPECT_EQ(inPlace.path, built.path);
+  } while (std::next_permutation(order.begin(), order.end()));
+}
+
 TEST(HistoryDocTest, EachRecorderIsTheAuthorityOnItsOwnEntries) {
   int64_t created = at("2024-05-20T08:00:00Z");
   Recording alice = recording("t", "alice", created, 5, 0);
