@@ -658,10 +658,10 @@ private:
     // The other recorders' documents, as stored.
     for (auto& s : stored)
       keep(std::move(s));
-    int64_t latest = 0;
-    for (const auto& p : parts)
-      latest = std::max(latest, p.atNanos);
-    TaskRow row = taskRowOf(combinedView(parts), latest);
+    // The summary is dated by the latest recording, which the view has found.
+    const CombinedView view = combinedView(parts);
+    const int64_t latest = std::max<int64_t>(0, parts[view.latestIndex].atNanos);
+    TaskRow row = taskRowOf(view, latest);
     std::vector<SqlValue> p = {first.task,
                                first.namespaceName,
                                row.phase,
