@@ -78,48 +78,68 @@ std::string DomainPods::onPodEvent(const sdk::Event& e, int64_t nowNanos, const 
   return p.task;
 }
 
-json DomainPods::document(const TaskStatusView& t) const {
+json DomainPods::withFacts(const TaskStatusView& t,
+                           std::vector<std::pair<std::string, std::string>>& uids) const {
+  // The status's pod entries, this domain's knowledge merged into those of the pods it holds
+  // facts of, before the document is built: each entry is built once.
+  json pods = *t.podStatuses;
+  // The task's pods this domain holds facts of, found from the status's entries (the status
+  // is the source): a look-up each, not a walk over every pod held.
+  for (auto it = pods.begin(); it != pods.end(); ++it) {
+    const std::string& key = it.key();
+    auto held = pods_.find(key);
+    if (held == pods_.end() || held->second.task != t.name || !it->is_object()) continue;
+    const PodState& p = held->second;
+    json& merged = *it;
+    using sdk::formatTime;
+    using sdk::TimePrecision;
+    // This domain's own knowledge: the first Ready of the incarnation (when the status's
+    // readyTime is of the same incarnation), every container running, the pulls and reasons.
+    auto create = sdk::parseTime(merged.value("createTime", ""));
+    auto ready = sdk::parseTime(merged.value("readyTime", ""));
+    if (p.firstReady && ready && create && *p.firstReady >= *create && *p.firstReady <= *ready)
+      merged["firstReadyTime"] = formatTime(*p.firstReady, TimePrecision::kAsGiven);
+    if (p.containersStart)
+      merged["containersStartTime"] = formatTime(*p.containersStart, TimePrecision::kAsGiven);
+    p.facts.fill(merged);
+    if (merged.contains("reasons"))
+      for (const auto& [phase, r] : p.facts.reasons())
+        if (merged["reasons"].contains(phase)) merged["reasons"][phase]["since"] = r.at;
+    if (!p.uid.empty()) uids.emplace_back(key, p.uid);
+  }
+  return pods;
+}
+
+// The parts of the task's document: `pods`, when the status has pod entries, holds them with
+// this domain's facts (withFacts).
+template <typename Build>
+auto DomainPods::build(const TaskStatusView& t, const Build& build) const {
   const bool hasPods = t.podStatuses != nullptr && t.podStatuses->is_object();
   const json taskPhase = t.phase.empty() ? json() : json(t.phase);
   const bool created = t.creationTimestamp != nullptr && t.creationTimestamp->is_string();
-  // The status's pod entries, this domain's knowledge merged into those of the pods it holds
-  // facts of, before the document is built: each entry is built once.
   json pods;
   std::vector<std::pair<std::string, std::string>> uids; // entry key, pod UID
-  if (hasPods) {
-    pods = *t.podStatuses;
-    // The task's pods this domain holds facts of, found from the status's entries (the status
-    // is the source): a look-up each, not a walk over every pod held.
-    for (auto it = pods.begin(); it != pods.end(); ++it) {
-      const std::string& key = it.key();
-      auto held = pods_.find(key);
-      if (held == pods_.end() || held->second.task != t.name || !it->is_object()) continue;
-      const PodState& p = held->second;
-      json& merged = *it;
-      using sdk::formatTime;
-      using sdk::TimePrecision;
-      // This domain's own knowledge: the first Ready of the incarnation (when the status's
-      // readyTime is of the same incarnation), every container running, the pulls and reasons.
-      auto create = sdk::parseTime(merged.value("createTime", ""));
-      auto ready = sdk::parseTime(merged.value("readyTime", ""));
-      if (p.firstReady && ready && create && *p.firstReady >= *create && *p.firstReady <= *ready)
-        merged["firstReadyTime"] = formatTime(*p.firstReady, TimePrecision::kAsGiven);
-      if (p.containersStart)
-        merged["containersStartTime"] = formatTime(*p.containersStart, TimePrecision::kAsGiven);
-      p.facts.fill(merged);
-      if (merged.contains("reasons"))
-        for (const auto& [phase, r] : p.facts.reasons())
-          if (merged["reasons"].contains(phase)) merged["reasons"][phase]["since"] = r.at;
-      if (!p.uid.empty()) uids.emplace_back(key, p.uid);
-    }
-  }
-  json doc =
-      sdk::timeline::fromParts({t.name, t.namespaceName, t.phase.empty() ? nullptr : &taskPhase,
-                                created ? t.creationTimestamp : nullptr,
-                                hasPods ? &pods : t.podStatuses, t.serviceStatuses});
-  for (auto& [key, uid] : uids)
-    doc["entries"][key]["uid"] = std::move(uid);
-  return doc;
+  if (hasPods) pods = withFacts(t, uids);
+  return build(sdk::timeline::TaskParts{t.name, t.namespaceName,
+                                        t.phase.empty() ? nullptr : &taskPhase,
+                                        created ? t.creationTimestamp : nullptr,
+                                        hasPods ? &pods : t.podStatuses, t.serviceStatuses},
+               uids);
+}
+
+json DomainPods::document(const TaskStatusView& t) const {
+  return build(t, [](const sdk::timeline::TaskParts& parts, auto& uids) {
+    json doc = sdk::timeline::fromParts(parts);
+    for (auto& [key, uid] : uids)
+      doc["entries"][key]["uid"] = std::move(uid);
+    return doc;
+  });
+}
+
+TimelineText DomainPods::documentText(const TaskStatusView& t, std::string_view uid) const {
+  return build(t, [uid](const sdk::timeline::TaskParts& parts, const auto& uids) {
+    return timelineText(parts, uids, uid);
+  });
 }
 
 void DomainPods::forgetTask(const std::string& task) {

@@ -16,7 +16,11 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
+
+#include "timeline_text.h"
 
 namespace kuscia_host::plugins {
 
@@ -49,6 +53,9 @@ public:
   // its pods' entries; the status is the source of which entries there are. Each of this domain's
   // pod entries carries "uid" when known.
   nlohmann::json document(const TaskStatusView& task) const;
+  // The same document as text, with "uid" added to it when `uid` is not empty, and what the
+  // summary reads of its entries (timeline_text.h): no DOM of the document is built.
+  TimelineText documentText(const TaskStatusView& task, std::string_view uid) const;
 
   void forgetTask(const std::string& task);
   // Drops the Events of pods never seen as a task's after `orphanNanos`, and the facts of pods
@@ -64,6 +71,13 @@ private:
     bool gone = false;     // deleted; kept until its task's document is done with it
     int64_t seenNanos = 0; // the last event about it
   };
+  // The status's pod entries (an object) with this domain's facts merged into those of its pods,
+  // and the UIDs of those pods (entry key, UID).
+  nlohmann::json withFacts(const TaskStatusView& t,
+                           std::vector<std::pair<std::string, std::string>>& uids) const;
+  // `build(parts, uids)` of the document's parts, this domain's facts merged.
+  template <typename Build> auto build(const TaskStatusView& t, const Build& build) const;
+
   std::map<std::string, PodState> pods_; // "<ns>/<name>"
 };
 

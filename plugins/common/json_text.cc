@@ -160,6 +160,10 @@ void appendJson(std::string& out, const json& value) {
   Writer(out).value(value);
 }
 
+void appendJsonNumber(std::string& out, double v) {
+  appendDouble(out, v);
+}
+
 void appendJsonString(std::string& out, std::string_view s) {
   if (!plain(s)) return appendJson(out, json(s));
   out += '"';

@@ -23,6 +23,9 @@ void appendJson(std::string& out, const nlohmann::json& value);
 // Appends the string `s` as a JSON string, as dump() writes it.
 void appendJsonString(std::string& out, std::string_view s);
 
+// Appends the number `v` as dump() writes a double (see above for the one difference).
+void appendJsonNumber(std::string& out, double v);
+
 inline std::string dumpJson(const nlohmann::json& value) {
   std::string out;
   appendJson(out, value);

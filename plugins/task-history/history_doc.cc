@@ -76,7 +76,13 @@ CombinedView combinedView(const std::vector<RecordingRef>& recordings) {
   if (recordings.empty()) return view;
   for (std::size_t i = 1; i < recordings.size(); ++i)
     if (recordings[i].atNanos > recordings[view.latestIndex].atNanos) view.latestIndex = i;
-  view.latest = recordings[view.latestIndex].document;
+  if (const RecordingRef& latest = recordings[view.latestIndex]; latest.text != nullptr) {
+    view.phase = latest.text->phase;
+    view.createTime = latest.text->createTime;
+  } else {
+    view.phase = textOf(*latest.document, "phase");
+    view.createTime = textOf(*latest.document, "createTime");
+  }
   // Others' entries first, oldest recording first, so the latest wins; then each recorder's own.
   std::vector<std::size_t> order(recordings.size());
   for (std::size_t i = 0; i < order.size(); ++i)
@@ -90,11 +96,17 @@ CombinedView combinedView(const std::vector<RecordingRef>& recordings) {
   for (bool own : {false, true})
     for (std::size_t i : order) {
       const RecordingRef& r = recordings[i];
+      if (r.text != nullptr) {
+        for (const auto& e : r.text->entries)
+          if ((namespaceOf(e.key) == r.recorder) == own) picked[e.key] = {e.key, nullptr, &e, i};
+        continue;
+      }
       if (!r.document->is_object()) continue;
       auto it = r.document->find("entries");
       if (it == r.document->end() || !it->is_object()) continue;
       for (auto e = it->begin(); e != it->end(); ++e)
-        if ((namespaceOf(e.key()) == r.recorder) == own) picked[e.key()] = {e.key(), &*e, i};
+        if ((namespaceOf(e.key()) == r.recorder) == own)
+          picked[e.key()] = {e.key(), &*e, nullptr, i};
     }
   view.entries.reserve(picked.size());
   for (auto& [key, entry] : picked)
@@ -123,20 +135,19 @@ json combine(std::vector<StoredRecording> recordings) {
 
 TaskRow taskRowOf(const json& document, int64_t nowNanos) {
   CombinedView view;
-  view.latest = &document;
+  view.phase = textOf(document, "phase");
+  view.createTime = textOf(document, "createTime");
   const json& entries = member(document, "entries");
   view.entries.reserve(entries.size());
   for (auto e = entries.begin(); e != entries.end(); ++e)
-    view.entries.push_back({e.key(), &*e, 0});
+    view.entries.push_back({e.key(), &*e, nullptr, 0});
   return taskRowOf(view, nowNanos);
 }
 
 TaskRow taskRowOf(const CombinedView& combined, int64_t nowNanos) {
-  static const json kNone;
-  const json& document = combined.latest != nullptr ? *combined.latest : kNone;
   TaskRow row;
-  row.phase = textOf(document, "phase");
-  std::optional<int64_t> created = sdk::parseTime(textOf(document, "createTime"));
+  row.phase = combined.phase;
+  std::optional<int64_t> created = sdk::parseTime(combined.createTime);
   if (created) row.createNanos = *created;
   // The summary as values (what sdk::timeline::summarize(document) answers as JSON): the row's
   // columns are read from them, and the JSON is built once, to be stored.
@@ -145,7 +156,7 @@ TaskRow taskRowOf(const CombinedView& combined, int64_t nowNanos) {
   std::set<std::string> parties;
   for (const auto& e : combined.entries) {
     if (auto party = namespaceOf(e.key); !party.empty()) parties.emplace(party);
-    entries.push_back(sdk::timeline::entryTimes(e.key, *e.entry));
+    entries.push_back(e.times != nullptr ? *e.times : sdk::timeline::entryTimes(e.key, *e.entry));
   }
   const sdk::timeline::Summary s = sdk::timeline::summarize(created, std::move(entries), nowNanos);
   row.summary = sdk::timeline::toJson(s, nowNanos);

@@ -20,6 +20,8 @@
 #include <utility>
 #include <vector>
 
+#include "timeline_text.h"
+
 namespace kuscia_host::plugins::history {
 
 nlohmann::json mergeRecording(const nlohmann::json& stored, const nlohmann::json& incoming);
@@ -32,20 +34,24 @@ struct StoredRecording {
 nlohmann::json combine(std::vector<StoredRecording> recordings);
 
 // A task's recordings combined where they are, nothing copied or moved: what combine() would
-// make of the same recordings, in the same order. The documents must outlive the view.
+// make of the same recordings, in the same order. A recording is its document, or its text with
+// the times of its entries (TimelineText: a new recording the store has not parsed). The
+// recordings must outlive the view.
 struct RecordingRef {
   std::string_view recorder;
   int64_t atNanos = 0;
-  const nlohmann::json* document = nullptr;
+  const nlohmann::json* document = nullptr; // when `text` is null
+  const TimelineText* text = nullptr;
 };
 struct CombinedView {
-  const nlohmann::json* latest = nullptr; // the latest recording's document (its fields)
-  std::size_t latestIndex = 0;            // and its place among the recordings
-  // The combined entries in key order, each the entry combine() takes, with the place of the
-  // recording it is taken from.
+  std::size_t latestIndex = 0;   // the latest recording's place among the recordings
+  std::string phase, createTime; // its document's, when strings
+  // The combined entries in key order, each the entry combine() takes (its document's entry, or
+  // its times when the recording is text), with the place of the recording it is taken from.
   struct Entry {
     std::string_view key;
     const nlohmann::json* entry = nullptr;
+    const sdk::timeline::EntryTimes* times = nullptr; // instead of `entry`
     std::size_t from = 0;
   };
   std::vector<Entry> entries;

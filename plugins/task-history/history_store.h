@@ -22,6 +22,8 @@
 #include <string>
 #include <vector>
 
+#include "timeline_text.h"
+
 namespace kuscia_host::plugins::history {
 
 // A storage call failed; `transient`: worth retrying (busy, disk full, connection lost).
@@ -39,6 +41,10 @@ struct Recording {
   std::string task, namespaceName, recorder;
   int64_t atNanos = 0;     // when the document was taken
   nlohmann::json document; // the timeline document (kuscia_host/timeline.hpp), no summary
+  // The plugin's recordings: the same document as text, with the times of its entries, and
+  // `document` null. A store writes the text as it is and summarises the times; it parses the
+  // text only to merge it into a recording it holds of the same recorder.
+  std::optional<TimelineText> text;
 };
 
 // GET /api/v1/history's filters. Times in nanoseconds since the epoch.

@@ -631,7 +631,9 @@ private:
                               [&r](const StoredRecording& s) { return s.recorder == r.recorder; });
       std::optional<json> merged;
       if (was != stored.end()) {
-        merged = mergeRecording(was->document, r.document);
+        // A text recording is parsed to be merged (a recorder's later recordings of a task).
+        const json incoming = r.text ? json::parse(r.text->json) : json();
+        merged = mergeRecording(was->document, r.text ? incoming : r.document);
         if (*merged == was->document) {
           keep(std::move(*was));
           stored.erase(was);
@@ -639,13 +641,17 @@ private:
         }
         stored.erase(was);
       }
-      const json& document = merged ? *merged : r.document; // mergeRecording(null, r.document)
+      // mergeRecording(null, r.document) is the recording itself: as it is, text or document.
+      const std::string dumped = merged ? dumpJson(*merged) : r.text ? "" : dumpJson(r.document);
+      SqlBytes packed = packer_.pack(!merged && r.text ? r.text->json : dumped);
       db_->run("INSERT INTO recordings (task, recorder, at_ns, document) VALUES ($1, $2, $3, $4)"
                " ON CONFLICT (task, recorder) DO UPDATE SET at_ns = excluded.at_ns,"
                " document = excluded.document",
-               {r.task, r.recorder, r.atNanos, packer_.pack(dumpJson(document))});
+               {r.task, r.recorder, r.atNanos, std::move(packed)});
       if (merged)
         keep({r.recorder, r.atNanos, std::move(*merged)});
+      else if (r.text)
+        parts.push_back({r.recorder, r.atNanos, nullptr, &*r.text});
       else
         parts.push_back({r.recorder, r.atNanos, &r.document});
       changed[i] = any = true;

@@ -202,9 +202,14 @@ bool TaskHistory::record(const std::string& task, std::string_view uid, std::str
   }
   if (finished != nullptr) *finished = finishedPhase(phase);
   if (!mine) return true;
-  json doc = pods_.document({task, config_.taskNamespace, phase, &create, &pods, &services});
-  if (!uid.empty()) doc["uid"] = std::string(uid);
-  Recording r{task, config_.taskNamespace, domain_, host().wallTimeNanos(), std::move(doc)};
+  // As text: the store writes it as it is and summarises the times that come with it.
+  Recording r{
+      task,
+      config_.taskNamespace,
+      domain_,
+      host().wallTimeNanos(),
+      json(),
+      pods_.documentText({task, config_.taskNamespace, phase, &create, &pods, &services}, uid)};
   if (writer_->enqueue(user_, std::move(r))) return true;
   droppedSinceResync_ = true;
   return false;

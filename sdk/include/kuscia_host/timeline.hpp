@@ -58,42 +58,47 @@ inline constexpr Span kServiceSpans[] = {{"createToReady", "createTime", "readyT
 inline constexpr const char* kPodTimes[] = {"createTime", "scheduleTime", "startTime", "readyTime"};
 inline constexpr const char* kServiceTimes[] = {"createTime", "readyTime"};
 
-// The timeline of one status entry (a PodStatus or ServiceStatus as the task holds it).
-inline nlohmann::json entry(std::string_view key, const nlohmann::json& status, bool pod) {
+namespace detail {
+// What entry() reads and derives of a status entry, before it is laid out: as a DOM (entry()),
+// or as text by a source that writes the document's text itself.
+struct EntryParts {
+  std::pair<const char*, int64_t> times[8]; // the instants read, in the order read
+  std::size_t nTimes = 0;
+  std::pair<const char*, double> durations[std::size(kPodSpans) + 1]; // in span order
+  std::size_t nDurations = 0;
+  const char* missing[std::size(kPodTimes)];
+  std::size_t nMissing = 0;
+  const char* negative[std::size(kPodSpans) + 1];
+  std::size_t nNegative = 0;
+  const nlohmann::json* podPhase = nullptr; // pods only
+  const nlohmann::json* reasons = nullptr;  // an object, or null
+
+  std::optional<int64_t> instant(std::string_view field) const {
+    for (std::size_t i = 0; i < nTimes; ++i)
+      if (times[i].first == field) return times[i].second;
+    return std::nullopt;
+  }
+};
+
+inline EntryParts entryParts(const nlohmann::json& status, bool pod) {
   using nlohmann::json;
-  auto slash = key.find('/');
-  // Built member by member into the objects' maps: an initializer list copies every pair.
-  json out(json::value_t::object);
-  json::object_t& members = out.get_ref<json::object_t&>();
-  members.emplace("kind", pod ? "pod" : "service");
-  members.emplace("namespace", std::string(key.substr(0, slash == key.npos ? 0 : slash)));
-  members.emplace("name", std::string(key.substr(slash == key.npos ? 0 : slash + 1)));
-  json times(json::value_t::object);
-  json missing(json::value_t::array);
+  EntryParts p;
   // A member of the status, or null; a string member, or null.
   auto member = [&status](const char* field) -> const json* {
     if (!status.is_object()) return nullptr;
     auto it = status.find(field);
     return it == status.end() ? nullptr : &*it;
   };
-  auto text = [&member](const char* field) -> const std::string* {
-    const json* v = member(field);
-    return v != nullptr && v->is_string() ? &v->get_ref<const std::string&>() : nullptr;
-  };
-  // The instants read, each parsed once (at most the 8 times a pod entry has).
-  std::pair<std::string_view, int64_t> parsed[8];
-  std::size_t nParsed = 0;
   auto read = [&](const char* field) {
-    const std::string* v = text(field);
-    std::optional<int64_t> t = v != nullptr ? parseTime(*v) : std::nullopt;
+    const json* v = member(field);
+    std::optional<int64_t> t =
+        v != nullptr && v->is_string() ? parseTime(v->get_ref<const std::string&>()) : std::nullopt;
     if (!t) return false;
-    // normalizeTime(), parsed once
-    times.get_ref<json::object_t&>().emplace(field, formatTime(*t, TimePrecision::kAsGiven));
-    parsed[nParsed++] = {field, *t};
+    p.times[p.nTimes++] = {field, *t};
     return true;
   };
   auto collect = [&](const char* field) {
-    if (!read(field) && std::string_view(field) != "scheduleTime") missing.push_back(field);
+    if (!read(field) && std::string_view(field) != "scheduleTime") p.missing[p.nMissing++] = field;
   };
   if (pod) {
     for (const char* f : kPodTimes)
@@ -105,39 +110,61 @@ inline nlohmann::json entry(std::string_view key, const nlohmann::json& status, 
   } else
     for (const char* f : kServiceTimes)
       collect(f);
-  json durations(json::value_t::object);
-  json negative(json::value_t::array);
-  auto instant = [&](std::string_view field) -> std::optional<int64_t> {
-    for (std::size_t i = 0; i < nParsed; ++i)
-      if (parsed[i].first == field) return parsed[i].second;
-    return std::nullopt;
-  };
-  const bool firstReady = instant("firstReadyTime").has_value();
+  const bool firstReady = p.instant("firstReadyTime").has_value();
   auto span = [&](const Span& s) {
     const char* toField =
         firstReady && std::string_view(s.to) == "readyTime" ? "firstReadyTime" : s.to;
-    auto from = instant(s.from);
-    auto to = from ? instant(toField) : std::nullopt;
+    auto from = p.instant(s.from);
+    auto to = from ? p.instant(toField) : std::nullopt;
     if (!from || !to) return;
     double seconds = static_cast<double>(elapsed(*from, *to)) / 1e9;
-    durations.get_ref<json::object_t&>().emplace(s.name, seconds);
-    if (seconds < 0) negative.push_back(s.name);
+    p.durations[p.nDurations++] = {s.name, seconds};
+    if (seconds < 0) p.negative[p.nNegative++] = s.name;
   };
   if (pod) {
     for (const Span& s : kPodSpans)
       span(s);
     span(kImagePullSpan);
+    p.podPhase = member("podPhase");
   } else
     for (const Span& s : kServiceSpans)
       span(s);
-  if (const json* phase = member("podPhase"); pod && phase != nullptr)
-    members.emplace("podPhase", *phase);
+  if (const json* reasons = member("reasons"); reasons != nullptr && reasons->is_object())
+    p.reasons = reasons;
+  return p;
+}
+} // namespace detail
+
+// The timeline of one status entry (a PodStatus or ServiceStatus as the task holds it).
+inline nlohmann::json entry(std::string_view key, const nlohmann::json& status, bool pod) {
+  using nlohmann::json;
+  const detail::EntryParts p = detail::entryParts(status, pod);
+  auto slash = key.find('/');
+  // Built member by member into the objects' maps: an initializer list copies every pair.
+  json out(json::value_t::object);
+  json::object_t& members = out.get_ref<json::object_t&>();
+  members.emplace("kind", pod ? "pod" : "service");
+  members.emplace("namespace", std::string(key.substr(0, slash == key.npos ? 0 : slash)));
+  members.emplace("name", std::string(key.substr(slash == key.npos ? 0 : slash + 1)));
+  json times(json::value_t::object);
+  for (std::size_t i = 0; i < p.nTimes; ++i) // normalizeTime(), each parsed once
+    times.get_ref<json::object_t&>().emplace(
+        p.times[i].first, formatTime(p.times[i].second, TimePrecision::kAsGiven));
+  json durations(json::value_t::object);
+  for (std::size_t i = 0; i < p.nDurations; ++i)
+    durations.get_ref<json::object_t&>().emplace(p.durations[i].first, p.durations[i].second);
+  json missing(json::value_t::array);
+  for (std::size_t i = 0; i < p.nMissing; ++i)
+    missing.push_back(p.missing[i]);
+  json negative(json::value_t::array);
+  for (std::size_t i = 0; i < p.nNegative; ++i)
+    negative.push_back(p.negative[i]);
+  if (p.podPhase != nullptr) members.emplace("podPhase", *p.podPhase);
   members.emplace("times", std::move(times));
   members.emplace("durations", std::move(durations));
   members.emplace("missing", std::move(missing));
   members.emplace("negative", std::move(negative));
-  if (const json* reasons = member("reasons"); reasons != nullptr && reasons->is_object())
-    members.emplace("reasons", *reasons);
+  if (p.reasons != nullptr) members.emplace("reasons", *p.reasons);
   return out;
 }
 

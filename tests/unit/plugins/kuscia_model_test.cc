@@ -22,6 +22,7 @@
 #include "status_entries.h"
 #include "status_patch.h"
 #include "status_writer.h"
+#include "timeline_text.h"
 #include "write_contest.h"
 
 namespace kuscia_host::plugins {
@@ -432,6 +433,78 @@ TEST(KusciaModelTest, DumpJsonWritesWhatNlohmannWrites) {
   json bad = std::string("\xff");
   EXPECT_THROW(dumpJson(bad), json::type_error);
   EXPECT_THROW(dumpJson(json{{"k", bad}}), json::type_error);
+}
+
+// task-history writes a task's document as text (timeline_text.h): the text must be what
+// dumpJson() writes of the document fromParts() builds, and the times those of its entries.
+TEST(TimelineTextTest, TheTextIsTheDumpOfTheDocumentAndTheTimesItsEntries) {
+  namespace timeline = sdk::timeline;
+  const json pods = json::parse(R"({
+    "alice/p-0": {"createTime": "2024-05-20T08:00:00Z", "scheduleTime": "2024-05-20T08:00:00.5Z",
+                  "startTime": "2024-05-20T08:00:01.250000Z", "readyTime": "2024-05-20T08:00:09Z",
+                  "firstReadyTime": "2024-05-20T08:00:08.1Z",
+                  "imagePullStartTime": "2024-05-20T08:00:02Z",
+                  "imagePullEndTime": "2024-05-20T08:00:01Z",
+                  "containersStartTime": "2024-05-20T08:00:07Z", "podPhase": "Running",
+                  "reasons": {"imagePull": {"reason": "Pulling", "message": "a \"big\" image",
+                                            "since": "2024-05-20T08:00:02Z"},
+                              "starting": 7}},
+    "alice/p-1": {"createTime": "2024-05-20T08:00:05Z", "startTime": "2024-05-20T08:00:04Z",
+                  "readyTime": 12, "podPhase": {"odd": true}},
+    "alice/shared": {"createTime": "2024-05-20T08:00:00Z"},
+    "bob/p-0": {"createTime": "not a time"},
+    "carol/é-0": "not an object",
+    "noslash": {}
+  })");
+  const json services = json::parse(R"({
+    "alice/svc": {"createTime": "2024-05-20T08:00:00Z", "readyTime": "2024-05-20T08:00:03.000001Z"},
+    "alice/shared": {"createTime": "2024-05-20T08:00:01Z", "readyTime": "2024-05-20T07:59:59Z"},
+    "bob/svc": {"readyTime": "2024-05-20T08:00:03Z"}
+  })");
+  const json running = "Running", number = 3, created = "2024-05-20T07:59:58Z";
+  const std::vector<std::pair<std::string, std::string>> uids = {{"alice/p-0", "u\"0"},
+                                                                 {"alice/shared", "u-1"}};
+  struct Case {
+    timeline::TaskParts parts;
+    std::string uid;
+  };
+  const Case cases[] = {
+      {{"t-1", "cross-domain", &running, &created, &pods, &services}, "uid-1"},
+      {{"t-2", "cross-domain", &number, nullptr, &pods, nullptr}, ""},
+      {{"t-3", "cross-domain", nullptr, &number, nullptr, &services}, "x"},
+      {{"t-4", "cross-domain", nullptr, nullptr, nullptr, nullptr}, ""},
+  };
+  for (const Case& c : cases) {
+    json doc = timeline::fromParts(c.parts);
+    for (const auto& [key, uid] : uids)
+      if (doc["entries"].contains(key)) doc["entries"][key]["uid"] = uid;
+    if (!c.uid.empty()) doc["uid"] = c.uid;
+    const TimelineText text = timelineText(c.parts, uids, c.uid);
+    EXPECT_EQ(text.json, dumpJson(doc)) << c.parts.name;
+    EXPECT_EQ(json::parse(text.json), doc) << c.parts.name;
+    EXPECT_EQ(text.phase, doc.value("phase", json()).is_string() ? doc["phase"] : json(""));
+    EXPECT_EQ(text.createTime,
+              doc.value("createTime", json()).is_string() ? doc["createTime"] : json(""));
+    ASSERT_EQ(text.entries.size(), doc["entries"].size()) << c.parts.name;
+    std::size_t i = 0;
+    for (const auto& [key, entry] : doc["entries"].items()) {
+      const timeline::EntryTimes want = timeline::entryTimes(key, entry);
+      const timeline::EntryTimes& got = text.entries[i++];
+      EXPECT_EQ(got.key, want.key);
+      EXPECT_EQ(got.pod, want.pod) << key;
+      for (auto [name, member] : timeline::EntryTimes::fields())
+        EXPECT_EQ(got.*member, want.*member) << key << " " << name;
+      EXPECT_EQ(got.reasons, want.reasons) << key;
+      EXPECT_EQ(got.waitingToStart, want.waitingToStart) << key;
+    }
+  }
+  // The cases above hold what they are meant to: a negative duration, a missing time, a service
+  // that replaces the pod of its key, an escaped uid.
+  const json doc = json::parse(timelineText(cases[0].parts, uids, "").json);
+  EXPECT_EQ(doc["entries"]["alice/p-0"]["negative"], json({"imagePull"}));
+  EXPECT_EQ(doc["entries"]["alice/p-1"]["missing"], json({"readyTime"}));
+  EXPECT_EQ(doc["entries"]["alice/shared"]["kind"], "service");
+  EXPECT_EQ(doc["entries"]["alice/p-0"]["uid"], "u\"0");
 }
 
 TEST(KusciaModelTest, TaskIndexFollowsObjectsBetweenTasks) {

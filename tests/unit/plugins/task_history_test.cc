@@ -24,6 +24,7 @@
 #include "history_api.h"
 #include "history_doc.h"
 #include "history_reader.h"
+#include "json_text.h"
 #include "pack_dictionary.h"
 #include "plugin_test_support.h"
 #include "postgres_server.h"
@@ -92,6 +93,20 @@ Recording recording(const std::string& task, const std::string& recorder, int64_
   return Recording{task, "cross-domain", recorder, created + 60 * kSecond, doc};
 }
 
+// The recording as the plugin queues it: its document as text, with its entries' times
+// (TimelineText, as DomainPods::documentText makes it), and no DOM.
+Recording asText(Recording r) {
+  TimelineText text;
+  text.json = dumpJson(r.document);
+  text.phase = r.document.value("phase", "");
+  text.createTime = r.document.value("createTime", "");
+  for (const auto& [key, entry] : r.document["entries"].items())
+    text.entries.push_back(sdk::timeline::entryTimes(key, entry));
+  r.text = std::move(text);
+  r.document = json();
+  return r;
+}
+
 TEST(HistoryDocTest, AMergedRecordingKeepsWhatARestartedHostNoLongerKnows) {
   const std::string key = "alice/p-0";
   json before = {{"task", "t"},
@@ -150,35 +165,57 @@ TEST(HistoryDocTest, ARowFromTheRecordingsInPlaceIsTheRowOfTheirCombinedDocument
   const Recording* recordings[] = {&alice, &bob, &carol};
   std::vector<std::size_t> order = {0, 1, 2};
   const int64_t now = created + 60 * kSecond;
+  // The same recordings as text (what the plugin queues): each of them, in turn, as text.
+  const Recording texts[] = {asText(alice), asText(bob), asText(carol)};
   do {
-    std::vector<RecordingRef> refs;
-    std::vector<StoredRecording> copies;
-    for (std::size_t i : order) {
-      const Recording* r = recordings[i];
-      refs.push_back({r->recorder, r->atNanos, &r->document});
-      copies.push_back({r->recorder, r->atNanos, r->document});
+    for (unsigned asTextMask = 0; asTextMask < 8; ++asTextMask) {
+      std::vector<RecordingRef> refs;
+      std::vector<StoredRecording> copies;
+      for (std::size_t i : order) {
+        const Recording* r = recordings[i];
+        if ((asTextMask >> i & 1) != 0)
+          refs.push_back({r->recorder, r->atNanos, nullptr, &*texts[i].text});
+        else
+          refs.push_back({r->recorder, r->atNanos, &r->document});
+        copies.push_back({r->recorder, r->atNanos, r->document});
+      }
+      CombinedView view = combinedView(refs);
+      json doc = combine(copies);
+      std::vector<std::string> viewedKeys;
+      for (const auto& e : view.entries) {
+        viewedKeys.emplace_back(e.key);
+        // Where it is taken from: the entry of that recording, as a document or as its times.
+        const std::size_t from = order[e.from];
+        ASSERT_EQ(e.times != nullptr, (asTextMask >> from & 1) != 0) << e.key;
+        if (e.entry != nullptr) {
+          EXPECT_EQ(*e.entry, doc["entries"][std::string(e.key)]) << e.key;
+        }
+        if (e.times != nullptr) {
+          const json& entry = doc["entries"][std::string(e.key)];
+          EXPECT_EQ(e.times->readyTime, sdk::timeline::entryTimes(e.key, entry).readyTime) << e.key;
+        }
+      }
+      std::vector<std::string> keys;
+      for (const auto& [key, entry] : doc["entries"].items())
+        keys.push_back(key);
+      ASSERT_EQ(viewedKeys, keys);
+      EXPECT_EQ(doc["entries"][dave]["times"]["readyTime"], t(11)) << "carol's, the later name";
+      EXPECT_EQ(doc["entries"]["bob/t-0"]["times"]["readyTime"], t(8)) << "bob's own";
+      EXPECT_EQ(recordings[order[view.latestIndex]]->recorder, "alice") << "the latest";
+      EXPECT_EQ(view.phase, "Succeeded") << "alice's, the latest";
+      TaskRow inPlace = taskRowOf(view, now), built = taskRowOf(doc, now);
+      EXPECT_EQ(inPlace.summary, built.summary);
+      EXPECT_EQ(inPlace.phase, "Succeeded");
+      EXPECT_EQ(inPlace.createNanos, built.createNanos);
+      EXPECT_EQ(inPlace.startupSeconds, built.startupSeconds);
+      EXPECT_DOUBLE_EQ(inPlace.startupSeconds.value_or(0), 11);
+      ASSERT_EQ(inPlace.parties.size(), built.parties.size());
+      for (std::size_t i = 0; i < inPlace.parties.size(); ++i) {
+        EXPECT_EQ(inPlace.parties[i].name, built.parties[i].name);
+        EXPECT_EQ(inPlace.parties[i].path, built.parties[i].path);
+      }
+      EXPECT_EQ(inPlace.path, built.path);
     }
-    CombinedView view = combinedView(refs);
-    json doc = combine(copies);
-    json viewed = json::object();
-    for (const auto& e : view.entries)
-      viewed[std::string(e.key)] = *e.entry;
-    ASSERT_EQ(viewed, doc["entries"]);
-    EXPECT_EQ(viewed[dave]["times"]["readyTime"], t(11)) << "carol's, the later name";
-    EXPECT_EQ(viewed["bob/t-0"]["times"]["readyTime"], t(8)) << "bob's own";
-    EXPECT_EQ((*view.latest)["phase"], "Succeeded") << "alice's, the latest";
-    TaskRow inPlace = taskRowOf(view, now), built = taskRowOf(doc, now);
-    EXPECT_EQ(inPlace.summary, built.summary);
-    EXPECT_EQ(inPlace.phase, "Succeeded");
-    EXPECT_EQ(inPlace.createNanos, built.createNanos);
-    EXPECT_EQ(inPlace.startupSeconds, built.startupSeconds);
-    EXPECT_DOUBLE_EQ(inPlace.startupSeconds.value_or(0), 11);
-    ASSERT_EQ(inPlace.parties.size(), built.parties.size());
-    for (std::size_t i = 0; i < inPlace.parties.size(); ++i) {
-      EXPECT_EQ(inPlace.parties[i].name, built.parties[i].name);
-      EXPECT_EQ(inPlace.parties[i].path, built.parties[i].path);
-    }
-    EXPECT_EQ(inPlace.path, built.path);
   } while (std::next_permutation(order.begin(), order.end()));
 }
 
@@ -353,6 +390,49 @@ TEST_P(HistoryStoreTest, RecordingsWrittenTogetherStoreWhatTheyStoreApart) {
   auto other = recording("other", "carol", created, 5, 5);
   EXPECT_THROW(store_->recordTogether({&togetherA, &other}), StoreError)
       << "recordings of two tasks are not one transaction";
+}
+
+// The plugin queues its recordings as text (TimelineText): what the store makes of them is what
+// it makes of the same documents, new, merged into a recording of the same recorder, unchanged,
+// and written together with a document.
+TEST_P(HistoryStoreTest, ATextRecordingStoresWhatItsDocumentStores) {
+  int64_t created = at("2024-05-20T08:00:00Z");
+  auto renamed = [](Recording r, const std::string& name) {
+    r.task = name;
+    r.document["task"] = name;
+    return r;
+  };
+  const Recording steps[][2] = {
+      {recording("t", "alice", created, 5, 0), recording("t", "bob", created, 0, 0)},
+      {recording("t", "alice", created, 5, 0), recording("t", "bob", created, 0, 9)},
+      {recording("t", "alice", created, 5, 9, "Succeeded"), recording("t", "bob", created, 0, 9)}};
+  std::vector<std::vector<bool>> changed;
+  for (const auto& step : steps) {
+    Recording domA = renamed(step[0], "dom"), domB = renamed(step[1], "dom");
+    Recording textA = asText(renamed(step[0], "text")), textB = asText(renamed(step[1], "text"));
+    changed.push_back(store_->recordTogether({&domA, &domB}));
+    EXPECT_EQ(store_->recordTogether({&textA, &textB}), changed.back());
+    // Alone, and beside a document.
+    Recording loneText = asText(renamed(step[0], "lone")), loneDom = renamed(step[1], "lone");
+    EXPECT_EQ(store_->recordTogether({&loneText, &loneDom}), changed.back());
+  }
+  EXPECT_EQ(changed, (std::vector<std::vector<bool>>{{true, true}, {false, true}, {true, false}}));
+  auto dom = store_->document("dom");
+  ASSERT_TRUE(dom);
+  for (const char* name : {"text", "lone"}) {
+    auto doc = store_->document(name);
+    ASSERT_TRUE(doc) << name;
+    (*doc)["task"] = "dom";
+    EXPECT_EQ(*doc, *dom) << name;
+  }
+  EXPECT_EQ((*dom)["phase"], "Succeeded");
+  auto page = store_->list({});
+  ASSERT_EQ(page.items.size(), 3u);
+  for (const auto& item : page.items) {
+    EXPECT_EQ(item.summary, page.items[0].summary) << item.task;
+    EXPECT_EQ(item.phase, "Succeeded") << item.task;
+  }
+  EXPECT_DOUBLE_EQ(page.items[0].summary["startupSeconds"].get<double>(), 9);
 }
 
 TEST_P(HistoryStoreTest, ListsNewestFirstByFilterAndPage) {
