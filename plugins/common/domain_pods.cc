@@ -9,17 +9,14 @@
 
 #include "kuscia.h"
 #include "kuscia_model.h"
+#include "pod_fields.h"
 
 namespace kuscia_host::plugins {
 
 using nlohmann::json;
 
-namespace {
-enum PodField : std::size_t { kPodTask, kPodConditions, kPodContainers, kPodFieldCount };
-} // namespace
-
 std::vector<std::string> DomainPods::podFields() {
-  return {kTaskIdPointer, "/status/conditions", "/status/containerStatuses"};
+  return podFactPointers();
 }
 
 std::string DomainPods::onPod(const sdk::Event& e, int64_t nowNanos, const Wanted& wanted,
@@ -36,8 +33,8 @@ std::string DomainPods::onPod(const sdk::Event& e, int64_t nowNanos, const Wante
     }
     return {};
   }
-  json f = parseFields(e.fieldsJson, kPodFieldCount);
-  std::string task = fieldString(f, kPodTask);
+  PodFields f = readPodFacts(e.fieldsJson);
+  std::string& task = f.task;
   if (task.empty()) {
     pods_.erase(key);
     return {};
@@ -53,11 +50,12 @@ std::string DomainPods::onPod(const sdk::Event& e, int64_t nowNanos, const Wante
   p.task = task;
   p.gone = false;
   p.seenNanos = nowNanos;
-  if (const json* ready = trueCondition(f[kPodConditions], "Ready"))
-    if (auto t = sdk::parseTime(ready->value("lastTransitionTime", "")))
+  if (f.ready.isTrue && f.ready.lastTransitionTime.kind == TimeText::kString)
+    if (auto t = sdk::parseTime(f.ready.lastTransitionTime.text))
       p.firstReady = std::min(p.firstReady.value_or(*t), *t);
-  if (!p.containersStart) p.containersStart = sdk::timeline::containersStartTime(f[kPodContainers]);
-  p.facts.addContainersWaiting(f[kPodContainers], nowNanos);
+  if (!p.containersStart) p.containersStart = f.containersStart;
+  for (const auto& [reason, message] : f.waitingReasons)
+    p.facts.addContainerWaiting(reason, message, nowNanos);
   return task;
 }
 
@@ -78,17 +76,16 @@ std::string DomainPods::onPodEvent(const sdk::Event& e, int64_t nowNanos, const 
   return p.task;
 }
 
-json DomainPods::withFacts(const TaskStatusView& t,
+json DomainPods::withFacts(const std::string& task, json pods,
                            std::vector<std::pair<std::string, std::string>>& uids) const {
   // The status's pod entries, this domain's knowledge merged into those of the pods it holds
   // facts of, before the document is built: each entry is built once.
-  json pods = *t.podStatuses;
   // The task's pods this domain holds facts of, found from the status's entries (the status
   // is the source): a look-up each, not a walk over every pod held.
   for (auto it = pods.begin(); it != pods.end(); ++it) {
     const std::string& key = it.key();
     auto held = pods_.find(key);
-    if (held == pods_.end() || held->second.task != t.name || !it->is_object()) continue;
+    if (held == pods_.end() || held->second.task != task || !it->is_object()) continue;
     const PodState& p = held->second;
     json& merged = *it;
     using sdk::formatTime;
@@ -114,16 +111,20 @@ json DomainPods::withFacts(const TaskStatusView& t,
 // this domain's facts (withFacts).
 template <typename Build>
 auto DomainPods::build(const TaskStatusView& t, const Build& build) const {
-  const bool hasPods = t.podStatuses != nullptr && t.podStatuses->is_object();
+  const json* given = t.podStatusesToTake != nullptr ? t.podStatusesToTake : t.podStatuses;
+  const bool hasPods = given != nullptr && given->is_object();
   const json taskPhase = t.phase.empty() ? json() : json(t.phase);
   const bool created = t.creationTimestamp != nullptr && t.creationTimestamp->is_string();
   json pods;
   std::vector<std::pair<std::string, std::string>> uids; // entry key, pod UID
-  if (hasPods) pods = withFacts(t, uids);
+  if (hasPods && t.podStatusesToTake != nullptr)
+    pods = withFacts(t.name, std::move(*t.podStatusesToTake), uids);
+  else if (hasPods)
+    pods = withFacts(t.name, *t.podStatuses, uids);
   return build(sdk::timeline::TaskParts{t.name, t.namespaceName,
                                         t.phase.empty() ? nullptr : &taskPhase,
                                         created ? t.creationTimestamp : nullptr,
-                                        hasPods ? &pods : t.podStatuses, t.serviceStatuses},
+                                        hasPods ? &pods : given, t.serviceStatuses},
                uids);
 }
 

@@ -30,6 +30,9 @@ struct TaskStatusView {
   const nlohmann::json* creationTimestamp = nullptr; // a string, or absent
   const nlohmann::json* podStatuses = nullptr;       // objects, or absent
   const nlohmann::json* serviceStatuses = nullptr;
+  // Pod entries the caller gives up, instead of podStatuses: this domain's facts are merged into
+  // them where they are (no copy), and they are left moved from.
+  nlohmann::json* podStatusesToTake = nullptr;
 };
 
 class DomainPods {
@@ -73,7 +76,7 @@ private:
   };
   // The status's pod entries (an object) with this domain's facts merged into those of its pods,
   // and the UIDs of those pods (entry key, UID).
-  nlohmann::json withFacts(const TaskStatusView& t,
+  nlohmann::json withFacts(const std::string& task, nlohmann::json pods,
                            std::vector<std::pair<std::string, std::string>>& uids) const;
   // `build(parts, uids)` of the document's parts, this domain's facts merged.
   template <typename Build> auto build(const TaskStatusView& t, const Build& build) const;

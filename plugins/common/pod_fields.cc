@@ -108,21 +108,32 @@ void readContainers(dom::element containers, PodFields& out) {
     latest = latest ? std::max(*latest, *t) : *t;
   }
   if (all) out.containersStart = latest;
-  // The first waiting reason.
+  // The first waiting reason; and every one.
+  bool first = true;
   for (dom::element c : a) {
     auto waiting = stateOf(c, "waiting");
     if (!waiting) continue;
-    out.containerWaiting = true;
-    out.waitingReason = stringOf(member(*waiting, "reason"));
-    out.waitingMessage = stringOf(member(*waiting, "message"));
-    if (!out.waitingReason.empty()) break;
+    std::string reason = stringOf(member(*waiting, "reason"));
+    std::string message = stringOf(member(*waiting, "message"));
+    if (first) {
+      out.containerWaiting = true;
+      out.waitingReason = reason;
+      out.waitingMessage = message;
+      first = reason.empty();
+    }
+    if (!reason.empty()) out.waitingReasons.emplace_back(std::move(reason), std::move(message));
   }
 }
 
-void read(dom::array fields, PodFields& out) {
+// The fields of a projection, in its order.
+constexpr Field kTimelineLayout[] = {kTask,       kCreate,     kStart,  kPhase,
+                                     kConditions, kContainers, kReason, kMessage};
+constexpr Field kFactsLayout[] = {kTask, kConditions, kContainers};
+
+void read(dom::array fields, PodFields& out, const Field* layout) {
   std::size_t i = 0;
   for (dom::element f : fields) {
-    switch (i++) {
+    switch (layout[i++]) {
     case kTask: out.task = stringOf(f); break;
     case kCreate: out.create = timeOf(f); break;
     case kStart: out.start = timeOf(f); break;
@@ -147,19 +158,22 @@ std::vector<std::string> podFieldPointers() {
       "/status/conditions", "/status/containerStatuses",   "/status/reason",    "/status/message"};
 }
 
-PodFields readPodFields(std::string_view fieldsJson) {
+namespace {
+
+// The fields of a pod event projected as `layout` says.
+template <std::size_t N> PodFields readWith(std::string_view fieldsJson, const Field (&layout)[N]) {
   // One parser and one padded copy per thread, reused: their buffers grow to the largest text.
   thread_local dom::parser parser;
   thread_local std::string padded;
   PodFields out;
-  auto readText = [&out](std::string_view text) {
+  auto readText = [&out, &layout](std::string_view text) {
     padded.assign(text);
     padded.resize(text.size() + simdjson::SIMDJSON_PADDING);
     dom::element root;
     if (parser.parse(padded.data(), text.size(), false).get(root) != simdjson::SUCCESS)
       return false;
     dom::array a;
-    if (root.get(a) == simdjson::SUCCESS && a.size() == kFieldCount) read(a, out);
+    if (root.get(a) == simdjson::SUCCESS && a.size() == N) read(a, out, layout);
     return true;
   };
   if (readText(fieldsJson)) return out;
@@ -169,6 +183,20 @@ PodFields readPodFields(std::string_view fieldsJson) {
   if (whole.is_array())
     readText(whole.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
   return out;
+}
+
+} // namespace
+
+PodFields readPodFields(std::string_view fieldsJson) {
+  return readWith(fieldsJson, kTimelineLayout);
+}
+
+std::vector<std::string> podFactPointers() {
+  return {kTaskIdPointer, "/status/conditions", "/status/containerStatuses"};
+}
+
+PodFields readPodFacts(std::string_view fieldsJson) {
+  return readWith(fieldsJson, kFactsLayout);
 }
 
 } // namespace kuscia_host::plugins

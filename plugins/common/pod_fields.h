@@ -14,6 +14,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace kuscia_host::plugins {
@@ -45,6 +46,9 @@ struct PodFields {
   // state with a reason, else the last waiting state's (empty) reason and message.
   bool containerWaiting = false;
   std::string waitingReason, waitingMessage;
+  // Every container's waiting state that has a reason, in order: (reason, message), as
+  // PodFacts::addContainersWaiting (kuscia_host/pod_events.hpp) reads them.
+  std::vector<std::pair<std::string, std::string>> waitingReasons;
 };
 
 // The JSON pointers of the fields readPodFields reads, in order (the task-id annotation,
@@ -54,5 +58,11 @@ std::vector<std::string> podFieldPointers();
 // The fields of a pod event projected with podFieldPointers(). Text that is not an array of as
 // many elements reads as no field at all, as parseFields reads it.
 PodFields readPodFields(std::string_view fieldsJson);
+
+// A shorter projection, for what a pod's facts need (DomainPods, domain_pods.h): the task-id
+// annotation, conditions and containerStatuses, in that order. readPodFacts() reads its events
+// as readPodFields() reads those fields; the others stay empty.
+std::vector<std::string> podFactPointers();
+PodFields readPodFacts(std::string_view fieldsJson);
 
 } // namespace kuscia_host::plugins

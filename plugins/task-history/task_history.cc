@@ -203,13 +203,13 @@ bool TaskHistory::record(const std::string& task, std::string_view uid, std::str
   if (finished != nullptr) *finished = finishedPhase(phase);
   if (!mine) return true;
   // As text: the store writes it as it is and summarises the times that come with it.
-  Recording r{
-      task,
-      config_.taskNamespace,
-      domain_,
-      host().wallTimeNanos(),
-      json(),
-      pods_.documentText({task, config_.taskNamespace, phase, &create, &pods, &services}, uid)};
+  Recording r{task,
+              config_.taskNamespace,
+              domain_,
+              host().wallTimeNanos(),
+              json(),
+              pods_.documentText(
+                  {task, config_.taskNamespace, phase, &create, nullptr, &services, &pods}, uid)};
   if (writer_->enqueue(user_, std::move(r))) return true;
   droppedSinceResync_ = true;
   return false;

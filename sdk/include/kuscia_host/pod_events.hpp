@@ -158,15 +158,19 @@ public:
       const nlohmann::json& state = c["state"];
       if (!state.contains("waiting") || !state["waiting"].is_object()) continue;
       const nlohmann::json& waiting = state["waiting"];
-      std::string reason = waiting.value("reason", "");
-      if (reason.empty()) continue;
-      std::string phase = waitingReasonPhase(reason, "starting");
-      auto known = reasons_.find(phase);
-      if (known != reasons_.end() && known->second.waiting && known->second.reason == reason)
-        continue;
-      changed |= addReason(phase, reason, waiting.value("message", ""), now, true);
+      changed |=
+          addContainerWaiting(waiting.value("reason", ""), waiting.value("message", ""), now);
     }
     return changed;
+  }
+  // One container's waiting state (its reason and message), as addContainersWaiting reads each.
+  bool addContainerWaiting(const std::string& reason, const std::string& message, int64_t now) {
+    if (reason.empty()) return false;
+    std::string phase = waitingReasonPhase(reason, "starting");
+    auto known = reasons_.find(phase);
+    if (known != reasons_.end() && known->second.waiting && known->second.reason == reason)
+      return false;
+    return addReason(phase, reason, message, now, true);
   }
 
   std::optional<int64_t> imagePullStart() const { return pullStart_; }

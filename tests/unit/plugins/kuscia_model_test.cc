@@ -148,6 +148,7 @@ TEST(KusciaModelTest, PodFieldsReadAsTheNlohmannDom) {
     bool ready = false, scheduled = false;
     std::optional<int64_t> containersStart;
     std::string waitingReason, waitingMessage, schedFalseReason, readyFalseReason;
+    std::vector<std::pair<std::string, std::string>> waitingReasons; // every one with a reason
   };
   auto fromDom = [](const std::string& text) {
     json f = parseFields(text, 8);
@@ -174,9 +175,13 @@ TEST(KusciaModelTest, PodFieldsReadAsTheNlohmannDom) {
                                   ? &c["state"]["waiting"]
                                   : nullptr;
         if (waiting != nullptr && waiting->is_object()) {
-          r.waitingReason = waiting->value("reason", "");
-          r.waitingMessage = waiting->value("message", "");
-          if (!r.waitingReason.empty()) break;
+          std::string reason = waiting->value("reason", ""),
+                      message = waiting->value("message", "");
+          if (r.waitingReasons.empty()) {
+            r.waitingReason = reason;
+            r.waitingMessage = message;
+          }
+          if (!reason.empty()) r.waitingReasons.emplace_back(reason, message);
         }
       }
     if (const json* c = findCondition(f[4], "PodScheduled"); c && c->value("status", "") == "False")
@@ -244,6 +249,21 @@ TEST(KusciaModelTest, PodFieldsReadAsTheNlohmannDom) {
               want.schedFalseReason);
     EXPECT_EQ(got.ready.isFalse ? got.ready.reason.value_or("NotReady") : "",
               want.readyFalseReason);
+    EXPECT_EQ(got.waitingReasons, want.waitingReasons);
+    // The same pod through DomainPods' shorter projection (task, conditions, containers).
+    const json whole = parseJson(text);
+    const std::string facts = whole.is_array() && whole.size() == 8
+                                  ? json::array({whole[0], whole[4], whole[5]}).dump()
+                                  : text;
+    const PodFields short3 = readPodFacts(facts);
+    EXPECT_EQ(short3.task, want.task);
+    EXPECT_EQ(short3.ready.isTrue, want.ready);
+    if (want.ready) {
+      EXPECT_TRUE(sameTime(short3.ready.lastTransitionTime, want.readyTime));
+    }
+    EXPECT_EQ(short3.containersStart, want.containersStart);
+    EXPECT_EQ(short3.waitingReasons, want.waitingReasons);
+    EXPECT_TRUE(short3.phase.empty() && short3.create.kind == TimeText::kAbsent);
   }
   // The cases above hold what they say (a reading that read nothing would pass most of them).
   EXPECT_EQ(
@@ -255,6 +275,13 @@ TEST(KusciaModelTest, PodFieldsReadAsTheNlohmannDom) {
           .scheduled.isFalse,
       true);
   EXPECT_EQ(podFieldPointers().size(), 8U);
+  EXPECT_EQ(podFactPointers(),
+            (std::vector<std::string>{podFieldPointers()[0], podFieldPointers()[4],
+                                      podFieldPointers()[5]}));
+  EXPECT_EQ(readPodFacts(R"(["t1",[],[{"state":{"waiting":{"reason":"A"}}},)"
+                         R"({"state":{"waiting":{"reason":"B","message":"b"}}}]])")
+                .waitingReasons,
+            (std::vector<std::pair<std::string, std::string>>{{"A", ""}, {"B", "b"}}));
 }
 
 // Every node's type and value, as text: equal only when the DOMs are the same to the number kind.

@@ -957,6 +957,8 @@ TEST(TaskHistoryTest, ATaskIsServedAfterItAndItsPodsAreGone) {
   EXPECT_EQ(entry["times"]["imagePullStartTime"], "2024-05-20T08:00:03Z");
   EXPECT_EQ(entry["times"]["imagePullEndTime"], "2024-05-20T08:00:06Z");
   EXPECT_EQ(entry["times"]["readyTime"], "2024-05-20T08:00:09Z");
+  EXPECT_EQ(entry["uid"], pod["metadata"]["uid"]) << "this domain's pod, by its UID";
+  EXPECT_EQ(doc["uid"], task["metadata"]["uid"]);
   EXPECT_FALSE(entry["phases"].empty());
   EXPECT_EQ(doc["entries"].size(),
             task["status"]["podStatuses"].size() + task["status"]["serviceStatuses"].size());
