@@ -66,14 +66,15 @@ int64_t wallNanos() {
 }
 
 // The template task as the plugin records it: both parties, each with a pod (its image pull and
-// a reason) and a service, recorded by each party.
+// a reason) and a service, recorded by each party, queued as text with its entries' times
+// (TimelineText), as DomainPods::documentText makes it.
 // `name` and `readySecond` vary it: another task, a later readyTime for the recorder's pod.
 Recording templateRecording(const std::string& recorder, int64_t created,
                             const std::string& name = "bench-template", int readySecond = 9) {
   auto t = [&](int s) {
     return sdk::formatTime(created + s * kSecond, sdk::TimePrecision::kAsGiven);
   };
-  json entries = json::object();
+  json pods = json::object(), services = json::object();
   for (const char* party : {"alice", "bob"}) {
     std::string pod = std::string(party) + "/bench-template-0";
     int ready = recorder == party ? readySecond : 9;
@@ -90,19 +91,15 @@ Recording templateRecording(const std::string& recorder, int64_t created,
             {"message", "Pulling image \"secretflow/secretflow-lite-anolis8:1.5.0b0\""},
             {"since", created + 3 * kSecond}}}};
     }
-    json e = sdk::timeline::entry(pod, times, true);
-    entries[pod] = std::move(e);
-    for (const char* port : {"spu", "fed", "global"}) {
-      std::string svc = pod + "-" + port;
-      entries[svc] = sdk::timeline::entry(svc, {{"createTime", t(0)}, {"readyTime", t(10)}}, false);
-    }
+    pods[pod] = std::move(times);
+    for (const char* port : {"spu", "fed", "global"})
+      services[pod + "-" + port] = {{"createTime", t(0)}, {"readyTime", t(10)}};
   }
-  json doc = {{"task", name},
-              {"namespace", "cross-domain"},
-              {"phase", "Succeeded"},
-              {"createTime", t(0)},
-              {"entries", std::move(entries)}};
-  return Recording{name, "cross-domain", recorder, created + 60 * kSecond + readySecond, doc};
+  const json phase = "Succeeded", createTime = t(0);
+  Recording r{name, "cross-domain", recorder, created + 60 * kSecond + readySecond, json()};
+  r.text = kuscia_host::plugins::timelineText(
+      {name, "cross-domain", &phase, &createTime, &pods, &services}, {}, "");
+  return r;
 }
 
 double cpuMs() {
