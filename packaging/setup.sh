@@ -269,7 +269,7 @@ case "$cmd" in
       --only L1 --load-tasks 1000 --load-finished 100000
     say "benchmark: L1 without and with task-history (what recording costs per task)"
     taskset -c 0,1 "$root/build-release/tests/timeline_bench" --host "$root/build-release/bin/kuscia-host" \
-      --only L1 --load-tasks 1000 --load-history on
+      --only L1 --load-tasks 1000 --load-history on --load-pairs 5
     say "benchmark: B8 task history, 1,000,000 recorded tasks in SQLite and PostgreSQL (about 4 GB of disk for a few minutes)"
     taskset -c 0,1 "$root/build-release/tests/history_bench" --tasks 1000000
     ;;
