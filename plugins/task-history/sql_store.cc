@@ -632,7 +632,7 @@ private:
       std::optional<json> merged;
       if (was != stored.end()) {
         // A text recording is parsed to be merged (a recorder's later recordings of a task).
-        const json incoming = r.text ? json::parse(r.text->json) : json();
+        const json incoming = r.text ? parseJson(r.text->json) : json();
         merged = mergeRecording(was->document, r.text ? incoming : r.document);
         if (*merged == was->document) {
           keep(std::move(*was));
