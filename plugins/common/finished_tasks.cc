@@ -1,65 +1,12 @@
 #include "finished_tasks.h"
 
 #include <algorithm>
-#include <nlohmann/json.hpp>
 #include <utility>
 
 #include "kuscia_time.h"
+#include "status_entries.h"
 
 namespace kuscia_host::plugins {
-
-namespace {
-
-using json = nlohmann::json;
-
-// Reads the first `n` elements of a fields array as strings and stops.
-class LeadingStrings : public nlohmann::json_sax<json> {
-public:
-  explicit LeadingStrings(std::size_t n) : values(n) {}
-  std::vector<std::string> values;
-  bool string(string_t& v) override { return take(&v); }
-  bool null() override { return take(nullptr); }
-  bool boolean(bool) override { return take(nullptr); }
-  bool number_integer(number_integer_t) override { return take(nullptr); }
-  bool number_unsigned(number_unsigned_t) override { return take(nullptr); }
-  bool number_float(number_float_t, const string_t&) override { return take(nullptr); }
-  bool binary(binary_t&) override { return take(nullptr); }
-  bool start_object(std::size_t) override { return open(); }
-  bool start_array(std::size_t) override { return open(); }
-  bool key(string_t&) override { return true; }
-  bool end_object() override { return close(); }
-  bool end_array() override { return close(); }
-  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override {
-    return false;
-  }
-
-private:
-  bool open() {
-    // The fields array itself, an element of it (not a string), or something inside one.
-    return ++depth_ != 2 || element(nullptr);
-  }
-  bool close() {
-    --depth_;
-    return true;
-  }
-  bool take(const std::string* v) { return depth_ != 1 || element(v); }
-  // One element of the fields array: kept when a string; false (stop) after the last wanted.
-  bool element(const std::string* v) {
-    if (next_ >= values.size()) return false;
-    if (v != nullptr) values[next_] = *v;
-    return ++next_ < values.size();
-  }
-  int depth_ = 0;
-  std::size_t next_ = 0;
-};
-
-} // namespace
-
-std::vector<std::string> leadingStrings(std::string_view fieldsJson, std::size_t n) {
-  LeadingStrings lead(n);
-  if (n > 0) json::sax_parse(fieldsJson, &lead, json::input_format_t::json, false);
-  return std::move(lead.values);
-}
 
 FinishedTasks::FinishedTasks(sdk::Host host, uint64_t taskSubscription, std::string taskNamespace,
                              std::size_t phaseField, std::size_t completionField,

@@ -30,10 +30,6 @@
 
 namespace kuscia_host::plugins {
 
-// The first `n` elements of a projected fields array, as strings ("" for an element that is not
-// a string); stops reading after them, so a task's timing maps further on cost nothing.
-std::vector<std::string> leadingStrings(std::string_view fieldsJson, std::size_t n);
-
 // Whether a KusciaTask phase is final.
 inline bool finishedPhase(std::string_view phase) {
   return phase == "Succeeded" || phase == "Failed";

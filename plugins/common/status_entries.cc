@@ -119,10 +119,11 @@ std::size_t skipValue(std::string_view s, std::size_t i) {
   return i == start ? kBad : i;
 }
 
-// Calls member(rawKey, value) for each member of the object starting at s[i] (no leading space);
-// the index after its closing brace, or kBad when it is not an object (or `member` refused one).
+// Walks the members of the object starting at s[i] (no leading space): value(rawKey, at) is
+// called with the index where each member's value starts and returns the index after it (kBad to
+// refuse it). The index after the object's closing brace, or kBad when it is not an object.
 // rawKey is the key's text between its quotes, escapes left as they are.
-template <class Member> std::size_t walkObject(std::string_view s, std::size_t i, Member&& member) {
+template <class Value> std::size_t walkMembers(std::string_view s, std::size_t i, Value&& value) {
   if (i >= s.size() || s[i] != '{') return kBad;
   i = skipSpace(s, i + 1);
   if (i < s.size() && s[i] == '}') return i + 1;
@@ -134,15 +135,24 @@ template <class Member> std::size_t walkObject(std::string_view s, std::size_t i
     i = skipSpace(s, keyEnd);
     if (i >= s.size() || s[i] != ':') return kBad;
     i = skipSpace(s, i + 1);
-    std::size_t valueEnd = skipValue(s, i);
+    std::size_t valueEnd = value(key, i);
     if (valueEnd == kBad) return kBad;
-    if (!member(key, s.substr(i, valueEnd - i))) return kBad;
     i = skipSpace(s, valueEnd);
     if (i >= s.size()) return kBad;
     if (s[i] == '}') return i + 1;
     if (s[i] != ',') return kBad;
     i = skipSpace(s, i + 1);
   }
+}
+
+// Calls member(rawKey, value) for each member of the object starting at s[i] (no leading space);
+// the index after its closing brace, or kBad when it is not an object (or `member` refused one).
+template <class Member> std::size_t walkObject(std::string_view s, std::size_t i, Member&& member) {
+  return walkMembers(s, i, [&s, &member](std::string_view key, std::size_t at) {
+    std::size_t end = skipValue(s, at);
+    if (end == kBad || !member(key, s.substr(at, end - at))) return kBad;
+    return end;
+  });
 }
 
 // walkObject over the whole text s (spaces around the object allowed); false when it is not an
@@ -228,6 +238,24 @@ std::optional<std::string> stringValue(std::string_view v) {
   return decodeKey(v.substr(1, v.size() - 2)); // a key's text decodes as any string's
 }
 
+std::vector<std::string> leadingStrings(std::string_view fieldsJson, std::size_t n) {
+  std::vector<std::string> out(n);
+  const std::string_view s = fieldsJson;
+  std::size_t i = skipSpace(s, 0);
+  if (n == 0 || i >= s.size() || s[i] != '[') return out;
+  i = skipSpace(s, i + 1);
+  for (std::size_t k = 0; k < n; ++k) {
+    std::size_t end = skipValue(s, i);
+    if (end == kBad) return out;
+    if (s[i] == '"')
+      if (auto v = stringValue(s.substr(i, end - i))) out[k] = std::move(*v);
+    i = skipSpace(s, end);
+    if (i >= s.size() || s[i] != ',') return out;
+    i = skipSpace(s, i + 1);
+  }
+  return out;
+}
+
 namespace {
 
 // The status map starting at s[i] ("null" or an object) split for the party; `i` moves past it.
@@ -242,24 +270,29 @@ std::optional<PartyEntries> splitAt(std::string_view s, std::size_t& i, std::str
   // The own entries' texts first: parsed only when they differ from `previous`.
   std::vector<std::pair<std::string, std::string_view>> own;
   uint64_t digest = kNoEntries;
-  std::size_t end = walkObject(s, i, [&](std::string_view rawKey, std::string_view value) {
-    if (value.empty() || value.front() != '{') return false;
+  std::size_t end = walkMembers(s, i, [&](std::string_view rawKey, std::size_t at) {
+    if (at >= s.size() || s[at] != '{') return kBad;
     auto key = decodeKey(rawKey);
-    if (!key) return false;
+    if (!key) return kBad;
     if (key->compare(0, ownPrefix.size(), ownPrefix) == 0) {
+      std::size_t valueEnd = skipValue(s, at);
+      if (valueEnd == kBad) return kBad;
+      std::string_view value = s.substr(at, valueEnd - at);
       digest += entryDigest(*key, value);
       own.emplace_back(std::move(*key), value);
-      return true;
+      return valueEnd;
     }
-    ++out.others;
-    out.otherTexts.emplace_back(rawKey, value);
+    // Another party's entry: walked once, for its end and whether it holds a readyTime.
     bool ready = false;
-    bool object = forEachMember(value, [&ready](std::string_view field, std::string_view v) {
+    std::size_t valueEnd = walkObject(s, at, [&ready](std::string_view field, std::string_view v) {
       if (field == "readyTime" && v != "null") ready = true;
       return true;
     });
+    if (valueEnd == kBad) return kBad;
+    ++out.others;
+    out.otherTexts.emplace_back(rawKey, s.substr(at, valueEnd - at));
     if (ready) ++out.othersReady;
-    return object;
+    return valueEnd;
   });
   if (end == kBad) return std::nullopt;
   i = end;
@@ -321,8 +354,12 @@ std::optional<TaskFields> splitTaskFields(std::string_view fieldsJson, std::size
 uint64_t ownEntriesDigest(const json& own) {
   uint64_t digest = kNoEntries;
   if (!own.is_object()) return digest;
-  for (const auto& [key, entry] : own.items())
-    digest += entryDigest(key, dumpJson(entry));
+  std::string text; // one buffer for every entry's text
+  for (const auto& [key, entry] : own.items()) {
+    text.clear();
+    appendJson(text, entry);
+    digest += entryDigest(key, text);
+  }
   return digest;
 }
 

@@ -64,6 +64,11 @@ std::optional<std::string> stringValue(std::string_view valueJson);
 std::optional<PartyEntries> splitEntries(std::string_view objectJson, std::string_view ownPrefix,
                                          OwnEntries previous = {});
 
+// The first `n` elements of a projected fields array, as strings ("" for an element that is not
+// a string, and for those after text the scanner cannot walk); stops reading after them, so a
+// task's timing maps further on cost nothing.
+std::vector<std::string> leadingStrings(std::string_view fieldsJson, std::size_t n);
+
 // A task's projected fields ending with its two status maps (podStatuses, serviceStatuses): the
 // spans of the `leading` fields before them, and the maps split as splitEntries splits them, in
 // one walk of the text. nullopt when the text is not such an array this scanner can walk.

@@ -7,6 +7,7 @@
 #include "kuscia.h"
 #include "kuscia_model.h"
 #include "kuscia_time.h"
+#include "status_entries.h"
 
 namespace kuscia_host::plugins::sim {
 

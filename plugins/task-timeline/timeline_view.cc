@@ -24,6 +24,7 @@
 #include "kuscia.h"
 #include "kuscia_time.h"
 #include "list_key.h"
+#include "status_entries.h"
 #include "task_timeline.h"
 #include "timeline_page.h"
 

@@ -853,6 +853,28 @@ TEST(StatusEntriesTest, AStringValueIsItsTextOrWhatTheParserReads) {
     EXPECT_FALSE(stringValue(other)) << other;
 }
 
+TEST(StatusEntriesTest, LeadingStringsReadAsTheFullParserDoes) {
+  // The first n elements as the parsed array has them: strings decoded, anything else "".
+  auto expected = [](const std::string& text, std::size_t n) {
+    std::vector<std::string> out(n);
+    json a = json::parse(text);
+    for (std::size_t k = 0; k < n && k < a.size(); ++k)
+      if (a[k].is_string()) out[k] = a[k].get<std::string>();
+    return out;
+  };
+  for (const char* text :
+       {R"(["Running", "2024-05-20T08:00:00Z", {"alice/p": {"a": "]"}}, null])",
+        R"([ "a\"b\u00e9" , 12 ,"\\", [1, ["x"]], true])", R"([null, {"k": "v"}, "third"])",
+        R"(["only"])", R"([])", R"([{}, [], "x\\\"y"])"})
+    for (std::size_t n = 0; n <= 6; ++n)
+      EXPECT_EQ(leadingStrings(text, n), expected(text, n)) << text << " n=" << n;
+  // Text that is not a fields array: what was read before the fault, then "".
+  EXPECT_EQ(leadingStrings(R"({"a": "b"})", 2), std::vector<std::string>(2));
+  EXPECT_EQ(leadingStrings(R"(["a", "b)", 2), (std::vector<std::string>{"a", ""}));
+  EXPECT_EQ(leadingStrings(R"(["a" "b"])", 2), (std::vector<std::string>{"a", ""}));
+  EXPECT_EQ(leadingStrings("", 1), std::vector<std::string>(1));
+}
+
 TEST(StatusEntriesTest, TaskFieldsThatAreNotWhatTheyShouldBeAreRefused) {
   EXPECT_TRUE(splitTaskFields(R"(["a", {}, null])", 1, "alice/"));
   for (const char* bad :
