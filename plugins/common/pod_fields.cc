@@ -14,7 +14,7 @@ namespace {
 
 namespace dom = simdjson::dom;
 
-// podFieldPointers(), in order.
+// The fields a projection may hold; kPointers below names each one's JSON pointer.
 enum Field {
   kTask,
   kCreate,
@@ -130,6 +130,20 @@ constexpr Field kTimelineLayout[] = {kTask,       kCreate,     kStart,  kPhase,
                                      kConditions, kContainers, kReason, kMessage};
 constexpr Field kFactsLayout[] = {kTask, kConditions, kContainers};
 
+// Each field's JSON pointer, by Field.
+constexpr const char* kPointers[kFieldCount] = {
+    kTaskIdPointer,       "/metadata/creationTimestamp", "/status/startTime", "/status/phase",
+    "/status/conditions", "/status/containerStatuses",   "/status/reason",    "/status/message"};
+
+// The pointers a projection of `layout` asks the host for, in its order.
+template <std::size_t N> std::vector<std::string> pointersOf(const Field (&layout)[N]) {
+  std::vector<std::string> out;
+  out.reserve(N);
+  for (Field f : layout)
+    out.emplace_back(kPointers[f]);
+  return out;
+}
+
 void read(dom::array fields, PodFields& out, const Field* layout) {
   std::size_t i = 0;
   for (dom::element f : fields) {
@@ -153,9 +167,7 @@ void read(dom::array fields, PodFields& out, const Field* layout) {
 } // namespace
 
 std::vector<std::string> podFieldPointers() {
-  return {
-      kTaskIdPointer,       "/metadata/creationTimestamp", "/status/startTime", "/status/phase",
-      "/status/conditions", "/status/containerStatuses",   "/status/reason",    "/status/message"};
+  return pointersOf(kTimelineLayout);
 }
 
 namespace {
@@ -192,7 +204,7 @@ PodFields readPodFields(std::string_view fieldsJson) {
 }
 
 std::vector<std::string> podFactPointers() {
-  return {kTaskIdPointer, "/status/conditions", "/status/containerStatuses"};
+  return pointersOf(kFactsLayout);
 }
 
 PodFields readPodFacts(std::string_view fieldsJson) {
