@@ -148,8 +148,9 @@ void StatusPatch::appendJson(std::string& out) const {
               out += "null";
               return;
             }
+            char text[48];
             out += '"';
-            out += formatTime(nanos, TimePrecision::kAsGiven);
+            out.append(text, sdk::formatTimeTo(text, nanos, TimePrecision::kAsGiven));
             out += '"';
           });
       out += '}';

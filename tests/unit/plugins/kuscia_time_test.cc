@@ -3,7 +3,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <optional>
 #include <random>
+#include <string>
 
 namespace kuscia_host::plugins {
 namespace {
@@ -27,6 +30,57 @@ TEST(KusciaTimeTest, RefusesWhatIsNotRfc3339) {
         "2024-05-20T08:00:10+8:00", "2024-05-20T08:00:10+08:00x", "yesterday",
         "2024-05-20T08:00:1Z", "+2024-05-20T08:00:10Z"})
     EXPECT_FALSE(parseTime(bad)) << bad;
+}
+
+// The date and time are read eight bytes at a time: every byte of them, replaced by each of the
+// 256 values, is judged as a reading of one character at a time judges it, and every day of a
+// leap year, a common year and the century years around them reads as the civil calendar has it.
+std::optional<int64_t> readOneByOne(const std::string& s) {
+  auto digit = [&s](std::size_t i) { return s[i] >= '0' && s[i] <= '9' ? s[i] - '0' : -1; };
+  auto number = [&digit](std::size_t i, std::size_t n) {
+    int64_t v = 0;
+    for (std::size_t k = 0; k < n; ++k) {
+      if (digit(i + k) < 0) return int64_t{-1};
+      v = v * 10 + digit(i + k);
+    }
+    return v;
+  };
+  if (s.size() != 20 || s[4] != '-' || s[7] != '-' || (s[10] != 'T' && s[10] != 't') ||
+      s[13] != ':' || s[16] != ':' || s[19] != 'Z')
+    return std::nullopt;
+  const int64_t y = number(0, 4), mo = number(5, 2), d = number(8, 2), h = number(11, 2),
+                mi = number(14, 2), se = number(17, 2);
+  if (y < 0 || mo < 1 || mo > 12 || d < 1 || h < 0 || h > 23 || mi < 0 || mi > 59 || se < 0 ||
+      se > 59)
+    return std::nullopt;
+  const bool leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+  const int64_t days[] = {31, leap ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  if (d > days[mo - 1]) return std::nullopt;
+  const int64_t secs =
+      sdk::detail::daysFromCivil(y, static_cast<unsigned>(mo), static_cast<unsigned>(d)) * 86400 +
+      h * 3600 + mi * 60 + se;
+  if (secs < -9223372036 || secs > 9223372035) return std::nullopt;
+  return secs * 1000000000;
+}
+
+TEST(KusciaTimeTest, ReadsEveryByteOfTheDateAndTimeAsOneAtATime) {
+  std::size_t parsed = 0;
+  for (std::string base : {"2024-05-20T08:00:10Z", "1999-12-31t23:59:59Z", "2000-02-29T12:34:56Z"})
+    for (std::size_t at = 0; at < 19; ++at)
+      for (int c = 0; c < 256; ++c) {
+        std::string s = base;
+        s[at] = static_cast<char>(c);
+        ASSERT_EQ(parseTime(s), readOneByOne(s)) << s;
+        parsed += readOneByOne(s) ? 1 : 0;
+      }
+  EXPECT_GT(parsed, 100U); // the variants that are times were read, not only refused
+  char text[32];
+  for (int year : {1900, 2000, 2023, 2024, 2100})
+    for (int month = 1; month <= 12; ++month)
+      for (int day = 0; day <= 32; ++day) {
+        std::snprintf(text, sizeof text, "%04d-%02d-%02dT00:00:00Z", year, month, day);
+        ASSERT_EQ(parseTime(text), readOneByOne(text)) << text;
+      }
 }
 
 // Found by fuzz_plugin_inputs: a year past 2262 overflowed the nanosecond count (UB, and a wrong
