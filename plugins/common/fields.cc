@@ -92,6 +92,15 @@ const nlohmann::json& EventFields::value(std::size_t i) {
   return *values_[i];
 }
 
+std::optional<std::string_view> EventFields::view(std::size_t i, std::string& decoded) const {
+  if (spans_.empty()) {
+    if (i < whole_.size() && whole_[i].is_string())
+      return std::string_view(whole_[i].get_ref<const std::string&>());
+    return std::nullopt;
+  }
+  return i < spans_.size() ? stringView(spans_[i], decoded) : std::nullopt;
+}
+
 bool EventFields::isNull(std::size_t i) const {
   if (spans_.empty()) return i >= whole_.size() || whole_[i].is_null();
   return i >= spans_.size() || spans_[i] == "null";

@@ -54,6 +54,9 @@ public:
   const nlohmann::json& value(std::size_t i);
   // Field i when it is a string; nullopt otherwise (absent, null or another type).
   std::optional<std::string> text(std::size_t i) const;
+  // The same without a copy where the text has no escape (stringView of status_entries.h): valid
+  // while the event's text and `decoded` are.
+  std::optional<std::string_view> view(std::size_t i, std::string& decoded) const;
   // Field i as fieldString reads it: "" when absent or not a string.
   std::string string(std::size_t i) const { return text(i).value_or(std::string()); }
   // Whether field i is absent (null), read without parsing it.

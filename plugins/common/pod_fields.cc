@@ -58,23 +58,49 @@ TimeText timeOf(std::optional<dom::element> e) {
   return t;
 }
 
-PodCondition conditionOf(dom::element conditions, std::string_view type) {
-  PodCondition out;
+// The first Ready and the first PodScheduled condition, in one walk of each condition's members
+// (a member repeated in a condition reads as its last, as member() reads it).
+void readConditions(dom::element conditions, PodFields& out) {
   dom::array a;
-  if (conditions.get(a) != simdjson::SUCCESS) return out;
+  if (conditions.get(a) != simdjson::SUCCESS) return;
+  bool ready = false, scheduled = false;
   for (dom::element c : a) {
-    if (!c.is_object() || stringOf(member(c, "type")) != type) continue;
-    const std::string status = stringOf(member(c, "status"));
-    out.isTrue = status == "True";
-    out.isFalse = status == "False";
-    std::string_view reason;
-    if (auto r = member(c, "reason"); r && r->get(reason) == simdjson::SUCCESS)
-      out.reason = std::string(reason);
-    out.message = stringOf(member(c, "message"));
-    out.lastTransitionTime = timeOf(member(c, "lastTransitionTime"));
-    break;
+    dom::object o;
+    if (c.get(o) != simdjson::SUCCESS) continue;
+    std::optional<dom::element> type, status, reason, message, transition;
+    for (dom::key_value_pair kv : o) {
+      if (kv.key == "type")
+        type = kv.value;
+      else if (kv.key == "status")
+        status = kv.value;
+      else if (kv.key == "reason")
+        reason = kv.value;
+      else if (kv.key == "message")
+        message = kv.value;
+      else if (kv.key == "lastTransitionTime")
+        transition = kv.value;
+    }
+    std::string_view t;
+    if (!type || type->get(t) != simdjson::SUCCESS) continue;
+    PodCondition* into = nullptr;
+    if (t == "Ready" && !ready) {
+      ready = true;
+      into = &out.ready;
+    } else if (t == "PodScheduled" && !scheduled) {
+      scheduled = true;
+      into = &out.scheduled;
+    } else {
+      continue;
+    }
+    const std::string statusText = stringOf(status);
+    into->isTrue = statusText == "True";
+    into->isFalse = statusText == "False";
+    std::string_view r;
+    if (reason && reason->get(r) == simdjson::SUCCESS) into->reason = std::string(r);
+    into->message = stringOf(message);
+    into->lastTransitionTime = timeOf(transition);
+    if (ready && scheduled) return;
   }
-  return out;
 }
 
 // state.<which> of a container status, when it is an object.
@@ -152,10 +178,7 @@ void read(dom::array fields, PodFields& out, const Field* layout) {
     case kCreate: out.create = timeOf(f); break;
     case kStart: out.start = timeOf(f); break;
     case kPhase: out.phase = stringOf(f); break;
-    case kConditions:
-      out.ready = conditionOf(f, "Ready");
-      out.scheduled = conditionOf(f, "PodScheduled");
-      break;
+    case kConditions: readConditions(f, out); break;
     case kContainers: readContainers(f, out); break;
     case kReason: out.reason = stringOf(f); break;
     case kMessage: out.message = stringOf(f); break;

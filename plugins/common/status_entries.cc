@@ -162,6 +162,24 @@ template <class Member> bool forEachMember(std::string_view s, Member&& member) 
   return end != kBad && skipSpace(s, end) == s.size();
 }
 
+// Calls element(span) for each element of the array that is the whole text s (spaces around it
+// allowed); false when s is not an array this scanner can walk, or `element` refused one.
+template <class Element> bool forEachElement(std::string_view s, Element&& element) {
+  std::size_t i = skipSpace(s, 0);
+  if (i >= s.size() || s[i] != '[') return false;
+  i = skipSpace(s, i + 1);
+  if (i < s.size() && s[i] == ']') return skipSpace(s, i + 1) == s.size();
+  while (true) {
+    std::size_t end = skipValue(s, i);
+    if (end == kBad || !element(s.substr(i, end - i))) return false;
+    i = skipSpace(s, end);
+    if (i >= s.size()) return false;
+    if (s[i] == ']') return skipSpace(s, i + 1) == s.size();
+    if (s[i] != ',') return false;
+    i = skipSpace(s, i + 1);
+  }
+}
+
 // A key as its text between quotes has it; one with an escape is decoded by the full parser
 // (Kubernetes names have none). nullopt when it does not decode.
 std::optional<std::string> decodeKey(std::string_view rawKey) {
@@ -192,50 +210,63 @@ constexpr uint64_t kNoEntries = 0x6A09E667F3BCC909ULL;
 
 std::optional<std::vector<std::string_view>> arrayElements(std::string_view s) {
   std::vector<std::string_view> out;
-  std::size_t i = skipSpace(s, 0);
-  if (i >= s.size() || s[i] != '[') return std::nullopt;
-  i = skipSpace(s, i + 1);
-  if (i < s.size() && s[i] == ']')
-    return skipSpace(s, i + 1) == s.size() ? std::optional(out) : std::nullopt;
-  while (true) {
-    std::size_t end = skipValue(s, i);
-    if (end == kBad) return std::nullopt;
-    out.push_back(s.substr(i, end - i));
-    i = skipSpace(s, end);
-    if (i >= s.size()) return std::nullopt;
-    if (s[i] == ']') return skipSpace(s, i + 1) == s.size() ? std::optional(out) : std::nullopt;
-    if (s[i] != ',') return std::nullopt;
-    i = skipSpace(s, i + 1);
-  }
+  out.reserve(8); // a projection's fields, a few subsets: one allocation, not one per doubling
+  if (!forEachElement(s, [&out](std::string_view element) {
+        out.push_back(element);
+        return true;
+      }))
+    return std::nullopt;
+  return out;
 }
 
 std::optional<bool> subsetsHaveAddress(std::string_view subsetsJson) {
   if (subsetsJson == "null") return false;
-  auto subsets = arrayElements(subsetsJson);
-  if (!subsets) return std::nullopt;
-  for (std::string_view subset : *subsets) {
+  // The first subset that decides (one with an address: true; one the scanner cannot read:
+  // nullopt) is the answer; the rest of the array is still walked, so text that is not an array
+  // is refused whatever came first. No subset or address list is copied out.
+  std::optional<std::optional<bool>> decided;
+  bool walked = forEachElement(subsetsJson, [&decided](std::string_view subset) {
+    if (decided) return true;
     std::optional<std::string_view> addresses;
-    bool walked = forEachMember(subset, [&addresses](std::string_view rawKey, std::string_view v) {
+    bool members = forEachMember(subset, [&addresses](std::string_view rawKey, std::string_view v) {
       if (rawKey == "addresses" || (rawKey.find('\\') != std::string_view::npos &&
                                     decodeKey(rawKey) == std::optional<std::string>("addresses")))
         addresses = v;
       return true;
     });
-    if (!walked) {
-      if (subset == "null" || subset.front() != '{') continue; // not an object: no address
-      return std::nullopt;
+    if (!members) {
+      if (subset == "null" || subset.front() != '{') return true; // not an object: no address
+      decided = std::optional<bool>();
+      return true;
     }
-    if (!addresses || addresses->front() != '[') continue;
-    auto elements = arrayElements(*addresses);
-    if (!elements) return std::nullopt;
-    if (!elements->empty()) return true;
-  }
-  return false;
+    if (!addresses || addresses->front() != '[') return true;
+    std::size_t count = 0;
+    if (!forEachElement(*addresses, [&count](std::string_view) {
+          ++count;
+          return true;
+        }))
+      decided = std::optional<bool>();
+    else if (count > 0)
+      decided = std::optional<bool>(true);
+    return true;
+  });
+  if (!walked) return std::nullopt;
+  return decided ? *decided : std::optional<bool>(false);
 }
 
 std::optional<std::string> stringValue(std::string_view v) {
   if (v.size() < 2 || v.front() != '"' || v.back() != '"') return std::nullopt;
   return decodeKey(v.substr(1, v.size() - 2)); // a key's text decodes as any string's
+}
+
+std::optional<std::string_view> stringView(std::string_view v, std::string& decoded) {
+  if (v.size() < 2 || v.front() != '"' || v.back() != '"') return std::nullopt;
+  std::string_view inside = v.substr(1, v.size() - 2);
+  if (inside.find('\\') == std::string_view::npos) return inside;
+  auto text = decodeKey(inside);
+  if (!text) return std::nullopt;
+  decoded = std::move(*text);
+  return std::string_view(decoded);
 }
 
 std::vector<std::string> leadingStrings(std::string_view fieldsJson, std::size_t n) {
@@ -267,19 +298,26 @@ std::optional<PartyEntries> splitAt(std::string_view s, std::size_t& i, std::str
     out.ownDigest = kNoEntries;
     return out;
   }
-  // The own entries' texts first: parsed only when they differ from `previous`.
-  std::vector<std::pair<std::string, std::string_view>> own;
+  // The own entries' texts first: parsed only when they differ from `previous`. Keys are read
+  // in place (Kubernetes names have no escape to decode): one is copied only to be parsed.
+  EntryTexts own;
   uint64_t digest = kNoEntries;
+  std::string decoded; // the key, when its text has an escape
   std::size_t end = walkMembers(s, i, [&](std::string_view rawKey, std::size_t at) {
     if (at >= s.size() || s[at] != '{') return kBad;
-    auto key = decodeKey(rawKey);
-    if (!key) return kBad;
-    if (key->compare(0, ownPrefix.size(), ownPrefix) == 0) {
+    std::string_view key = rawKey;
+    if (rawKey.find('\\') != std::string_view::npos) {
+      auto d = decodeKey(rawKey);
+      if (!d) return kBad;
+      decoded = std::move(*d);
+      key = decoded;
+    }
+    if (key.compare(0, ownPrefix.size(), ownPrefix) == 0) {
       std::size_t valueEnd = skipValue(s, at);
       if (valueEnd == kBad) return kBad;
       std::string_view value = s.substr(at, valueEnd - at);
-      digest += entryDigest(*key, value);
-      own.emplace_back(std::move(*key), value);
+      digest += entryDigest(key, value);
+      own.emplace_back(rawKey, value);
       return valueEnd;
     }
     // Another party's entry: walked once, for its end and whether it holds a readyTime.
@@ -301,10 +339,11 @@ std::optional<PartyEntries> splitAt(std::string_view s, std::size_t& i, std::str
     out.own = std::move(*previous.own);
     return out;
   }
-  for (auto& [key, value] : own) {
+  for (const auto& [rawKey, value] : own) {
+    auto key = decodeKey(rawKey);
     json entry = parseJson(value);
-    if (!entry.is_object()) return std::nullopt;
-    out.own[std::move(key)] = std::move(entry);
+    if (!key || !entry.is_object()) return std::nullopt;
+    out.own[std::move(*key)] = std::move(entry);
   }
   return out;
 }
@@ -404,24 +443,26 @@ std::optional<std::vector<sdk::timeline::EntryTimes>> entryTimesOf(const EntryTe
                                                                    bool pods) {
   std::vector<sdk::timeline::EntryTimes> out;
   out.reserve(entries.size());
+  std::string decoded; // a time's text with an escape (none that parses has one)
   for (const auto& [rawKey, value] : entries) {
     auto key = decodeKey(rawKey);
     if (!key) return std::nullopt;
     sdk::timeline::EntryTimes e;
     e.key = std::move(*key);
     e.pod = pods;
-    bool entryOk = forEachMember(value, [&e](std::string_view rawField, std::string_view v) {
-      if (rawField.find('\\') != std::string_view::npos) return false; // the full parser's
-      if (rawField == "reasons") {
-        e.readReasons(parseJson(v));
-        return true;
-      }
-      if (const auto member = sdk::timeline::EntryTimes::memberNamed(rawField)) {
-        auto text = stringValue(v);
-        e.*member = text ? sdk::parseTime(*text) : std::nullopt;
-      }
-      return true;
-    });
+    bool entryOk =
+        forEachMember(value, [&e, &decoded](std::string_view rawField, std::string_view v) {
+          if (rawField.find('\\') != std::string_view::npos) return false; // the full parser's
+          if (rawField == "reasons") {
+            e.readReasons(parseJson(v));
+            return true;
+          }
+          if (const auto member = sdk::timeline::EntryTimes::memberNamed(rawField)) {
+            auto text = stringView(v, decoded);
+            e.*member = text ? sdk::parseTime(*text) : std::nullopt;
+          }
+          return true;
+        });
     if (!entryOk) return std::nullopt;
     out.push_back(std::move(e));
   }

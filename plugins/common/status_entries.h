@@ -57,6 +57,9 @@ std::optional<bool> subsetsHaveAddress(std::string_view subsetsJson);
 // The string one JSON value's text holds (a span the scanner gave: its text between the quotes
 // when it has no escape, else what the full parser reads); nullopt when it is not a string.
 std::optional<std::string> stringValue(std::string_view valueJson);
+// The same without a copy: a view of the text between the quotes when it has no escape (times,
+// names: the common case), else of the decoded string put in `decoded`.
+std::optional<std::string_view> stringView(std::string_view valueJson, std::string& decoded);
 
 // A status map's text split for the party whose keys start with `ownPrefix` ("" : every entry is
 // its own). null (or absent) is an empty map; nullopt when the text is not an object of objects,

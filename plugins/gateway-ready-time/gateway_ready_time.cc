@@ -89,7 +89,9 @@ void GatewayReadyTime::onEvent(const sdk::Event& e) {
     s.backoff = Backoff(200, config_.retryMaxMillis);
   }
   s.resourceVersion = std::string(e.resourceVersion);
-  s.create = parseTime(f.string(kCreate));
+  std::string decoded;
+  auto create = f.view(kCreate, decoded);
+  s.create = create ? parseTime(*create) : std::nullopt;
   s.annotated = !f.isNull(kReadyTime);
   s.externalName = f.string(kType) == "ExternalName" && isDnsSubdomain(f.string(kExternalName));
   consider(key);

@@ -270,7 +270,8 @@ std::optional<Time> TaskTimeline::readTime(EventFields& f, std::size_t i, const 
                                            const std::string& key, bool& logged) {
   // A time is read from its text; anything else as its value (the rest malformed).
   if (f.isNull(i)) return std::nullopt;
-  if (auto text = f.text(i))
+  std::string decoded;
+  if (auto text = f.view(i, decoded))
     if (auto t = parseTime(*text)) return Time{*t};
   return readTime(f.value(i), what, key, logged);
 }
