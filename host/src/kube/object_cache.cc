@@ -118,12 +118,16 @@ void Record::uidInto(std::string& out) const {
     return;
   }
   static constexpr char kHex[] = "0123456789abcdef";
-  out.assign(kUuidText, '-');
+  // Written in a local buffer, then copied once: every event of every subscriber renders its UID,
+  // and stores through the string's own pointer were reloaded after each character.
+  char text[kUuidText];
+  std::memset(text, '-', sizeof text);
   for (std::size_t b = 0; b < kUuidBytes; ++b) {
     const auto v = static_cast<unsigned char>(stored[b]);
-    out[kDigitsAt[b]] = kHex[v >> 4];
-    out[kDigitsAt[b] + 1] = kHex[v & 0xF];
+    text[kDigitsAt[b]] = kHex[v >> 4];
+    text[kDigitsAt[b] + 1] = kHex[v & 0xF];
   }
+  out.assign(text, sizeof text);
 }
 
 RecordPtr RecordPtr::make(const Projected& p, bool keepRaw) {

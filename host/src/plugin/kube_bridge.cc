@@ -57,7 +57,21 @@ KubeBridge::Lookup KubeClientBridge::get(uint64_t subscription, std::string_view
   if (!informer) return Lookup::kNotFound;
   kube::RecordPtr r = informer->get(key);
   if (!r || !sub->matches(*r)) return Lookup::kNotFound;
-  visit(view(*sub, *r));
+  // Rendered over the strings of this thread's last lookup (plugins look objects up on most of
+  // their events: four strings allocated and freed each time otherwise); a lookup made from
+  // inside a visitor renders its own.
+  thread_local KubeObject scratch;
+  thread_local bool inUse = false;
+  if (inUse) {
+    visit(view(*sub, *r));
+    return Lookup::kOk;
+  }
+  inUse = true;
+  struct Release {
+    ~Release() { inUse = false; }
+  } release;
+  render(*sub, *r, scratch);
+  visit(scratch);
   return Lookup::kOk;
 }
 
