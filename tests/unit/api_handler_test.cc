@@ -137,6 +137,23 @@ TEST_F(ApiHandlerTest, TablesCarryTheColumnsKubectlPrints) {
   EXPECT_TRUE(events[1]["object"]["columnDefinitions"].empty());
   EXPECT_EQ(events[1]["object"]["rows"][0]["cells"][0], "b");
   w.watch->closed();
+  // A service's ports as kubectl prints them: each port/protocol, TCP when none is named.
+  json svc = {{"apiVersion", "v1"},
+              {"kind", "Service"},
+              {"metadata", {{"name", "s"}, {"namespace", "default"}}},
+              {"spec",
+               {{"type", "ClusterIP"},
+                {"clusterIP", "10.0.0.7"},
+                {"ports", {{{"port", 80}}, {{"port", 53}, {"protocol", "UDP"}}}}}}};
+  ASSERT_EQ(call("POST", "/api/v1/namespaces/default/services", svc).status, 201);
+  auto s = call("GET", "/api/v1/namespaces/default/services", nullptr, {},
+                "application/json;as=Table;v=v1;g=meta.k8s.io,application/json");
+  ASSERT_EQ(s.status, 200);
+  json st = json::parse(s.body);
+  ASSERT_EQ(st["rows"].size(), 1u) << s.body;
+  EXPECT_EQ(st["rows"][0]["cells"][0], "s");
+  EXPECT_EQ(st["rows"][0]["cells"][2], "10.0.0.7");
+  EXPECT_EQ(st["rows"][0]["cells"][4], "80/TCP,53/UDP");
   EXPECT_EQ(humanDuration(59), "59s");
   EXPECT_EQ(humanDuration(600), "10m");
   EXPECT_EQ(humanDuration(3 * 86400 + 7200), "3d2h");
