@@ -107,11 +107,9 @@ bool EventFields::isNull(std::size_t i) const {
 }
 
 std::optional<std::string> EventFields::text(std::size_t i) const {
-  if (spans_.empty()) {
-    if (i < whole_.size() && whole_[i].is_string()) return whole_[i].get<std::string>();
-    return std::nullopt;
-  }
-  return i < spans_.size() ? stringValue(spans_[i]) : std::nullopt;
+  std::string decoded;
+  auto v = view(i, decoded);
+  return v ? std::optional<std::string>(*v) : std::nullopt;
 }
 
 } // namespace kuscia_host::plugins

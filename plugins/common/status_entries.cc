@@ -254,19 +254,20 @@ std::optional<bool> subsetsHaveAddress(std::string_view subsetsJson) {
   return decided ? *decided : std::optional<bool>(false);
 }
 
-std::optional<std::string> stringValue(std::string_view v) {
-  if (v.size() < 2 || v.front() != '"' || v.back() != '"') return std::nullopt;
-  return decodeKey(v.substr(1, v.size() - 2)); // a key's text decodes as any string's
-}
-
 std::optional<std::string_view> stringView(std::string_view v, std::string& decoded) {
   if (v.size() < 2 || v.front() != '"' || v.back() != '"') return std::nullopt;
   std::string_view inside = v.substr(1, v.size() - 2);
   if (inside.find('\\') == std::string_view::npos) return inside;
-  auto text = decodeKey(inside);
+  auto text = decodeKey(inside); // a key's text decodes as any string's
   if (!text) return std::nullopt;
   decoded = std::move(*text);
   return std::string_view(decoded);
+}
+
+std::optional<std::string> stringValue(std::string_view v) {
+  std::string decoded;
+  auto text = stringView(v, decoded);
+  return text ? std::optional<std::string>(*text) : std::nullopt;
 }
 
 std::vector<std::string> leadingStrings(std::string_view fieldsJson, std::size_t n) {

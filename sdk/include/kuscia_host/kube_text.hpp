@@ -178,8 +178,6 @@ enum class TimePrecision {
   kAsGiven, // the fraction kept when not zero, without trailing zeros
 };
 
-// RFC 3339 in UTC at the given precision. Digits are written by hand: every status entry, timeline
-// document and annotation formats times, and snprintf cost more than the rest of the work.
 // formatTime's text written into `buf`, without a string: its length.
 inline std::size_t formatTimeTo(char (&buf)[48], int64_t ns,
                                 TimePrecision precision = TimePrecision::kSeconds) {
@@ -226,6 +224,8 @@ inline std::size_t formatTimeTo(char (&buf)[48], int64_t ns,
   return static_cast<std::size_t>(p - buf);
 }
 
+// RFC 3339 in UTC at the given precision. Digits are written by hand: every status entry, timeline
+// document and annotation formats times, and snprintf cost more than the rest of the work.
 inline std::string formatTime(int64_t ns, TimePrecision precision = TimePrecision::kSeconds) {
   char buf[48];
   return std::string(buf, formatTimeTo(buf, ns, precision));
