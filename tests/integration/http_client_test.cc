@@ -95,7 +95,22 @@ TEST_F(HttpClientTest, PlainRequestsReuseOneConnection) {
   auto patched = call(*c, {"PATCH", "/api/v1/namespaces/alice",
                            R"({"metadata":{"labels":{"a":"b"}}})", "application/merge-patch+json"});
   EXPECT_EQ(patched->status, 200) << patched->body;
+  // The answer's header names in lower case, whatever case the server wrote them in.
+  EXPECT_EQ(patched->headers["content-type"], "application/json");
+  EXPECT_EQ(patched->headers.count("Content-Type"), 0u);
   EXPECT_EQ(call(*c, {"GET", "/api/v1/namespaces/nope"})->status, 404);
+  // A request line or header a space or line break would split is never sent.
+  for (const HttpRequest& bad :
+       {HttpRequest{"GET", "/api/v1/namespaces/a b"}, HttpRequest{"GET", "/api/v1\r\nX: y"},
+        HttpRequest{"GE T", "/version"},
+        HttpRequest{"PATCH", "/api/v1/namespaces/alice", "{}", "application/json\nX: y"}}) {
+    auto r = call(*c, bad);
+    ASSERT_FALSE(r.ok()) << bad.method << " " << bad.target;
+    EXPECT_NE(r.error().find("refusing to send a malformed request line or header"),
+              std::string::npos)
+        << r.error();
+  }
+  EXPECT_EQ(call(*c, {"GET", "/version"})->status, 200); // and the client goes on
 }
 
 TEST_F(HttpClientTest, AStreamReadOnAGridDeliversWhatCameMeanwhileTogether) {

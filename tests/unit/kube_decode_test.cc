@@ -594,6 +594,47 @@ TEST(KubeWriteTest, APreconditionGoesIntoTheMergePatchWhicheverWayItIsAdded) {
     EXPECT_EQ(meaning(patch, rv), want) << patch << " with " << rv;
 }
 
+// A write's method and target: the collection's path (core or a group's, namespaced or not), then
+// the object's name and subresource.
+TEST(KubeWriteTest, AWriteGoesToItsObjectsPath) {
+  auto target = [](KubeRequest::Verb verb, const std::string& group, const std::string& ns,
+                   const std::string& resource, const std::string& name,
+                   const std::string& subresource) {
+    KubeRequest w;
+    w.verb = verb;
+    w.group = group;
+    w.version = group.empty() ? "v1" : "v1alpha1";
+    w.namespaceName = ns;
+    w.resource = resource;
+    w.name = name;
+    w.subresource = subresource;
+    w.body = verb == KubeRequest::Verb::kDelete ? "" : "{}";
+    auto http = KubeClient::toHttp(w);
+    EXPECT_TRUE(http.ok()) << (http.ok() ? "" : http.error());
+    return http.ok() ? http.value().method + " " + http.value().target : std::string();
+  };
+  using Verb = KubeRequest::Verb;
+  EXPECT_EQ(
+      target(Verb::kPatch, "kuscia.secretflow", "cross-domain", "kusciatasks", "t-1", "status"),
+      "PATCH /apis/kuscia.secretflow/v1alpha1/namespaces/cross-domain/kusciatasks/t-1/status");
+  EXPECT_EQ(target(Verb::kPatch, "", "alice", "services", "svc", ""),
+            "PATCH /api/v1/namespaces/alice/services/svc");
+  EXPECT_EQ(target(Verb::kCreate, "", "alice", "events", "", ""),
+            "POST /api/v1/namespaces/alice/events");
+  EXPECT_EQ(target(Verb::kCreate, "", "", "namespaces", "", ""), "POST /api/v1/namespaces");
+  EXPECT_EQ(target(Verb::kDelete, "kuscia.secretflow", "", "domains", "bob", ""),
+            "DELETE /apis/kuscia.secretflow/v1alpha1/domains/bob");
+  KubeRequest bad;
+  bad.version = "v1";
+  bad.resource = "services";
+  bad.namespaceName = "alice";
+  bad.name = "a/b";
+  bad.body = "{}";
+  auto refused = KubeClient::toHttp(bad);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().find("'a/b' is not a valid path segment"), std::string::npos);
+}
+
 TEST(ObjectCacheTest, AnswersAsAMapThroughPutsErasesAndGrowth) {
   ObjectCache cache;
   std::map<std::string, std::string> truth; // key -> resourceVersion

@@ -2,11 +2,22 @@
 
 namespace kuscia_host::k8s {
 
+void appendResourcePath(std::string& out, const std::string& group, const std::string& version,
+                        const std::string& namespaceName, const std::string& resource) {
+  if (group.empty())
+    out.append("/api/").append(version);
+  else
+    out.append("/apis/").append(group).append("/").append(version);
+  if (!namespaceName.empty()) out.append("/namespaces/").append(namespaceName);
+  out.append("/").append(resource);
+}
+
 std::string resourcePath(const std::string& group, const std::string& version,
                          const std::string& namespaceName, const std::string& resource) {
-  std::string p = group.empty() ? "/api/" + version : "/apis/" + group + "/" + version;
-  if (!namespaceName.empty()) p += "/namespaces/" + namespaceName;
-  return p + "/" + resource;
+  std::string p;
+  p.reserve(24 + group.size() + version.size() + namespaceName.size() + resource.size());
+  appendResourcePath(p, group, version, namespaceName, resource);
+  return p;
 }
 
 const std::string* badPathSegment(std::initializer_list<const std::string*> parts) {

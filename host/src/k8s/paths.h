@@ -10,6 +10,9 @@ namespace kuscia_host::k8s {
 // The collection path of a resource: /api/v1[/namespaces/NS]/pods or /apis/G/V[/namespaces/NS]/R.
 std::string resourcePath(const std::string& group, const std::string& version,
                          const std::string& namespaceName, const std::string& resource);
+// The same appended to `out` (a request's target, before the object's name).
+void appendResourcePath(std::string& out, const std::string& group, const std::string& version,
+                        const std::string& namespaceName, const std::string& resource);
 
 // The first of `parts` that cannot be a path segment (has '/', '?', '#', '%', ' ' or a control
 // character), if any.

@@ -168,14 +168,18 @@ Result<HttpRequest> KubeClient::toHttp(const KubeRequest& w) {
   if (const std::string* bad = k8s::badPathSegment(
           {&w.group, &w.version, &w.resource, &w.namespaceName, &w.name, &w.subresource}))
     return makeError("kube request: '" + *bad + "' is not a valid path segment");
-  std::string path = k8s::resourcePath(w.group, w.version, w.namespaceName, w.resource);
+  // The target in one string: the collection's path, then what names an object in it.
+  std::string path;
+  path.reserve(40 + w.group.size() + w.version.size() + w.namespaceName.size() + w.resource.size() +
+               w.name.size() + w.subresource.size());
+  k8s::appendResourcePath(path, w.group, w.version, w.namespaceName, w.resource);
   HttpRequest r;
   r.timeout = std::chrono::milliseconds(30000);
   switch (w.verb) {
   case KubeRequest::Verb::kCreate: {
     if (!isJson(w.body)) return makeError("create: the body is not valid JSON");
     r.method = "POST";
-    r.target = path;
+    r.target = std::move(path);
     r.body = w.body;
     r.contentType = "application/json";
     return r;
@@ -191,7 +195,9 @@ Result<HttpRequest> KubeClient::toHttp(const KubeRequest& w) {
     if (!merge && w.body[first] != '[')
       return makeError("JSON patch: the body must be a JSON array");
     r.method = "PATCH";
-    r.target = path + "/" + w.name + (w.subresource.empty() ? "" : "/" + w.subresource);
+    path.append("/").append(w.name);
+    if (!w.subresource.empty()) path.append("/").append(w.subresource);
+    r.target = std::move(path);
     r.contentType = merge ? "application/merge-patch+json" : "application/json-patch+json";
     if (w.resourceVersion.empty()) {
       r.body = w.body;
@@ -218,7 +224,7 @@ Result<HttpRequest> KubeClient::toHttp(const KubeRequest& w) {
   case KubeRequest::Verb::kDelete: {
     if (w.name.empty()) return makeError("delete: the object's name is missing");
     r.method = "DELETE";
-    r.target = path + "/" + w.name;
+    r.target = std::move(path.append("/").append(w.name));
     json options = w.body.empty() ? json::object() : json::parse(w.body, nullptr, false);
     if (!options.is_object())
       return makeError("delete: the body must be DeleteOptions (an object)");
