@@ -10,6 +10,7 @@
 #include "kuscia.h"
 #include "kuscia_model.h"
 #include "pod_fields.h"
+#include "status_entries.h"
 
 namespace kuscia_host::plugins {
 
@@ -76,6 +77,20 @@ std::string DomainPods::onPodEvent(const sdk::Event& e, int64_t nowNanos, const 
   return p.task;
 }
 
+const DomainPods::PodState* DomainPods::heldPod(const std::string& task,
+                                                std::string_view key) const {
+  auto held = pods_.find(key);
+  return held == pods_.end() || held->second.task != task ? nullptr : &held->second;
+}
+
+std::optional<int64_t> DomainPods::firstReadyOf(const PodState& p, std::optional<int64_t> create,
+                                                std::optional<int64_t> ready) {
+  // The first Ready of the incarnation, when the status's readyTime is of the same incarnation.
+  if (p.firstReady && ready && create && *p.firstReady >= *create && *p.firstReady <= *ready)
+    return p.firstReady;
+  return std::nullopt;
+}
+
 json DomainPods::withFacts(const std::string& task, json pods,
                            std::vector<std::pair<std::string, std::string>>& uids) const {
   // The status's pod entries, this domain's knowledge merged into those of the pods it holds
@@ -83,28 +98,73 @@ json DomainPods::withFacts(const std::string& task, json pods,
   // The task's pods this domain holds facts of, found from the status's entries (the status
   // is the source): a look-up each, not a walk over every pod held.
   for (auto it = pods.begin(); it != pods.end(); ++it) {
-    const std::string& key = it.key();
-    auto held = pods_.find(key);
-    if (held == pods_.end() || held->second.task != task || !it->is_object()) continue;
-    const PodState& p = held->second;
+    const PodState* held = heldPod(task, it.key());
+    if (held == nullptr || !it->is_object()) continue;
+    const PodState& p = *held;
     json& merged = *it;
     using sdk::formatTime;
     using sdk::TimePrecision;
-    // This domain's own knowledge: the first Ready of the incarnation (when the status's
-    // readyTime is of the same incarnation), every container running, the pulls and reasons.
-    auto create = sdk::parseTime(merged.value("createTime", ""));
-    auto ready = sdk::parseTime(merged.value("readyTime", ""));
-    if (p.firstReady && ready && create && *p.firstReady >= *create && *p.firstReady <= *ready)
-      merged["firstReadyTime"] = formatTime(*p.firstReady, TimePrecision::kAsGiven);
+    // This domain's own knowledge: the first Ready, every container running, the pulls and
+    // reasons.
+    if (auto first = firstReadyOf(p, sdk::parseTime(merged.value("createTime", "")),
+                                  sdk::parseTime(merged.value("readyTime", ""))))
+      merged["firstReadyTime"] = formatTime(*first, TimePrecision::kAsGiven);
     if (p.containersStart)
       merged["containersStartTime"] = formatTime(*p.containersStart, TimePrecision::kAsGiven);
     p.facts.fill(merged);
     if (merged.contains("reasons"))
       for (const auto& [phase, r] : p.facts.reasons())
         if (merged["reasons"].contains(phase)) merged["reasons"][phase]["since"] = r.at;
-    if (!p.uid.empty()) uids.emplace_back(key, p.uid);
+    if (!p.uid.empty()) uids.emplace_back(it.key(), p.uid);
   }
   return pods;
+}
+
+std::optional<TimelineText> DomainPods::documentTextOf(const TaskTexts& task,
+                                                       const EntryTextList& pods,
+                                                       const EntryTextList& services,
+                                                       std::string_view uid) const {
+  // The time fields' places in EntryText::times (EntryTimes::fields() order).
+  enum : std::size_t {
+    kCreate,
+    kSchedule,
+    kStart,
+    kReady,
+    kFirstReady,
+    kPullStart,
+    kPullEnd,
+    kContainersStart
+  };
+  static_assert(sdk::timeline::EntryTimes::fields()[kFirstReady].first == "firstReadyTime" &&
+                sdk::timeline::EntryTimes::fields()[kPullStart].first == "imagePullStartTime" &&
+                sdk::timeline::EntryTimes::fields()[kContainersStart].first ==
+                    "containersStartTime");
+  const std::string name(task.name);
+  std::vector<EntryText> entries;
+  entries.reserve(pods.size() + services.size());
+  for (auto [group, pod] : {std::pair{&pods, true}, std::pair{&services, false}})
+    for (const auto& [key, text] : *group) {
+      auto fields = entryFieldTexts(text);
+      if (!fields) return std::nullopt;
+      EntryText& e = entries.emplace_back();
+      e.key = key;
+      e.pod = pod;
+      e.times = fields->times;
+      e.podPhase = fields->podPhase;
+      if (!pod) continue;
+      // This domain's own knowledge, where withFacts() merges it.
+      const PodState* held = heldPod(name, key);
+      if (held == nullptr) continue;
+      const PodState& p = *held;
+      if (auto first = firstReadyOf(p, e.times[kCreate], e.times[kReady]))
+        e.times[kFirstReady] = first;
+      if (p.containersStart) e.times[kContainersStart] = p.containersStart;
+      if (auto t = p.facts.imagePullStart()) e.times[kPullStart] = t;
+      if (auto t = p.facts.imagePullEnd()) e.times[kPullEnd] = t;
+      e.reasons = &p.facts.reasons();
+      e.uid = p.uid;
+    }
+  return timelineTextOf(task, entries, uid);
 }
 
 // The parts of the task's document: `pods`, when the status has pod entries, holds them with

@@ -60,6 +60,14 @@ public:
   // summary reads of its entries (timeline_text.h): no DOM of the document is built.
   TimelineText documentText(const TaskStatusView& task, std::string_view uid) const;
 
+  // The same text from the texts of the task's fields and of its status entries, none parsed:
+  // (decoded key, entry text) as entryTextsWhere() gives them. nullopt when an entry holds what
+  // the scanner does not read as the parser would (entryFieldTexts()): documentText() then.
+  using EntryTextList = std::vector<std::pair<std::string, std::string_view>>;
+  std::optional<TimelineText> documentTextOf(const TaskTexts& task, const EntryTextList& pods,
+                                             const EntryTextList& services,
+                                             std::string_view uid) const;
+
   void forgetTask(const std::string& task);
   // Drops the Events of pods never seen as a task's after `orphanNanos`, and the facts of pods
   // whose task is not `held` and that are deleted or whose task is not `wanted`.
@@ -74,6 +82,12 @@ private:
     bool gone = false;     // deleted; kept until its task's document is done with it
     int64_t seenNanos = 0; // the last event about it
   };
+  // The pod `key` as held for `task` (nullptr: none of the task's).
+  const PodState* heldPod(const std::string& task, std::string_view key) const;
+  // The pod's first Ready when it is of the incarnation of a status entry with these createTime
+  // and readyTime (between the two).
+  static std::optional<int64_t> firstReadyOf(const PodState& p, std::optional<int64_t> create,
+                                             std::optional<int64_t> ready);
   // The status's pod entries (an object) with this domain's facts merged into those of its pods,
   // and the UIDs of those pods (entry key, UID).
   nlohmann::json withFacts(const std::string& task, nlohmann::json pods,
@@ -81,7 +95,7 @@ private:
   // `build(parts, uids)` of the document's parts, this domain's facts merged.
   template <typename Build> auto build(const TaskStatusView& t, const Build& build) const;
 
-  std::map<std::string, PodState> pods_; // "<ns>/<name>"
+  std::map<std::string, PodState, std::less<>> pods_; // "<ns>/<name>"
 };
 
 } // namespace kuscia_host::plugins

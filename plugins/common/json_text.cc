@@ -156,6 +156,10 @@ private:
 
 } // namespace
 
+bool needsNoEscape(std::string_view s) {
+  return plain(s);
+}
+
 void appendJson(std::string& out, const json& value) {
   Writer(out).value(value);
 }

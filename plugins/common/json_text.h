@@ -20,6 +20,10 @@ namespace kuscia_host::plugins {
 // Appends `value`'s compact text (dump() with no indent) to `out`.
 void appendJson(std::string& out, const nlohmann::json& value);
 
+// Whether dump() writes the string `s` between quotes as it is: nothing to escape and no byte
+// beyond ASCII.
+bool needsNoEscape(std::string_view s);
+
 // Appends the string `s` as a JSON string, as dump() writes it.
 void appendJsonString(std::string& out, std::string_view s);
 

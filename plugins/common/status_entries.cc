@@ -414,9 +414,10 @@ std::optional<std::size_t> countEntries(std::string_view objectJson) {
   return n;
 }
 
-std::optional<json> entriesWhere(std::string_view objectJson,
-                                 const std::function<bool(std::string_view key)>& keep) {
-  json out = json::object();
+std::optional<std::vector<std::pair<std::string, std::string_view>>>
+entryTextsWhere(std::string_view objectJson,
+                const std::function<bool(std::string_view key)>& keep) {
+  std::vector<std::pair<std::string, std::string_view>> out;
   std::size_t i = skipSpace(objectJson, 0);
   if (objectJson.compare(i, 4, "null") == 0 && skipSpace(objectJson, i + 4) == objectJson.size())
     return out;
@@ -424,9 +425,48 @@ std::optional<json> entriesWhere(std::string_view objectJson,
     auto key = decodeKey(rawKey);
     if (!key) return false;
     if (!keep(*key)) return true;
+    if (value.empty() || value.front() != '{') return false;
+    out.emplace_back(std::move(*key), value);
+    return true;
+  });
+  if (!ok) return std::nullopt;
+  return out;
+}
+
+std::optional<json> entriesWhere(std::string_view objectJson,
+                                 const std::function<bool(std::string_view key)>& keep) {
+  auto texts = entryTextsWhere(objectJson, keep);
+  if (!texts) return std::nullopt;
+  json out = json::object();
+  for (auto& [key, value] : *texts) {
     json entry = parseJson(value);
-    if (!entry.is_object()) return false;
-    out[*key] = std::move(entry);
+    if (!entry.is_object()) return std::nullopt;
+    out[key] = std::move(entry); // a key given twice: the later one, as the parser keeps it
+  }
+  return out;
+}
+
+std::optional<EntryFieldTexts> entryFieldTexts(std::string_view entryJson) {
+  EntryFieldTexts out;
+  const auto fields = sdk::timeline::EntryTimes::fields();
+  std::string decoded; // a time's text with an escape (none that parses has one)
+  bool ok = forEachMember(entryJson, [&](std::string_view rawField, std::string_view v) {
+    if (rawField.find('\\') != std::string_view::npos) return false; // the parser's to decode
+    if (rawField == "reasons") return false;                         // read from a DOM
+    if (rawField == "podPhase") {
+      // Copied as its text: a string the serializer writes as it is.
+      if (v.size() < 2 || v.front() != '"' || v.back() != '"' ||
+          !needsNoEscape(v.substr(1, v.size() - 2)))
+        return false;
+      out.podPhase = v;
+      return true;
+    }
+    for (std::size_t i = 0; i < fields.size(); ++i)
+      if (fields[i].first == rawField) {
+        auto text = stringView(v, decoded);
+        if (!text) return false; // not a string: the parser's reading decides
+        out.times[i] = sdk::parseTime(*text);
+      }
     return true;
   });
   if (!ok) return std::nullopt;

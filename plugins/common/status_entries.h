@@ -11,6 +11,7 @@
 
 #include <kuscia_host/timeline_summary.hpp>
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -97,6 +98,24 @@ nlohmann::json otherEntries(std::string_view objectJson, std::string_view ownPre
 // of objects this scanner can walk, or a kept entry does not parse.
 std::optional<nlohmann::json> entriesWhere(std::string_view objectJson,
                                            const std::function<bool(std::string_view key)>& keep);
+
+// The same, each kept entry as its decoded key and its text (a view into `objectJson`), in the
+// text's order, none parsed; nullopt when the text is not an object of objects this scanner can
+// walk.
+std::optional<std::vector<std::pair<std::string, std::string_view>>>
+entryTextsWhere(std::string_view objectJson, const std::function<bool(std::string_view key)>& keep);
+
+// What the timeline document reads of one status entry's text (sdk::timeline's entryParts): the
+// instant of each time field, in EntryTimes::fields() order (none: absent, or a string that is
+// not a time), and podPhase's text. nullopt when the parser's reading could differ from the
+// scanner's: not an object, a member name with an escape, a time field that is not a string, a
+// podPhase that is not a string with nothing to escape, or "reasons" (an object the document
+// copies).
+struct EntryFieldTexts {
+  std::array<std::optional<int64_t>, 8> times;
+  std::string_view podPhase; // "" none
+};
+std::optional<EntryFieldTexts> entryFieldTexts(std::string_view entryJson);
 
 // The other parties' entries a split passed (PartyEntries::otherTexts) as the timeline summary
 // reads them (each entry's times and reasons, as EntryTimes::readTimes and readReasons read a

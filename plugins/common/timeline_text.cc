@@ -3,7 +3,9 @@
 #include <kuscia_host/kube_text.hpp>
 
 #include <algorithm>
+#include <charconv>
 #include <cstddef>
+#include <map>
 
 #include "json_text.h"
 
@@ -27,21 +29,61 @@ void appendKey(std::string& out, std::string_view key) {
   out += ':';
 }
 
-// One entry as entry() builds it and dump() writes it (members by name), and its times.
-void appendEntry(std::string& out, std::string_view key, const json& status, bool pod,
-                 const std::string* uid, timeline::EntryTimes& times) {
-  timeline::detail::EntryParts p = timeline::detail::entryParts(status, pod);
+// One of the SDK's names of times, durations and phases: plain words, written as they are.
+void appendName(std::string& out, const char* name) {
+  out += '"';
+  out += name;
+  out += '"';
+}
+
+// A pod's reasons as PodFacts::fill() puts them in its entry, each with the time it was seen
+// ("since"), as dump() writes them; and as entryTimes() reads them.
+void appendReasons(std::string& out,
+                   const std::map<std::string, sdk::timeline::PodFacts::Reason>& reasons,
+                   timeline::EntryTimes& times) {
+  out += '{';
+  bool first = true;
+  for (const auto& [phase, r] : reasons) {
+    if (!first) out += ',';
+    first = false;
+    appendKey(out, phase);
+    out += '{';
+    if (!r.message.empty()) {
+      out += "\"message\":";
+      appendJsonString(out, r.message);
+      out += ',';
+    }
+    out += "\"reason\":";
+    appendJsonString(out, r.reason);
+    out += ",\"since\":";
+    char digits[24];
+    auto [end, ec] = std::to_chars(digits, digits + sizeof digits, r.at);
+    out.append(digits, end);
+    out += '}';
+    times.reasons[phase] = {r.reason, r.message};
+  }
+  out += '}';
+}
+
+// One entry as entry() builds it and dump() writes it (members by name), and its times, from its
+// parts: `podPhase(out)` appends the podPhase's value (false: it has none), `reasons(out, times)`
+// the reasons' value and fills the times' (false: it has none).
+template <class PodPhase, class Reasons>
+void appendEntry(std::string& out, std::string_view key, timeline::detail::EntryParts p, bool pod,
+                 std::string_view uid, timeline::EntryTimes& times, const PodPhase& podPhase,
+                 const Reasons& reasons) {
   byName(p.durations, p.nDurations);
   out += "{\"durations\":{";
   for (std::size_t i = 0; i < p.nDurations; ++i) {
     if (i > 0) out += ',';
-    appendKey(out, p.durations[i].first);
+    appendName(out, p.durations[i].first);
+    out += ':';
     appendJsonNumber(out, p.durations[i].second);
   }
   out += pod ? R"(},"kind":"pod","missing":[)" : R"(},"kind":"service","missing":[)";
   for (std::size_t i = 0; i < p.nMissing; ++i) {
     if (i > 0) out += ',';
-    appendJsonString(out, p.missing[i]);
+    appendName(out, p.missing[i]);
   }
   auto slash = key.find('/');
   out += "],\"name\":";
@@ -51,38 +93,81 @@ void appendEntry(std::string& out, std::string_view key, const json& status, boo
   out += ",\"negative\":[";
   for (std::size_t i = 0; i < p.nNegative; ++i) {
     if (i > 0) out += ',';
-    appendJsonString(out, p.negative[i]);
+    appendName(out, p.negative[i]);
   }
   out += ']';
-  if (p.podPhase != nullptr) {
-    out += ",\"podPhase\":";
-    appendJson(out, *p.podPhase);
-  }
-  if (p.reasons != nullptr) {
-    out += ",\"reasons\":";
-    appendJson(out, *p.reasons);
-  }
+  const std::size_t before = out.size();
+  out += ",\"podPhase\":";
+  if (!podPhase(out)) out.resize(before);
   // What entryTimes() reads of the entry: its kind, times and reasons (entryParts reads only
   // the time fields EntryTimes names); then the times by name, for the text.
   times.key = std::string(key);
   times.pod = pod;
+  const std::size_t beforeReasons = out.size();
+  out += ",\"reasons\":";
+  if (!reasons(out, times)) out.resize(beforeReasons);
   for (std::size_t i = 0; i < p.nTimes; ++i)
     if (auto member = timeline::EntryTimes::memberNamed(p.times[i].first))
       times.*member = p.times[i].second;
-  if (p.reasons != nullptr) times.readReasons(*p.reasons);
   byName(p.times, p.nTimes);
   out += ",\"times\":{";
   for (std::size_t i = 0; i < p.nTimes; ++i) {
     if (i > 0) out += ',';
-    appendKey(out, p.times[i].first);
+    appendName(out, p.times[i].first);
+    out += ':';
+    char text[48];
     out += '"';
-    out += sdk::formatTime(p.times[i].second, sdk::TimePrecision::kAsGiven);
+    out.append(text, sdk::formatTimeTo(text, p.times[i].second, sdk::TimePrecision::kAsGiven));
     out += '"';
   }
   out += '}';
-  if (uid != nullptr) {
+  if (!uid.empty()) {
     out += ",\"uid\":";
-    appendJsonString(out, *uid);
+    appendJsonString(out, uid);
+  }
+  out += '}';
+}
+
+// The document around its entries, members by name: `create(out)` and `phase(out)` append their
+// values (false: the document has none), `entry(out, i, times)` the i-th of `sources` (entries
+// by key; the later of two of one key wins, as fromParts() assigns a service's over a pod's).
+// text.phase and text.createTime are the caller's.
+template <class Source, class Create, class Phase, class Entry>
+void appendDocument(TimelineText& text, std::string_view name, std::string_view namespaceName,
+                    std::vector<Source>& sources, const Create& create, const Phase& phase,
+                    const Entry& entry, std::string_view uid) {
+  std::stable_sort(sources.begin(), sources.end(),
+                   [](const Source& a, const Source& b) { return a.key < b.key; });
+  std::string& out = text.json;
+  out.reserve(512 + 400 * sources.size());
+  out += '{';
+  const std::size_t beforeCreate = out.size();
+  out += "\"createTime\":";
+  if (create(out))
+    out += ',';
+  else
+    out.resize(beforeCreate);
+  out += "\"entries\":{";
+  text.entries.reserve(sources.size());
+  bool first = true;
+  for (std::size_t i = 0; i < sources.size(); ++i) {
+    const Source& s = sources[i];
+    if (i + 1 < sources.size() && sources[i + 1].key == s.key) continue; // the later one wins
+    if (!first) out += ',';
+    first = false;
+    appendKey(out, s.key);
+    entry(out, s, text.entries.emplace_back());
+  }
+  out += "},\"namespace\":";
+  appendJsonString(out, namespaceName);
+  const std::size_t before = out.size();
+  out += ",\"phase\":";
+  if (!phase(out)) out.resize(before);
+  out += ",\"task\":";
+  appendJsonString(out, name);
+  if (!uid.empty()) {
+    out += ",\"uid\":";
+    appendJsonString(out, uid);
   }
   out += '}';
 }
@@ -105,46 +190,76 @@ TimelineText timelineText(const timeline::TaskParts& t,
     if (group != nullptr && group->is_object())
       for (auto it = group->begin(); it != group->end(); ++it)
         sources.push_back({it.key(), &*it, pod});
-  std::stable_sort(sources.begin(), sources.end(),
-                   [](const Source& a, const Source& b) { return a.key < b.key; });
-  std::string& out = text.json;
-  out.reserve(512 + 400 * sources.size());
-  out += '{';
-  if (t.creationTimestamp != nullptr) {
-    out += "\"createTime\":";
-    appendJson(out, *t.creationTimestamp);
-    out += ',';
-    if (t.creationTimestamp->is_string())
-      text.createTime = t.creationTimestamp->get_ref<const std::string&>();
-  }
-  out += "\"entries\":{";
-  text.entries.reserve(sources.size());
-  bool first = true;
-  for (std::size_t i = 0; i < sources.size(); ++i) {
-    const Source& s = sources[i];
-    if (i + 1 < sources.size() && sources[i + 1].key == s.key) continue; // the later one wins
-    if (!first) out += ',';
-    first = false;
-    appendKey(out, s.key);
-    const std::string* entryUid = nullptr;
-    for (const auto& [key, u] : entryUids)
-      if (key == s.key) entryUid = &u;
-    appendEntry(out, s.key, *s.status, s.pod, entryUid, text.entries.emplace_back());
-  }
-  out += "},\"namespace\":";
-  appendJsonString(out, t.namespaceName);
-  if (t.phase != nullptr) {
-    out += ",\"phase\":";
-    appendJson(out, *t.phase);
-    if (t.phase->is_string()) text.phase = t.phase->get_ref<const std::string&>();
-  }
-  out += ",\"task\":";
-  appendJsonString(out, t.name);
-  if (!uid.empty()) {
-    out += ",\"uid\":";
-    appendJsonString(out, uid);
-  }
-  out += '}';
+  auto appendValue = [](std::string& out, const json* value) {
+    if (value == nullptr) return false;
+    appendJson(out, *value);
+    return true;
+  };
+  appendDocument(
+      text, t.name, t.namespaceName, sources,
+      [&](std::string& out) { return appendValue(out, t.creationTimestamp); },
+      [&](std::string& out) { return appendValue(out, t.phase); },
+      [&](std::string& out, const Source& s, timeline::EntryTimes& times) {
+        std::string_view entryUid;
+        for (const auto& [key, u] : entryUids)
+          if (key == s.key) entryUid = u;
+        const timeline::detail::EntryParts p = timeline::detail::entryParts(*s.status, s.pod);
+        appendEntry(
+            out, s.key, p, s.pod, entryUid, times,
+            [&p, &appendValue](std::string& o) { return appendValue(o, p.podPhase); },
+            [&p, &appendValue](std::string& o, timeline::EntryTimes& tm) {
+              if (!appendValue(o, p.reasons)) return false;
+              tm.readReasons(*p.reasons);
+              return true;
+            });
+      },
+      uid);
+  if (t.creationTimestamp != nullptr && t.creationTimestamp->is_string())
+    text.createTime = t.creationTimestamp->get_ref<const std::string&>();
+  if (t.phase != nullptr && t.phase->is_string())
+    text.phase = t.phase->get_ref<const std::string&>();
+  return text;
+}
+
+TimelineText timelineTextOf(const TaskTexts& t, std::vector<EntryText>& entries,
+                            std::string_view uid) {
+  TimelineText text;
+  appendDocument(
+      text, t.name, t.namespaceName, entries,
+      [&t](std::string& out) {
+        if (!t.createTime) return false;
+        appendJsonString(out, *t.createTime);
+        return true;
+      },
+      [&t](std::string& out) {
+        if (!t.phase) return false;
+        appendJsonString(out, *t.phase);
+        return true;
+      },
+      [](std::string& out, const EntryText& e, timeline::EntryTimes& times) {
+        const auto fields = timeline::EntryTimes::fields();
+        const timeline::detail::EntryParts p =
+            timeline::detail::entryTimeParts(e.pod, [&](const char* field) {
+              for (std::size_t i = 0; i < fields.size(); ++i)
+                if (fields[i].first == field) return e.times[i];
+              return std::optional<int64_t>();
+            });
+        appendEntry(
+            out, e.key, p, e.pod, e.uid, times,
+            [&e](std::string& o) {
+              if (!e.pod || e.podPhase.empty()) return false;
+              o += e.podPhase;
+              return true;
+            },
+            [&e](std::string& o, timeline::EntryTimes& tm) {
+              if (e.reasons == nullptr || e.reasons->empty()) return false;
+              appendReasons(o, *e.reasons, tm);
+              return true;
+            });
+      },
+      uid);
+  if (t.createTime) text.createTime = *t.createTime;
+  if (t.phase) text.phase = *t.phase;
   return text;
 }
 

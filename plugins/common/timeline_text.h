@@ -5,9 +5,14 @@
 // for the summary, while the text and the times are all the store needs of a new recording.
 #pragma once
 
+#include <kuscia_host/pod_events.hpp>
 #include <kuscia_host/timeline.hpp>
 #include <kuscia_host/timeline_summary.hpp>
 
+#include <array>
+#include <cstdint>
+#include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -27,5 +32,27 @@ struct TimelineText {
 TimelineText timelineText(const sdk::timeline::TaskParts& t,
                           const std::vector<std::pair<std::string, std::string>>& entryUids,
                           std::string_view uid);
+
+// A task as the texts of its projected fields give it, for timelineTextOf(): strings decoded.
+struct TaskTexts {
+  std::string_view name, namespaceName;
+  std::optional<std::string_view> phase, createTime; // none: the document has none
+};
+// One status entry as its text gives it (status_entries.h, entryFields()), with what a domain
+// knows beyond it merged (DomainPods): what the document's entry is built from.
+struct EntryText {
+  std::string key;  // decoded
+  bool pod = false; // of podStatuses
+  // The instant of each time field, in EntryTimes::fields() order (none: absent, or not a time).
+  std::array<std::optional<int64_t>, 8> times;
+  std::string_view podPhase; // its value's text, a string with nothing to escape ("" none)
+  // The pod's reasons, each with the time it was seen (nullptr or empty: none).
+  const std::map<std::string, sdk::timeline::PodFacts::Reason>* reasons = nullptr;
+  std::string_view uid; // the pod's ("" none)
+};
+// The same document as timelineText() writes of the DOM these texts parse to (with the facts
+// merged as PodFacts::fill() merges them): entries sorted by key here (the later of one key wins).
+TimelineText timelineTextOf(const TaskTexts& t, std::vector<EntryText>& entries,
+                            std::string_view uid);
 
 } // namespace kuscia_host::plugins

@@ -80,19 +80,14 @@ struct EntryParts {
   }
 };
 
-inline EntryParts entryParts(const nlohmann::json& status, bool pod) {
-  using nlohmann::json;
+// The times, durations, missing and negative of an entry, from `timeOf(field)`: the instant of
+// each time field the entry holds as a time (nullopt for one it lacks or holds as anything else).
+// What entryParts() derives from a DOM; a source that reads an entry's text itself derives the
+// same from its times.
+template <class TimeOf> EntryParts entryTimeParts(bool pod, const TimeOf& timeOf) {
   EntryParts p;
-  // A member of the status, or null; a string member, or null.
-  auto member = [&status](const char* field) -> const json* {
-    if (!status.is_object()) return nullptr;
-    auto it = status.find(field);
-    return it == status.end() ? nullptr : &*it;
-  };
   auto read = [&](const char* field) {
-    const json* v = member(field);
-    std::optional<int64_t> t =
-        v != nullptr && v->is_string() ? parseTime(v->get_ref<const std::string&>()) : std::nullopt;
+    std::optional<int64_t> t = timeOf(field);
     if (!t) return false;
     p.times[p.nTimes++] = {field, *t};
     return true;
@@ -125,10 +120,26 @@ inline EntryParts entryParts(const nlohmann::json& status, bool pod) {
     for (const Span& s : kPodSpans)
       span(s);
     span(kImagePullSpan);
-    p.podPhase = member("podPhase");
   } else
     for (const Span& s : kServiceSpans)
       span(s);
+  return p;
+}
+
+inline EntryParts entryParts(const nlohmann::json& status, bool pod) {
+  using nlohmann::json;
+  // A member of the status, or null.
+  auto member = [&status](const char* field) -> const json* {
+    if (!status.is_object()) return nullptr;
+    auto it = status.find(field);
+    return it == status.end() ? nullptr : &*it;
+  };
+  EntryParts p = entryTimeParts(pod, [&member](const char* field) -> std::optional<int64_t> {
+    const json* v = member(field);
+    return v != nullptr && v->is_string() ? parseTime(v->get_ref<const std::string&>())
+                                          : std::nullopt;
+  });
+  if (pod) p.podPhase = member("podPhase");
   if (const json* reasons = member("reasons"); reasons != nullptr && reasons->is_object())
     p.reasons = reasons;
   return p;

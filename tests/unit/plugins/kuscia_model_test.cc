@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "domain_pods.h"
 #include "json_text.h"
 #include "kuscia_time.h"
 #include "plugin_test_support.h"
@@ -532,6 +533,127 @@ TEST(TimelineTextTest, TheTextIsTheDumpOfTheDocumentAndTheTimesItsEntries) {
   EXPECT_EQ(doc["entries"]["alice/p-1"]["missing"], json({"readyTime"}));
   EXPECT_EQ(doc["entries"]["alice/shared"]["kind"], "service");
   EXPECT_EQ(doc["entries"]["alice/p-0"]["uid"], "u\"0");
+}
+
+// task-history writes a recording from the texts of the task's status entries where the scanner
+// reads them as the parser would (DomainPods::documentTextOf), else from the entries parsed
+// (documentText): both write the same document and times, with this domain's facts (the first
+// Ready, every container running, the pulls, the reasons and their times, the pods' UIDs) merged
+// alike; and what Kuscia's statuses hold takes the texts' way.
+TEST(TimelineTextTest, TheDocumentFromTheEntriesTextsIsTheOneFromTheEntriesParsed) {
+  namespace timeline = sdk::timeline;
+  DomainPods facts;
+  const auto always = [](const std::string&) { return true; };
+  auto pod = [&](const std::string& key, const std::string& uid, const std::string& fields) {
+    sdk::Event e;
+    e.type = KH_EVENT_ADDED;
+    e.key = key;
+    e.uid = uid;
+    e.fieldsJson = fields;
+    facts.onPod(e, 1716192000000000000, always, always);
+  };
+  auto podEvent = [&](const std::string& name, const std::string& uid, const std::string& reason,
+                      const std::string& message, const std::string& at) {
+    const std::string fields =
+        json::array({"Pod", name, uid, reason, message, at, nullptr, nullptr}).dump();
+    sdk::Event e;
+    e.type = KH_EVENT_ADDED;
+    const std::string key = "alice/ev-" + name + reason;
+    e.key = key;
+    e.fieldsJson = fields;
+    facts.onPodEvent(e, 1716192000000000000, always);
+  };
+  // alice/p-0: ready first at 08:00:08.1, its containers running at 08:00:07, its image pulled
+  // from 08:00:02 to 08:00:05 and a reason with a quote; alice/p-1 only its UID (with a quote);
+  // alice/p-2 another task's.
+  pod("alice/p-0", "u-0",
+      R"(["t-1",[{"type":"Ready","status":"True","lastTransitionTime":"2024-05-20T08:00:08.1Z"}],)"
+      R"([{"state":{"running":{"startedAt":"2024-05-20T08:00:07Z"}}}]])");
+  podEvent("p-0", "u-0", "Pulling", "Pulling image \"big\"", "2024-05-20T08:00:02Z");
+  podEvent("p-0", "u-0", "Pulled", "", "2024-05-20T08:00:05Z");
+  pod("alice/p-1", "u\"1",
+      R"(["t-1",[],[{"state":{"waiting":{"reason":"ErrImagePull","message":"a\nb"}}}]])");
+  pod("alice/p-2", "u-2",
+      R"(["t-9",[{"type":"Ready","status":"True","lastTransitionTime":"2024-05-20T08:00:01Z"}],[]])");
+
+  struct Case {
+    std::string pods, services;
+    bool texts; // the texts' way is taken
+  };
+  const std::string p0 =
+      R"("alice/p-0":{"createTime":"2024-05-20T08:00:00Z","namespace":"alice","podName":"p-0",)"
+      R"("podPhase":"Running","readyTime":"2024-05-20T08:00:09Z","startTime":"2024-05-20T08:00:01.25Z"})";
+  const Case cases[] = {
+      // Kuscia's statuses: every party's entries, the other's not kept.
+      {"{" + p0 +
+           R"(,"alice/p-1":{"createTime":"2024-05-20T08:00:00Z","podPhase":"Pending"},)"
+           R"("bob/p-0":{"createTime":"2024-05-20T08:00:00Z","readyTime":"2024-05-20T08:00:03Z"}})",
+       R"({"alice/svc":{"createTime":"2024-05-20T08:00:00Z","readyTime":"2024-05-20T08:00:10.000001Z",)"
+       R"("namespace":"alice","portNumber":8080,"serviceName":"svc"},"bob/svc":{"createTime":"x"}})",
+       true},
+      // A readyTime before the first Ready seen (another incarnation's), a time that is not one,
+      // a scheduleTime, an escaped key, a pod of another task, a service of a pod's key, nulls.
+      {R"({"alice/p-0":{"createTime":"2024-05-20T08:00:00Z","readyTime":"2024-05-20T08:00:08Z",)"
+       R"("scheduleTime":"2024-05-20T08:00:00.5Z","startTime":"not a time"},)"
+       R"("alice/p-\u00e9":{"createTime":"2024-05-20T08:00:00Z"},"alice/p-2":{"readyTime":"2024-05-20T08:00:02Z"}})",
+       R"({"alice/p-1":{"createTime":"2024-05-20T08:00:01Z"}})", true},
+      {"null", "{}", true},
+      {"{" + p0 + "}", "null", true},
+      // What the scanner leaves to the parser: the same document all the same.
+      {R"({"alice/p-0":{"createTime":"2024-05-20T08:00:00Z","podPhase":"Run\"ning"}})", "{}",
+       false},
+      {R"({"alice/p-0":{"createTime":"2024-05-20T08:00:00Z","podPhase":null}})", "{}", false},
+      {R"({"alice/p-0":{"createTime":"2024-05-20T08:00:00Z","reasons":{"starting":{"reason":"X"}}}})",
+       "{}", false},
+      {R"({"alice/p-1":{"createTime":1716192000}})", "{}", false},
+      {R"({"alice/p-1":{"create\u0054ime":"2024-05-20T08:00:00Z"}})", "{}", false},
+  };
+  const auto keep = [](std::string_view key) { return key.substr(0, 6) == "alice/"; };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.pods + " " + c.services);
+    for (const char* phase : {"Running", ""})
+      for (const char* create : {"2024-05-20T07:59:58Z", ""}) {
+        auto podTexts = entryTextsWhere(c.pods, keep);
+        auto serviceTexts = entryTextsWhere(c.services, keep);
+        ASSERT_TRUE(podTexts && serviceTexts);
+        TaskTexts texts{"t-1", "cross-domain"};
+        if (*phase != 0) texts.phase = phase;
+        if (*create != 0) texts.createTime = create;
+        const auto fromTexts = facts.documentTextOf(texts, *podTexts, *serviceTexts, "uid-1");
+        ASSERT_EQ(fromTexts.has_value(), c.texts);
+        if (!fromTexts) continue;
+        json pods = *entriesWhere(c.pods, keep), services = *entriesWhere(c.services, keep);
+        const json createJson = *create != 0 ? json(create) : json();
+        const TimelineText want = facts.documentText(
+            {"t-1", "cross-domain", phase, &createJson, nullptr, &services, &pods}, "uid-1");
+        EXPECT_EQ(fromTexts->json, want.json);
+        EXPECT_EQ(fromTexts->phase, want.phase);
+        EXPECT_EQ(fromTexts->createTime, want.createTime);
+        ASSERT_EQ(fromTexts->entries.size(), want.entries.size());
+        for (std::size_t i = 0; i < want.entries.size(); ++i) {
+          const timeline::EntryTimes &got = fromTexts->entries[i], &w = want.entries[i];
+          EXPECT_EQ(got.key, w.key);
+          EXPECT_EQ(got.pod, w.pod) << w.key;
+          for (auto [name, member] : timeline::EntryTimes::fields())
+            EXPECT_EQ(got.*member, w.*member) << w.key << " " << name;
+          EXPECT_EQ(got.reasons, w.reasons) << w.key;
+        }
+      }
+  }
+  // The cases hold what they are meant to: this domain's facts merged, the escapes written.
+  const std::string onlyP0 = "{" + p0 + "}";
+  auto podTexts = entryTextsWhere(onlyP0, keep);
+  const json doc =
+      json::parse(facts.documentTextOf({"t-1", "cross-domain"}, *podTexts, {}, "")->json);
+  const json& e = doc["entries"]["alice/p-0"];
+  EXPECT_EQ(e["times"]["firstReadyTime"], "2024-05-20T08:00:08.1Z");
+  EXPECT_EQ(e["times"]["containersStartTime"], "2024-05-20T08:00:07Z");
+  EXPECT_EQ(e["times"]["imagePullStartTime"], "2024-05-20T08:00:02Z");
+  EXPECT_EQ(e["times"]["imagePullEndTime"], "2024-05-20T08:00:05Z");
+  EXPECT_EQ(e["reasons"]["pulling"]["reason"], "Pulled");
+  EXPECT_TRUE(e["reasons"]["pulling"]["since"].is_number_integer());
+  EXPECT_EQ(e["uid"], "u-0");
+  EXPECT_EQ(e["durations"]["startToReady"], 6.85);
 }
 
 TEST(KusciaModelTest, TaskIndexFollowsObjectsBetweenTasks) {
