@@ -597,7 +597,8 @@ TEST(KubeWriteTest, APreconditionGoesIntoTheMergePatchWhicheverWayItIsAdded) {
 // A write's method and target: the collection's path (core or a group's, namespaced or not), then
 // the object's name and subresource.
 TEST(KubeWriteTest, AWriteGoesToItsObjectsPath) {
-  auto target = [](KubeRequest::Verb verb, const std::string& group, const std::string& ns,
+  using Verb = KubeRequest::Verb;
+  auto toHttp = [](Verb verb, const std::string& group, const std::string& ns,
                    const std::string& resource, const std::string& name,
                    const std::string& subresource) {
     KubeRequest w;
@@ -608,12 +609,14 @@ TEST(KubeWriteTest, AWriteGoesToItsObjectsPath) {
     w.resource = resource;
     w.name = name;
     w.subresource = subresource;
-    w.body = verb == KubeRequest::Verb::kDelete ? "" : "{}";
-    auto http = KubeClient::toHttp(w);
+    w.body = verb == Verb::kDelete ? "" : "{}";
+    return KubeClient::toHttp(w);
+  };
+  auto target = [&toHttp](auto... parts) {
+    auto http = toHttp(parts...);
     EXPECT_TRUE(http.ok()) << (http.ok() ? "" : http.error());
     return http.ok() ? http.value().method + " " + http.value().target : std::string();
   };
-  using Verb = KubeRequest::Verb;
   EXPECT_EQ(
       target(Verb::kPatch, "kuscia.secretflow", "cross-domain", "kusciatasks", "t-1", "status"),
       "PATCH /apis/kuscia.secretflow/v1alpha1/namespaces/cross-domain/kusciatasks/t-1/status");
@@ -624,13 +627,7 @@ TEST(KubeWriteTest, AWriteGoesToItsObjectsPath) {
   EXPECT_EQ(target(Verb::kCreate, "", "", "namespaces", "", ""), "POST /api/v1/namespaces");
   EXPECT_EQ(target(Verb::kDelete, "kuscia.secretflow", "", "domains", "bob", ""),
             "DELETE /apis/kuscia.secretflow/v1alpha1/domains/bob");
-  KubeRequest bad;
-  bad.version = "v1";
-  bad.resource = "services";
-  bad.namespaceName = "alice";
-  bad.name = "a/b";
-  bad.body = "{}";
-  auto refused = KubeClient::toHttp(bad);
+  auto refused = toHttp(Verb::kPatch, "", "alice", "services", "a/b", "");
   ASSERT_FALSE(refused.ok());
   EXPECT_NE(refused.error().find("'a/b' is not a valid path segment"), std::string::npos);
 }
