@@ -164,6 +164,12 @@ std::optional<TimelineText> DomainPods::documentTextOf(const TaskTexts& task,
       e.reasons = &p.facts.reasons();
       e.uid = p.uid;
     }
+  // A service of a pod's key replaces the pod's entry (fromParts()) and, as documentText() adds
+  // the pods' UIDs by key, carries the pod's UID.
+  for (EntryText& service : entries)
+    if (!service.pod)
+      for (const EntryText& pod : entries)
+        if (pod.pod && !pod.uid.empty() && pod.key == service.key) service.uid = pod.uid;
   return timelineTextOf(task, entries, uid);
 }
 

@@ -599,6 +599,8 @@ TEST(TimelineTextTest, TheDocumentFromTheEntriesTextsIsTheOneFromTheEntriesParse
        R"({"alice/p-1":{"createTime":"2024-05-20T08:00:01Z"}})", true},
       {"null", "{}", true},
       {"{" + p0 + "}", "null", true},
+      // A service of a held pod's key: the service's entry, with the pod's UID.
+      {"{" + p0 + "}", R"({"alice/p-0":{"createTime":"2024-05-20T08:00:01Z"}})", true},
       // What the scanner leaves to the parser: the same document all the same.
       {R"({"alice/p-0":{"createTime":"2024-05-20T08:00:00Z","podPhase":"Run\"ning"}})", "{}",
        false},
