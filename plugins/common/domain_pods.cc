@@ -140,6 +140,7 @@ std::optional<TimelineText> DomainPods::documentTextOf(const TaskTexts& task,
                 sdk::timeline::EntryTimes::fields()[kContainersStart].first ==
                     "containersStartTime");
   const std::string name(task.name);
+  std::vector<std::pair<std::string, std::string>> uids; // entry key, pod UID (as withFacts())
   std::vector<EntryText> entries;
   entries.reserve(pods.size() + services.size());
   for (auto [group, pod] : {std::pair{&pods, true}, std::pair{&services, false}})
@@ -162,15 +163,9 @@ std::optional<TimelineText> DomainPods::documentTextOf(const TaskTexts& task,
       if (auto t = p.facts.imagePullStart()) e.times[kPullStart] = t;
       if (auto t = p.facts.imagePullEnd()) e.times[kPullEnd] = t;
       e.reasons = &p.facts.reasons();
-      e.uid = p.uid;
+      if (!p.uid.empty()) uids.emplace_back(key, p.uid);
     }
-  // A service of a pod's key replaces the pod's entry (fromParts()) and, as documentText() adds
-  // the pods' UIDs by key, carries the pod's UID.
-  for (EntryText& service : entries)
-    if (!service.pod)
-      for (const EntryText& pod : entries)
-        if (pod.pod && !pod.uid.empty() && pod.key == service.key) service.uid = pod.uid;
-  return timelineTextOf(task, entries, uid);
+  return timelineTextOf(task, entries, uids, uid);
 }
 
 // The parts of the task's document: `pods`, when the status has pod entries, holds them with

@@ -70,7 +70,7 @@ void appendReasons(std::string& out,
 // the reasons' value and fills the times' (false: it has none).
 template <class PodPhase, class Reasons>
 void appendEntry(std::string& out, std::string_view key, timeline::detail::EntryParts p, bool pod,
-                 std::string_view uid, timeline::EntryTimes& times, const PodPhase& podPhase,
+                 const std::string* uid, timeline::EntryTimes& times, const PodPhase& podPhase,
                  const Reasons& reasons) {
   byName(p.durations, p.nDurations);
   out += "{\"durations\":{";
@@ -121,21 +121,24 @@ void appendEntry(std::string& out, std::string_view key, timeline::detail::Entry
     out += '"';
   }
   out += '}';
-  if (!uid.empty()) {
+  if (uid != nullptr) {
     out += ",\"uid\":";
-    appendJsonString(out, uid);
+    appendJsonString(out, *uid);
   }
   out += '}';
 }
 
 // The document around its entries, members by name: `create(out)` and `phase(out)` append their
-// values (false: the document has none), `entry(out, i, times)` the i-th of `sources` (entries
-// by key; the later of two of one key wins, as fromParts() assigns a service's over a pod's).
+// values (false: the document has none), `entry(out, source, entryUid, times)` each of `sources`
+// (entries by key; the later of two of one key wins, as fromParts() assigns a service's over a
+// pod's), with the UID `entryUids` gives its key (nullptr: none), whichever kind wins.
 // text.phase and text.createTime are the caller's.
 template <class Source, class Create, class Phase, class Entry>
 void appendDocument(TimelineText& text, std::string_view name, std::string_view namespaceName,
                     std::vector<Source>& sources, const Create& create, const Phase& phase,
-                    const Entry& entry, std::string_view uid) {
+                    const Entry& entry,
+                    const std::vector<std::pair<std::string, std::string>>& entryUids,
+                    std::string_view uid) {
   std::stable_sort(sources.begin(), sources.end(),
                    [](const Source& a, const Source& b) { return a.key < b.key; });
   std::string& out = text.json;
@@ -156,7 +159,10 @@ void appendDocument(TimelineText& text, std::string_view name, std::string_view 
     if (!first) out += ',';
     first = false;
     appendKey(out, s.key);
-    entry(out, s, text.entries.emplace_back());
+    const std::string* entryUid = nullptr;
+    for (const auto& [key, u] : entryUids)
+      if (key == s.key) entryUid = &u;
+    entry(out, s, entryUid, text.entries.emplace_back());
   }
   out += "},\"namespace\":";
   appendJsonString(out, namespaceName);
@@ -199,10 +205,8 @@ TimelineText timelineText(const timeline::TaskParts& t,
       text, t.name, t.namespaceName, sources,
       [&](std::string& out) { return appendValue(out, t.creationTimestamp); },
       [&](std::string& out) { return appendValue(out, t.phase); },
-      [&](std::string& out, const Source& s, timeline::EntryTimes& times) {
-        std::string_view entryUid;
-        for (const auto& [key, u] : entryUids)
-          if (key == s.key) entryUid = u;
+      [&](std::string& out, const Source& s, const std::string* entryUid,
+          timeline::EntryTimes& times) {
         const timeline::detail::EntryParts p = timeline::detail::entryParts(*s.status, s.pod);
         appendEntry(
             out, s.key, p, s.pod, entryUid, times,
@@ -213,7 +217,7 @@ TimelineText timelineText(const timeline::TaskParts& t,
               return true;
             });
       },
-      uid);
+      entryUids, uid);
   if (t.creationTimestamp != nullptr && t.creationTimestamp->is_string())
     text.createTime = t.creationTimestamp->get_ref<const std::string&>();
   if (t.phase != nullptr && t.phase->is_string())
@@ -222,6 +226,7 @@ TimelineText timelineText(const timeline::TaskParts& t,
 }
 
 TimelineText timelineTextOf(const TaskTexts& t, std::vector<EntryText>& entries,
+                            const std::vector<std::pair<std::string, std::string>>& entryUids,
                             std::string_view uid) {
   TimelineText text;
   appendDocument(
@@ -236,7 +241,8 @@ TimelineText timelineTextOf(const TaskTexts& t, std::vector<EntryText>& entries,
         appendJsonString(out, *t.phase);
         return true;
       },
-      [](std::string& out, const EntryText& e, timeline::EntryTimes& times) {
+      [](std::string& out, const EntryText& e, const std::string* entryUid,
+         timeline::EntryTimes& times) {
         const auto fields = timeline::EntryTimes::fields();
         const timeline::detail::EntryParts p =
             timeline::detail::entryTimeParts(e.pod, [&](const char* field) {
@@ -245,7 +251,7 @@ TimelineText timelineTextOf(const TaskTexts& t, std::vector<EntryText>& entries,
               return std::optional<int64_t>();
             });
         appendEntry(
-            out, e.key, p, e.pod, e.uid, times,
+            out, e.key, p, e.pod, entryUid, times,
             [&e](std::string& o) {
               if (!e.pod || e.podPhase.empty()) return false;
               o += e.podPhase;
@@ -257,7 +263,7 @@ TimelineText timelineTextOf(const TaskTexts& t, std::vector<EntryText>& entries,
               return true;
             });
       },
-      uid);
+      entryUids, uid);
   if (t.createTime) text.createTime = *t.createTime;
   if (t.phase) text.phase = *t.phase;
   return text;

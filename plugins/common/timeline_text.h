@@ -48,11 +48,12 @@ struct EntryText {
   std::string_view podPhase; // its value's text, a string with nothing to escape ("" none)
   // The pod's reasons, each with the time it was seen (nullptr or empty: none).
   const std::map<std::string, sdk::timeline::PodFacts::Reason>* reasons = nullptr;
-  std::string_view uid; // the pod's ("" none)
 };
 // The same document as timelineText() writes of the DOM these texts parse to (with the facts
-// merged as PodFacts::fill() merges them): entries sorted by key here (the later of one key wins).
+// merged as PodFacts::fill() merges them), "uid" added as timelineText() adds it: entries sorted
+// by key here (the later of one key wins).
 TimelineText timelineTextOf(const TaskTexts& t, std::vector<EntryText>& entries,
+                            const std::vector<std::pair<std::string, std::string>>& entryUids,
                             std::string_view uid);
 
 } // namespace kuscia_host::plugins
