@@ -47,6 +47,23 @@ bool setEntryTime(StatusPatch::Entry* patch, const nlohmann::json* entry, TimeFi
 class EntryClock {
 public:
   explicit EntryClock(const nlohmann::json* entry);
+  // An entry that is there, none of its fields read yet (set() adds them): what a reader of the
+  // entry's text builds (entryClockOfText, status_entries.h).
+  static EntryClock presentEntry() {
+    EntryClock c(nullptr);
+    c.present_ = true;
+    return c;
+  }
+  // The entry holds `field` with a value (not null): `nanos` when it is a time that parses.
+  void set(TimeField field, std::optional<int64_t> nanos) {
+    has_ |= bit(field);
+    times_[static_cast<std::size_t>(field)] = nanos.value_or(kNone);
+  }
+  // The entry no longer holds `field` (a merge patch's null removed it).
+  void clear(TimeField field) {
+    has_ &= static_cast<uint8_t>(~bit(field));
+    times_[static_cast<std::size_t>(field)] = kNone;
+  }
   bool present() const { return present_; } // the entry is an object
   std::optional<int64_t> time(TimeField field) const;
   bool has(TimeField field) const { return (has_ & bit(field)) != 0; }

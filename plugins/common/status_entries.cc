@@ -1,5 +1,7 @@
 #include "status_entries.h"
 
+#include <algorithm>
+#include <array>
 #include <bit>
 #include <cstdint>
 #include <cstring>
@@ -208,6 +210,10 @@ constexpr uint64_t kNoEntries = 0x6A09E667F3BCC909ULL;
 
 } // namespace
 
+std::optional<std::string> decodedKey(std::string_view rawKey) {
+  return decodeKey(rawKey);
+}
+
 std::optional<std::vector<std::string_view>> arrayElements(std::string_view s) {
   std::vector<std::string_view> out;
   out.reserve(8); // a projection's fields, a few subsets: one allocation, not one per doubling
@@ -292,15 +298,16 @@ namespace {
 
 // The status map starting at s[i] ("null" or an object) split for the party; `i` moves past it.
 std::optional<PartyEntries> splitAt(std::string_view s, std::size_t& i, std::string_view ownPrefix,
-                                    OwnEntries previous) {
+                                    bool ownAsTexts) {
   PartyEntries out;
   if (s.compare(i, 4, "null") == 0) {
     i += 4;
     out.ownDigest = kNoEntries;
     return out;
   }
-  // The own entries' texts first: parsed only when they differ from `previous`. Keys are read
-  // in place (Kubernetes names have no escape to decode): one is copied only to be parsed.
+  // The own entries' texts first: handed over as texts (`ownAsTexts`), or parsed after the walk.
+  // Keys are read in place (Kubernetes names have no escape to decode): one is copied only to be
+  // parsed.
   EntryTexts own;
   uint64_t digest = kNoEntries;
   std::string decoded; // the key, when its text has an escape
@@ -336,8 +343,8 @@ std::optional<PartyEntries> splitAt(std::string_view s, std::size_t& i, std::str
   if (end == kBad) return std::nullopt;
   i = end;
   out.ownDigest = digest;
-  if (previous.own != nullptr && previous.digest != 0 && previous.digest == digest) {
-    out.own = std::move(*previous.own);
+  if (ownAsTexts) {
+    out.ownTexts = std::move(own);
     return out;
   }
   for (const auto& [rawKey, value] : own) {
@@ -352,16 +359,15 @@ std::optional<PartyEntries> splitAt(std::string_view s, std::size_t& i, std::str
 } // namespace
 
 std::optional<PartyEntries> splitEntries(std::string_view objectJson, std::string_view ownPrefix,
-                                         OwnEntries previous) {
+                                         bool ownAsTexts) {
   std::size_t i = skipSpace(objectJson, 0);
-  auto out = splitAt(objectJson, i, ownPrefix, previous);
+  auto out = splitAt(objectJson, i, ownPrefix, ownAsTexts);
   if (!out || skipSpace(objectJson, i) != objectJson.size()) return std::nullopt;
   return out;
 }
 
 std::optional<TaskFields> splitTaskFields(std::string_view fieldsJson, std::size_t leading,
-                                          std::string_view ownPrefix, OwnEntries pods,
-                                          OwnEntries services) {
+                                          std::string_view ownPrefix, bool ownAsTexts) {
   TaskFields out;
   const std::string_view s = fieldsJson;
   std::size_t i = skipSpace(s, 0);
@@ -380,9 +386,9 @@ std::optional<TaskFields> splitTaskFields(std::string_view fieldsJson, std::size
     i = end;
     if (!comma()) return std::nullopt;
   }
-  auto p = splitAt(s, i, ownPrefix, pods);
+  auto p = splitAt(s, i, ownPrefix, ownAsTexts);
   if (!p || !comma()) return std::nullopt;
-  auto v = splitAt(s, i, ownPrefix, services);
+  auto v = splitAt(s, i, ownPrefix, ownAsTexts);
   if (!v) return std::nullopt;
   i = skipSpace(s, i);
   if (i >= s.size() || s[i] != ']' || skipSpace(s, i + 1) != s.size()) return std::nullopt;
@@ -391,16 +397,70 @@ std::optional<TaskFields> splitTaskFields(std::string_view fieldsJson, std::size
   return out;
 }
 
-uint64_t ownEntriesDigest(const json& own) {
-  uint64_t digest = kNoEntries;
-  if (!own.is_object()) return digest;
-  std::string text; // one buffer for every entry's text
-  for (const auto& [key, entry] : own.items()) {
-    text.clear();
-    appendJson(text, entry);
-    digest += entryDigest(key, text);
+uint64_t noEntriesDigest() {
+  return kNoEntries;
+}
+
+uint64_t entryTextDigest(std::string_view key, std::string_view entryText) {
+  return entryDigest(key, entryText);
+}
+
+std::optional<std::string> mergedEntryText(std::string_view entryText,
+                                           const StatusPatch::Entry& patch) {
+  // The members as (name, value text): the entry's, then the patch's over them. Buffers kept
+  // for the thread's next merge (a write merges a few entries; each allocated three times else).
+  thread_local std::vector<std::pair<std::string_view, std::string_view>> members;
+  thread_local std::vector<StatusPatch::MemberText> set;
+  thread_local std::string values; // the patch's values' texts
+  members.clear();
+  set.clear();
+  values.clear();
+  if (!entryText.empty() &&
+      !forEachMember(entryText, [](std::string_view rawName, std::string_view value) {
+        if (rawName.find('\\') != std::string_view::npos) return false; // the parser's to decode
+        members.emplace_back(rawName, value);
+        return true;
+      }))
+    return std::nullopt;
+  patch.memberTexts(set, values);
+  for (const auto& m : set) {
+    const std::string_view name(m.name), value(values.data() + m.at, m.size);
+    auto at = std::find_if(members.begin(), members.end(),
+                           [name](const auto& member) { return member.first == name; });
+    if (m.clears) {
+      if (at != members.end()) members.erase(at);
+    } else if (at != members.end()) {
+      at->second = value;
+    } else {
+      members.emplace_back(name, value);
+    }
   }
-  return digest;
+  std::sort(members.begin(), members.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  if (std::adjacent_find(members.begin(), members.end(), [](const auto& a, const auto& b) {
+        return a.first == b.first;
+      }) != members.end())
+    return std::nullopt; // a name given twice: the parser keeps the last
+  // {"name":value,...}: its size first, then each piece copied once.
+  std::size_t size = members.empty() ? 2 : 1 + members.size() * 4;
+  for (const auto& [name, value] : members)
+    size += name.size() + value.size();
+  std::string out(size, '\0');
+  char* p = out.data();
+  auto put = [&p](std::string_view piece) {
+    std::memcpy(p, piece.data(), piece.size());
+    p += piece.size();
+  };
+  *p++ = '{';
+  for (const auto& [name, value] : members) {
+    if (p != out.data() + 1) *p++ = ',';
+    *p++ = '"';
+    put(name);
+    put("\":");
+    put(value);
+  }
+  *p++ = '}';
+  return out;
 }
 
 std::optional<std::size_t> countEntries(std::string_view objectJson) {
@@ -471,6 +531,31 @@ std::optional<EntryFieldTexts> entryFieldTexts(std::string_view entryJson) {
   });
   if (!ok) return std::nullopt;
   return out;
+}
+
+std::optional<EntryClock> entryClockOfText(std::string_view entryJson) {
+  constexpr std::array<TimeField, 4> kFields = {TimeField::kCreate, TimeField::kSchedule,
+                                                TimeField::kStart, TimeField::kReady};
+  static const std::array<std::string_view, kFields.size()> kNames = {
+      fieldName(kFields[0]), fieldName(kFields[1]), fieldName(kFields[2]), fieldName(kFields[3])};
+  EntryClock clock = EntryClock::presentEntry();
+  std::array<bool, kFields.size()> seen{};
+  std::string decoded; // a time's text with an escape (none that parses has one)
+  bool ok = forEachMember(entryJson, [&](std::string_view rawField, std::string_view v) {
+    if (rawField.find('\\') != std::string_view::npos) return false; // the parser's to decode
+    for (std::size_t i = 0; i < kFields.size(); ++i) {
+      if (rawField != kNames[i]) continue;
+      if (seen[i]) return false; // given twice: the parser keeps the last
+      seen[i] = true;
+      if (v == "null") return true;
+      auto text = stringView(v, decoded); // nullopt: not a string (a value, no time)
+      clock.set(kFields[i], text ? sdk::parseTime(*text) : std::nullopt);
+      return true;
+    }
+    return true;
+  });
+  if (!ok) return std::nullopt;
+  return clock;
 }
 
 json otherEntries(std::string_view objectJson, std::string_view ownPrefix) {

@@ -22,6 +22,9 @@
 #include <utility>
 #include <vector>
 
+#include "kuscia_model.h"
+#include "status_patch.h"
+
 namespace kuscia_host::plugins {
 
 // Entries of a status map as their texts: each key's text between its quotes and the entry's
@@ -32,19 +35,18 @@ struct PartyEntries {
   nlohmann::json own = nlohmann::json::object(); // "<party>/<name>" -> entry
   std::size_t others = 0;                        // entries of other parties
   std::size_t othersReady = 0;                   // of those, the ones holding a readyTime
-  uint64_t ownDigest = 0; // of the own entries' text (ownEntriesDigest); 0: not known
+  // Of the own entries' text: noEntriesDigest() plus each entry's entryTextDigest(), in any
+  // order. 0 from splitParsedEntries (not known).
+  uint64_t ownDigest = 0;
   // The other parties' entries as the scanner passed them, views into the text split (valid
   // while it lives): what the summary reads them from (entryTimesOf) without walking the map
   // again. Empty from splitParsedEntries.
   EntryTexts otherTexts;
-};
-
-// Own entries already parsed, and the digest of the text they were parsed from (or would dump
-// to): a split whose own entries digest alike takes them instead of parsing again. Most task
-// events change nothing of one party's entries (another party wrote, or the phase moved).
-struct OwnEntries {
-  uint64_t digest = 0; // 0: not known, never taken
-  nlohmann::json* own = nullptr;
+  // The own entries the same way, in a split asked for texts (`ownAsTexts`): `own` is then left
+  // empty, nothing parsed. Most task events change nothing of one party's entries (another
+  // party wrote, or the phase moved): a reader that holds them (OwnEntryTexts, own_entries.h)
+  // compares the digest and keeps what it holds.
+  EntryTexts ownTexts;
 };
 
 // The spans of the elements of a JSON array (the projected fields of an event, in declaration
@@ -54,6 +56,10 @@ std::optional<std::vector<std::string_view>> arrayElements(std::string_view json
 // Whether an Endpoints' subsets text holds an address (endpointsHaveAddress() of kuscia_model.h,
 // without a DOM); nullopt when the text is not one this scanner can walk.
 std::optional<bool> subsetsHaveAddress(std::string_view subsetsJson);
+
+// A member name as its text between the quotes has it, decoded (a name with no escape, as every
+// Kubernetes name, is its text); nullopt when it does not decode.
+std::optional<std::string> decodedKey(std::string_view rawKey);
 
 // The string one JSON value's text holds (a span the scanner gave: its text between the quotes
 // when it has no escape, else what the full parser reads); nullopt when it is not a string.
@@ -66,7 +72,7 @@ std::optional<std::string_view> stringView(std::string_view valueJson, std::stri
 // its own). null (or absent) is an empty map; nullopt when the text is not an object of objects,
 // or an own entry does not parse.
 std::optional<PartyEntries> splitEntries(std::string_view objectJson, std::string_view ownPrefix,
-                                         OwnEntries previous = {});
+                                         bool ownAsTexts = false);
 
 // The first `n` elements of a projected fields array, as strings ("" for an element that is not
 // a string, and for those after text the scanner cannot walk); stops reading after them, so a
@@ -81,13 +87,21 @@ struct TaskFields {
   PartyEntries pods, services;
 };
 std::optional<TaskFields> splitTaskFields(std::string_view fieldsJson, std::size_t leading,
-                                          std::string_view ownPrefix, OwnEntries pods = {},
-                                          OwnEntries services = {});
+                                          std::string_view ownPrefix, bool ownAsTexts = false);
 
-// The digest of own entries: of each key with its value's compact text, in any order. That of a
-// parsed map (its entries dumped) equals that of the text when the text is compact with sorted
-// keys, as the API server writes it; when not, the digests differ and the text is parsed.
-uint64_t ownEntriesDigest(const nlohmann::json& own);
+// The digest of own entries is built from parts: the digest of no entries, and each entry's part
+// (its key and its text). Equal texts digest alike in any order; a write merged into held texts
+// as the API server merges it (mergedEntryText) digests like the server's text of the result.
+uint64_t noEntriesDigest();
+uint64_t entryTextDigest(std::string_view key, std::string_view entryText);
+
+// An entry's text with a patch's entry merged into it (RFC 7386: members set, or removed when the
+// patch clears them), its members ordered by name, written compact: what the API server writes
+// of the merged object when `entryText` is what it wrote before (values kept as their text). ""
+// is an entry not there yet. nullopt when the text is not an object this scanner reads as the
+// parser does (a member name with an escape, a name given twice): the caller merges a DOM then.
+std::optional<std::string> mergedEntryText(std::string_view entryText,
+                                           const StatusPatch::Entry& patch);
 
 // The other parties' entries of a status map's text (keys not starting with `ownPrefix`),
 // parsed: what a party's own record lacks to draw the whole task. An empty object when the text
@@ -123,6 +137,11 @@ std::optional<EntryFieldTexts> entryFieldTexts(std::string_view entryJson);
 // an entry is not one this scanner reads (the caller parses the text then).
 std::optional<std::vector<sdk::timeline::EntryTimes>> entryTimesOf(const EntryTexts& entries,
                                                                    bool pods);
+
+// The times of one status entry's text as EntryClock reads them off the parsed entry; nullopt
+// when the parser's reading could differ from the scanner's (not an object, a member name with
+// an escape, a time field given twice): the caller parses the text then.
+std::optional<EntryClock> entryClockOfText(std::string_view entryJson);
 
 // How many entries a status map's text holds, none of them parsed; nullopt when the text is not
 // an object of objects.

@@ -107,6 +107,28 @@ void StatusPatch::add(Entry entry) {
     entries_.insert(at, std::move(entry));
 }
 
+void StatusPatch::Entry::memberTexts(std::vector<MemberText>& out, std::string& values) const {
+  forEachMember(
+      *this,
+      [&](const char* n, std::string_view text) {
+        const std::size_t at = values.size();
+        appendJsonString(values, text);
+        out.push_back({n, at, values.size() - at});
+      },
+      [&](const char* n, int64_t nanos) {
+        if (nanos == kClear) {
+          out.push_back({n, 0, 0, true});
+          return;
+        }
+        char text[48];
+        const std::size_t at = values.size();
+        values += '"';
+        values.append(text, sdk::formatTimeTo(text, nanos, TimePrecision::kAsGiven));
+        values += '"';
+        out.push_back({n, at, values.size() - at});
+      });
+}
+
 bool StatusPatch::touches(Group group) const {
   return std::any_of(entries_.begin(), entries_.end(),
                      [group](const Entry& e) { return e.group == group; });

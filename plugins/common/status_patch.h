@@ -25,6 +25,13 @@ const char* fieldName(TimeField field);
 
 class StatusPatch {
 public:
+  // A member an entry writes: its name, and its value's JSON text at [at, at + size) of a buffer
+  // (Entry::memberTexts), or that it is cleared.
+  struct MemberText {
+    const char* name;
+    std::size_t at = 0, size = 0;
+    bool clears = false;
+  };
   enum Group : uint8_t { kPods, kServices };
   // "podStatuses", "serviceStatuses".
   static const char* groupName(Group group);
@@ -48,6 +55,10 @@ public:
     void set(TimeField name, int64_t nanos);
     // The field's instant when the entry sets it (not when it clears it).
     std::optional<int64_t> time(TimeField name) const;
+    // What it writes, member by member in the order of their names: each value's JSON text
+    // (appended to `values`), or that the member is cleared (null in the patch: removed from the
+    // entry). One buffer for every value: a write merges a few entries of a few members each.
+    void memberTexts(std::vector<MemberText>& out, std::string& values) const;
   };
 
   // Adds an entry; entries are kept ordered by group, then key, and `entry` replaces one of the

@@ -74,6 +74,8 @@ public:
                std::string_view field) const;
   // The task is gone: what was known of it goes.
   void forget(const std::string& task);
+  // Whether anything of `task` is known: observed() of a task it does not know does nothing.
+  bool knows(const std::string& task) const { return tasks_.count(task) > 0; }
 
 private:
   static constexpr int64_t kNone = INT64_MIN;

@@ -528,36 +528,39 @@ TaskTimeline::Task TaskTimeline::taskFrom(std::string_view fieldsJson, std::stri
                                           Task* previous, OtherTexts* others) {
   Task t;
   t.exists = true;
-  auto take = [&t](PartyEntries pods, PartyEntries services) {
-    t.podStatuses = std::move(pods.own);
-    t.serviceStatuses = std::move(services.own);
-    t.podsDigest = pods.ownDigest;
-    t.servicesDigest = services.ownDigest;
-    t.othersNotReady = pods.others - pods.othersReady + services.others - services.othersReady;
-  };
-  // The maps are scanned and only this domain's entries parsed (status_entries.h), and those
-  // only when they changed since `previous`, in one walk of the text; the leading strings are
-  // small. Text the scanner cannot walk takes the full parser.
-  OwnEntries heldPods, heldServices;
-  if (previous != nullptr) {
-    heldPods = {previous->podsDigest, &previous->podStatuses};
-    heldServices = {previous->servicesDigest, &previous->serviceStatuses};
-  }
+  // The maps are scanned and only this domain's entries kept, as their texts (own_entries.h):
+  // those of `previous` when they digest alike, in one walk of the text; the leading strings
+  // are small. Text the scanner cannot walk takes the full parser.
   static_assert(kTaskPods == kTaskFieldCount - 2 && kTaskServices == kTaskFieldCount - 1);
-  if (auto fields = splitTaskFields(fieldsJson, kTaskPods, ownPrefix, heldPods, heldServices)) {
-    if (others != nullptr) {
-      others->scanned = true;
-      others->pods = std::move(fields->pods.otherTexts);
-      others->services = std::move(fields->services.otherTexts);
+  if (auto fields = splitTaskFields(fieldsJson, kTaskPods, ownPrefix, true)) {
+    auto own = [](const PartyEntries& split, OwnEntryTexts* held) {
+      if (held != nullptr && held->digest() == split.ownDigest)
+        return std::optional<OwnEntryTexts>(std::move(*held));
+      return OwnEntryTexts::fromTexts(split.ownTexts);
+    };
+    auto pods = own(fields->pods, previous != nullptr ? &previous->pods : nullptr);
+    auto services = own(fields->services, previous != nullptr ? &previous->services : nullptr);
+    if (pods && services) { // else a key that does not decode: the full parser's
+      if (others != nullptr) {
+        others->scanned = true;
+        others->pods = std::move(fields->pods.otherTexts);
+        others->services = std::move(fields->services.otherTexts);
+      }
+      t.pods = std::move(*pods);
+      t.services = std::move(*services);
+      t.othersNotReady = fields->pods.others - fields->pods.othersReady + fields->services.others -
+                         fields->services.othersReady;
+      t.phase = stringValue(fields->leading[kTaskPhase]).value_or("");
+      t.createTime = stringValue(fields->leading[kTaskCreate]).value_or("");
+      return t;
     }
-    take(std::move(fields->pods), std::move(fields->services));
-    t.phase = stringValue(fields->leading[kTaskPhase]).value_or("");
-    t.createTime = stringValue(fields->leading[kTaskCreate]).value_or("");
-    return t;
   }
   json f = parseFields(fieldsJson, kTaskFieldCount);
-  take(splitParsedEntries(f[kTaskPods], ownPrefix),
-       splitParsedEntries(f[kTaskServices], ownPrefix));
+  PartyEntries pods = splitParsedEntries(f[kTaskPods], ownPrefix);
+  PartyEntries services = splitParsedEntries(f[kTaskServices], ownPrefix);
+  t.pods = OwnEntryTexts::fromJson(pods.own);
+  t.services = OwnEntryTexts::fromJson(services.own);
+  t.othersNotReady = pods.others - pods.othersReady + services.others - services.othersReady;
   t.phase = fieldString(f, kTaskPhase);
   t.createTime = fieldString(f, kTaskCreate);
   return t;
@@ -578,16 +581,19 @@ void TaskTimeline::onTask(const sdk::Event& e) {
   Task& t = tasks_.try_emplace(name).first->second; // one look-up: a new task answered nothing
   if (version != 0 && version < t.answered) return; // older than the write answered last
   const bool held = t.exists;
-  const uint64_t podsDigest = t.podsDigest, servicesDigest = t.servicesDigest;
+  const uint64_t podsDigest = t.pods.digest(), servicesDigest = t.services.digest();
   OtherTexts others;
   t = taskFrom(e.fieldsJson, ownPrefix_, &t, &others);
   t.version = version;
   // Own entries that digest as held (another party wrote, or the echo of this instance's own
   // write came back, which the held entries were merged with) hold every field this instance
   // wrote, as it wrote it: no other writer changed them, and nothing needs comparing.
-  const bool sameEntries = held && podsDigest != 0 && servicesDigest != 0 &&
-                           t.podsDigest == podsDigest && t.servicesDigest == servicesDigest;
-  if (!sameEntries) writer_.observed(name, e.resourceVersion, t.podStatuses, t.serviceStatuses);
+  const bool sameEntries =
+      held && t.pods.digest() == podsDigest && t.services.digest() == servicesDigest;
+  // What another writer overwrote (the contest reads the entries parsed; it knows a task only
+  // while this instance's writes of it are unconfirmed or contested).
+  if (!sameEntries && writer_.contest().knows(name))
+    writer_.observed(name, e.resourceVersion, t.pods.toJson(), t.services.toJson());
   // What this host knows may be missing (a pod seen first, or fields another writer removed).
   // Every change of this domain's objects was compared when it came (onPod, onService), so only
   // a change of its entries can make a difference now, or a write that did not land.
@@ -601,22 +607,24 @@ void TaskTimeline::settle(const std::string& name) {
   if (summarized_.count(name) > 0 && writer_.settled(name)) tasks_.erase(name);
 }
 
-TaskTimeline::Task TaskTimeline::cachedOthers(const std::string& name) const {
-  Task t;
+TaskTimeline::ParsedEntries TaskTimeline::cachedOthers(const std::string& name) const {
+  ParsedEntries t;
   host().cacheGet(taskSub_, config_.taskNamespace + "/" + name,
                   [&](const sdk::Object& o) { t = othersFrom(o.fieldsJson); });
   return t;
 }
 
-TaskTimeline::Task TaskTimeline::othersFrom(std::string_view fieldsJson) const {
-  Task t;
-  t.exists = true;
+TaskTimeline::ParsedEntries TaskTimeline::othersFrom(std::string_view fieldsJson) const {
+  ParsedEntries t;
   if (auto spans = arrayElements(fieldsJson); spans && spans->size() == kTaskFieldCount) {
     t.podStatuses = otherEntries((*spans)[kTaskPods], ownPrefix_);
     t.serviceStatuses = otherEntries((*spans)[kTaskServices], ownPrefix_);
     return t;
   }
-  t = taskFrom(fieldsJson); // text the scanner cannot walk: every entry, then not ours
+  // Text the scanner cannot walk: every entry, then not ours.
+  const Task whole = taskFrom(fieldsJson);
+  t.podStatuses = whole.pods.toJson();
+  t.serviceStatuses = whole.services.toJson();
   for (json* group : {&t.podStatuses, &t.serviceStatuses})
     for (auto it = group->begin(); it != group->end();)
       it = it.key().compare(0, ownPrefix_.size(), ownPrefix_) == 0 ? group->erase(it)
@@ -665,10 +673,8 @@ void TaskTimeline::touch(const std::string& task, const std::string* pod,
   bool one = wasHeld && (pod != nullptr || service != nullptr);
   bool urgent = false; // a difference that cannot wait for the writer's deferral
   auto podDiffer = [&](const std::string& key) {
-    auto e = t.podStatuses.find(key);
     Pod& p = pods_.at(key);
-    bool differs =
-        podDiffers(p, t.clockOf(e == t.podStatuses.end() ? nullptr : &*e), nullptr, &urgent);
+    bool differs = podDiffers(p, t.pods.clockOf(key), nullptr, &urgent);
     if (p.republish) {
       p.republish = false;
       publish(key, p);
@@ -676,10 +682,7 @@ void TaskTimeline::touch(const std::string& task, const std::string* pod,
     return differs;
   };
   auto serviceDiffer = [&](const std::string& key) {
-    auto e = t.serviceStatuses.find(key);
-    return serviceDiffers(services_.at(key),
-                          t.clockOf(e == t.serviceStatuses.end() ? nullptr : &*e), nullptr,
-                          &urgent);
+    return serviceDiffers(services_.at(key), t.services.clockOf(key), nullptr, &urgent);
   };
   bool differs = false;
   if (one) {
@@ -712,45 +715,48 @@ void TaskTimeline::summarizeOnce(const std::string& task, std::string_view field
   // the document built (once, or a few times while the last writes land), not on every event.
   auto held = tasks_.find(task);
   if (held == tasks_.end()) return;
-  auto allReady = [](const json& group) {
-    for (const auto& [key, entry] : group.items())
-      if (!entryHas(&entry, "readyTime")) return false;
-    return true;
+  auto allReady = [](const OwnEntryTexts& group) {
+    return std::all_of(group.entries().begin(), group.entries().end(),
+                       [](const auto& e) { return e.clock.has(TimeField::kReady); });
   };
   const Task& t = held->second;
-  if (t.othersNotReady > 0 || !allReady(t.podStatuses) || !allReady(t.serviceStatuses)) return;
+  if (t.othersNotReady > 0 || !allReady(t.pods) || !allReady(t.services)) return;
   for (const auto& key : pods_.members(task))
-    if (!t.podStatuses.contains(key)) return;
+    if (t.pods.find(key) == nullptr) return;
   for (const auto& key : services_.members(task))
-    if (!t.serviceStatuses.contains(key)) return;
+    if (t.services.find(key) == nullptr) return;
   // The summary from the entries' times as the document has them (timeline()): this domain's
   // entries as held, the other parties' as the host's cache has them, each with what the entry
   // board knows beside the status. No document is built for it.
   std::vector<sdk::timeline::EntryTimes> entries;
-  auto addParsed = [&entries](const Task& from) {
-    for (const auto& [key, entry] : from.podStatuses.items())
+  auto addParsed = [&entries](const json& pods, const json& services) {
+    for (const auto& [key, entry] : pods.items())
       entries.push_back(entryTimes(key, entry, true));
-    for (const auto& [key, entry] : from.serviceStatuses.items())
+    for (const auto& [key, entry] : services.items())
       entries.push_back(entryTimes(key, entry, false));
   };
-  addParsed(t);
-  // The other parties' entries are read off the event's text (the one this domain's entries
-  // were held from), where its split passed them, none parsed into a DOM; text the scanner
-  // cannot walk takes the full parser.
-  bool scanned = false;
-  if (others.scanned) {
-    auto pods = entryTimesOf(others.pods, true);
-    auto services = entryTimesOf(others.services, false);
-    if (pods && services) {
-      for (auto* group : {&*pods, &*services})
-        for (auto& e : *group) {
-          withBoardFacts(e);
-          entries.push_back(std::move(e));
-        }
-      scanned = true;
-    }
+  // Every entry's times off its text, none parsed into a DOM (the own entries as held, the other
+  // parties' where the event's split passed them); text the scanner does not read as the parser
+  // does takes the full parser.
+  auto addTexts = [&entries](const EntryTexts& pods, const EntryTexts& services) {
+    auto p = entryTimesOf(pods, true);
+    auto s = entryTimesOf(services, false);
+    if (!p || !s) return false;
+    for (auto* group : {&*p, &*s})
+      for (auto& e : *group) {
+        withBoardFacts(e);
+        entries.push_back(std::move(e));
+      }
+    return true;
+  };
+  if (!addTexts(t.pods.views(), t.services.views())) {
+    entries.clear();
+    addParsed(t.pods.toJson(), t.services.toJson());
   }
-  if (!scanned) addParsed(othersFrom(fieldsJson));
+  if (!others.scanned || !addTexts(others.pods, others.services)) {
+    const ParsedEntries parsed = othersFrom(fieldsJson);
+    addParsed(parsed.podStatuses, parsed.serviceStatuses);
+  }
   std::optional<int64_t> created;
   if (!t.createTime.empty()) created = parseTime(t.createTime);
   auto s = sdk::timeline::summarize(created, std::move(entries), host().wallTimeNanos());
@@ -842,16 +848,12 @@ StatusPatch TaskTimeline::diff(const std::string& task) {
   if (it == tasks_.end() || !it->second.exists) return status;
   const Task& t = it->second;
   for (const auto& key : pods_.members(task)) {
-    auto e = t.podStatuses.find(key);
     StatusPatch::Entry patch{StatusPatch::kPods, key};
-    if (podDiffers(pods_.at(key), t.clockOf(e == t.podStatuses.end() ? nullptr : &*e), &patch))
-      status.add(std::move(patch));
+    if (podDiffers(pods_.at(key), t.pods.clockOf(key), &patch)) status.add(std::move(patch));
   }
   for (const auto& key : services_.members(task)) {
-    auto e = t.serviceStatuses.find(key);
     StatusPatch::Entry patch{StatusPatch::kServices, key};
-    if (serviceDiffers(services_.at(key), t.clockOf(e == t.serviceStatuses.end() ? nullptr : &*e),
-                       &patch))
+    if (serviceDiffers(services_.at(key), t.services.clockOf(key), &patch))
       status.add(std::move(patch));
   }
   return status;
@@ -864,26 +866,13 @@ void TaskTimeline::written(const std::string& task, const StatusPatch& status, u
   // view holds what the task is now, and the patch would put back what that writer replaced.
   if (version != 0 && it->second.version >= version) return;
   // What was written is in the task now: later diffs start from it, so the write is not repeated
-  // while the watch event is on its way (which then brings the task as it is).
-  // The echo of the write then digests like the merged entries (the server writes compact JSON
-  // with sorted keys) and is not parsed again.
+  // while the watch event is on its way (which then brings the task as it is). Merged into the
+  // entries' texts as the server merges it, the echo of the write digests like them and is taken
+  // as held (own_entries.h).
   Task& t = it->second;
   t.answered = version;
-  t.clocks.byEntry.clear(); // the entries change in place
-  if (status.touches(StatusPatch::kPods)) {
-    status.applyTo(StatusPatch::kPods, t.podStatuses);
-    t.podsDigest = ownEntriesDigest(t.podStatuses);
-  }
-  if (status.touches(StatusPatch::kServices)) {
-    status.applyTo(StatusPatch::kServices, t.serviceStatuses);
-    t.servicesDigest = ownEntriesDigest(t.serviceStatuses);
-  }
-}
-
-const EntryClock& TaskTimeline::Task::clockOf(const json* entry) const {
-  static const EntryClock kNone(nullptr);
-  if (entry == nullptr) return kNone;
-  return clocks.byEntry.try_emplace(entry, entry).first->second;
+  t.pods.apply(status, StatusPatch::kPods);
+  t.services.apply(status, StatusPatch::kServices);
 }
 
 void TaskTimeline::refreshStuck() {

@@ -49,6 +49,7 @@
 #include "kuscia.h"
 #include "kuscia_model.h"
 #include "kuscia_time.h"
+#include "own_entries.h"
 #include "pod_fields.h"
 #include "status_entries.h"
 #include "status_writer.h"
@@ -167,19 +168,16 @@ private:
     kTaskServices,
     kTaskFieldCount
   };
-  // A task as this instance holds it: of the status maps, its own domain's entries (what it
-  // writes and compares), and how many of the other parties' entries are not ready yet (all the
-  // summary needs of them). The timeline document reads the whole task from the host's cache.
+  // A task as this instance holds it: of the status maps, its own domain's entries as their
+  // texts (what it writes and compares: own_entries.h), and how many of the other parties'
+  // entries are not ready yet (all the summary needs of them). The timeline document reads the
+  // whole task from the host's cache.
   struct Task {
     bool exists = false;
-    nlohmann::json podStatuses = nlohmann::json::object();
-    nlohmann::json serviceStatuses = nlohmann::json::object();
+    OwnEntryTexts pods, services;
     std::size_t othersNotReady = 0;
     std::string phase;
     std::string createTime;
-    // Digests of the text the own entries were parsed from, or that they dump to after a write
-    // (status_entries.h): the next event parses them only if they changed. 0: not known.
-    uint64_t podsDigest = 0, servicesDigest = 0;
     // The resourceVersion of the task as last seen (versionNumber(); 0: not known).
     uint64_t version = 0;
     // The resourceVersion this instance's last write was answered with, when the entries were
@@ -189,21 +187,11 @@ private:
     // that write's difference again and schedule a write of nothing. The write's own event,
     // or a later one, is on its way and carries everything the older one did.
     uint64_t answered = 0;
-    // The own entries' times, each read once (clockOf): kept by the entry's address in the maps
-    // above, which moves with them (a task is moved, never copied: a copy's entries would be
-    // elsewhere). Cleared when they change in place (written()).
-    struct Clocks {
-      std::unordered_map<const nlohmann::json*, EntryClock> byEntry;
-      Clocks() = default;
-      Clocks(const Clocks&) = delete;
-      Clocks& operator=(const Clocks&) = delete;
-      Clocks(Clocks&&) noexcept = default;
-      Clocks& operator=(Clocks&&) noexcept = default;
-      ~Clocks() = default;
-    };
-    mutable Clocks clocks;
-    // The times of an own entry (nullptr: none), read once.
-    const EntryClock& clockOf(const nlohmann::json* entry) const;
+  };
+  // Status entries parsed ("<key>" -> entry): the other parties' (what a held task lacks).
+  struct ParsedEntries {
+    nlohmann::json podStatuses = nlohmann::json::object();
+    nlohmann::json serviceStatuses = nlohmann::json::object();
   };
 
   void onPod(const sdk::Event& e);
@@ -230,9 +218,9 @@ private:
   // `whole` every party's.
   std::optional<Task> cachedTask(const std::string& name, bool whole = false) const;
   // The other parties' entries of the task as the host's cache has it (what a held task lacks).
-  Task cachedOthers(const std::string& name) const;
+  ParsedEntries cachedOthers(const std::string& name) const;
   // The other parties' entries in a task's projected fields.
-  Task othersFrom(std::string_view fieldsJson) const;
+  ParsedEntries othersFrom(std::string_view fieldsJson) const;
   // Lets the task go when this instance has no pod or service of it left.
   void release(const std::string& name);
   // The pod or service is gone, or no longer a task's: forgotten, its task released if it was

@@ -88,7 +88,7 @@ std::optional<json> TaskTimeline::timeline(const std::string& task, bool phases)
   // event came back), the other parties' as the host's cache has them. Otherwise every entry as
   // the cache has it.
   std::optional<Task> cached;
-  Task others;
+  ParsedEntries others;
   const Task* t = nullptr;
   if (auto it = tasks_.find(task); it != tasks_.end()) {
     t = &it->second;
@@ -105,10 +105,11 @@ std::optional<json> TaskTimeline::timeline(const std::string& task, bool phases)
   if (t != nullptr && t->exists) {
     if (!t->phase.empty()) doc["phase"] = t->phase;
     if (!t->createTime.empty()) doc["createTime"] = t->createTime;
-    for (const Task* from : {t, static_cast<const Task*>(&others)}) {
-      for (const auto& [key, entry] : from->podStatuses.items())
+    for (const ParsedEntries& from :
+         {ParsedEntries{t->pods.toJson(), t->services.toJson()}, std::move(others)}) {
+      for (const auto& [key, entry] : from.podStatuses.items())
         entries[key] = entryTimeline(task, key, entry, true);
-      for (const auto& [key, entry] : from->serviceStatuses.items())
+      for (const auto& [key, entry] : from.serviceStatuses.items())
         entries[key] = entryTimeline(task, key, entry, false);
     }
   }
@@ -195,7 +196,7 @@ json TaskTimeline::taskList(std::size_t limit, std::string_view after) const {
             }
           }
           Task t = taskFrom(o.fieldsJson);
-          entries = t.podStatuses.size() + t.serviceStatuses.size();
+          entries = t.pods.size() + t.services.size();
         });
     tasks[l.key.name] = {{"phase", std::move(l.phase)},
                          {"createTime", std::move(l.createTime)},

@@ -18,6 +18,7 @@
 #include "domain_pods.h"
 #include "json_text.h"
 #include "kuscia_time.h"
+#include "own_entries.h"
 #include "plugin_test_support.h"
 #include "pod_fields.h"
 #include "status_entries.h"
@@ -1127,42 +1128,149 @@ TEST(StatusEntriesTest, TheScannerSplitsAsTheFullParserDoes) {
   }
 }
 
-// Own entries that did not change are taken from the previous split instead of parsed: the
-// digest is that of the own entries only, in any order, and a parsed map digests like its
-// compact text. Anything else that differs is parsed.
-TEST(StatusEntriesTest, UnchangedOwnEntriesAreTakenNotParsed) {
+// The digest of own entries says whether they changed: that of the own entries only, in any
+// order, and of held texts (OwnEntryTexts) as of the split they came from; an own entry that
+// changed, went or is spaced differently digests otherwise (and is read again).
+TEST(StatusEntriesTest, TheOwnEntriesDigestSaysWhetherTheyChanged) {
   const std::string first =
       R"({"alice/p":{"createTime":"t1"},"alice/q":{"readyTime":"t2"},"bob/p":{}})";
-  auto a = splitEntries(first, "alice/");
+  auto a = splitEntries(first, "alice/", true);
   ASSERT_TRUE(a);
+  EXPECT_TRUE(a->own.empty()); // as texts: nothing parsed
+  ASSERT_EQ(a->ownTexts.size(), 2u);
   EXPECT_NE(a->ownDigest, 0u);
-  EXPECT_EQ(a->ownDigest, ownEntriesDigest(a->own));
-  // Another party wrote; the own entries come in another order: taken (the marker shows it).
-  json held = a->own;
-  held["marker"] = json::object();
+  auto held = OwnEntryTexts::fromTexts(a->ownTexts);
+  ASSERT_TRUE(held);
+  EXPECT_EQ(held->digest(), a->ownDigest);
+  EXPECT_EQ(held->toJson(), splitEntries(first, "alice/")->own);
+  EXPECT_EQ(OwnEntryTexts::fromJson(held->toJson()).digest(), a->ownDigest);
+  // Another party wrote; the own entries come in another order: the same digest.
   auto b = splitEntries(
       R"({"bob/p":{"readyTime":"t9"},"alice/q":{"readyTime":"t2"},"alice/p":{"createTime":"t1"}})",
-      "alice/", {a->ownDigest, &held});
+      "alice/", true);
   ASSERT_TRUE(b);
-  EXPECT_TRUE(b->own.contains("marker"));
+  EXPECT_EQ(b->ownDigest, a->ownDigest);
   EXPECT_EQ(b->othersReady, 1u);
-  // An own entry changed, or one went, or its text is spaced: parsed.
+  // An own entry changed, or one went, or its text is spaced: another.
   for (const char* changed : {R"({"alice/p":{"createTime":"t0"},"alice/q":{"readyTime":"t2"}})",
                               R"({"alice/p":{"createTime":"t1"}})",
                               R"({"alice/p":{"createTime": "t1"},"alice/q":{"readyTime":"t2"}})"}) {
-    json again = a->own;
-    again["marker"] = json::object();
-    auto c = splitEntries(changed, "alice/", {a->ownDigest, &again});
+    auto c = splitEntries(changed, "alice/", true);
     ASSERT_TRUE(c) << changed;
-    EXPECT_FALSE(c->own.contains("marker")) << changed;
-    EXPECT_EQ(c->own, json::parse(changed)) << changed;
+    EXPECT_NE(c->ownDigest, a->ownDigest) << changed;
+    EXPECT_EQ(OwnEntryTexts::fromTexts(c->ownTexts)->toJson(), json::parse(changed)) << changed;
   }
-  // A digest of 0 is "not known": never taken, even for no own entries.
-  json none = {{"marker", 1}};
-  auto d = splitEntries(R"({"bob/p":{}})", "alice/", {0, &none});
+  // No own entries: the digest of none, not 0 ("not known").
+  auto d = splitEntries(R"({"bob/p":{}})", "alice/", true);
   ASSERT_TRUE(d);
-  EXPECT_TRUE(d->own.empty());
-  EXPECT_EQ(d->ownDigest, ownEntriesDigest(json::object()));
+  EXPECT_TRUE(d->ownTexts.empty());
+  EXPECT_EQ(d->ownDigest, noEntriesDigest());
+  EXPECT_EQ(d->ownDigest, OwnEntryTexts().digest());
+}
+
+// Own entries held as texts (own_entries.h): a write merged into an entry's text is the text the
+// API server writes of the merged entry (compact, members by name), so its digest is that of the
+// write's event; and what is read off the texts is what the parsed entries say.
+TEST(OwnEntryTextsTest, AWriteMergedIntoTheTextsIsTheServersTextOfTheMergedEntries) {
+  std::mt19937 rng(11);
+  auto pick = [&rng](int n) { return static_cast<int>(rng() % static_cast<unsigned>(n)); };
+  const std::vector<std::string> keys = {"alice/p-0", "alice/p-1", "alice/s-0", "alice/x"};
+  const std::vector<json> values = {"2024-05-20T08:00:00Z",
+                                    "2024-05-20T10:00:01.5+02:00",
+                                    "not a time",
+                                    nullptr,
+                                    7,
+                                    {{"nested", {"a\"b", 1}}},
+                                    "Running",
+                                    "<&>"};
+  const std::vector<std::string> names = {"createTime",   "readyTime", "startTime",
+                                          "scheduleTime", "podName",   "namespace",
+                                          "podPhase",     "reason",    "zeta"};
+  const std::vector<int64_t> instants = {1716192000000000000, 1716192001500000000,
+                                         1716199201123456789};
+  for (int round = 0; round < 400; ++round) {
+    // The entries as the server holds them, and their compact text (keys sorted, as it writes).
+    json held = json::object();
+    for (int n = pick(4); n > 0; --n) {
+      json entry = json::object();
+      for (int m = pick(6); m > 0; --m)
+        entry[names[static_cast<std::size_t>(pick(static_cast<int>(names.size())))]] =
+            values[static_cast<std::size_t>(pick(static_cast<int>(values.size())))];
+      held[keys[static_cast<std::size_t>(pick(static_cast<int>(keys.size())))]] = entry;
+    }
+    const std::string heldText = held.dump();
+    auto split = splitEntries(heldText, "alice/", true);
+    ASSERT_TRUE(split) << heldText;
+    EXPECT_TRUE(split->own.empty()); // texts only: nothing parsed
+    auto texts = OwnEntryTexts::fromTexts(split->ownTexts);
+    ASSERT_TRUE(texts) << heldText;
+    EXPECT_EQ(texts->digest(), split->ownDigest) << heldText;
+    EXPECT_EQ(texts->toJson(), held) << heldText;
+    EXPECT_EQ(OwnEntryTexts::fromJson(held).digest(), split->ownDigest) << heldText;
+    for (const auto& [key, entry] : held.items())
+      for (TimeField f :
+           {TimeField::kCreate, TimeField::kSchedule, TimeField::kStart, TimeField::kReady}) {
+        const EntryClock parsed(&entry);
+        EXPECT_EQ(texts->clockOf(key).has(f), parsed.has(f)) << entry.dump();
+        EXPECT_EQ(texts->clockOf(key).time(f), parsed.time(f)) << entry.dump();
+      }
+    EXPECT_FALSE(texts->clockOf("alice/none").present());
+    // A write: fields set or cleared, new entries identified.
+    StatusPatch patch;
+    for (int n = pick(3) + 1; n > 0; --n) {
+      StatusPatch::Entry e{StatusPatch::kPods,
+                           keys[static_cast<std::size_t>(pick(static_cast<int>(keys.size())))]};
+      e.identify = pick(3) == 0;
+      if (pick(2) == 0) e.podPhase = "Running";
+      for (TimeField f : {TimeField::kCreate, TimeField::kStart, TimeField::kReady})
+        if (pick(2) == 0)
+          e.set(f,
+                pick(4) == 0 ? StatusPatch::kClear : instants[static_cast<std::size_t>(pick(3))]);
+      patch.add(std::move(e));
+    }
+    json merged = held;
+    patch.applyTo(StatusPatch::kPods, merged);
+    texts->apply(patch, StatusPatch::kPods);
+    texts->apply(patch, StatusPatch::kServices); // none of the services': nothing
+    EXPECT_EQ(texts->toJson(), merged) << heldText << " + " << patch.toJson().dump();
+    for (const auto& e : texts->entries()) {
+      EXPECT_EQ(e.text, merged[e.key].dump()) << heldText << " + " << patch.toJson().dump();
+      // The times after the merge, kept without reading the text again, are the parse's.
+      const EntryClock parsed(&merged[e.key]);
+      for (TimeField f :
+           {TimeField::kCreate, TimeField::kSchedule, TimeField::kStart, TimeField::kReady}) {
+        EXPECT_EQ(e.clock.has(f), parsed.has(f)) << merged[e.key].dump();
+        EXPECT_EQ(e.clock.time(f), parsed.time(f)) << merged[e.key].dump();
+      }
+    }
+    // The write's event carries the merged entries as the server writes them: same digest.
+    EXPECT_EQ(texts->digest(), splitEntries(merged.dump(), "alice/")->ownDigest)
+        << heldText << " + " << patch.toJson().dump();
+  }
+}
+
+TEST(OwnEntryTextsTest, TextTheScannerDoesNotReadAsTheParserIsMergedThroughItsParse) {
+  // An escaped member name, a field given twice: the parser's reading decides.
+  StatusPatch::Entry e{StatusPatch::kPods, "alice/p"};
+  e.set(TimeField::kReady, 1716192000000000000);
+  for (const char* text :
+       {R"({"create\u0054ime":"x","readyTime":"y"})", R"({"readyTime":"a","readyTime":"b"})"}) {
+    EXPECT_FALSE(mergedEntryText(text, e)) << text;
+    EXPECT_FALSE(entryClockOfText(text)) << text;
+    OwnEntryTexts texts;
+    texts.put("alice/p", text);
+    const json parsed = json::parse(text);
+    EXPECT_EQ(texts.clockOf("alice/p").time(TimeField::kReady),
+              EntryClock(&parsed).time(TimeField::kReady))
+        << text;
+    StatusPatch patch;
+    patch.add(e);
+    json merged = {{"alice/p", parsed}};
+    patch.applyTo(StatusPatch::kPods, merged);
+    texts.apply(patch, StatusPatch::kPods);
+    EXPECT_EQ(texts.toJson(), merged) << text;
+    EXPECT_EQ(texts.clockOf("alice/p").time(TimeField::kReady), 1716192000000000000) << text;
+  }
 }
 
 } // namespace

@@ -1,0 +1,128 @@
+#include "own_entries.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "json_text.h"
+#include "kuscia.h"
+
+namespace kuscia_host::plugins {
+
+using nlohmann::json;
+
+namespace {
+
+// The times of an entry's text: read off the text, or off its parse when the scanner could read
+// it otherwise than the parser.
+EntryClock clockOfText(std::string_view text) {
+  if (auto clock = entryClockOfText(text)) return *clock;
+  const json entry = parseJson(text);
+  return EntryClock(&entry);
+}
+
+} // namespace
+
+std::optional<OwnEntryTexts> OwnEntryTexts::fromTexts(const EntryTexts& texts) {
+  OwnEntryTexts out;
+  out.entries_.reserve(texts.size());
+  for (const auto& [rawKey, value] : texts) {
+    auto key = decodedKey(rawKey);
+    if (!key) return std::nullopt;
+    out.put(std::move(*key), std::string(value));
+  }
+  return out;
+}
+
+OwnEntryTexts OwnEntryTexts::fromJson(const json& own) {
+  OwnEntryTexts out;
+  if (!own.is_object()) return out;
+  out.entries_.reserve(own.size());
+  for (const auto& [key, entry] : own.items())
+    out.put(key, dumpJson(entry));
+  return out;
+}
+
+const OwnEntryTexts::Entry* OwnEntryTexts::find(std::string_view key) const {
+  // A task has a few entries of a party: a walk, not a search.
+  for (const Entry& e : entries_)
+    if (e.key == key) return &e;
+  return nullptr;
+}
+
+OwnEntryTexts::Entry* OwnEntryTexts::findEntry(std::string_view key) {
+  return const_cast<Entry*>(std::as_const(*this).find(key)); // NOLINT: this is not const here
+}
+
+const EntryClock& OwnEntryTexts::clockOf(std::string_view key) const {
+  static const EntryClock kNone(nullptr);
+  const Entry* e = find(key);
+  return e != nullptr ? e->clock : kNone;
+}
+
+void OwnEntryTexts::put(std::string key, std::string text) {
+  const EntryClock clock = clockOfText(text);
+  put(std::move(key), std::move(text), clock);
+}
+
+void OwnEntryTexts::put(std::string key, std::string text, const EntryClock& clock) {
+  Entry* e = findEntry(key);
+  if (e == nullptr) {
+    auto at = std::lower_bound(entries_.begin(), entries_.end(), key,
+                               [](const Entry& a, const std::string& k) { return a.key < k; });
+    e = &*entries_.insert(at, Entry{std::move(key), {}, 0, EntryClock(nullptr)});
+  } else {
+    digest_ -= e->digest;
+  }
+  e->text = std::move(text);
+  e->digest = entryTextDigest(e->key, e->text);
+  e->clock = clock;
+  digest_ += e->digest;
+}
+
+void OwnEntryTexts::apply(const StatusPatch& patch, StatusPatch::Group group) {
+  for (const StatusPatch::Entry& p : patch.entries()) {
+    if (p.group != group) continue;
+    const Entry* held = find(p.key);
+    const std::string_view text = held != nullptr ? std::string_view(held->text) : "";
+    if (auto merged = mergedEntryText(text, p)) {
+      // The times the merged text holds: those held, with the patch's set or removed (a time
+      // written reads back as the instant it was written from).
+      EntryClock clock = held != nullptr ? held->clock : EntryClock::presentEntry();
+      for (const auto& [field, nanos] : p.fields) {
+        if (nanos == StatusPatch::kClear)
+          clock.clear(field);
+        else
+          clock.set(field, nanos);
+      }
+      put(p.key, std::move(*merged), clock);
+      continue;
+    }
+    // Text the scanner does not read as the parser does: merged into its parse.
+    json entries = json::object();
+    if (held != nullptr) {
+      json entry = parseJson(held->text);
+      entries[p.key] = entry.is_object() ? std::move(entry) : json::object();
+    }
+    StatusPatch one;
+    one.add(p);
+    one.applyTo(group, entries);
+    put(p.key, dumpJson(entries[p.key]));
+  }
+}
+
+EntryTexts OwnEntryTexts::views() const {
+  EntryTexts out;
+  out.reserve(entries_.size());
+  for (const Entry& e : entries_)
+    out.emplace_back(e.key, e.text);
+  return out;
+}
+
+json OwnEntryTexts::toJson() const {
+  json out = json::object();
+  for (const Entry& e : entries_)
+    out[e.key] = parseJson(e.text);
+  return out;
+}
+
+} // namespace kuscia_host::plugins
