@@ -58,7 +58,6 @@ public:
   nlohmann::json toJson() const;
 
 private:
-  Entry* findEntry(std::string_view key);
   // put() with the entry's times known (what a merge changed of the times held).
   void put(std::string key, std::string text, const EntryClock& clock);
 

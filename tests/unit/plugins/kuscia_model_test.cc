@@ -1249,6 +1249,32 @@ TEST(OwnEntryTextsTest, AWriteMergedIntoTheTextsIsTheServersTextOfTheMergedEntri
   }
 }
 
+TEST(OwnEntryTextsTest, EntriesAreFoundByKeyInAnyOrderTheyCameIn) {
+  // A writer that does not sort the map, and many entries of one party: each found by its key.
+  std::string text = "{";
+  for (int i = 29; i >= 0; --i)
+    text += (i == 29 ? "" : ",") + std::string("\"alice/p-") + std::to_string(i) +
+            "\":{\"readyTime\":\"2024-05-20T08:00:" + (i < 10 ? "0" : "") + std::to_string(i) +
+            "Z\"}";
+  text += ",\"bob/p\":{}}";
+  auto split = splitEntries(text, "alice/", true);
+  ASSERT_TRUE(split);
+  auto texts = OwnEntryTexts::fromTexts(split->ownTexts);
+  ASSERT_TRUE(texts);
+  ASSERT_EQ(texts->size(), 30u);
+  EXPECT_TRUE(std::is_sorted(texts->entries().begin(), texts->entries().end(),
+                             [](const auto& a, const auto& b) { return a.key < b.key; }));
+  EXPECT_EQ(texts->digest(), split->ownDigest);
+  for (int i = 0; i < 30; ++i) {
+    const std::string key = "alice/p-" + std::to_string(i);
+    ASSERT_NE(texts->find(key), nullptr) << key;
+    EXPECT_EQ(texts->clockOf(key).time(TimeField::kReady), 1716192000000000000 + i * kSecond)
+        << key;
+  }
+  EXPECT_EQ(texts->find("alice/p-30"), nullptr);
+  EXPECT_EQ(texts->find("bob/p"), nullptr);
+}
+
 TEST(OwnEntryTextsTest, TextTheScannerDoesNotReadAsTheParserIsMergedThroughItsParse) {
   // An escaped member name, a field given twice: the parser's reading decides.
   StatusPatch::Entry e{StatusPatch::kPods, "alice/p"};
