@@ -20,6 +20,12 @@ EntryClock clockOfText(std::string_view text) {
   return EntryClock(&entry);
 }
 
+// The first of `entries` (ordered by key) whose key is not before `key`.
+template <class Entries> auto lowerBound(Entries& entries, std::string_view key) {
+  return std::lower_bound(entries.begin(), entries.end(), key,
+                          [](const auto& e, std::string_view k) { return e.key < k; });
+}
+
 } // namespace
 
 std::optional<OwnEntryTexts> OwnEntryTexts::fromTexts(const EntryTexts& texts) {
@@ -44,8 +50,7 @@ OwnEntryTexts OwnEntryTexts::fromJson(const json& own) {
 
 const OwnEntryTexts::Entry* OwnEntryTexts::find(std::string_view key) const {
   // Ordered by key: a party with many pods is compared entry by entry without a walk each.
-  auto at = std::lower_bound(entries_.begin(), entries_.end(), key,
-                             [](const Entry& e, std::string_view k) { return e.key < k; });
+  auto at = lowerBound(entries_, key);
   return at != entries_.end() && at->key == key ? &*at : nullptr;
 }
 
@@ -61,8 +66,7 @@ void OwnEntryTexts::put(std::string key, std::string text) {
 }
 
 void OwnEntryTexts::put(std::string key, std::string text, const EntryClock& clock) {
-  auto at = std::lower_bound(entries_.begin(), entries_.end(), key,
-                             [](const Entry& a, const std::string& k) { return a.key < k; });
+  auto at = lowerBound(entries_, key);
   Entry* e = nullptr;
   if (at != entries_.end() && at->key == key) {
     e = &*at;

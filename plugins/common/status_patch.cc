@@ -64,6 +64,14 @@ void forEachMember(const StatusPatch::Entry& e, Identity&& identity, Time&& time
   }
 }
 
+// A time as a JSON string: the instant in the canonical form of what was read (kAsGiven).
+void appendQuotedTime(std::string& out, int64_t nanos) {
+  char text[48];
+  out += '"';
+  out.append(text, sdk::formatTimeTo(text, nanos, TimePrecision::kAsGiven));
+  out += '"';
+}
+
 } // namespace
 
 const char* fieldName(TimeField field) {
@@ -120,11 +128,8 @@ void StatusPatch::Entry::memberTexts(std::vector<MemberText>& out, std::string& 
           out.push_back({n, 0, 0, true});
           return;
         }
-        char text[48];
         const std::size_t at = values.size();
-        values += '"';
-        values.append(text, sdk::formatTimeTo(text, nanos, TimePrecision::kAsGiven));
-        values += '"';
+        appendQuotedTime(values, nanos);
         out.push_back({n, at, values.size() - at});
       });
 }
@@ -166,14 +171,10 @@ void StatusPatch::appendJson(std::string& out) const {
           },
           [&](const char* n, int64_t nanos) {
             name(n);
-            if (nanos == kClear) {
+            if (nanos == kClear)
               out += "null";
-              return;
-            }
-            char text[48];
-            out += '"';
-            out.append(text, sdk::formatTimeTo(text, nanos, TimePrecision::kAsGiven));
-            out += '"';
+            else
+              appendQuotedTime(out, nanos);
           });
       out += '}';
     }
