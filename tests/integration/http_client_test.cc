@@ -2,6 +2,8 @@
 // keep-alive reuse, and the failures an operator must be able to read.
 #include "kube/http_client.h"
 
+#include <boost/asio/post.hpp>
+
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -40,15 +42,39 @@ protected:
   }
   void TearDown() override {
     if (server_) server_->stop();
+    oneThread_.stop();
     runtime_.stop();
+  }
+  // Sends the requests from one handler on the client's io_context, as the writes of one turn of
+  // the event loop are made, and waits for every answer (in the order given). The client runs on
+  // one thread, as the host's does by default: on more, the turn's flush may run on another
+  // thread while the turn still sends, and its requests share connections as they come.
+  // With a grid, the answers are read at its points (HttpRequest::readGrid).
+  std::vector<Result<HttpResponse>> callTogether(BeastHttpClient& c,
+                                                 const std::vector<std::string>& targets,
+                                                 std::chrono::milliseconds grid) {
+    std::vector<std::promise<Result<HttpResponse>>> promises(targets.size());
+    boost::asio::post(oneThread_.io(), [&] {
+      for (std::size_t i = 0; i < targets.size(); ++i) {
+        HttpRequest r{"GET", targets[i]};
+        r.pipelined = true;
+        r.readGrid = grid;
+        c.send(std::move(r),
+               [&p = promises[i]](Result<HttpResponse> res) { p.set_value(std::move(res)); });
+      }
+    });
+    std::vector<Result<HttpResponse>> out;
+    for (auto& p : promises)
+      out.push_back(p.get_future().get());
+    return out;
   }
   static Result<HttpResponse> call(BeastHttpClient& c, HttpRequest r) {
     std::promise<Result<HttpResponse>> p;
     c.send(std::move(r), [&](Result<HttpResponse> res) { p.set_value(std::move(res)); });
     return p.get_future().get();
   }
-  std::shared_ptr<BeastHttpClient> client(ClusterAccess a) {
-    auto c = BeastHttpClient::create(runtime_.io(), std::move(a));
+  std::shared_ptr<BeastHttpClient> client(ClusterAccess a, Runtime* on = nullptr) {
+    auto c = BeastHttpClient::create((on != nullptr ? on : &runtime_)->io(), std::move(a));
     EXPECT_TRUE(c.ok()) << (c.ok() ? "" : c.error());
     return c.ok() ? *c : nullptr;
   }
@@ -68,9 +94,14 @@ protected:
   LogManager logs_{LogFormat::kText, spdlog::level::warn, logOut_};
   SystemClock clock_;
   Runtime runtime_{2};
+  Runtime oneThread_{1}; // the pipelining tests' clients (see callTogether)
   std::unique_ptr<apiserver::ApiServer> server_;
   test::TempDir dir_;
   ClusterAccess access_;
+
+  // Pipelined requests, their answers read as they come (grid 0) or on a grid.
+  void pipelinedRequestsShareConnections(std::chrono::milliseconds grid);
+  void pipelinedRequestsOnClosedConnections(std::chrono::milliseconds grid);
 
   // A watch read on a grid (HttpRequest::readGrid): the first event after a quiet spell comes at
   // once, and what comes within the grid's step is read and delivered together. Between reads
@@ -111,6 +142,131 @@ TEST_F(HttpClientTest, PlainRequestsReuseOneConnection) {
         << r.error();
   }
   EXPECT_EQ(call(*c, {"GET", "/version"})->status, 200); // and the client goes on
+}
+
+TEST_F(HttpClientTest, PipelinedRequestsMadeTogetherShareAConnectionAndKeepTheirAnswers) {
+  pipelinedRequestsShareConnections(std::chrono::milliseconds(0));
+}
+
+TEST_F(HttpClientTest, PipelinedRequestsAnsweredOnAGridShareAConnectionAndKeepTheirAnswers) {
+  pipelinedRequestsShareConnections(std::chrono::milliseconds(20));
+}
+
+void HttpClientTest::pipelinedRequestsShareConnections(std::chrono::milliseconds grid) {
+  ASSERT_TRUE(startWithAlice(false));
+  oneThread_.start();
+  auto c = client(access_, &oneThread_);
+  ASSERT_TRUE(c);
+  // Enough for three batches.
+  const int n = static_cast<int>(2 * BeastHttpClient::kPipelineDepth + 8);
+  std::vector<std::string> targets;
+  for (int i = 0; i < n; ++i)
+    targets.push_back("/api/v1/namespaces/ns-" + std::to_string(i));
+  targets[7] = "/api/v1/namespaces/alice";
+  auto expectAnswers = [&](const std::vector<Result<HttpResponse>>& answers) {
+    for (std::size_t i = 0; i < targets.size(); ++i) {
+      ASSERT_TRUE(answers[i].ok()) << answers[i].error();
+      if (targets[i].ends_with("/alice")) {
+        EXPECT_EQ(answers[i]->status, 200);
+        EXPECT_NE(answers[i]->body.find(R"("name":"alice")"), std::string::npos);
+      } else {
+        // Each its own answer, in the order asked, though they shared connections.
+        EXPECT_EQ(answers[i]->status, 404);
+        EXPECT_NE(answers[i]->body.find(R"("name":")" + targets[i].substr(19) + "\""),
+                  std::string::npos)
+            << answers[i]->body;
+      }
+      EXPECT_EQ(answers[i]->headers.at("content-type"), "application/json");
+    }
+  };
+  for (int round = 0; round < 2; ++round) {
+    expectAnswers(callTogether(*c, targets, grid));
+    // Three connections, not one a request; and the second round finds them kept alive.
+    EXPECT_EQ(c->connectionsOpened(), 3u) << "round " << round;
+  }
+  // More at once than the connections may carry: the batches beyond them wait for one to be
+  // free, and every request is answered.
+  for (int i = n; i < 700; ++i)
+    targets.push_back("/api/v1/namespaces/ns-" + std::to_string(i));
+  expectAnswers(callTogether(*c, targets, grid));
+  EXPECT_EQ(c->connectionsOpened(), BeastHttpClient::kMaxConnections);
+}
+
+// Against another server than the host's own (Python's http.server): a server that closes the
+// connection after an answer, one that closed a kept-alive connection meanwhile, and one that
+// closes it with requests unanswered.
+TEST_F(HttpClientTest, PipelinedRequestsAClosedConnectionLeftAreSentAgainOrFailed) {
+  pipelinedRequestsOnClosedConnections(std::chrono::milliseconds(0));
+}
+
+TEST_F(HttpClientTest, PipelinedRequestsOnAGridAClosedConnectionLeftAreSentAgainOrFailed) {
+  pipelinedRequestsOnClosedConnections(std::chrono::milliseconds(20));
+}
+
+void HttpClientTest::pipelinedRequestsOnClosedConnections(std::chrono::milliseconds grid) {
+  test::Child peer({KH_SOURCE_DIR "/tests/fixtures/http_peer.py"}, dir_.path().string());
+  auto port = peer.waitForStderr("listening on ", 10);
+  ASSERT_TRUE(port) << peer.err();
+  oneThread_.start();
+  ClusterAccess a;
+  a.scheme = "http";
+  a.host = "127.0.0.1";
+  a.port = *port;
+  a.server = "http://127.0.0.1:" + *port;
+  auto c = client(a, &oneThread_);
+  ASSERT_TRUE(c);
+  auto bodies = [](const std::vector<Result<HttpResponse>>& answers) {
+    std::vector<std::string> out;
+    for (const auto& r : answers)
+      out.push_back(r.ok() ? std::to_string(r->status) + " " + r->body : "error: " + r.error());
+    return out;
+  };
+  // "Connection: close" after the second: the two it did not take up go on a new connection.
+  EXPECT_EQ(bodies(callTogether(*c, {"/a", "/close-b", "/c", "/d"}, grid)),
+            (std::vector<std::string>{"200 /a", "200 /close-b", "200 /c", "200 /d"}));
+  EXPECT_EQ(c->connectionsOpened(), 2u);
+  // Answered as kept alive, then closed: the next batch fails on it before any answer and is
+  // sent once more on a new connection.
+  EXPECT_EQ(bodies(callTogether(*c, {"/quiet-close-e"}, grid)),
+            (std::vector<std::string>{"200 /quiet-close-e"}));
+  EXPECT_EQ(bodies(callTogether(*c, {"/f", "/g"}, grid)),
+            (std::vector<std::string>{"200 /f", "200 /g"}));
+  EXPECT_EQ(c->connectionsOpened(), 3u);
+  // Closed with two unanswered after an answer: whether the server took them up is unknown, so
+  // they fail, naming each request (the API client's retries decide).
+  auto answers = bodies(callTogether(*c, {"/h", "/die-i", "/j"}, grid));
+  EXPECT_EQ(answers[0], "200 /h");
+  for (const char* target : {"/die-i", "/j"}) {
+    const auto& r = answers[target[1] == 'd' ? 1 : 2];
+    EXPECT_EQ(r.rfind("error: GET " + a.server + target + ": ", 0), 0u) << r;
+  }
+  // What the server read, connection by connection, in order.
+  EXPECT_EQ(peer.out(), "1 /a\n1 /close-b\n2 /c\n2 /d\n2 /quiet-close-e\n3 /f\n3 /g\n3 /h\n"
+                        "3 /die-i\n");
+  EXPECT_EQ(call(*c, {"GET", "/k"})->body, "/k"); // and the client goes on
+}
+
+// Answers read on a grid wait for its next point, however soon they came: then they are read
+// with the watches' events, in the one wake-up the grid's point costs anyway.
+TEST_F(HttpClientTest, AnswersReadOnAGridAreReadAtItsNextPoint) {
+  ASSERT_TRUE(startWithAlice(false));
+  oneThread_.start();
+  auto c = client(access_, &oneThread_);
+  ASSERT_TRUE(c);
+  const auto step = std::chrono::milliseconds(200);
+  for (int round = 0; round < 3; ++round) {
+    const auto sent = std::chrono::steady_clock::now();
+    const auto d = std::chrono::duration_cast<std::chrono::steady_clock::duration>(step);
+    const auto point = std::chrono::steady_clock::time_point((sent.time_since_epoch() / d + 1) * d);
+    auto answers = callTogether(*c, {"/version", "/api/v1/namespaces/alice"}, step);
+    const auto answered = std::chrono::steady_clock::now();
+    ASSERT_TRUE(answers[0].ok() && answers[1].ok());
+    EXPECT_EQ(answers[1]->status, 200);
+    // Not before the point (the server answers within a few milliseconds), nor a step after it.
+    EXPECT_GE(answered, point) << "round " << round;
+    EXPECT_LT(answered, point + step) << "round " << round;
+    std::this_thread::sleep_for(std::chrono::milliseconds(70)); // another phase of the grid
+  }
 }
 
 TEST_F(HttpClientTest, AStreamReadOnAGridDeliversWhatCameMeanwhileTogether) {

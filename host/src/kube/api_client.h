@@ -49,10 +49,11 @@ struct ApiCall {
 
 class ApiClient : public std::enable_shared_from_this<ApiClient> {
 public:
-  // Rate-limited calls (writes) in flight at once, at most; more wait in the queue. A burst of
-  // status writes then reuses this many connections instead of opening one per write (each
-  // connection holds a 64 KiB read buffer, and the transport keeps at most this many idle).
-  static constexpr int kMaxInFlight = 32;
+  // Rate-limited calls (writes) in flight at once, at most; more wait in the queue. As many as
+  // the transport's connections carry pipelined (writes made together share a connection): a
+  // burst of writes reuses those connections instead of opening one per write.
+  static constexpr int kMaxInFlight =
+      static_cast<int>(BeastHttpClient::kMaxConnections * BeastHttpClient::kPipelineDepth);
 
   ApiClient(boost::asio::io_context& io, std::shared_ptr<HttpTransport> transport, double qps,
             int burst, const Clock& clock, KubeMetrics& metrics,

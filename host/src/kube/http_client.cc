@@ -41,6 +41,13 @@ struct BeastHttpClient::Connection {
   beast::tcp_stream& lowest() { return tls ? beast::get_lowest_layer(*tls) : *tcp; }
 };
 
+struct BeastHttpClient::Queued {
+  HttpRequest request;
+  std::function<void(Result<HttpResponse>)> done;
+  // Sent again on a new connection once already, after a kept-alive one failed before any answer.
+  bool again = false;
+};
+
 namespace {
 
 bool isIpAddress(const std::string& host) {
@@ -106,14 +113,6 @@ std::size_t BeastHttpClient::connectionsOpened() const {
   return opened_;
 }
 
-std::shared_ptr<BeastHttpClient::Connection> BeastHttpClient::takeIdle() {
-  std::lock_guard lock(mu_);
-  if (idle_.empty()) return nullptr;
-  auto c = idle_.back();
-  idle_.pop_back();
-  return c;
-}
-
 void BeastHttpClient::track(const std::shared_ptr<Connection>& c,
                             std::chrono::milliseconds timeout) {
   c->deadline = std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -164,11 +163,30 @@ void BeastHttpClient::watchdog() {
 }
 
 void BeastHttpClient::putIdle(std::shared_ptr<Connection> c) {
-  // As many as the API client keeps writes in flight, so that a burst of writes reuses its
-  // connections rather than opening and closing one per write.
-  constexpr auto kMaxIdle = static_cast<std::size_t>(ApiClient::kMaxInFlight);
-  std::lock_guard lock(mu_);
-  if (idle_.size() < kMaxIdle) idle_.push_back(std::move(c));
+  std::vector<Queued> next;
+  {
+    std::lock_guard lock(mu_);
+    if (waiting_.empty()) {
+      idle_.push_back(std::move(c)); // at most kMaxConnections, as those open
+      return;
+    }
+    next = std::move(waiting_.front());
+    waiting_.pop_front();
+  }
+  run(std::move(c), std::move(next));
+}
+
+void BeastHttpClient::dropped() {
+  std::vector<Queued> next;
+  {
+    std::lock_guard lock(mu_);
+    --live_;
+    if (waiting_.empty()) return;
+    ++live_;
+    next = std::move(waiting_.front());
+    waiting_.pop_front();
+  }
+  run(nullptr, std::move(next));
 }
 
 namespace {
@@ -254,6 +272,10 @@ public:
     const ssize_t n = ::recv(fd_, into.data(), into.size(), MSG_DONTWAIT);
     return n > 0 ? static_cast<std::size_t>(n) : 0;
   }
+  // The same, as recv() answers: bytes, 0 at the end, -1 with errno (EAGAIN: nothing yet).
+  ssize_t receiveRaw(net::mutable_buffer into) const {
+    return ::recv(fd_, into.data(), into.size(), MSG_DONTWAIT);
+  }
 
 private:
   int fd_ = -1;
@@ -271,9 +293,10 @@ bool breaksRequestLine(std::string_view s) {
   return hasLineBreak(s) || s.find(' ') != std::string_view::npos;
 }
 
-// The request's bytes, written with one send. Serialized by hand: Beast's serializer cost about
-// a third of the client's instructions per write (buffer-sequence views over each header).
-std::string serializeRequest(const ClusterAccess& a, const HttpRequest& request) {
+// Appends the request's bytes to `out` (one send carries them, with those pipelined beside it).
+// Serialized by hand: Beast's serializer cost about a third of the client's instructions per write
+// (buffer-sequence views over each header).
+void appendRequest(std::string& out, const ClusterAccess& a, const HttpRequest& request) {
   auto token = a.bearerToken();
   if (!token) throw Failure(token.error());
   if (request.method.empty() || request.target.empty() || request.target[0] != '/' ||
@@ -282,8 +305,7 @@ std::string serializeRequest(const ClusterAccess& a, const HttpRequest& request)
     throw Failure("refusing to send a malformed request line or header");
   const bool withBody = !request.body.empty() || request.method == "POST" ||
                         request.method == "PATCH" || request.method == "PUT";
-  std::string out;
-  out.reserve(256 + request.target.size() + token->size() + request.body.size());
+  out.reserve(out.size() + 256 + request.target.size() + token->size() + request.body.size());
   out.append(request.method).append(" ").append(request.target).append(" HTTP/1.1\r\nHost: ");
   out.append(a.host).append(":").append(a.port).append("\r\nUser-Agent: kuscia-host/");
   out.append(kVersion).append("\r\nAccept: application/json\r\n");
@@ -298,7 +320,87 @@ std::string serializeRequest(const ClusterAccess& a, const HttpRequest& request)
         .append("\r\n");
   }
   out.append("\r\n").append(request.body);
-  return out;
+}
+
+// Reads an answer straight into an HttpResponse: each header under its lower-case name, the body
+// into its string. (Beast's response_parser keeps every header in a node of its own first, to be
+// copied again: about a fifth of a write's instructions on the client's side.)
+class AnswerParser final : public http::basic_parser<false> {
+public:
+  explicit AnswerParser(HttpResponse& into) : res_(into) { body_limit(std::uint64_t{1} << 30); }
+
+private:
+  void on_request_impl(http::verb, beast::string_view, beast::string_view, int,
+                       beast::error_code&) override {}
+  void on_response_impl(int code, beast::string_view, int, beast::error_code&) override {
+    res_.status = code;
+  }
+  void on_field_impl(http::field, beast::string_view name, beast::string_view value,
+                     beast::error_code&) override {
+    name_.assign(name.data(), name.size());
+    for (auto& ch : name_)
+      if (ch >= 'A' && ch <= 'Z') ch = static_cast<char>(ch - 'A' + 'a');
+    res_.headers[name_].assign(value.data(), value.size()); // a name given twice: the last
+  }
+  void on_header_impl(beast::error_code&) override {}
+  void on_body_init_impl(const boost::optional<std::uint64_t>& length,
+                         beast::error_code&) override {
+    if (length) res_.body.reserve(static_cast<std::size_t>(*length));
+  }
+  std::size_t on_body_impl(beast::string_view body, beast::error_code&) override {
+    res_.body.append(body.data(), body.size());
+    return body.size();
+  }
+  void on_chunk_header_impl(std::uint64_t size, beast::string_view, beast::error_code&) override {
+    res_.body.reserve(res_.body.size() + static_cast<std::size_t>(size));
+  }
+  std::size_t on_chunk_body_impl(std::uint64_t, beast::string_view body,
+                                 beast::error_code&) override {
+    res_.body.append(body.data(), body.size());
+    return body.size();
+  }
+  void on_finish_impl(beast::error_code&) override {}
+
+  HttpResponse& res_;
+  std::string name_;
+};
+
+// Reads one answer over plain TCP at the points of `grid` (HttpRequest::readGrid): the socket is
+// taken out of the reactor for the wait, so that the answer's coming wakes nothing, and read
+// with what came meanwhile when the grid's point comes (with the watches' events, read at the
+// same points). What the buffer already holds is parsed first: pipelined answers that came
+// together are read together.
+net::awaitable<void> readOnGrid(BeastHttpClient::Connection& conn, AnswerParser& parser,
+                                HeldOut& out, net::steady_timer& timer,
+                                std::chrono::milliseconds grid) {
+  parser.eager(true);
+  beast::error_code ec;
+  while (true) {
+    if (conn.buffer.size() > 0) {
+      const std::size_t used = parser.put(conn.buffer.data(), ec);
+      conn.buffer.consume(used);
+      if (ec == http::error::need_more) ec = {};
+      if (ec) throw boost::system::system_error(ec);
+      if (parser.is_done()) co_return;
+      if (used > 0 && conn.buffer.size() > 0) continue;
+    }
+    if (!out.held()) out.take(conn.tcp->socket());
+    timer.expires_at(nextGridPoint(grid));
+    co_await timer.async_wait(net::redirect_error(net::use_awaitable, ec));
+    if (conn.timedOut) throw boost::system::system_error(ec); // (reported as timed out)
+    const ssize_t n = out.receiveRaw(conn.buffer.prepare(std::size_t{64} * 1024));
+    if (n > 0) {
+      conn.buffer.commit(static_cast<std::size_t>(n));
+    } else if (n == 0) { // the server closed: an answer that ends with it, or an end mid-answer
+      if (!parser.got_some()) throw boost::system::system_error(http::error::end_of_stream);
+      parser.put_eof(ec);
+      if (ec) throw boost::system::system_error(ec);
+      if (!parser.is_done()) throw boost::system::system_error(http::error::end_of_stream);
+      co_return;
+    } else if (errno != EAGAIN && errno != EWOULDBLOCK) {
+      throw boost::system::system_error(errno, boost::system::system_category());
+    }
+  }
 }
 
 template <class Fields> void copyHeaders(const Fields& fields, HttpResponse& res) {
@@ -331,71 +433,203 @@ void finish(const std::function<void(Result<HttpResponse>)>& done, const std::st
 } // namespace
 
 void BeastHttpClient::send(HttpRequest request, std::function<void(Result<HttpResponse>)> done) {
-  auto self = shared_from_this();
-  std::string where; // what a failure names
-  where.reserve(request.method.size() + access_.server.size() + request.target.size() + 1);
-  where.append(request.method).append(" ").append(access_.server).append(request.target);
-  // The request is moved, never copied, on its way to the socket (a status patch is a few KB).
-  auto attempt = [self, request = std::move(request)](
-                     std::shared_ptr<Connection> conn) -> net::awaitable<HttpResponse> {
-    if (!conn) {
-      conn = co_await connect(self->access_, self->ssl_.get(), request.timeout);
-      std::lock_guard lock(self->mu_);
-      ++self->opened_;
+  const bool pipelined = request.pipelined;
+  Queued q{std::move(request), std::move(done)};
+  if (!pipelined) {
+    std::vector<Queued> alone;
+    alone.push_back(std::move(q));
+    return start(std::move(alone), false);
+  }
+  // Sent once the turn's handlers have run: the writes they made meanwhile go in the same send.
+  {
+    std::lock_guard lock(mu_);
+    queued_.push_back(std::move(q));
+    if (flushPosted_) return;
+    flushPosted_ = true;
+  }
+  net::post(io_, [self = shared_from_this()] { self->flush(); });
+}
+
+void BeastHttpClient::flush() {
+  std::vector<Queued> all;
+  {
+    std::lock_guard lock(mu_);
+    all.swap(queued_);
+    flushPosted_ = false;
+  }
+  // As few connections as the depth allows, their batches as even as can be.
+  const std::size_t batches = (all.size() + kPipelineDepth - 1) / kPipelineDepth;
+  std::size_t at = 0;
+  for (std::size_t i = 0; i < batches; ++i) {
+    const std::size_t n = (all.size() - at) / (batches - i);
+    std::vector<Queued> batch;
+    batch.reserve(n);
+    for (std::size_t k = 0; k < n; ++k)
+      batch.push_back(std::move(all[at + k]));
+    at += n;
+    start(std::move(batch), false);
+  }
+}
+
+void BeastHttpClient::start(std::vector<Queued> batch, bool fresh) {
+  std::shared_ptr<Connection> conn;
+  {
+    std::lock_guard lock(mu_);
+    if (!fresh && !idle_.empty()) {
+      conn = std::move(idle_.back());
+      idle_.pop_back();
+    } else if (live_ < kMaxConnections) {
+      ++live_;
+    } else {
+      waiting_.push_back(std::move(batch));
+      return;
     }
-    std::string req = serializeRequest(self->access_, request);
-    http::response_parser<http::string_body> parser;
-    parser.body_limit(std::size_t{1} << 30);
-    beast::error_code ec;
-    // One deadline for the whole exchange, checked by the watchdog: cheaper than arming a
-    // timer for every read and write.
-    self->track(conn, request.timeout);
-    if (conn->tls) {
-      co_await net::async_write(*conn->tls, net::buffer(req),
+  }
+  run(std::move(conn), std::move(batch));
+}
+
+void BeastHttpClient::run(std::shared_ptr<Connection> conn, std::vector<Queued> batch) {
+  // On a kept-alive connection, the exchange runs on that connection's own strand, so socket
+  // completions need no hop between strands.
+  net::any_io_executor ex =
+      conn ? conn->lowest().get_executor() : net::any_io_executor(net::make_strand(io_));
+  net::co_spawn(ex, exchange(std::move(conn), std::move(batch)), [](const std::exception_ptr& e) {
+    if (e) std::rethrow_exception(e); // from a caller's completion: as it would be without us
+  });
+}
+
+net::awaitable<void> BeastHttpClient::exchange(std::shared_ptr<Connection> conn,
+                                               std::vector<Queued> batch) {
+  auto self = shared_from_this(); // the client outlives its exchanges
+  const bool reused = conn != nullptr;
+  auto fail = [this](Queued& q, const std::string& why) {
+    auto done = std::move(q.done);
+    done(makeError(q.request.method + " " + access_.server + q.request.target + ": " + why));
+  };
+  // What the batch sends, in one write; a request that cannot be written is failed alone.
+  std::string bytes;
+  std::vector<Queued> sent;
+  sent.reserve(batch.size());
+  for (auto& q : batch) {
+    const std::size_t before = bytes.size();
+    try {
+      appendRequest(bytes, access_, q.request);
+      sent.push_back(std::move(q));
+    } catch (const Failure& e) {
+      bytes.resize(before);
+      fail(q, e.what());
+    }
+  }
+  if (sent.empty()) {
+    if (conn)
+      putIdle(std::move(conn));
+    else
+      dropped();
+    co_return;
+  }
+  std::size_t answered = 0;
+  bool kept = false;      // the connection went back for another batch
+  bool closed = false;    // the server closed the connection after its last answer
+  bool transport = false; // the failure below is the connection's (not a deadline or a refusal)
+  std::string failure;    // what ended the exchange early, for those not answered
+  auto failed = [&](const boost::system::system_error& e) {
+    transport = !conn || !conn->timedOut;
+    failure = !transport || e.code() == beast::error::timeout ? std::string("timed out")
+                                                              : describe(e.code());
+  };
+  beast::error_code ec;
+  try {
+    if (!conn) {
+      conn = co_await connect(access_, ssl_.get(), sent.front().request.timeout);
+      std::lock_guard lock(mu_);
+      ++opened_;
+    }
+    // A deadline for the write and the first answer, then for each answer after the one before,
+    // checked by the watchdog: cheaper than arming a timer for every read and write.
+    track(conn, sent.front().request.timeout);
+    if (conn->tls)
+      co_await net::async_write(*conn->tls, net::buffer(bytes),
                                 net::redirect_error(net::use_awaitable, ec));
-      if (!ec)
+    else
+      co_await net::async_write(*conn->tcp, net::buffer(bytes),
+                                net::redirect_error(net::use_awaitable, ec));
+    if (ec) throw boost::system::system_error(ec);
+  } catch (const boost::system::system_error& e) {
+    failed(e);
+  } catch (const Failure& e) {
+    failure = e.what();
+  }
+  // Over plain TCP with a grid, the answers are read at its points (see HttpRequest::readGrid),
+  // the socket out of the reactor meanwhile.
+  const auto grid = sent.front().request.readGrid;
+  const bool onGrid = failure.empty() && !conn->tls && grid.count() > 0;
+  std::optional<net::steady_timer> gridTimer;
+  HeldOut out;
+  tcp protocol = tcp::v4();
+  if (onGrid) {
+    gridTimer.emplace(co_await net::this_coro::executor);
+    protocol = conn->tcp->socket().local_endpoint(ec).protocol();
+  }
+  while (failure.empty() && answered < sent.size()) {
+    Queued& q = sent[answered];
+    HttpResponse res;
+    try {
+      if (answered > 0)
+        conn->deadline =
+            std::chrono::duration_cast<std::chrono::nanoseconds>(
+                (std::chrono::steady_clock::now() + q.request.timeout).time_since_epoch())
+                .count();
+      AnswerParser parser(res);
+      if (q.request.method == "HEAD") parser.skip(true);
+      if (onGrid) {
+        co_await readOnGrid(*conn, parser, out, *gridTimer, grid);
+        if (out.held() && (answered + 1 == sent.size() || !parser.keep_alive()))
+          out.giveBack(conn->tcp->socket(), protocol);
+      } else if (conn->tls)
         co_await http::async_read(*conn->tls, conn->buffer, parser,
                                   net::redirect_error(net::use_awaitable, ec));
-    } else {
-      co_await net::async_write(*conn->tcp, net::buffer(req),
-                                net::redirect_error(net::use_awaitable, ec));
-      if (!ec)
+      else
         co_await http::async_read(*conn->tcp, conn->buffer, parser,
                                   net::redirect_error(net::use_awaitable, ec));
+      if (ec || conn->timedOut) throw boost::system::system_error(ec);
+      closed = !parser.keep_alive();
+    } catch (const boost::system::system_error& e) {
+      failed(e);
+      break;
     }
-    self->untrack(conn);
-    if (conn->timedOut) throw Failure("timed out");
-    if (ec) throw boost::system::system_error(ec);
-    HttpResponse res;
-    auto& msg = parser.get();
-    res.status = static_cast<int>(msg.result_int());
-    copyHeaders(msg, res);
-    res.body = std::move(msg.body());
-    if (msg.keep_alive()) self->putIdle(conn);
-    co_return res;
-  };
-  // On a kept-alive connection, the request runs on that connection's own strand, so socket
-  // completions need no hop between strands.
-  auto idle = takeIdle();
-  net::any_io_executor ex =
-      idle ? idle->lowest().get_executor() : net::any_io_executor(net::make_strand(io_));
-  net::co_spawn(
-      ex,
-      [self, attempt = std::move(attempt), idle]() -> net::awaitable<HttpResponse> {
-        // A kept-alive connection the server closed meanwhile fails on first use: retry once
-        // on a fresh connection.
-        if (idle) {
-          std::optional<HttpResponse> r;
-          try {
-            r = co_await attempt(idle);
-          } catch (const boost::system::system_error&) {
-          }
-          if (r) co_return std::move(*r);
-        }
-        co_return co_await attempt(nullptr);
-      },
-      [done = std::move(done), where = std::move(where)](
-          const std::exception_ptr& e, HttpResponse r) { finish(done, where, e, std::move(r)); });
+    ++answered;
+    if (answered == sent.size() && !closed) {
+      untrack(conn);
+      putIdle(conn); // before the last answer is handed over, which may send again
+      kept = true;
+    }
+    auto done = std::move(q.done);
+    done(std::move(res));
+    if (closed) break;
+  }
+  if (!kept) {
+    if (conn) untrack(conn);
+    dropped();
+  }
+  if (answered == sent.size()) co_return;
+  std::vector<Queued> rest(std::make_move_iterator(sent.begin() + static_cast<long>(answered)),
+                           std::make_move_iterator(sent.end()));
+  if (closed) {
+    // The server closed the connection after an answer: what it had not answered it did not
+    // take up; sent again (each round has one answered at least).
+    start(std::move(rest), false);
+    co_return;
+  }
+  if (transport && reused && answered == 0 && !rest.front().again) {
+    // A kept-alive connection the server closed meanwhile fails before its first answer: once
+    // more on a new connection.
+    for (auto& q : rest)
+      q.again = true;
+    start(std::move(rest), true);
+    co_return;
+  }
+  for (auto& q : rest)
+    fail(q, failure);
 }
 
 struct BeastHttpClient::StreamState final : HttpTransport::Stream {
@@ -436,7 +670,8 @@ BeastHttpClient::stream(HttpRequest request, Strand strand,
           state->conn = conn;
         }
         if (state->cancelled) throw Failure("cancelled");
-        std::string req = serializeRequest(self->access_, request);
+        std::string req;
+        appendRequest(req, self->access_, request);
         http::response_parser<http::buffer_body> parser;
         parser.body_limit(boost::none);
         beast::error_code ec;

@@ -1,14 +1,17 @@
 // HTTP/1.1 client for the Kubernetes API on Boost.Beast: plain TCP or TLS (server verification on
 // by default against the configured CA, tls-server-name, client certificate), bearer tokens
 // (tokenFile re-read, never sent over plain http), keep-alive connections reused between
-// requests, no gzip. Completions run on the io_context's threads.
+// requests, short requests made together pipelined on one connection, no gzip. Completions run on
+// the io_context's threads.
 #pragma once
 
+#include <boost/asio/awaitable.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ssl/context.hpp>
 #include <boost/asio/strand.hpp>
 
 #include <chrono>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -34,6 +37,10 @@ struct HttpRequest {
   // meanwhile is read, parsed and delivered together and the streams' waits end in one wake-up.
   // A read after a quiet spell still completes as soon as data comes. 0: read as it comes.
   std::chrono::milliseconds readGrid{0};
+  // Whether the request may share a connection with others sent in the same turn of the event
+  // loop: written with them in one send and answered in order (HTTP/1.1 pipelining). For short
+  // requests such as writes; one that may take long (a LIST) would hold up those behind it.
+  bool pipelined = false;
 };
 
 struct HttpResponse {
@@ -73,6 +80,12 @@ public:
   // Fails when the TLS material in `access` is unusable (bad CA, certificate or key).
   static Result<std::shared_ptr<BeastHttpClient>> create(boost::asio::io_context& io,
                                                          ClusterAccess access);
+  // Pipelined requests (HttpRequest::pipelined) sent together share a connection this many at
+  // a time at most; more are spread over as many connections as that takes.
+  static constexpr std::size_t kPipelineDepth = 16;
+  // Connections for requests (not streams) open at once, at most: a batch that finds none idle
+  // and this many open waits for one to be free. Each holds a 64 KiB read buffer.
+  static constexpr std::size_t kMaxConnections = 32;
   ~BeastHttpClient() override;
 
   void send(HttpRequest request, std::function<void(Result<HttpResponse>)> done) override;
@@ -86,11 +99,26 @@ public:
 
   struct Connection; // implementation details, opaque
   struct StreamState;
+  struct Queued;
 
 private:
   BeastHttpClient(boost::asio::io_context& io, ClusterAccess access);
-  std::shared_ptr<Connection> takeIdle();
+  // Sends what the turn's pipelined requests queued, in batches of kPipelineDepth at most.
+  void flush();
+  // Sends a batch on one connection: an idle one unless `fresh`, or a new one, or when
+  // kMaxConnections are open the first to be free.
+  void start(std::vector<Queued> batch, bool fresh);
+  // Runs a batch's exchange on `conn`, or on a new connection when null.
+  void run(std::shared_ptr<Connection> conn, std::vector<Queued> batch);
+  // Writes a batch's requests in one send and reads their answers in order, handing each over as
+  // it comes. What a closed or failed connection left unanswered is sent again or failed (see the
+  // definition).
+  boost::asio::awaitable<void> exchange(std::shared_ptr<Connection> conn,
+                                        std::vector<Queued> batch);
+  // A connection whose exchange ended with it kept alive: the next waiting batch's, or idle.
   void putIdle(std::shared_ptr<Connection> c);
+  // A connection (or one being opened) was closed or failed: its room goes to a waiting batch.
+  void dropped();
   // Request deadlines: a watchdog ticking every 250 ms while requests are in flight closes the
   // connection of any request past its deadline.
   void track(const std::shared_ptr<Connection>& c, std::chrono::milliseconds timeout);
@@ -104,6 +132,10 @@ private:
   mutable std::mutex mu_;
   std::vector<std::shared_ptr<Connection>> idle_;
   std::set<std::shared_ptr<Connection>> inFlight_;
+  std::vector<Queued> queued_; // pipelined requests not yet sent; flush() is posted when not empty
+  bool flushPosted_ = false;
+  std::size_t live_ = 0;                    // request connections open or being opened
+  std::deque<std::vector<Queued>> waiting_; // batches waiting for a connection
   bool watchdogArmed_ = false;
   std::size_t opened_ = 0;
 };

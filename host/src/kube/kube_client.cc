@@ -175,6 +175,9 @@ Result<HttpRequest> KubeClient::toHttp(const KubeRequest& w) {
   k8s::appendResourcePath(path, w.group, w.version, w.namespaceName, w.resource);
   HttpRequest r;
   r.timeout = std::chrono::milliseconds(30000);
+  // Writes are short: those made in one turn share a send (L1: 4.8 a turn on average, 4 or 6
+  // mostly, one send for them where there were as many).
+  r.pipelined = true;
   switch (w.verb) {
   case KubeRequest::Verb::kCreate: {
     if (!isJson(w.body)) return makeError("create: the body is not valid JSON");
@@ -242,6 +245,7 @@ Result<HttpRequest> KubeClient::toHttp(const KubeRequest& w) {
 Result<void> KubeClient::write(const KubeRequest& w, std::function<void(KubeResult)> done) {
   auto http = toHttp(w);
   if (!http) return makeError(http.error());
+  http->readGrid = options_.reflector.watchBatch; // the answers with the watches' events
   static const char* kVerbs[] = {"patch", "create", "delete"};
   // The one place transient failures of writes are retried (backoff, Retry-After), for as long
   // as the requester wants the answer: plugins never retry them themselves.
