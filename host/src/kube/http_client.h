@@ -35,7 +35,9 @@ struct HttpRequest {
   // A streamed body (stream()): after a read that left nothing buffered, the next waits for the
   // next multiple of this on the steady clock, a grid every stream shares, so that what comes
   // meanwhile is read, parsed and delivered together and the streams' waits end in one wake-up.
-  // A read after a quiet spell still completes as soon as data comes. 0: read as it comes.
+  // A read after a quiet spell still completes as soon as data comes. A request's answer (send())
+  // over plain TCP is read at the grid's next point, its socket out of the reactor meanwhile, so
+  // that it wakes nothing on its own (over TLS it is read as it comes). 0: read as it comes.
   std::chrono::milliseconds readGrid{0};
   // Whether the request may share a connection with others sent in the same turn of the event
   // loop: written with them in one send and answered in order (HTTP/1.1 pipelining). For short
