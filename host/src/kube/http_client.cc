@@ -50,6 +50,18 @@ struct BeastHttpClient::Queued {
 
 namespace {
 
+// A deadline `timeout` from now, as the watchdog reads it (steady clock, ns).
+int64_t deadlineAfter(std::chrono::milliseconds timeout) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             (std::chrono::steady_clock::now() + timeout).time_since_epoch())
+      .count();
+}
+
+// What a request's failure names: its method and URL.
+std::string requestName(const ClusterAccess& a, const HttpRequest& request) {
+  return request.method + " " + a.server + request.target;
+}
+
 bool isIpAddress(const std::string& host) {
   boost::system::error_code ec;
   net::ip::make_address(host, ec);
@@ -115,9 +127,7 @@ std::size_t BeastHttpClient::connectionsOpened() const {
 
 void BeastHttpClient::track(const std::shared_ptr<Connection>& c,
                             std::chrono::milliseconds timeout) {
-  c->deadline = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                    (std::chrono::steady_clock::now() + timeout).time_since_epoch())
-                    .count();
+  c->deadline = deadlineAfter(timeout);
   std::lock_guard lock(mu_);
   inFlight_.insert(c);
   armWatchdog();
@@ -269,7 +279,7 @@ public:
   // What the socket holds now, without waiting: 0 when nothing (or an end or an error, which the
   // reactor's read that follows reports).
   std::size_t receive(net::mutable_buffer into) const {
-    const ssize_t n = ::recv(fd_, into.data(), into.size(), MSG_DONTWAIT);
+    const ssize_t n = receiveRaw(into);
     return n > 0 ? static_cast<std::size_t>(n) : 0;
   }
   // The same, as recv() answers: bytes, 0 at the end, -1 with errno (EAGAIN: nothing yet).
@@ -504,7 +514,7 @@ net::awaitable<void> BeastHttpClient::exchange(std::shared_ptr<Connection> conn,
   const bool reused = conn != nullptr;
   auto fail = [this](Queued& q, const std::string& why) {
     auto done = std::move(q.done);
-    done(makeError(q.request.method + " " + access_.server + q.request.target + ": " + why));
+    done(makeError(requestName(access_, q.request) + ": " + why));
   };
   // What the batch sends, in one write; a request that cannot be written is failed alone.
   std::string bytes;
@@ -574,11 +584,7 @@ net::awaitable<void> BeastHttpClient::exchange(std::shared_ptr<Connection> conn,
     Queued& q = sent[answered];
     HttpResponse res;
     try {
-      if (answered > 0)
-        conn->deadline =
-            std::chrono::duration_cast<std::chrono::nanoseconds>(
-                (std::chrono::steady_clock::now() + q.request.timeout).time_since_epoch())
-                .count();
+      if (answered > 0) conn->deadline = deadlineAfter(q.request.timeout);
       AnswerParser parser(res);
       if (q.request.method == "HEAD") parser.skip(true);
       if (onGrid) {
@@ -656,7 +662,7 @@ BeastHttpClient::stream(HttpRequest request, Strand strand,
                         std::function<void(Result<HttpResponse>)> done) {
   auto self = shared_from_this();
   auto state = std::make_shared<StreamState>(std::move(strand));
-  std::string where = request.method + " " + access_.server + request.target;
+  std::string where = requestName(access_, request);
   net::co_spawn(
       state->strand,
       [self, state, request, onData = std::move(onData)]() -> net::awaitable<HttpResponse> {
