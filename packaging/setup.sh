@@ -6,7 +6,8 @@
 #   packaging/setup.sh test    build with warnings as errors and run every test under ASan+UBSan and
 #                              again under TSan (clang), build the packages (clang) and test them
 #                              (installs and purges them on this machine), lint with clang-tidy
-#   packaging/setup.sh bench   build optimised (build-release/) and run the benchmarks at full size
+#   packaging/setup.sh bench   build optimised (build-release/), run the benchmarks at full size and
+#                              write their figures to docs/development/benchmark-results.md
 #   packaging/setup.sh fuzz [SECONDS]  build the libFuzzer harnesses (build-fuzz/, clang, ASan+UBSan)
 #                              and run each for SECONDS (default 300); a report per harness
 #   packaging/setup.sh soak [ARGS]     the chaos soak (tests/soak/chaos_soak.py; default 200 tasks)
@@ -25,11 +26,17 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build_dir=${BUILD_DIR:-$root/build}
 jobs=${JOBS:-$(nproc)}
 
+# What `run` needs: the compilers and build tools, and the libraries the binary and the bundled
+# plugins link. Nothing else, so that a fresh machine reaches the demo quickly.
+run_packages=(
+  cmake ninja-build clang g++ pkgconf libboost1.81-dev nlohmann-json3-dev libspdlog-dev libfmt-dev
+  libyaml-cpp-dev libssl-dev zlib1g-dev libzstd-dev libjemalloc-dev libsimdjson-dev libcli11-dev
+  libsqlite3-dev libpq-dev
+)
+# What the tests, the linter and the benchmarks need beside them.
 packages=(
-  cmake ninja-build g++ pkgconf clang-format clang-tidy curl binutils openssl
-  libboost1.81-dev nlohmann-json3-dev libspdlog-dev libfmt-dev libyaml-cpp-dev libssl-dev zlib1g-dev
-  libzstd-dev libjemalloc-dev libsimdjson-dev libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev python3-kubernetes
-  chromium clang prometheus libsqlite3-dev sqlite3 libpq-dev postgresql
+  "${run_packages[@]}" clang-format clang-tidy curl binutils openssl libgtest-dev libgmock-dev
+  libbenchmark-dev python3-kubernetes chromium prometheus sqlite3 postgresql
 )
 
 started_at=$(date +%s)
@@ -39,9 +46,11 @@ say() {
   printf '\033[1m==> [%d:%02d] %s\033[0m\n' $((t / 60)) $((t % 60)) "$*" >&2
 }
 
-# deps [package...]: installs the missing ones among `packages` and the extra ones given.
+# deps [package...]: installs the missing ones among `packages` and the extra ones given;
+# RUN_ONLY=1: among `run_packages` instead.
 deps() {
-  local missing=() wanted=("${packages[@]}" "$@")
+  local missing=() wanted=("$@")
+  if [ "${RUN_ONLY:-0}" = 1 ]; then wanted+=("${run_packages[@]}"); else wanted+=("${packages[@]}"); fi
   for p in "${wanted[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
   done
@@ -55,6 +64,10 @@ deps() {
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
 }
+
+# build/ (run, build and the quick test loop): clang, unity builds of up to sixteen sources.
+dev_flags=(-DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_UNITY_BUILD=ON
+  -DCMAKE_UNITY_BUILD_BATCH_SIZE=16)
 
 # configure_and_build DIR [cmake args...]; TARGETS (optional): build only those targets
 configure_and_build() {
@@ -149,6 +162,32 @@ check_format() {
   (cd "$root" && clang-format --dry-run --Werror $files)
 }
 
+# bench_all: every benchmark at full size (what `bench` runs, its output also in bench.log).
+bench_all() {
+  # wrk: B6's baseline; golang-go: B1's Go baseline; valgrind: B1's instruction count.
+  deps wrk golang-go valgrind
+  configure_and_build "$root/build-release" -DCMAKE_BUILD_TYPE=Release -DKH_BUILD_TESTS=ON
+  say "benchmark: embedded API server (watch fan-out, paged LIST)"
+  taskset -c 0,1 "$root/build-release/tests/apiserver_bench"
+  say "building the Go baseline for B1 (encoding/json, standard library only)"
+  (cd "$root/tests/bench/go" && GOPATH="$root/build-release/go" GOCACHE="$root/build-release/go-cache" \
+    GOPROXY=off go build -o "$root/build-release/tests/b1decode" .)
+  say "benchmark: Kubernetes client B1 (watch ingest), B2 (memory/pod), B5 (initial sync), B6 (write ceiling)"
+  taskset -c 0,1 "$root/build-release/tests/kube_bench" --host "$root/build-release/bin/kuscia-host" \
+    --go "$root/build-release/tests/b1decode"
+  b1_instructions
+  say "benchmark: timeline plugins B3 (Ready -> status patch), B4 (writes per task startup), L1 (load)"
+  taskset -c 0,1 "$root/build-release/tests/timeline_bench" --host "$root/build-release/bin/kuscia-host"
+  say "benchmark: L1 alone and beside 100,000 finished tasks (history within 10% of the work)"
+  taskset -c 0,1 "$root/build-release/tests/timeline_bench" --host "$root/build-release/bin/kuscia-host" \
+    --only L1 --load-tasks 1000 --load-finished 100000
+  say "benchmark: L1 without and with task-history (what recording costs per task)"
+  taskset -c 0,1 "$root/build-release/tests/timeline_bench" --host "$root/build-release/bin/kuscia-host" \
+    --only L1 --load-tasks 1000 --load-history on --load-pairs 5
+  say "benchmark: B8 task history, 1,000,000 recorded tasks in SQLite and PostgreSQL (about 4 GB of disk for a few minutes)"
+  taskset -c 0,1 "$root/build-release/tests/history_bench" --tasks 1000000
+}
+
 cmd=${1:-}
 case "$cmd" in
   deps)
@@ -156,12 +195,17 @@ case "$cmd" in
     ;;
   build)
     deps
-    configure_and_build "$build_dir"
+    configure_and_build "$build_dir" "${dev_flags[@]}" -DKH_BUILD_TESTS=ON \
+      -DCMAKE_BUILD_TYPE=RelWithDebInfo
     ;;
   run)
-    deps
-    # Only what the demo runs: the binary and the bundled plugins (the tests stay with `test`).
-    TARGETS="kuscia-host plugins" configure_and_build "$build_dir"
+    RUN_ONLY=1 deps
+    # Only what the demo runs, built for a short wait: clang, no optimisation and no debug
+    # information, up to sixteen sources a compiler run (from a fresh clone about a minute and a
+    # half on 2 cores, against three minutes for GCC's -O2). The demo's work is small.
+    TARGETS="kuscia-host plugins" configure_and_build "$build_dir" "${dev_flags[@]}" \
+      -DKH_BUILD_TESTS=OFF -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG=-O0 \
+      -DCMAKE_C_FLAGS_DEBUG=-O0
     say "running kuscia-host demo: an embedded cluster, domains alice and bob, three tasks (Ctrl-C stops it)"
     exec "$build_dir/bin/kuscia-host" demo --plugin-dir "$build_dir/plugins" "${@:2}"
     ;;
@@ -170,7 +214,8 @@ case "$cmd" in
     check_format
     if [ "${KH_SKIP_SANITIZE:-0}" = 1 ]; then
       # The quick local loop: one plain build, the suite, the linter.
-      configure_and_build "$build_dir" -DKH_WERROR=ON
+      configure_and_build "$build_dir" "${dev_flags[@]}" -DKH_BUILD_TESTS=ON -DKH_WERROR=ON \
+        -DCMAKE_BUILD_TYPE=RelWithDebInfo
       run_tests "$build_dir"
       lint "$build_dir"
     else
@@ -250,34 +295,17 @@ case "$cmd" in
     "$root/tests/soak/chaos_soak.py" "$root/build-release/bin/kuscia-host" "$root/build-release/plugins" "${@:2}"
     ;;
   bench)
-    # wrk: B6's baseline; golang-go: B1's Go baseline; valgrind: B1's instruction count.
-    deps wrk golang-go valgrind
-    configure_and_build "$root/build-release" -DCMAKE_BUILD_TYPE=Release -DKH_BUILD_TESTS=ON
-    say "benchmark: embedded API server (watch fan-out, paged LIST)"
-    taskset -c 0,1 "$root/build-release/tests/apiserver_bench"
-    say "building the Go baseline for B1 (encoding/json, standard library only)"
-    (cd "$root/tests/bench/go" && GOPATH="$root/build-release/go" GOCACHE="$root/build-release/go-cache" \
-      GOPROXY=off go build -o "$root/build-release/tests/b1decode" .)
-    say "benchmark: Kubernetes client B1 (watch ingest), B2 (memory/pod), B5 (initial sync), B6 (write ceiling)"
-    taskset -c 0,1 "$root/build-release/tests/kube_bench" --host "$root/build-release/bin/kuscia-host" \
-      --go "$root/build-release/tests/b1decode"
-    b1_instructions
-    say "benchmark: timeline plugins B3 (Ready -> status patch), B4 (writes per task startup), L1 (load)"
-    taskset -c 0,1 "$root/build-release/tests/timeline_bench" --host "$root/build-release/bin/kuscia-host"
-    say "benchmark: L1 alone and beside 100,000 finished tasks (history within 10% of the work)"
-    taskset -c 0,1 "$root/build-release/tests/timeline_bench" --host "$root/build-release/bin/kuscia-host" \
-      --only L1 --load-tasks 1000 --load-finished 100000
-    say "benchmark: L1 without and with task-history (what recording costs per task)"
-    taskset -c 0,1 "$root/build-release/tests/timeline_bench" --host "$root/build-release/bin/kuscia-host" \
-      --only L1 --load-tasks 1000 --load-history on --load-pairs 5
-    say "benchmark: B8 task history, 1,000,000 recorded tasks in SQLite and PostgreSQL (about 4 GB of disk for a few minutes)"
-    taskset -c 0,1 "$root/build-release/tests/history_bench" --tasks 1000000
+    mkdir -p "$root/build-release"
+    bench_all 2>&1 | tee "$root/build-release/bench.log"
+    # The run's figures, written by the run: the one results table docs/development links.
+    python3 "$root/packaging/bench_results.py" "$root/build-release/bench.log" \
+      "$root/docs/development/benchmark-results.md"
     ;;
   format)
     (cd "$root" && clang-format -i $(git ls-files --cached --others --exclude-standard '*.h' '*.hpp' '*.cc' '*.c'))
     ;;
   *)
-    sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'
     exit 2
     ;;
 esac

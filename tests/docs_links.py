@@ -1,7 +1,9 @@
 #!/usr/bin/python3
 """Every relative link in README.md and docs/ resolves: the file or folder exists, and an anchor
 (#...) names a heading of that Markdown file (GitHub's slugs). Links to other sites are not
-followed (there is no network here).
+followed (there is no network here). And the docs keep their shape: the README is a front page
+(at most 150 lines, none over 200 characters outside code blocks), the benchmarks page is the
+method and the targets (under 400 lines), and the results table is the bench's own file.
 
 usage: docs_links.py <repository root>
 """
@@ -52,7 +54,32 @@ for f in sorted(files):
                 bad.append(where + " (no such file)")
             elif anchor and (not dest.endswith(".md") or anchor not in anchors(dest)):
                 bad.append(where + " (no such heading)")
+
+
+def shape_problems():
+    out = []
+    readme = open(os.path.join(root, "README.md"), encoding="utf-8").read().split("\n")
+    if len(readme) > 151:  # the last newline makes an empty last item
+        out.append("README.md: %d lines (at most 150: the manual is docs/)" % (len(readme) - 1))
+    fence = False
+    for n, line in enumerate(readme, 1):
+        if line.startswith("```"):
+            fence = not fence
+        elif not fence and len(line) > 200:
+            out.append("README.md:%d: %d characters (at most 200 outside code blocks)" % (n, len(line)))
+    bench = os.path.join(root, "docs", "development", "benchmarks.md")
+    lines = len(open(bench, encoding="utf-8").read().splitlines())
+    if lines >= 400:
+        out.append("docs/development/benchmarks.md: %d lines (under 400: figures of runs "
+                   "belong in benchmark-results.md, which the bench writes)" % lines)
+    results = os.path.join(root, "docs", "development", "benchmark-results.md")
+    if "Written by `packaging/setup.sh bench`" not in open(results, encoding="utf-8").read():
+        out.append("docs/development/benchmark-results.md: not the bench's own file")
+    return out
+
+
+bad += shape_problems()
 for b in bad:
-    print("broken link:", b)
+    print("broken link:" if "(no such" in b else "docs shape:", b)
 print("%d relative links in %d files checked, %d broken" % (checked, len(files), len(bad)))
 sys.exit(1 if bad else 0)

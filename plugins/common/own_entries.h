@@ -6,7 +6,7 @@
 // write is merged into the texts as the server merges it (mergedEntryText), so the event the
 // write causes digests like what is held and is taken without reading it again. Held as DOMs, a
 // write cost a merge into the DOM and a dump of every own entry for the digest, about 28,000
-// instructions (docs/benchmarks.md, "task-timeline's own entries as text"); as texts it is the
+// instructions (the benchmarks' history, "task-timeline's own entries as text"); as texts it is the
 // merge of the entries written.
 #pragma once
 

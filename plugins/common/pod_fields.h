@@ -4,7 +4,7 @@
 //
 // Pod events are the most numerous a task-timeline instance handles (three or more a pod), and
 // building a nlohmann DOM of each (conditions, containerStatuses) and reading it back was an
-// eighth of L1's instructions (docs/benchmarks.md). The values read are the same as from
+// eighth of L1's instructions (the benchmarks' history). The values read are the same as from
 // parseFields' DOM: an object's repeated key reads as its last, a condition is the first of its
 // type, a value of the wrong type reads as absent (nlohmann's value() would throw).
 #pragma once

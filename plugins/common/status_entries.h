@@ -4,9 +4,9 @@
 // Every status write of every party comes back to every instance as a task event carrying all
 // the entries (about 2 KB for a two-party task). An instance writes and compares only its own,
 // and of the others needs only whether each is ready. Parsing the whole map into a DOM on every
-// event was the largest single cost of a task event (docs/benchmarks.md, L1): here the other
-// parties' entries are skipped by a scanner that only matches quotes and brackets, and only the
-// instance's own entries become JSON values.
+// event was the largest single cost of a task event (L1, in the benchmarks' history): here the
+// other parties' entries are skipped by a scanner that only matches quotes and brackets, and only
+// the instance's own entries become JSON values.
 #pragma once
 
 #include <kuscia_host/timeline_summary.hpp>

@@ -5,8 +5,8 @@
 // Facts, not a JSON document. A write is built by the plugin's diff, filtered by the write
 // contest, sent as text, remembered by the contest and applied to the plugin's view of the task;
 // as a DOM each step allocated a map node and a string per field and parsed back the times it
-// had just formatted (a quarter of a write's cost: docs/benchmarks.md, "The write path as
-// facts"). Its text is what nlohmann's dump() writes of the same document, byte for byte.
+// had just formatted (a quarter of a write's cost: docs/development/benchmarks.md, "The write path
+// as facts"). Its text is what nlohmann's dump() writes of the same document, byte for byte.
 #pragma once
 
 #include <cstdint>

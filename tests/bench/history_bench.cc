@@ -16,7 +16,7 @@
 // again with a later readyTime, merged into the stored one), the bench's CPU and wall time per
 // recording (PostgreSQL's own CPU is its server's, not counted). task-history's recording target is
 // the host's CPU per task (L1 with task-history, timeline_bench); this is the writer's part of it.
-// Not a test: it prints figures against their targets (docs/benchmarks.md, B8).
+// Not a test: it prints figures against their targets (docs/development/benchmarks.md, B8).
 //
 // usage: history_bench [--tasks N] [--queries Q] [--recordings R] [--db sqlite|postgresql|both]
 // (--tasks 0: only the recordings; --recordings 0: none)

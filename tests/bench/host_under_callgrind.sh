@@ -1,6 +1,6 @@
 #!/bin/sh
 # kuscia-host under callgrind, as L1's --host: the host's user-space instructions, a figure that
-# does not move with what else the machine runs, as its CPU seconds do (docs/benchmarks.md).
+# does not move with what else the machine runs, as its CPU seconds do (docs/development/benchmarks.md).
 #
 #   KH_HOST=build-release/bin/kuscia-host build-release/tests/timeline_bench --only L1 \
 #     --load-tasks 100 --load-window 10 --host tests/bench/host_under_callgrind.sh
