@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""clang-tidy over what a build tree compiles: host/, plugins/ and tests/ (packaging/setup.sh lint).
+"""clang-tidy over what a build tree compiles: host/, model/, plugins/ and tests/ (packaging/setup.sh lint).
 
     packaging/lint.py BUILD_DIR [--jobs N] [SOURCE...]
 
@@ -26,7 +26,7 @@ import tempfile
 import time
 
 # The header filter of .clang-tidy, with the tests added for the tests' unity files.
-TESTS_HEADER_FILTER = r".*/(host/src/|plugins/|tests/|sdk/include/kuscia_host/(plugin|config_reader|testing/)).*"
+TESTS_HEADER_FILTER = r".*/(host/src/|model/|plugins/|tests/|sdk/include/kuscia_host/(plugin|config_reader|testing/)).*"
 # tests/.clang-tidy's narrowing, for a unity file (which lives in the build tree, so clang-tidy
 # finds the top-level configuration for it, not the tests').
 TESTS_CHECKS = "-modernize-*,-performance-*"
@@ -48,7 +48,7 @@ DROP = [
 
 def tracked_sources(root):
     out = subprocess.run(
-        ["git", "ls-files", "host/*.cc", "plugins/*.cc", "tests/*.cc"],
+        ["git", "ls-files", "host/*.cc", "model/*.cc", "plugins/*.cc", "tests/*.cc"],
         cwd=root, check=True, capture_output=True, text=True).stdout
     return {os.path.join(root, f) for f in out.split()}
 

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
-#include "kuscia.h"
-#include "kuscia_time.h"
+#include <kuscia_model/kuscia.h>
+#include <kuscia_model/kuscia_time.h>
 
 namespace kuscia_host::plugins::gateway {
 
@@ -36,7 +36,7 @@ GatewayReadyTime::GatewayReadyTime(sdk::Host host, std::string_view /*domain*/,
   services.version = "v1";
   services.resource = "services";
   services.scope = KH_SCOPE_DOMAIN;
-  services.fields = {"/metadata/creationTimestamp", kReadyTimePointer, "/spec/type",
+  services.fields = {"/metadata/creationTimestamp", model::kReadyTimePointer, "/spec/type",
                      "/spec/externalName"};
   serviceSub_ = host.subscribe(services);
   if (config_.source == GatewayConfig::Source::kEndpoints) {
@@ -70,7 +70,7 @@ bool GatewayReadyTime::programmed(const std::string& key, const Service& s) cons
   if (config_.source == GatewayConfig::Source::kEnvoyAdmin)
     return clusters_ && clusters_->count("service-" + s.name) > 0;
   // The Endpoints as the host caches them: nothing of them is held here.
-  return cachedEndpointsHaveAddress(host(), endpointsSub_, key);
+  return model::cachedEndpointsHaveAddress(host(), endpointsSub_, key);
 }
 
 void GatewayReadyTime::onEvent(const sdk::Event& e) {
@@ -82,18 +82,19 @@ void GatewayReadyTime::onEvent(const sdk::Event& e) {
     services_.erase(key);
     return;
   }
-  EventFields f(e.fieldsJson, kFieldCount);
+  model::EventFields f(e.fieldsJson, kFieldCount);
   Service& s = services_[key];
   if (s.uid != e.uid) {
-    s = Service{std::string(e.uid), "", std::string(nameOf(key))};
-    s.backoff = Backoff(200, config_.retryMaxMillis);
+    s = Service{std::string(e.uid), "", std::string(model::nameOf(key))};
+    s.backoff = model::Backoff(200, config_.retryMaxMillis);
   }
   s.resourceVersion = std::string(e.resourceVersion);
   std::string decoded;
   auto create = f.view(kCreate, decoded);
-  s.create = create ? parseTime(*create) : std::nullopt;
+  s.create = create ? model::parseTime(*create) : std::nullopt;
   s.annotated = !f.isNull(kReadyTime);
-  s.externalName = f.string(kType) == "ExternalName" && isDnsSubdomain(f.string(kExternalName));
+  s.externalName =
+      f.string(kType) == "ExternalName" && model::isDnsSubdomain(f.string(kExternalName));
   consider(key);
   settle(services_.find(key));
 }
@@ -111,19 +112,19 @@ void GatewayReadyTime::consider(const std::string& key) {
   Service& s = it->second;
   if (s.annotated || s.request != 0 || s.retryTimer != 0 || !programmed(key, s)) return;
   int64_t now = host().wallTimeNanos();
-  std::string value =
-      formatTime(now, config_.millis ? TimePrecision::kMillis : TimePrecision::kSeconds);
+  std::string value = formatTime(now, config_.millis ? model::TimePrecision::kMillis
+                                                     : model::TimePrecision::kSeconds);
   sdk::KubeRequest r;
   r.verb = KH_KUBE_PATCH;
   r.version = "v1";
   r.resource = "services";
-  r.namespaceName = std::string(namespaceOf(key));
+  r.namespaceName = std::string(model::namespaceOf(key));
   r.name = s.name;
   r.patchType = KH_PATCH_MERGE;
   // As json{...}.dump() writes it (a time and the annotation's name need no escaping), without
   // building the DOM; the host splices the precondition into this text.
-  r.body = std::string(R"({"metadata":{"annotations":{")") + kReadyTimeAnnotation + R"(":")" +
-           value + R"("}}})";
+  r.body = std::string(R"({"metadata":{"annotations":{")") + model::kReadyTimeAnnotation +
+           R"(":")" + value + R"("}}})";
   r.resourceVersion = s.resourceVersion; // only if nobody wrote since we looked
   try {
     s.request = host().kubeRequest(r);
@@ -134,7 +135,7 @@ void GatewayReadyTime::consider(const std::string& key) {
   requests_[s.request] = key;
   if (s.create && !s.observed) {
     s.observed = true;
-    programmedSeconds_.observe(secondsBetween(*s.create, now));
+    programmedSeconds_.observe(model::secondsBetween(*s.create, now));
   }
 }
 

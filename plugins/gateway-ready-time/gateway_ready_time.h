@@ -18,7 +18,7 @@
 
 #include "envoy_admin.h"
 #include "gateway_config.h"
-#include "kuscia_model.h"
+#include <kuscia_model/kuscia_model.h>
 
 namespace kuscia_host::plugins::gateway {
 
@@ -45,7 +45,7 @@ private:
     bool externalName = false; // an ExternalName service with a valid name
     uint64_t request = 0;      // the write in flight
     uint64_t retryTimer = 0;
-    Backoff backoff;
+    model::Backoff backoff;
     bool observed = false;
   };
   bool programmed(const std::string& key, const Service& s) const;

@@ -3,7 +3,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "kuscia.h"
+#include <kuscia_model/kuscia.h>
 
 namespace kuscia_host::plugins::otel {
 
@@ -140,7 +140,7 @@ const std::vector<sdk::ConfigKey>& otelConfigKeys() {
        "a task found already started when the host starts is exported again (same ids) when "
        "its startup ended less than this long ago; older ones are history (0..604800)"},
       {"serviceName", "string", "kuscia-host", "the resource's service.name"},
-      taskNamespaceKey(),
+      model::taskNamespaceKey(),
   };
   return keys;
 }
@@ -205,7 +205,7 @@ OtelConfig parseOtelConfig(std::string_view json) {
   c.serviceName = r.string("serviceName", c.serviceName);
   if (c.serviceName.empty())
     throw sdk::ConfigError("serviceName", "config key 'serviceName': must not be empty");
-  c.taskNamespace = readTaskNamespace(r);
+  c.taskNamespace = model::readTaskNamespace(r);
   return c;
 }
 

@@ -1,12 +1,12 @@
 #include "otel_export.h"
 
 #include <kuscia_host/kube_text.hpp>
-#include <kuscia_host/timeline.hpp>
+#include <kuscia_model/timeline.h>
 
 #include <algorithm>
 
-#include "kuscia.h"
-#include "kuscia_model.h"
+#include <kuscia_model/kuscia.h>
+#include <kuscia_model/kuscia_model.h>
 
 namespace kuscia_host::plugins::otel {
 
@@ -37,10 +37,10 @@ OtelExport::OtelExport(sdk::Host host, std::string_view domain, std::string_view
                            "Tasks whose startup this instance follows (not sent yet)", {})) {
   exporter_ =
       std::make_unique<OtlpExporter>(config_, resourceOf(config_, domain_, host.deploymentMode()));
-  taskSub_ = host.subscribe(
-      taskSubscription(config_.taskNamespace, {std::begin(kTaskFields), std::end(kTaskFields)}));
-  podSub_ = host.subscribe(domainSubscription("pods", DomainPods::podFields()));
-  eventSub_ = host.subscribe(podEventSubscription());
+  taskSub_ = host.subscribe(model::taskSubscription(
+      config_.taskNamespace, {std::begin(kTaskFields), std::end(kTaskFields)}));
+  podSub_ = host.subscribe(model::domainSubscription("pods", model::DomainPods::podFields()));
+  eventSub_ = host.subscribe(model::podEventSubscription());
 }
 
 OtelExport::~OtelExport() {
@@ -87,7 +87,7 @@ void OtelExport::onTimer(uint64_t timerId, uint64_t /*userTag*/) {
 }
 
 void OtelExport::onTask(const sdk::Event& e) {
-  std::string name(nameOf(e.key));
+  std::string name(model::nameOf(e.key));
   if (e.type == KH_EVENT_DELETED) {
     unsynced_.erase(name);
     return forgetTask(name);
@@ -96,7 +96,7 @@ void OtelExport::onTask(const sdk::Event& e) {
     unsynced_.insert(name);
     return;
   }
-  evaluate(name, e.uid, e.resourceVersion, parseFields(e.fieldsJson, kTaskFieldCount));
+  evaluate(name, e.uid, e.resourceVersion, model::parseFields(e.fieldsJson, kTaskFieldCount));
 }
 
 json OtelExport::documentOf(const TaskFacts& t, const json& fields) const {
@@ -107,7 +107,7 @@ json OtelExport::documentOf(const TaskFacts& t, const json& fields) const {
 std::optional<json> OtelExport::document(const std::string& task) const {
   std::optional<json> doc;
   host().cacheGet(taskSub_, config_.taskNamespace + "/" + task, [&](const sdk::Object& o) {
-    json fields = parseFields(o.fieldsJson, kTaskFieldCount);
+    json fields = model::parseFields(o.fieldsJson, kTaskFieldCount);
     TaskFacts t = taskFactsOf(task, config_.taskNamespace, fields);
     t.uid = std::string(o.uid);
     doc = documentOf(t, fields);
@@ -167,7 +167,7 @@ void OtelExport::release(const std::string& name, std::string_view rv) {
 void OtelExport::evaluateCached(const std::string& name) {
   bool found =
       host().cacheGet(taskSub_, config_.taskNamespace + "/" + name, [&](const sdk::Object& o) {
-        evaluate(name, o.uid, o.resourceVersion, parseFields(o.fieldsJson, kTaskFieldCount));
+        evaluate(name, o.uid, o.resourceVersion, model::parseFields(o.fieldsJson, kTaskFieldCount));
       });
   if (!found) forgetTask(name);
 }

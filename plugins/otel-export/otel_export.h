@@ -4,7 +4,7 @@
 // The timeline is the task's own (its status, as task-timeline or Kuscia's controller writes
 // it), with what only this domain's pods and Events tell (the first Ready of an incarnation,
 // the image pull, every container running, why a phase waited), summarised by the SDK
-// (kuscia_host/timeline_summary.hpp): the same document task-timeline serves. Spans and their ids
+// (kuscia_model/timeline_summary.h): the same document task-timeline serves. Spans and their ids
 // are otel_spans.h's. A span goes out once, when the task's startup ended as this domain sees it
 // (its critical-path and blame attributes need the whole of it); a task that is not ready after
 // stuckAfterSeconds sends what ended and its pending phase (status ERROR, its reason), then that
@@ -13,7 +13,7 @@
 #pragma once
 
 #include <kuscia_host/plugin.hpp>
-#include <kuscia_host/pod_events.hpp>
+#include <kuscia_model/pod_events.h>
 
 #include <cstdint>
 #include <map>
@@ -24,10 +24,10 @@
 #include <string>
 #include <string_view>
 
-#include "domain_pods.h"
 #include "otel_config.h"
 #include "otel_spans.h"
 #include "otlp_exporter.h"
+#include <kuscia_model/domain_pods.h>
 
 namespace kuscia_host::plugins::otel {
 
@@ -75,7 +75,7 @@ private:
   std::string domain_;
   int64_t startedNanos_ = 0;
   uint64_t taskSub_ = 0, podSub_ = 0, eventSub_ = 0, timer_ = 0;
-  DomainPods pods_;                        // this domain's task pods and their Events
+  model::DomainPods pods_;                 // this domain's task pods and their Events
   std::map<std::string, TaskState> tasks_; // in flight
   std::map<std::string, int64_t> recent_;  // sent: task -> when (wall ns)
   // Until every subscription has synced, tasks wait here: a task decided before its pods' Events

@@ -1,7 +1,7 @@
 #include "otel_spans.h"
 
 #include <kuscia_host/kube_text.hpp>
-#include <kuscia_host/timeline_summary.hpp>
+#include <kuscia_model/timeline_summary.h>
 
 #include <openssl/evp.h>
 
@@ -116,7 +116,7 @@ TaskFacts taskFactsOf(const std::string& name, const std::string& namespaceName,
 
 Plan planSpans(const json& doc, const TaskFacts& task, const std::string& domain, int64_t nowNanos,
                int64_t stuckAfterNanos, bool p2p) {
-  namespace tl = sdk::timeline;
+  namespace tl = model::timeline;
   Plan plan;
   const TraceId trace = traceIdOf(task.name);
   const bool initiator = task.initiator == domain;

@@ -1,5 +1,5 @@
-// The spans of a task's startup, from its timeline document (kuscia_host/timeline.hpp with
-// timeline_summary.hpp's phases and summary), as one domain's otel-export owes them.
+// The spans of a task's startup, from its timeline document (kuscia_model/timeline.h with
+// timeline_summary.h's phases and summary), as one domain's otel-export owes them.
 //
 // Ids are derived, never random, so that every party's host computes the same trace id for a
 // task and a restarted host re-sends the same span ids:

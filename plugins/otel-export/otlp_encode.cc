@@ -2,7 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "json_text.h"
+#include <kuscia_model/json_text.h>
 
 namespace kuscia_host::plugins::otel {
 
@@ -172,7 +172,7 @@ std::string encodeJson(const ResourceInfo& resource, const std::vector<SpanData>
       {"resourceSpans",
        json::array({{{"resource", {{"attributes", jsonAttributes(resource.attributes)}}},
                      {"scopeSpans", json::array({{{"scope", scope}, {"spans", list}}})}}})}};
-  return dumpJson(request);
+  return model::dumpJson(request);
 }
 
 namespace {

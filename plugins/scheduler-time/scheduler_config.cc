@@ -1,11 +1,11 @@
 #include "scheduler_config.h"
 
-#include "kuscia.h"
+#include <kuscia_model/kuscia.h>
 
 namespace kuscia_host::plugins::scheduler {
 
 const std::vector<sdk::ConfigKey>& schedulerConfigKeys() {
-  static const std::vector<sdk::ConfigKey> keys = statusWriterKeys();
+  static const std::vector<sdk::ConfigKey> keys = model::statusWriterKeys();
   return keys;
 }
 

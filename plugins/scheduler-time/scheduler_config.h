@@ -3,7 +3,7 @@
 
 #include <kuscia_host/config_reader.hpp>
 
-#include "status_writer.h"
+#include <kuscia_model/status_writer.h>
 
 #include <cstdint>
 #include <string>
@@ -12,7 +12,7 @@
 
 namespace kuscia_host::plugins::scheduler {
 
-struct SchedulerConfig : StatusWriterConfig {};
+struct SchedulerConfig : model::StatusWriterConfig {};
 
 const std::vector<sdk::ConfigKey>& schedulerConfigKeys();
 // Throws sdk::ConfigError naming the key.

@@ -16,10 +16,10 @@
 #include <string>
 #include <string_view>
 
-#include "finished_tasks.h"
-#include "kuscia_model.h"
 #include "scheduler_config.h"
-#include "status_writer.h"
+#include <kuscia_model/finished_tasks.h>
+#include <kuscia_model/kuscia_model.h>
+#include <kuscia_model/status_writer.h>
 
 namespace kuscia_host::plugins::scheduler {
 
@@ -34,7 +34,7 @@ public:
   void onKubeResult(const sdk::KubeResult& result) override;
 
   // The merge patch's "status" that brings `task` to the desired state; empty when none.
-  StatusPatch diff(const std::string& task);
+  model::StatusPatch diff(const std::string& task);
 
 private:
   struct Pod {
@@ -48,18 +48,18 @@ private:
   // Whether the status entry lacks the pod's scheduleTime, or holds an earlier incarnation's; the
   // entry's patch is built into `patch` when given.
   static bool differs(const Pod& p, const nlohmann::json* entry,
-                      StatusPatch::Entry* patch = nullptr);
+                      model::StatusPatch::Entry* patch = nullptr);
   void onTask(const sdk::Event& e);
   // Lets the task go when this instance has no pod of it left.
   void release(const std::string& task);
   void touch(const std::string& task);
   // A write's answer: its patch is applied to a view older than the `version` it made.
-  void written(const std::string& task, const StatusPatch& status, uint64_t version);
+  void written(const std::string& task, const model::StatusPatch& status, uint64_t version);
 
   SchedulerConfig config_;
   uint64_t podSub_ = 0, taskSub_ = 0;
-  TaskObjects<Pod> pods_; // this domain's task pods, "<ns>/<name>"
-  TaskIndex taskPods_;    // which task each pod belongs to
+  model::TaskObjects<Pod> pods_; // this domain's task pods, "<ns>/<name>"
+  model::TaskIndex taskPods_;    // which task each pod belongs to
   // The implicit noexcept move of nlohmann::json calls its invariant check, which clang-tidy
   // cannot prove does not throw; it does not.
   // NOLINTNEXTLINE(bugprone-exception-escape)
@@ -69,8 +69,8 @@ private:
   };
   std::map<std::string, Task> tasks_; // while this instance has pods of it
   sdk::Metric malformed_;
-  StatusWriter writer_;
-  std::optional<FinishedTasks> finished_; // what the host may forget
+  model::StatusWriter writer_;
+  std::optional<model::FinishedTasks> finished_; // what the host may forget
 };
 
 } // namespace kuscia_host::plugins::scheduler

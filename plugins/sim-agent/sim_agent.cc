@@ -3,11 +3,11 @@
 #include <cmath>
 #include <functional>
 
-#include "finished_tasks.h"
-#include "kuscia.h"
-#include "kuscia_model.h"
-#include "kuscia_time.h"
-#include "status_entries.h"
+#include <kuscia_model/finished_tasks.h>
+#include <kuscia_model/kuscia.h>
+#include <kuscia_model/kuscia_model.h>
+#include <kuscia_model/kuscia_time.h>
+#include <kuscia_model/status_entries.h>
 
 namespace kuscia_host::plugins::sim {
 
@@ -66,7 +66,7 @@ SimAgent::SimAgent(sdk::Host host, std::string_view domain, std::string_view con
     : Plugin(host), config_(parseSimConfig(configJson)), domain_(domain),
       p2p_(host.deploymentMode() == "p2p"),
       rng_(static_cast<uint64_t>(config_.seed) ^ std::hash<std::string_view>{}(domain)) {
-  taskSub_ = host.subscribe(taskSubscription(
+  taskSub_ = host.subscribe(model::taskSubscription(
       config_.taskNamespace, {"/spec/parties", "/spec/initiator", "/status/phase"}));
   // Every party's pods: the initiator's instance decides the task's phase from all of them.
   sdk::Subscription pods;
@@ -74,19 +74,19 @@ SimAgent::SimAgent(sdk::Host host, std::string_view domain, std::string_view con
   pods.resource = "pods";
   pods.scope = KH_SCOPE_ALL;
   pods.labelSelector = "kuscia.secretflow/controller=kusciatask";
-  pods.fields = {kTaskIdPointer,      "/status/phase", "/status/conditions",
-                 "/status/startTime", "/status/podIP", "/status/containerStatuses"};
+  pods.fields = {model::kTaskIdPointer, "/status/phase", "/status/conditions",
+                 "/status/startTime",   "/status/podIP", "/status/containerStatuses"};
   podSub_ = host.subscribe(pods);
   sdk::Subscription services;
   services.version = "v1";
   services.resource = "services";
   services.scope = KH_SCOPE_DOMAIN;
-  services.fields = {kTaskIdPointer};
+  services.fields = {model::kTaskIdPointer};
   serviceSub_ = host.subscribe(services);
 }
 
 std::string SimAgent::now() const {
-  return formatTime(host().wallTimeNanos());
+  return model::formatTime(host().wallTimeNanos());
 }
 
 int64_t SimAgent::delay(int64_t millis) {
@@ -124,30 +124,31 @@ void SimAgent::onEvent(const sdk::Event& e) {
     if (e.type == KH_EVENT_DELETED)
       services_.erase(std::string(e.key));
     else
-      services_[std::string(e.key)] = fieldString(parseFields(e.fieldsJson, 1), 0);
+      services_[std::string(e.key)] = model::fieldString(model::parseFields(e.fieldsJson, 1), 0);
   }
 }
 
 void SimAgent::onTask(const sdk::Event& e) {
-  std::string name(nameOf(e.key));
+  std::string name(model::nameOf(e.key));
   if (e.type == KH_EVENT_DELETED) {
     tasks_.erase(name);
     return;
   }
-  json f = parseFields(e.fieldsJson, kTaskFieldCount);
+  json f = model::parseFields(e.fieldsJson, kTaskFieldCount);
   Task& t = tasks_[name];
   t.uid = std::string(e.uid);
   t.resourceVersion = std::string(e.resourceVersion);
   t.parties = f[kParties].is_array() ? f[kParties] : json::array();
-  t.initiator = fieldString(f, kInitiator);
-  t.phase = fieldString(f, kPhase);
+  t.initiator = model::fieldString(f, kInitiator);
+  t.phase = model::fieldString(f, kPhase);
   t.mine = false;
   for (const auto& p : t.parties)
     t.mine = t.mine || (p.is_object() && p.value("domainID", "") == domain_);
   ensure(name);
   settlePhase(name);
-  if (finishedPhase(t.phase) && (t.cleaned || config_.cleanupMillis < 0)) release(name);
-  if (finishedPhase(t.phase) && config_.cleanupMillis >= 0 && t.cleanupTimer == 0 && !t.cleaned) {
+  if (model::finishedPhase(t.phase) && (t.cleaned || config_.cleanupMillis < 0)) release(name);
+  if (model::finishedPhase(t.phase) && config_.cleanupMillis >= 0 && t.cleanupTimer == 0 &&
+      !t.cleaned) {
     try {
       t.cleanupTimer = host().startTimer(static_cast<uint64_t>(config_.cleanupMillis), 0, kCleanup);
       timers_[t.cleanupTimer] = name;
@@ -165,10 +166,10 @@ void SimAgent::ensure(const std::string& task) {
   auto it = tasks_.find(task);
   if (it == tasks_.end() || !it->second.mine) return;
   const Task& t = it->second;
-  if (finishedPhase(t.phase)) return;
+  if (model::finishedPhase(t.phase)) return;
   if (t.phase.empty() && (p2p_ || t.initiator == domain_)) {
-    send(
-        taskStatusPatch(config_.taskNamespace, task, {{"phase", "Pending"}, {"startTime", now()}}));
+    send(model::taskStatusPatch(config_.taskNamespace, task,
+                                {{"phase", "Pending"}, {"startTime", now()}}));
   }
   json party;
   for (const auto& p : t.parties)
@@ -212,7 +213,7 @@ void SimAgent::createPod(const std::string& task, const Task& t, int index) {
           {"kuscia.secretflow/communication-role-client", "true"}}},
         {"annotations",
          {{"kuscia.secretflow/initiator", t.initiator},
-          {kTaskIdAnnotation, task},
+          {model::kTaskIdAnnotation, task},
           {"kuscia.secretflow/task-resource-group", task},
           {"kuscia.secretflow/task-resource", task + "-" + domain_}}}}},
       {"spec",
@@ -268,7 +269,7 @@ void SimAgent::createServices(const std::string& pod, const std::string& podUid,
                    {{"kuscia.secretflow/initiator", tasks_[task].initiator},
                     {"kuscia.secretflow/protocol", "GRPC"},
                     {"kuscia.secretflow/access-domain", access},
-                    {kTaskIdAnnotation, task}}},
+                    {model::kTaskIdAnnotation, task}}},
                   {"ownerReferences",
                    {{{"apiVersion", "v1"},
                      {"kind", "Pod"},
@@ -305,18 +306,18 @@ void SimAgent::onPod(const sdk::Event& e) {
     pods_.erase(key);
     return;
   }
-  json f = parseFields(e.fieldsJson, kPodFieldCount);
+  json f = model::parseFields(e.fieldsJson, kPodFieldCount);
   Pod& p = pods_[key];
   bool known = !p.uid.empty();
   p.uid = std::string(e.uid);
-  p.task = fieldString(f, kPodTask);
-  p.namespaceName = std::string(namespaceOf(key));
-  p.name = std::string(nameOf(key));
+  p.task = model::fieldString(f, kPodTask);
+  p.namespaceName = std::string(model::namespaceOf(key));
+  p.name = std::string(model::nameOf(key));
   const json& conds = f[kPodConditions];
   p.conditions = conds.is_array() ? conds.dump() : "[]";
-  p.phase = fieldString(f, kPodPhase);
+  p.phase = model::fieldString(f, kPodPhase);
   auto isTrue = [&](const char* type) {
-    const json* c = findCondition(conds, type);
+    const json* c = model::findCondition(conds, type);
     return c != nullptr && c->value("status", "") == "True";
   };
   bool running = false;
@@ -335,7 +336,7 @@ void SimAgent::onPod(const sdk::Event& e) {
     p.stage = Stage::kReady;
   else if (running)
     p.stage = Stage::kRunning;
-  else if (!fieldString(f, kPodStart).empty())
+  else if (!model::fieldString(f, kPodStart).empty())
     p.stage = Stage::kStarted;
   else if (isTrue("PodScheduled"))
     p.stage = Stage::kScheduled;
@@ -385,7 +386,7 @@ void SimAgent::onTimer(uint64_t timerId, uint64_t userTag) {
     auto t = tasks_.find(target);
     if (t == tasks_.end()) return;
     t->second.finishTimer = 0;
-    send(taskStatusPatch(
+    send(model::taskStatusPatch(
         config_.taskNamespace, target,
         {{"phase", "Succeeded"}, {"completionTime", now()}, {"lastReconcileTime", now()}}));
     return;
@@ -530,8 +531,8 @@ void SimAgent::writePodPhase(Pod& p) {
   if (p.task.empty() || p.phase.empty() || p.phase == p.writtenPhase) return;
   p.writtenPhase = p.phase;
   json entry = {{"namespace", p.namespaceName}, {"podName", p.name}, {"podPhase", p.phase}};
-  send(taskStatusPatch(config_.taskNamespace, p.task,
-                       {{"podStatuses", {{p.namespaceName + "/" + p.name, entry}}}}));
+  send(model::taskStatusPatch(config_.taskNamespace, p.task,
+                              {{"podStatuses", {{p.namespaceName + "/" + p.name, entry}}}}));
 }
 
 void SimAgent::cleanup(const std::string& task) {
@@ -545,8 +546,8 @@ void SimAgent::cleanup(const std::string& task) {
     r.verb = KH_KUBE_DELETE;
     r.version = "v1";
     r.resource = resource;
-    r.namespaceName = std::string(namespaceOf(key));
-    r.name = std::string(nameOf(key));
+    r.namespaceName = std::string(model::namespaceOf(key));
+    r.name = std::string(model::nameOf(key));
     send(r);
   };
   for (const auto& [key, p] : pods_)
@@ -562,7 +563,8 @@ void SimAgent::release(const std::string& task) {
   // Finished and cleaned up: nothing of it is left for this agent to do while it stays finished.
   host().cacheRelease(taskSub_, config_.taskNamespace + "/" + task, it->second.resourceVersion,
                       [](const sdk::Object& o) {
-                        return finishedPhase(leadingStrings(o.fieldsJson, kPhase + 1)[kPhase]);
+                        return model::finishedPhase(
+                            model::leadingStrings(o.fieldsJson, kPhase + 1)[kPhase]);
                       });
 }
 
@@ -571,7 +573,7 @@ void SimAgent::settlePhase(const std::string& task) {
   if (it == tasks_.end()) return;
   Task& t = it->second;
   if (!(p2p_ ? t.mine : t.initiator == domain_)) return;
-  if (finishedPhase(t.phase)) return;
+  if (model::finishedPhase(t.phase)) return;
   std::size_t parties = 0;
   for (const auto& p : t.parties)
     parties += p.is_object() && (!p2p_ || p.value("domainID", "") == domain_);
@@ -585,14 +587,14 @@ void SimAgent::settlePhase(const std::string& task) {
   }
   if (failed) {
     t.phase = "Failed";
-    return send(taskStatusPatch(config_.taskNamespace, task,
-                                {{"phase", "Failed"}, {"completionTime", now()}}));
+    return send(model::taskStatusPatch(config_.taskNamespace, task,
+                                       {{"phase", "Failed"}, {"completionTime", now()}}));
   }
   if (ready < expected || expected == 0) return;
   if (t.phase != "Running") {
     t.phase = "Running";
-    send(taskStatusPatch(config_.taskNamespace, task,
-                         {{"phase", "Running"}, {"lastReconcileTime", now()}}));
+    send(model::taskStatusPatch(config_.taskNamespace, task,
+                                {{"phase", "Running"}, {"lastReconcileTime", now()}}));
   }
   if (t.finishTimer == 0) {
     try {

@@ -1,12 +1,12 @@
 #include "sim_config.h"
 
-#include "kuscia.h"
+#include <kuscia_model/kuscia.h>
 
 namespace kuscia_host::plugins::sim {
 
 const std::vector<sdk::ConfigKey>& simConfigKeys() {
   static const std::vector<sdk::ConfigKey> keys = {
-      taskNamespaceKey(),
+      model::taskNamespaceKey(),
       {"podsPerParty", "integer", "1", "pods of each party of a task (1..16)"},
       {"ports", "string", "spu:Cluster,fed:Cluster,global:Domain",
        "the services of each pod, as name:scope (Cluster or Domain), comma-separated"},
@@ -48,7 +48,7 @@ std::vector<PortSpec> parsePorts(const std::string& text) {
     auto colon = item.find(':');
     PortSpec p{item.substr(0, colon),
                colon == std::string::npos ? "Cluster" : item.substr(colon + 1)};
-    if (!isDnsLabel(p.name) || (p.scope != "Cluster" && p.scope != "Domain"))
+    if (!model::isDnsLabel(p.name) || (p.scope != "Cluster" && p.scope != "Domain"))
       throw sdk::ConfigError("ports", "config key 'ports': '" + item +
                                           "' is not name:Cluster or name:Domain");
     out.push_back(p);
@@ -63,7 +63,7 @@ std::vector<PortSpec> parsePorts(const std::string& text) {
 SimConfig parseSimConfig(std::string_view json) {
   sdk::ConfigReader r(json, simConfigKeys());
   SimConfig c;
-  c.taskNamespace = readTaskNamespace(r);
+  c.taskNamespace = model::readTaskNamespace(r);
   c.podsPerParty = r.integer("podsPerParty", c.podsPerParty, 1, 16);
   c.ports = parsePorts(r.string("ports", "spu:Cluster,fed:Cluster,global:Domain"));
   const int64_t phase = r.integer("phaseMillis", 1000, 0, 60000);

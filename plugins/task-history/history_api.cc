@@ -2,7 +2,7 @@
 
 #include <kuscia_host/kube_text.hpp>
 #include <kuscia_host/query.hpp>
-#include <kuscia_host/timeline_summary.hpp>
+#include <kuscia_model/timeline_summary.h>
 
 #include <algorithm>
 #include <cmath>
@@ -10,10 +10,10 @@
 #include <map>
 #include <optional>
 
-#include "json_text.h"
-#include "kuscia.h"
-#include "kuscia_time.h"
-#include "list_key.h"
+#include <kuscia_model/json_text.h>
+#include <kuscia_model/kuscia.h>
+#include <kuscia_model/kuscia_time.h>
+#include <kuscia_model/list_key.h>
 
 namespace kuscia_host::plugins::history {
 
@@ -21,7 +21,7 @@ using nlohmann::json;
 
 namespace {
 
-constexpr int64_t kDay = 86400 * kSecond;
+constexpr int64_t kDay = 86400 * model::kSecond;
 
 json message(std::string text) {
   return json{{"message", std::move(text)}};
@@ -38,9 +38,9 @@ std::optional<int64_t> parseInstant(std::string_view text, int64_t nowNanos) {
   if (text.size() < 2 || text.size() > 12) return std::nullopt;
   int64_t unit = 0;
   switch (text.back()) {
-  case 's': unit = kSecond; break;
-  case 'm': unit = 60 * kSecond; break;
-  case 'h': unit = 3600 * kSecond; break;
+  case 's': unit = model::kSecond; break;
+  case 'm': unit = 60 * model::kSecond; break;
+  case 'h': unit = 3600 * model::kSecond; break;
   case 'd': unit = kDay; break;
   default: return std::nullopt;
   }
@@ -77,7 +77,7 @@ namespace {
 void answer(sdk::HttpResponse& response, int status, const json& body) {
   response.status = status;
   response.contentType = "application/json";
-  response.body = dumpJson(body);
+  response.body = model::dumpJson(body);
 }
 
 void serveList(HistoryStore& store, const std::map<std::string, std::string>& query,
@@ -105,14 +105,14 @@ void serveList(HistoryStore& store, const std::map<std::string, std::string>& qu
         bad = "minStartupSeconds must be a number";
       q.minStartupSeconds = v;
     } else if (key == "limit") {
-      auto n = parseListLimit(value, kMaxHistoryLimit);
+      auto n = model::parseListLimit(value, kMaxHistoryLimit);
       if (!n) bad = "limit must be an integer from 1 to " + std::to_string(kMaxHistoryLimit);
       q.limit = n.value_or(q.limit);
     } else if (key == "order") {
       if (value != "newest" && value != "slowest") bad = "order must be newest or slowest";
       q.slowest = value == "slowest";
     } else if (key == "continue") {
-      auto k = ListKey::fromToken(value);
+      auto k = model::ListKey::fromToken(value);
       if (!k) bad = "continue is not a token this list gave";
       if (k) q.after = std::pair{k->created, k->name};
     } else {
@@ -134,7 +134,7 @@ void serveList(HistoryStore& store, const std::map<std::string, std::string>& qu
     items.push_back(std::move(item));
   }
   json out = {{"items", std::move(items)}};
-  if (page.next) out["continue"] = ListKey{page.next->first, page.next->second}.token();
+  if (page.next) out["continue"] = model::ListKey{page.next->first, page.next->second}.token();
   answer(response, 200, out);
 }
 
@@ -175,14 +175,15 @@ void serveHistory(HistoryStore& store, const sdk::HttpRequest& request, sdk::Htt
     if (rest.empty() || rest == "/") return serveList(store, query, response, nowNanos);
     if (rest == "/stats") return serveStats(store, query, response, nowNanos);
     std::string task(rest.substr(1));
-    if (!isDnsSubdomain(task)) return answer(response, 404, message("not a task name: " + task));
+    if (!model::isDnsSubdomain(task))
+      return answer(response, 404, message("not a task name: " + task));
     auto doc = store.document(task);
     if (!doc) return answer(response, 404, message("no history of task " + task));
     int64_t at = nowNanos;
     if (doc->contains("recordedTime"))
       at = sdk::parseTime(doc->value("recordedTime", "")).value_or(nowNanos);
-    (*doc)["summary"] = sdk::timeline::summarize(*doc, at);
-    sdk::timeline::addPhases(*doc, at);
+    (*doc)["summary"] = model::timeline::summarize(*doc, at);
+    model::timeline::addPhases(*doc, at);
     answer(response, 200, *doc);
   } catch (const StoreError& e) {
     answer(response, 503, message(std::string("the history database cannot answer: ") + e.what()));

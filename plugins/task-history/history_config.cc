@@ -3,7 +3,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "kuscia.h"
+#include <kuscia_model/kuscia.h>
 
 namespace kuscia_host::plugins::history {
 
@@ -14,7 +14,7 @@ const std::vector<sdk::ConfigKey>& historyConfigKeys() {
       {"passwordFile", "string", "",
        "a file holding PostgreSQL's password (else the URI's, PGPASSWORD or ~/.pgpass); never "
        "logged"},
-      taskNamespaceKey(),
+      model::taskNamespaceKey(),
       {"retentionDays", "integer", "90", "tasks created longer ago are deleted (1..36500)"},
       {"maxTasks", "integer", "0",
        "at most this many tasks are kept, the oldest go first (0: no cap)"},
@@ -33,7 +33,7 @@ HistoryConfig parseHistoryConfig(std::string_view json) {
   c.database = r.string("database", c.database);
   if (c.database.empty())
     throw sdk::ConfigError("database", "config key 'database': empty (a file or a URI)");
-  c.taskNamespace = readTaskNamespace(r);
+  c.taskNamespace = model::readTaskNamespace(r);
   c.retentionDays = r.integer("retentionDays", c.retentionDays, 1, 36500);
   c.maxTasks = r.integer("maxTasks", c.maxTasks, 0, 1000000000);
   c.queueSize = r.integer("queueSize", c.queueSize, 100, 1000000);

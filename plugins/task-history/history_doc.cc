@@ -1,14 +1,14 @@
 #include "history_doc.h"
 
 #include <kuscia_host/kube_text.hpp>
-#include <kuscia_host/timeline.hpp>
-#include <kuscia_host/timeline_summary.hpp>
+#include <kuscia_model/timeline.h>
+#include <kuscia_model/timeline_summary.h>
 
 #include <algorithm>
 #include <map>
 #include <set>
 
-#include "kuscia.h"
+#include <kuscia_model/kuscia.h>
 
 namespace kuscia_host::plugins::history {
 
@@ -29,7 +29,7 @@ std::string textOf(const json& obj, const char* key) {
   return it != obj.end() && it->is_string() ? it->get<std::string>() : std::string();
 }
 
-// One entry of both: the flat fields sdk::timeline::entry() reads, rebuilt so that durations and
+// One entry of both: the flat fields model::timeline::entry() reads, rebuilt so that durations and
 // "missing" follow the merged times.
 json mergeEntry(const std::string& key, const json& stored, const json& incoming) {
   std::string was = textOf(member(stored, "times"), "createTime");
@@ -45,7 +45,7 @@ json mergeEntry(const std::string& key, const json& stored, const json& incoming
   if (podPhase.empty()) podPhase = textOf(stored, "podPhase");
   if (!podPhase.empty()) flat["podPhase"] = podPhase;
   bool pod = textOf(incoming, "kind") == "pod" || textOf(stored, "kind") == "pod";
-  json out = sdk::timeline::entry(key, flat, pod);
+  json out = model::timeline::entry(key, flat, pod);
   std::string uid = textOf(incoming, "uid");
   if (uid.empty()) uid = textOf(stored, "uid");
   if (!uid.empty()) out["uid"] = uid;
@@ -98,14 +98,15 @@ CombinedView combinedView(const std::vector<RecordingRef>& recordings) {
       const RecordingRef& r = recordings[i];
       if (r.text != nullptr) {
         for (const auto& e : r.text->entries)
-          if ((namespaceOf(e.key) == r.recorder) == own) picked[e.key] = {e.key, nullptr, &e, i};
+          if ((model::namespaceOf(e.key) == r.recorder) == own)
+            picked[e.key] = {e.key, nullptr, &e, i};
         continue;
       }
       if (!r.document->is_object()) continue;
       auto it = r.document->find("entries");
       if (it == r.document->end() || !it->is_object()) continue;
       for (auto e = it->begin(); e != it->end(); ++e)
-        if ((namespaceOf(e.key()) == r.recorder) == own)
+        if ((model::namespaceOf(e.key()) == r.recorder) == own)
           picked[e.key()] = {e.key(), &*e, nullptr, i};
     }
   view.entries.reserve(picked.size());
@@ -149,17 +150,17 @@ TaskRow taskRowOf(const CombinedView& combined, int64_t nowNanos) {
   row.phase = combined.phase;
   std::optional<int64_t> created = sdk::parseTime(combined.createTime);
   if (created) row.createNanos = *created;
-  // The summary as values (what sdk::timeline::summarize(document) answers as JSON): the row's
+  // The summary as values (what model::timeline::summarize(document) answers as JSON): the row's
   // columns are read from them, and the JSON is built once, to be stored.
-  std::vector<sdk::timeline::EntryTimes> entries;
+  std::vector<model::timeline::EntryTimes> entries;
   entries.reserve(combined.entries.size());
   std::set<std::string> parties;
   for (const auto& e : combined.entries) {
-    if (auto party = namespaceOf(e.key); !party.empty()) parties.emplace(party);
-    entries.push_back(e.times != nullptr ? *e.times : sdk::timeline::entryTimes(e.key, *e.entry));
+    if (auto party = model::namespaceOf(e.key); !party.empty()) parties.emplace(party);
+    entries.push_back(e.times != nullptr ? *e.times : model::timeline::entryTimes(e.key, *e.entry));
   }
-  const sdk::timeline::Summary s = sdk::timeline::summarize(created, std::move(entries), nowNanos);
-  row.summary = sdk::timeline::toJson(s, nowNanos);
+  const model::timeline::Summary s = model::timeline::summarize(created, entries, nowNanos);
+  row.summary = model::timeline::toJson(s, nowNanos);
   row.complete = s.complete;
   row.startupSeconds = s.startupSeconds();
   if (s.blame) {
@@ -176,11 +177,11 @@ TaskRow taskRowOf(const CombinedView& combined, int64_t nowNanos) {
   for (const auto& phase : s.criticalPath) {
     auto seconds = phase.seconds();
     if (!seconds) continue;
-    const auto* name =
-        std::find_if(std::begin(sdk::timeline::kPhaseNames), std::end(sdk::timeline::kPhaseNames),
-                     [&](const char* n) { return phase.phase == n; });
-    if (name == std::end(sdk::timeline::kPhaseNames)) continue;
-    auto i = static_cast<std::size_t>(name - std::begin(sdk::timeline::kPhaseNames));
+    const auto* name = std::find_if(std::begin(model::timeline::kPhaseNames),
+                                    std::end(model::timeline::kPhaseNames),
+                                    [&](const char* n) { return phase.phase == n; });
+    if (name == std::end(model::timeline::kPhaseNames)) continue;
+    auto i = static_cast<std::size_t>(name - std::begin(model::timeline::kPhaseNames));
     row.path[i] += *seconds;
     for (auto& p : row.parties)
       if (p.name == phase.party) p.path[i] += *seconds;

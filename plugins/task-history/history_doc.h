@@ -9,7 +9,7 @@
 //    The task's phase and createTime come from the latest recording.
 #pragma once
 
-#include <kuscia_host/timeline_summary.hpp>
+#include <kuscia_model/timeline_summary.h>
 
 #include <array>
 #include <cstdint>
@@ -20,7 +20,7 @@
 #include <utility>
 #include <vector>
 
-#include "timeline_text.h"
+#include <kuscia_model/timeline_text.h>
 
 namespace kuscia_host::plugins::history {
 
@@ -41,7 +41,7 @@ struct RecordingRef {
   std::string_view recorder;
   int64_t atNanos = 0;
   const nlohmann::json* document = nullptr; // when `text` is null
-  const TimelineText* text = nullptr;
+  const model::TimelineText* text = nullptr;
 };
 struct CombinedView {
   std::size_t latestIndex = 0;   // the latest recording's place among the recordings
@@ -51,7 +51,7 @@ struct CombinedView {
   struct Entry {
     std::string_view key;
     const nlohmann::json* entry = nullptr;
-    const sdk::timeline::EntryTimes* times = nullptr; // instead of `entry`
+    const model::timeline::EntryTimes* times = nullptr; // instead of `entry`
     std::size_t from = 0;
   };
   std::vector<Entry> entries;
@@ -63,8 +63,8 @@ CombinedView combinedView(const std::vector<RecordingRef>& recordings);
 // prove does not throw; it does not.
 // NOLINTNEXTLINE(bugprone-exception-escape)
 struct TaskRow {
-  // Seconds of a critical path per phase, in the order of sdk::timeline::kPhaseNames.
-  using PathSeconds = std::array<double, std::size(sdk::timeline::kPhaseNames)>;
+  // Seconds of a critical path per phase, in the order of model::timeline::kPhaseNames.
+  using PathSeconds = std::array<double, std::size(model::timeline::kPhaseNames)>;
   struct Party {
     std::string name;
     std::optional<double> startupSeconds; // its last entry ready, when all of them are
@@ -77,7 +77,7 @@ struct TaskRow {
   std::string blameParty, blamePhase;
   std::vector<Party> parties; // by name
   PathSeconds path{};         // the whole critical path (complete tasks)
-  nlohmann::json summary;     // as the documents carry it (sdk::timeline::toJson)
+  nlohmann::json summary;     // as the documents carry it (model::timeline::toJson)
 };
 TaskRow taskRowOf(const nlohmann::json& document, int64_t nowNanos);
 // The same of recordings combined in place: no combined document is built.

@@ -6,7 +6,7 @@
 //    a recording is merged into what was stored (history_doc.h), so a restarted host, a replayed
 //    watch or two instances of one domain never make duplicates and never lose a fact;
 //  - tasks: one row per task name, the documents of every recorder combined and summarised
-//    (kuscia_host/timeline_summary.hpp), with the columns the list filters on;
+//    (kuscia_model/timeline_summary.h), with the columns the list filters on;
 //  - task_parties: the parties of each task (the namespaces of its entries), for `party`.
 // The task's key is its name: in p2p every party's cluster has the task under one name (with
 // its own UID), so recordings of several hosts sharing a database make one history record.
@@ -22,7 +22,7 @@
 #include <string>
 #include <vector>
 
-#include "timeline_text.h"
+#include <kuscia_model/timeline_text.h>
 
 namespace kuscia_host::plugins::history {
 
@@ -40,11 +40,11 @@ private:
 struct Recording {
   std::string task, namespaceName, recorder;
   int64_t atNanos = 0;     // when the document was taken
-  nlohmann::json document; // the timeline document (kuscia_host/timeline.hpp), no summary
+  nlohmann::json document; // the timeline document (kuscia_model/timeline.h), no summary
   // The plugin's recordings: the same document as text, with the times of its entries, and
   // `document` null. A store writes the text as it is and summarises the times; it parses the
   // text only to merge it into a recording it holds of the same recorder.
-  std::optional<TimelineText> text;
+  std::optional<model::TimelineText> text;
 };
 
 // GET /api/v1/history's filters. Times in nanoseconds since the epoch.

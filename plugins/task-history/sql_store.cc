@@ -1,6 +1,6 @@
 // HistoryStore over SqlDb: the schema, its migrations, and every query, once for both databases.
 #include <kuscia_host/kube_text.hpp>
-#include <kuscia_host/timeline_summary.hpp>
+#include <kuscia_model/timeline_summary.h>
 // zlib's next_in as a pointer to const.
 #define ZLIB_CONST
 #include <zlib.h>
@@ -18,10 +18,10 @@
 
 #include "history_doc.h"
 #include "history_store.h"
-#include "json_text.h"
-#include "kuscia.h"
 #include "pack_dictionary.h"
 #include "sql_db.h"
+#include <kuscia_model/json_text.h>
+#include <kuscia_model/kuscia.h>
 
 namespace kuscia_host::plugins::history {
 
@@ -32,11 +32,11 @@ namespace {
 // The phases a critical path may hold, as columns (cp_<phase>: seconds on the path).
 constexpr std::array<const char*, 7> kPathPhases = {
     "creating", "scheduling", "accepting", "pulling", "starting", "readiness", "programming"};
-static_assert(std::size(sdk::timeline::kPhaseNames) == kPathPhases.size());
+static_assert(std::size(model::timeline::kPhaseNames) == kPathPhases.size());
 // TaskRow's path seconds follow kPhaseNames: the columns must be in the same order.
 static_assert([] {
   for (std::size_t i = 0; i < kPathPhases.size(); ++i)
-    if (std::string_view(kPathPhases[i]) != sdk::timeline::kPhaseNames[i]) return false;
+    if (std::string_view(kPathPhases[i]) != model::timeline::kPhaseNames[i]) return false;
   return true;
 }());
 
@@ -208,7 +208,7 @@ json unpackJson(const std::string& packed) {
         size != n)
       return json::value_t::discarded;
   }
-  return parseJson(text);
+  return model::parseJson(text);
 }
 
 // stats_days: what `stats` reads instead of the tasks. Per UTC day, one row per (kind, dim,
@@ -632,7 +632,7 @@ private:
       std::optional<json> merged;
       if (was != stored.end()) {
         // A text recording is parsed to be merged (a recorder's later recordings of a task).
-        const json incoming = r.text ? parseJson(r.text->json) : json();
+        const json incoming = r.text ? model::parseJson(r.text->json) : json();
         merged = mergeRecording(was->document, r.text ? incoming : r.document);
         if (*merged == was->document) {
           keep(std::move(*was));
@@ -642,7 +642,9 @@ private:
         stored.erase(was);
       }
       // mergeRecording(null, r.document) is the recording itself: as it is, text or document.
-      const std::string dumped = merged ? dumpJson(*merged) : r.text ? "" : dumpJson(r.document);
+      const std::string dumped = merged   ? model::dumpJson(*merged)
+                                 : r.text ? ""
+                                          : model::dumpJson(r.document);
       SqlBytes packed = packer_.pack(!merged && r.text ? r.text->json : dumped);
       db_->run("INSERT INTO recordings (task, recorder, at_ns, document) VALUES ($1, $2, $3, $4)"
                " ON CONFLICT (task, recorder) DO UPDATE SET at_ns = excluded.at_ns,"
@@ -677,7 +679,7 @@ private:
                                row.blameParty,
                                row.blamePhase,
                                latest,
-                               packer_.pack(dumpJson(row.summary))};
+                               packer_.pack(model::dumpJson(row.summary))};
     for (double s : row.path)
       p.emplace_back(s);
     const RecordSql& sql = recordSql();

@@ -3,12 +3,12 @@
 #include <algorithm>
 #include <thread>
 
-#include "finished_tasks.h"
 #include "history_api.h"
-#include "kuscia.h"
-#include "kuscia_model.h"
-#include "kuscia_time.h"
-#include "status_entries.h"
+#include <kuscia_model/finished_tasks.h>
+#include <kuscia_model/kuscia.h>
+#include <kuscia_model/kuscia_model.h>
+#include <kuscia_model/kuscia_time.h>
+#include <kuscia_model/status_entries.h>
 
 namespace kuscia_host::plugins::history {
 
@@ -18,7 +18,7 @@ namespace {
 
 constexpr uint64_t kTickMillis = 1000;
 constexpr std::size_t kResyncBatch = 200;
-constexpr int64_t kOrphanNanos = 600 * kSecond;
+constexpr int64_t kOrphanNanos = 600 * model::kSecond;
 // Pending events whose room is kept between ticks.
 constexpr std::size_t kPendingKept = 1024;
 
@@ -54,7 +54,7 @@ TaskHistory::TaskHistory(sdk::Host host, std::string_view domain, std::string_vi
       inFlight_(host.gauge("kuscia_history_tasks_due", "Tasks whose recording is due", {})) {
   HistoryWriter::Options o;
   o.capacity = static_cast<std::size_t>(config_.queueSize);
-  o.retentionNanos = config_.retentionDays * 86400 * kSecond;
+  o.retentionNanos = config_.retentionDays * 86400 * model::kSecond;
   o.maxTasks = static_cast<std::size_t>(config_.maxTasks);
   std::string database = config_.database, password = config_.password;
   // The instances of this process recording into the same database with the same settings
@@ -64,11 +64,11 @@ TaskHistory::TaskHistory(sdk::Host host, std::string_view domain, std::string_vi
     return std::make_unique<HistoryWriter>(
         [database, password] { return openStore(database, password); }, o);
   });
-  taskSub_ = host.subscribe(taskSubscription(
+  taskSub_ = host.subscribe(model::taskSubscription(
       config_.taskNamespace, {"/metadata/creationTimestamp", "/status/phase", "/spec/initiator",
                               "/spec/parties", "/status/podStatuses", "/status/serviceStatuses"}));
-  podSub_ = host.subscribe(domainSubscription("pods", DomainPods::podFields()));
-  eventSub_ = host.subscribe(podEventSubscription());
+  podSub_ = host.subscribe(model::domainSubscription("pods", model::DomainPods::podFields()));
+  eventSub_ = host.subscribe(model::podEventSubscription());
   host.registerRoute(std::string(kHistoryRoute));
 }
 
@@ -135,7 +135,7 @@ void TaskHistory::readPending() {
 }
 
 void TaskHistory::onTask(const sdk::Event& e) {
-  std::string name(nameOf(e.key));
+  std::string name(model::nameOf(e.key));
   if (e.type == KH_EVENT_DELETED) {
     readPending(); // its pods' last facts
     // Its last state, when a recording was due; then nothing of it is held.
@@ -149,7 +149,7 @@ void TaskHistory::onTask(const sdk::Event& e) {
 
 void TaskHistory::markDue(const std::string& task, int64_t changedNanos) {
   // The first change sets the time; later ones ride along.
-  due_.emplace(task, changedNanos + config_.recordDelaySeconds * kSecond);
+  due_.emplace(task, changedNanos + config_.recordDelaySeconds * model::kSecond);
 }
 
 bool TaskHistory::record(const std::string& task, std::string_view uid, std::string_view fieldsJson,
@@ -160,7 +160,7 @@ bool TaskHistory::record(const std::string& task, std::string_view uid, std::str
   const std::vector<std::string> others = writer_->othersRecording(user_);
   bool mine = false;
   auto kept = [&](std::string_view key) {
-    std::string_view party = namespaceOf(key);
+    std::string_view party = model::namespaceOf(key);
     // A task whose spec this host cannot read (another version) is still this domain's when its
     // status holds an entry of the domain.
     mine = mine || party == domain_;
@@ -173,24 +173,24 @@ bool TaskHistory::record(const std::string& task, std::string_view uid, std::str
     return false;
   };
   std::string phase;
-  auto spans = arrayElements(fieldsJson);
+  auto spans = model::arrayElements(fieldsJson);
   // The document written from the texts where the scanner reads them as the parser would (the
   // common case: about a third of the instructions of parsing the entries and building from
   // them); else from the entries parsed.
-  std::optional<TimelineText> text;
-  std::optional<DomainPods::EntryTextList> podTexts, serviceTexts;
+  std::optional<model::TimelineText> text;
+  std::optional<model::DomainPods::EntryTextList> podTexts, serviceTexts;
   if (spans && spans->size() == kTaskFieldCount) {
-    podTexts = entryTextsWhere((*spans)[kTaskPods], kept);
-    if (podTexts) serviceTexts = entryTextsWhere((*spans)[kTaskServices], kept);
+    podTexts = model::entryTextsWhere((*spans)[kTaskPods], kept);
+    if (podTexts) serviceTexts = model::entryTextsWhere((*spans)[kTaskServices], kept);
   }
   if (serviceTexts) {
-    phase = stringValue((*spans)[kTaskPhase]).value_or("");
-    mine = mine || stringValue((*spans)[kTaskInitiator]).value_or("") == domain_;
-    mine = mine || namesDomain(parseJson((*spans)[kTaskParties]));
-    if (finished != nullptr) *finished = finishedPhase(phase);
+    phase = model::stringValue((*spans)[kTaskPhase]).value_or("");
+    mine = mine || model::stringValue((*spans)[kTaskInitiator]).value_or("") == domain_;
+    mine = mine || namesDomain(model::parseJson((*spans)[kTaskParties]));
+    if (finished != nullptr) *finished = model::finishedPhase(phase);
     if (!mine) return true;
-    const std::optional<std::string> create = stringValue((*spans)[kTaskCreate]);
-    TaskTexts texts{task, config_.taskNamespace};
+    const std::optional<std::string> create = model::stringValue((*spans)[kTaskCreate]);
+    model::TaskTexts texts{task, config_.taskNamespace};
     if (!phase.empty()) texts.phase = phase;
     if (create) texts.createTime = *create;
     text = pods_.documentTextOf(texts, *podTexts, *serviceTexts, uid);
@@ -200,18 +200,18 @@ bool TaskHistory::record(const std::string& task, std::string_view uid, std::str
     // An entry the scanner does not read as the parser would: the kept entries parsed.
     std::optional<json> scannedPods, scannedServices;
     if (serviceTexts) {
-      scannedPods = entriesWhere((*spans)[kTaskPods], kept);
-      if (scannedPods) scannedServices = entriesWhere((*spans)[kTaskServices], kept);
+      scannedPods = model::entriesWhere((*spans)[kTaskPods], kept);
+      if (scannedPods) scannedServices = model::entriesWhere((*spans)[kTaskServices], kept);
     }
     if (scannedServices) {
-      create = parseJson((*spans)[kTaskCreate]);
+      create = model::parseJson((*spans)[kTaskCreate]);
       pods = std::move(*scannedPods);
       services = std::move(*scannedServices);
     } else {
       // Text the scanner cannot walk: every field parsed.
-      json f = parseFields(fieldsJson, kTaskFieldCount);
-      phase = fieldString(f, kTaskPhase);
-      mine = fieldString(f, kTaskInitiator) == domain_ || namesDomain(f[kTaskParties]);
+      json f = model::parseFields(fieldsJson, kTaskFieldCount);
+      phase = model::fieldString(f, kTaskPhase);
+      mine = model::fieldString(f, kTaskInitiator) == domain_ || namesDomain(f[kTaskParties]);
       for (std::size_t group : {kTaskPods, kTaskServices}) {
         if (!f[group].is_object()) continue;
         json& out = group == kTaskPods ? pods : services;
@@ -219,7 +219,7 @@ bool TaskHistory::record(const std::string& task, std::string_view uid, std::str
           if (kept(key)) out[key] = std::move(entry);
       }
       create = std::move(f[kTaskCreate]);
-      if (finished != nullptr) *finished = finishedPhase(phase);
+      if (finished != nullptr) *finished = model::finishedPhase(phase);
       if (!mine) return true;
     }
     text = pods_.documentText(
@@ -282,7 +282,7 @@ void TaskHistory::startResync() {
   resync_.clear();
   resyncNext_ = 0;
   host().cacheList(taskSub_, "", [this](const sdk::Object& o) {
-    resync_.emplace_back(nameOf(o.key));
+    resync_.emplace_back(model::nameOf(o.key));
     return false;
   });
   droppedSinceResync_ = false;

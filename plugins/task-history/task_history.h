@@ -26,11 +26,11 @@
 #include <string_view>
 #include <vector>
 
-#include "domain_pods.h"
 #include "history_config.h"
 #include "history_reader.h"
 #include "history_store.h"
 #include "history_writer.h"
+#include <kuscia_model/domain_pods.h>
 
 namespace kuscia_host::plugins::history {
 
@@ -90,7 +90,7 @@ private:
   std::string domain_;
   uint64_t taskSub_ = 0, podSub_ = 0, eventSub_ = 0, timer_ = 0;
   std::set<uint64_t> synced_;
-  DomainPods pods_;
+  model::DomainPods pods_;
   // A pod or Event event as it came, read at the next tick (readPending).
   struct PendingEvent {
     uint64_t subscription = 0;

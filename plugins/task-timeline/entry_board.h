@@ -9,7 +9,7 @@
 // and all of its entries when it is destroyed. Thread-safe (instances run on their own executors).
 #pragma once
 
-#include <kuscia_host/pod_events.hpp>
+#include <kuscia_model/pod_events.h>
 
 #include <cstdint>
 #include <memory>
@@ -54,7 +54,7 @@ struct EntryFacts {
   MaybeNanos containersStart; // pods: every container running
   // The image pull, and why each phase waited: shared with the instance that published them, and
   // never changed once shared (a change is made on a copy); nullptr: none.
-  std::shared_ptr<const sdk::timeline::PodFacts> facts;
+  std::shared_ptr<const model::timeline::PodFacts> facts;
   std::unique_ptr<Waiting> waiting; // what it waits for now (none once ready: 8 bytes)
 
   // The status-like object the timeline document's entry takes these from ("firstReadyTime",

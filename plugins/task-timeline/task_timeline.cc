@@ -1,6 +1,6 @@
 #include "task_timeline.h"
 
-#include <kuscia_host/timeline_summary.hpp>
+#include <kuscia_model/timeline_summary.h>
 
 #include <algorithm>
 #include <array>
@@ -9,11 +9,11 @@
 #include <type_traits>
 
 #include "entry_board.h"
-#include "kuscia.h"
-#include "kuscia_model.h"
-#include "kuscia_time.h"
-#include "status_entries.h"
 #include "timeline_page.h"
+#include <kuscia_model/kuscia.h>
+#include <kuscia_model/kuscia_model.h>
+#include <kuscia_model/kuscia_time.h>
+#include <kuscia_model/status_entries.h>
 
 namespace kuscia_host::plugins::timeline {
 
@@ -33,17 +33,18 @@ const std::vector<double>& durationBuckets() {
 }
 
 // setEntryTime (kuscia_model.h) of what this host knows of a time.
-bool setTime(StatusPatch::Entry* patch, const EntryClock& entry, TimeField field,
-             const MaybeTime& want, bool clearStale, bool forwardOnly = false) {
+bool setTime(model::StatusPatch::Entry* patch, const model::EntryClock& entry,
+             model::TimeField field, const MaybeTime& want, bool clearStale,
+             bool forwardOnly = false) {
   return setEntryTime(patch, entry, field, want.nanos(), clearStale, forwardOnly);
 }
 
 // Changes facts shared with the entry board: on a copy, which replaces them only when `change`
 // changed something (what the board holds is never changed under its readers).
 template <class F>
-bool changeFacts(std::shared_ptr<const sdk::timeline::PodFacts>& facts, F&& change) {
-  auto copy = facts ? std::make_shared<sdk::timeline::PodFacts>(*facts)
-                    : std::make_shared<sdk::timeline::PodFacts>();
+bool changeFacts(std::shared_ptr<const model::timeline::PodFacts>& facts, F&& change) {
+  auto copy = facts ? std::make_shared<model::timeline::PodFacts>(*facts)
+                    : std::make_shared<model::timeline::PodFacts>();
   if (!std::forward<F>(change)(*copy)) return false;
   facts = std::move(copy);
   return true;
@@ -63,11 +64,11 @@ constexpr std::array<ServiceWaitText, kServiceWaitCount> kServiceWaits = {{
     {"NoEndpoints", "the service's Endpoints have no address yet"},
     {"NotProgrammed", "the gateway has not written kuscia.secretflow/ready-time yet"},
 }};
-const std::shared_ptr<const sdk::timeline::PodFacts>& serviceWaitFacts(uint8_t wait) {
+const std::shared_ptr<const model::timeline::PodFacts>& serviceWaitFacts(uint8_t wait) {
   static const auto facts = [] {
-    std::array<std::shared_ptr<const sdk::timeline::PodFacts>, kServiceWaitCount> out;
+    std::array<std::shared_ptr<const model::timeline::PodFacts>, kServiceWaitCount> out;
     for (uint8_t w = kNoEndpoints; w < kServiceWaitCount; ++w) {
-      auto f = std::make_shared<sdk::timeline::PodFacts>();
+      auto f = std::make_shared<model::timeline::PodFacts>();
       f->addReason("programming", kServiceWaits[w].reason, kServiceWaits[w].message, 0, true);
       out[w] = std::move(f);
     }
@@ -92,7 +93,7 @@ std::optional<Waiting> serviceWaitingFor(uint8_t wait, const MaybeTime& create) 
 class Signature {
 public:
   Signature& add(uint64_t v) {
-    h_ = mixBits((h_ ^ v) + 0x9E3779B97F4A7C15ULL); // each value moves every bit
+    h_ = model::mixBits((h_ ^ v) + 0x9E3779B97F4A7C15ULL); // each value moves every bit
     return *this;
   }
   Signature& add(std::string_view s) { return add(s.size()).add(std::hash<std::string_view>{}(s)); }
@@ -166,7 +167,7 @@ TaskTimeline::TaskTimeline(sdk::Host host, std::string_view domain, std::string_
                         "Entries waiting in a phase longer than stuckAfterSeconds", {"phase"})),
       writer_(
           host, config_, "kuscia_timeline", [this](const std::string& task) { return diff(task); },
-          [this](const std::string& task, const StatusPatch& status, uint64_t version) {
+          [this](const std::string& task, const model::StatusPatch& status, uint64_t version) {
             written(task, status, version);
           }) {
   // A task whose last write is answered after its event (the watch was read first), or whose
@@ -176,15 +177,16 @@ TaskTimeline::TaskTimeline(sdk::Host host, std::string_view domain, std::string_
     auto it = tasks_.find(task);
     if (it != tasks_.end() && (answered == 0 || it->second.version >= answered)) settle(task);
   });
-  podSub_ = host.subscribe(domainSubscription("pods", podFieldPointers()));
-  serviceSub_ = host.subscribe(domainSubscription(
-      "services", {kTaskIdPointer, "/metadata/creationTimestamp", kReadyTimePointer}));
-  endpointsSub_ = host.subscribe(domainSubscription("endpoints", {"/subsets"}));
-  eventSub_ = host.subscribe(podEventSubscription());
-  taskSub_ = host.subscribe(
-      taskSubscription(config_.taskNamespace,
-                       {"/status/phase", "/metadata/creationTimestamp", "/status/completionTime",
-                        "/status/podStatuses", "/status/serviceStatuses"}));
+  podSub_ = host.subscribe(model::domainSubscription("pods", model::podFieldPointers()));
+  serviceSub_ = host.subscribe(
+      model::domainSubscription("services", {model::kTaskIdPointer, "/metadata/creationTimestamp",
+                                             model::kReadyTimePointer}));
+  endpointsSub_ = host.subscribe(model::domainSubscription("endpoints", {"/subsets"}));
+  eventSub_ = host.subscribe(model::podEventSubscription());
+  taskSub_ = host.subscribe(model::taskSubscription(
+      config_.taskNamespace,
+      {"/status/phase", "/metadata/creationTimestamp", "/status/completionTime",
+       "/status/podStatuses", "/status/serviceStatuses"}));
   finished_.emplace(host, taskSub_, config_.taskNamespace, kTaskPhase, kTaskCompletion,
                     config_.keepFinishedSeconds,
                     [this](const std::string& task) { return busy(task); });
@@ -208,7 +210,7 @@ TaskTimeline::~TaskTimeline() {
 void TaskTimeline::onStart() {
   for (const char* phase : {"scheduling", "starting", "ready"})
     stuck_.set(0, {phase});
-  for (const char* phase : sdk::timeline::kPhaseNames)
+  for (const char* phase : model::timeline::kPhaseNames)
     criticalPath_.add(0, {phase});
   stuckTimer_ = host().startTimer(5000, 5000);
 }
@@ -240,7 +242,7 @@ void TaskTimeline::onKubeResult(const sdk::KubeResult& result) {
 std::optional<Time> TaskTimeline::readTime(const json& value, const std::string& what,
                                            const std::string& key, bool& logged) {
   if (value.is_null()) return std::nullopt;
-  auto t = value.is_string() ? parseTime(value.get_ref<const std::string&>()) : std::nullopt;
+  auto t = value.is_string() ? model::parseTime(value.get_ref<const std::string&>()) : std::nullopt;
   if (t) return Time{*t};
   malformed_.add(1, {what.c_str()});
   if (!logged) {
@@ -251,28 +253,29 @@ std::optional<Time> TaskTimeline::readTime(const json& value, const std::string&
   return std::nullopt;
 }
 
-std::optional<Time> TaskTimeline::readTime(const TimeText& value, const std::string& what,
+std::optional<Time> TaskTimeline::readTime(const model::TimeText& value, const std::string& what,
                                            const std::string& key, bool& logged) {
-  if (value.kind == TimeText::kAbsent) return std::nullopt;
-  if (value.kind == TimeText::kString)
-    if (auto t = parseTime(value.text)) return Time{*t};
+  if (value.kind == model::TimeText::kAbsent) return std::nullopt;
+  if (value.kind == model::TimeText::kString)
+    if (auto t = model::parseTime(value.text)) return Time{*t};
   malformed_.add(1, {what.c_str()});
   if (!logged) {
     logged = true;
     host().warn(key + ": malformed " + what + " " +
-                (value.kind == TimeText::kString ? json(value.text).dump() : value.text) +
+                (value.kind == model::TimeText::kString ? json(value.text).dump() : value.text) +
                 ": the field stays unset (further ones of this object are only counted)");
   }
   return std::nullopt;
 }
 
-std::optional<Time> TaskTimeline::readTime(EventFields& f, std::size_t i, const std::string& what,
-                                           const std::string& key, bool& logged) {
+std::optional<Time> TaskTimeline::readTime(model::EventFields& f, std::size_t i,
+                                           const std::string& what, const std::string& key,
+                                           bool& logged) {
   // A time is read from its text; anything else as its value (the rest malformed).
   if (f.isNull(i)) return std::nullopt;
   std::string decoded;
   if (auto text = f.view(i, decoded))
-    if (auto t = parseTime(*text)) return Time{*t};
+    if (auto t = model::parseTime(*text)) return Time{*t};
   return readTime(f.value(i), what, key, logged);
 }
 
@@ -286,7 +289,7 @@ void TaskTimeline::onPod(const sdk::Event& e) {
   }
   // One parse of every field, read off simdjson's DOM (pod_fields.h): a pod's conditions and
   // containers are most of its text, and pod events are the most numerous.
-  const PodFields f = readPodFields(e.fieldsJson);
+  const model::PodFields f = model::readPodFields(e.fieldsJson);
   if (f.task.empty()) return forgetObject(key, true); // not a task's pod (or no longer)
   Pod& p = *pods_.apply(key, e.uid, f.task);
   const std::string& task = *p.task;
@@ -322,11 +325,11 @@ void TaskTimeline::onPod(const sdk::Event& e) {
     const char* phase = w.phase == "scheduling" ? "scheduling"
                         : w.phase == "starting"
                             ? "accepting"
-                            : sdk::timeline::waitingReasonPhase(
+                            : model::timeline::waitingReasonPhase(
                                   w.reason, p.containersStart ? "readiness" : "starting");
     if (std::string_view(phase) == "readiness" && !p.containersStart) phase = "starting";
     const int64_t now = host().wallTimeNanos();
-    if (changeFacts(p.facts, [&](sdk::timeline::PodFacts& facts) {
+    if (changeFacts(p.facts, [&](model::timeline::PodFacts& facts) {
           return facts.addReason(phase, w.reason, w.message, now, true);
         }))
       ++p.factsVersion;
@@ -337,15 +340,15 @@ void TaskTimeline::onPod(const sdk::Event& e) {
 }
 
 void TaskTimeline::onPodEvent(const sdk::Event& e) {
-  auto ev = podEventOf(e);
+  auto ev = model::podEventOf(e);
   if (!ev) return;
   const std::string& key = ev->key;
   const std::string& uid = ev->uid;
   auto pod = pods_.find(key);
   // An Event of another incarnation than the pod's is not this pod's.
-  const uint64_t id = uidDigest(uid);
+  const uint64_t id = model::uidDigest(uid);
   if (pod != pods_.end() && id != 0 && pod->second.uid != id) return;
-  auto add = [&ev](sdk::timeline::PodFacts& f) {
+  auto add = [&ev](model::timeline::PodFacts& f) {
     return f.addEvent(ev->reason, ev->message, ev->at);
   };
   if (pod == pods_.end()) { // the pod takes them when it comes
@@ -414,7 +417,7 @@ void TaskTimeline::publish(const std::string& key, Service& s) {
   EntryBoard::process().put(services_.find(key)->first, std::move(facts)); // the record's key
 }
 
-Waiting TaskTimeline::podWaiting(const Pod& p, const PodFields& f) {
+Waiting TaskTimeline::podWaiting(const Pod& p, const model::PodFields& f) {
   Waiting w;
   bool scheduled = static_cast<bool>(p.scheduled) || f.scheduled.isTrue;
   if (p.start) {
@@ -452,7 +455,7 @@ Waiting TaskTimeline::podWaiting(const Pod& p, const PodFields& f) {
 
 void TaskTimeline::observeDuration(const sdk::Metric& m, const char* name, const Time& from,
                                    const Time& to) {
-  double seconds = secondsBetween(from.nanos, to.nanos);
+  double seconds = model::secondsBetween(from.nanos, to.nanos);
   if (seconds < 0) negative_.add(1, {name});
   m.observe(seconds);
 }
@@ -497,7 +500,7 @@ void TaskTimeline::observe(Service& s) {
 void TaskTimeline::onService(const sdk::Event& e) {
   std::string key(e.key);
   if (e.type == KH_EVENT_DELETED) return forgetObject(key, false);
-  EventFields f(e.fieldsJson, kSvcFieldCount);
+  model::EventFields f(e.fieldsJson, kSvcFieldCount);
   const std::string taskName = f.string(kSvcTask);
   if (taskName.empty()) return forgetObject(key, false); // not a task's service (or no longer)
   Service& s = *services_.apply(key, e.uid, taskName);
@@ -532,11 +535,11 @@ TaskTimeline::Task TaskTimeline::taskFrom(std::string_view fieldsJson, std::stri
   // those of `previous` when they digest alike, in one walk of the text; the leading strings
   // are small. Text the scanner cannot walk takes the full parser.
   static_assert(kTaskPods == kTaskFieldCount - 2 && kTaskServices == kTaskFieldCount - 1);
-  if (auto fields = splitTaskFields(fieldsJson, kTaskPods, ownPrefix, true)) {
-    auto own = [](const PartyEntries& split, OwnEntryTexts* held) {
+  if (auto fields = model::splitTaskFields(fieldsJson, kTaskPods, ownPrefix, true)) {
+    auto own = [](const model::PartyEntries& split, model::OwnEntryTexts* held) {
       if (held != nullptr && held->digest() == split.ownDigest)
-        return std::optional<OwnEntryTexts>(std::move(*held));
-      return OwnEntryTexts::fromTexts(split.ownTexts);
+        return std::optional<model::OwnEntryTexts>(std::move(*held));
+      return model::OwnEntryTexts::fromTexts(split.ownTexts);
     };
     auto pods = own(fields->pods, previous != nullptr ? &previous->pods : nullptr);
     auto services = own(fields->services, previous != nullptr ? &previous->services : nullptr);
@@ -550,24 +553,24 @@ TaskTimeline::Task TaskTimeline::taskFrom(std::string_view fieldsJson, std::stri
       t.services = std::move(*services);
       t.othersNotReady = fields->pods.others - fields->pods.othersReady + fields->services.others -
                          fields->services.othersReady;
-      t.phase = stringValue(fields->leading[kTaskPhase]).value_or("");
-      t.createTime = stringValue(fields->leading[kTaskCreate]).value_or("");
+      t.phase = model::stringValue(fields->leading[kTaskPhase]).value_or("");
+      t.createTime = model::stringValue(fields->leading[kTaskCreate]).value_or("");
       return t;
     }
   }
-  json f = parseFields(fieldsJson, kTaskFieldCount);
-  PartyEntries pods = splitParsedEntries(f[kTaskPods], ownPrefix);
-  PartyEntries services = splitParsedEntries(f[kTaskServices], ownPrefix);
-  t.pods = OwnEntryTexts::fromJson(pods.own);
-  t.services = OwnEntryTexts::fromJson(services.own);
+  json f = model::parseFields(fieldsJson, kTaskFieldCount);
+  model::PartyEntries pods = model::splitParsedEntries(f[kTaskPods], ownPrefix);
+  model::PartyEntries services = model::splitParsedEntries(f[kTaskServices], ownPrefix);
+  t.pods = model::OwnEntryTexts::fromJson(pods.own);
+  t.services = model::OwnEntryTexts::fromJson(services.own);
   t.othersNotReady = pods.others - pods.othersReady + services.others - services.othersReady;
-  t.phase = fieldString(f, kTaskPhase);
-  t.createTime = fieldString(f, kTaskCreate);
+  t.phase = model::fieldString(f, kTaskPhase);
+  t.createTime = model::fieldString(f, kTaskCreate);
   return t;
 }
 
 void TaskTimeline::onTask(const sdk::Event& e) {
-  std::string name(nameOf(e.key));
+  std::string name(model::nameOf(e.key));
   if (e.type == KH_EVENT_DELETED) {
     tasks_.erase(name);
     summarized_.erase(name);
@@ -577,7 +580,7 @@ void TaskTimeline::onTask(const sdk::Event& e) {
   // A task without an object of this domain in memory has nothing for this instance to write:
   // it is not held (the routes read it from the host's cache when asked).
   if (pods_.members(name).empty() && services_.members(name).empty()) return release(name);
-  const uint64_t version = versionNumber(e.resourceVersion);
+  const uint64_t version = model::versionNumber(e.resourceVersion);
   Task& t = tasks_.try_emplace(name).first->second; // one look-up: a new task answered nothing
   if (version != 0 && version < t.answered) return; // older than the write answered last
   const bool held = t.exists;
@@ -616,9 +619,9 @@ TaskTimeline::ParsedEntries TaskTimeline::cachedOthers(const std::string& name) 
 
 TaskTimeline::ParsedEntries TaskTimeline::othersFrom(std::string_view fieldsJson) const {
   ParsedEntries t;
-  if (auto spans = arrayElements(fieldsJson); spans && spans->size() == kTaskFieldCount) {
-    t.podStatuses = otherEntries((*spans)[kTaskPods], ownPrefix_);
-    t.serviceStatuses = otherEntries((*spans)[kTaskServices], ownPrefix_);
+  if (auto spans = model::arrayElements(fieldsJson); spans && spans->size() == kTaskFieldCount) {
+    t.podStatuses = model::otherEntries((*spans)[kTaskPods], ownPrefix_);
+    t.serviceStatuses = model::otherEntries((*spans)[kTaskServices], ownPrefix_);
     return t;
   }
   // Text the scanner cannot walk: every entry, then not ours.
@@ -645,7 +648,7 @@ std::optional<TaskTimeline::Task> TaskTimeline::cachedTask(const std::string& na
   std::string_view prefix = whole ? std::string_view() : std::string_view(ownPrefix_);
   host().cacheGet(taskSub_, config_.taskNamespace + "/" + name, [&t, prefix](const sdk::Object& o) {
     t = taskFrom(o.fieldsJson, prefix);
-    t->version = versionNumber(o.resourceVersion);
+    t->version = model::versionNumber(o.resourceVersion);
   });
   return t;
 }
@@ -715,9 +718,9 @@ void TaskTimeline::summarizeOnce(const std::string& task, std::string_view field
   // the document built (once, or a few times while the last writes land), not on every event.
   auto held = tasks_.find(task);
   if (held == tasks_.end()) return;
-  auto allReady = [](const OwnEntryTexts& group) {
+  auto allReady = [](const model::OwnEntryTexts& group) {
     return std::all_of(group.entries().begin(), group.entries().end(),
-                       [](const auto& e) { return e.clock.has(TimeField::kReady); });
+                       [](const auto& e) { return e.clock.has(model::TimeField::kReady); });
   };
   const Task& t = held->second;
   if (t.othersNotReady > 0 || !allReady(t.pods) || !allReady(t.services)) return;
@@ -728,7 +731,7 @@ void TaskTimeline::summarizeOnce(const std::string& task, std::string_view field
   // The summary from the entries' times as the document has them (timeline()): this domain's
   // entries as held, the other parties' as the host's cache has them, each with what the entry
   // board knows beside the status. No document is built for it.
-  std::vector<sdk::timeline::EntryTimes> entries;
+  std::vector<model::timeline::EntryTimes> entries;
   auto addParsed = [&entries](const json& pods, const json& services) {
     for (const auto& [key, entry] : pods.items())
       entries.push_back(entryTimes(key, entry, true));
@@ -738,9 +741,9 @@ void TaskTimeline::summarizeOnce(const std::string& task, std::string_view field
   // Every entry's times off its text, none parsed into a DOM (the own entries as held, the other
   // parties' where the event's split passed them); text the scanner does not read as the parser
   // does takes the full parser.
-  auto addTexts = [&entries](const EntryTexts& pods, const EntryTexts& services) {
-    auto p = entryTimesOf(pods, true);
-    auto s = entryTimesOf(services, false);
+  auto addTexts = [&entries](const model::EntryTexts& pods, const model::EntryTexts& services) {
+    auto p = model::entryTimesOf(pods, true);
+    auto s = model::entryTimesOf(services, false);
     if (!p || !s) return false;
     for (auto* group : {&*p, &*s})
       for (auto& e : *group) {
@@ -758,8 +761,8 @@ void TaskTimeline::summarizeOnce(const std::string& task, std::string_view field
     addParsed(parsed.podStatuses, parsed.serviceStatuses);
   }
   std::optional<int64_t> created;
-  if (!t.createTime.empty()) created = parseTime(t.createTime);
-  auto s = sdk::timeline::summarize(created, std::move(entries), host().wallTimeNanos());
+  if (!t.createTime.empty()) created = model::parseTime(t.createTime);
+  auto s = model::timeline::summarize(created, entries, host().wallTimeNanos());
   if (!s.complete) return;
   summarized_.insert(task);
   if (auto startup = s.startupSeconds()) taskStartup_.observe(*startup);
@@ -769,11 +772,11 @@ void TaskTimeline::summarizeOnce(const std::string& task, std::string_view field
   if (s.blame) blamed_.add(1, {s.blame->party.c_str(), s.blame->phase.c_str()});
 }
 
-sdk::timeline::EntryTimes TaskTimeline::entryTimes(const std::string& key, const json& status,
-                                                   bool pod) {
+model::timeline::EntryTimes TaskTimeline::entryTimes(const std::string& key, const json& status,
+                                                     bool pod) {
   // As entryTimeline() reads an entry: the status's times and reasons, replaced by what the
   // board has for the entry.
-  sdk::timeline::EntryTimes e;
+  model::timeline::EntryTimes e;
   e.key = key;
   e.pod = pod;
   e.readTimes(status);
@@ -783,7 +786,7 @@ sdk::timeline::EntryTimes TaskTimeline::entryTimes(const std::string& key, const
   return e;
 }
 
-void TaskTimeline::withBoardFacts(sdk::timeline::EntryTimes& e) {
+void TaskTimeline::withBoardFacts(model::timeline::EntryTimes& e) {
   EntryBoard::process().read(e.key, [&e](const EntryFacts& f) {
     if (f.firstReady) e.firstReadyTime = f.firstReady;
     if (f.containersStart) e.containersStartTime = f.containersStart;
@@ -800,8 +803,8 @@ void TaskTimeline::withBoardFacts(sdk::timeline::EntryTimes& e) {
   });
 }
 
-bool TaskTimeline::podDiffers(Pod& p, const EntryClock& entry, StatusPatch::Entry* patch,
-                              bool* urgent) const {
+bool TaskTimeline::podDiffers(Pod& p, const model::EntryClock& entry,
+                              model::StatusPatch::Entry* patch, bool* urgent) const {
   bool present = entry.present();
   bool same = sameIncarnation(entry, p.create.nanos());
   bool differs = !present;
@@ -809,57 +812,58 @@ bool TaskTimeline::podDiffers(Pod& p, const EntryClock& entry, StatusPatch::Entr
     patch->identify = true;
     patch->podPhase = *p.phase;
   }
-  differs = setTime(patch, entry, TimeField::kCreate, p.create, false) || differs;
+  differs = setTime(patch, entry, model::TimeField::kCreate, p.create, false) || differs;
   const bool earlier = present && !same; // an earlier incarnation's entry: its times go
-  differs = setTime(patch, entry, TimeField::kStart, p.start, earlier) || differs;
+  differs = setTime(patch, entry, model::TimeField::kStart, p.start, earlier) || differs;
   // The first ready of this incarnation: the status, as first read, may hold an earlier Ready
   // than this host saw (it restarted after a flap, or the status was written by a host that kept
   // the first ready). Read once: what other writers put there later is theirs.
   if (same && present && !p.readStatusReady) {
     p.readStatusReady = true;
-    if (auto have = entry.time(TimeField::kReady);
+    if (auto have = entry.time(model::TimeField::kReady);
         have && (!p.firstReady || *have < p.firstReady->nanos)) {
       p.firstReady = Time{*have};
       p.republish = true;
     }
   }
   // The latest Ready, as Kuscia's controller writes it; a later one in the status stays.
-  const bool ready = setTime(patch, entry, TimeField::kReady, p.ready, earlier, true);
+  const bool ready = setTime(patch, entry, model::TimeField::kReady, p.ready, earlier, true);
   if (urgent != nullptr && (ready || (earlier && differs))) *urgent = true;
   return differs || ready;
 }
 
-bool TaskTimeline::serviceDiffers(const Service& s, const EntryClock& entry,
-                                  StatusPatch::Entry* patch, bool* urgent) const {
+bool TaskTimeline::serviceDiffers(const Service& s, const model::EntryClock& entry,
+                                  model::StatusPatch::Entry* patch, bool* urgent) const {
   bool present = entry.present();
   bool same = sameIncarnation(entry, s.create.nanos());
   bool differs = !present;
   if (!present && patch != nullptr) patch->identify = true;
-  differs = setTime(patch, entry, TimeField::kCreate, s.create, false) || differs;
+  differs = setTime(patch, entry, model::TimeField::kCreate, s.create, false) || differs;
   const bool earlier = present && !same;
-  const bool ready = setTime(patch, entry, TimeField::kReady, s.ready, earlier);
+  const bool ready = setTime(patch, entry, model::TimeField::kReady, s.ready, earlier);
   if (urgent != nullptr && (ready || (earlier && differs))) *urgent = true;
   return differs || ready;
 }
 
-StatusPatch TaskTimeline::diff(const std::string& task) {
-  StatusPatch status;
+model::StatusPatch TaskTimeline::diff(const std::string& task) {
+  model::StatusPatch status;
   auto it = tasks_.find(task);
   if (it == tasks_.end() || !it->second.exists) return status;
   const Task& t = it->second;
   for (const auto& key : pods_.members(task)) {
-    StatusPatch::Entry patch{StatusPatch::kPods, key};
+    model::StatusPatch::Entry patch{model::StatusPatch::kPods, key};
     if (podDiffers(pods_.at(key), t.pods.clockOf(key), &patch)) status.add(std::move(patch));
   }
   for (const auto& key : services_.members(task)) {
-    StatusPatch::Entry patch{StatusPatch::kServices, key};
+    model::StatusPatch::Entry patch{model::StatusPatch::kServices, key};
     if (serviceDiffers(services_.at(key), t.services.clockOf(key), &patch))
       status.add(std::move(patch));
   }
   return status;
 }
 
-void TaskTimeline::written(const std::string& task, const StatusPatch& status, uint64_t version) {
+void TaskTimeline::written(const std::string& task, const model::StatusPatch& status,
+                           uint64_t version) {
   auto it = tasks_.find(task);
   if (it == tasks_.end()) return;
   // The events of this write, and maybe of another writer's change after it, came first: the
@@ -871,8 +875,8 @@ void TaskTimeline::written(const std::string& task, const StatusPatch& status, u
   // as held (own_entries.h).
   Task& t = it->second;
   t.answered = version;
-  t.pods.apply(status, StatusPatch::kPods);
-  t.services.apply(status, StatusPatch::kServices);
+  t.pods.apply(status, model::StatusPatch::kPods);
+  t.services.apply(status, model::StatusPatch::kServices);
 }
 
 void TaskTimeline::refreshStuck() {
@@ -897,7 +901,8 @@ void TaskTimeline::refreshStuck() {
 
 uint8_t TaskTimeline::serviceWait(const std::string& key, const Service& s) const {
   if (s.ready) return kNoServiceWait;
-  return cachedEndpointsHaveAddress(host(), endpointsSub_, key) ? kNotProgrammed : kNoEndpoints;
+  return model::cachedEndpointsHaveAddress(host(), endpointsSub_, key) ? kNotProgrammed
+                                                                       : kNoEndpoints;
 }
 
 std::optional<Waiting> TaskTimeline::serviceWaiting(const std::string& key,

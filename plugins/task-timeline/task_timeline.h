@@ -24,15 +24,15 @@
 //    malformed time leaves the field unset, is logged once per object and counted;
 //  - the image pull (the pod's Pulling and Pulled Events), every container running
 //    (containerStatuses) and why each phase waited (Events, waiting reasons) go in the timeline
-//    document only: Kuscia's CRD has no such status fields (kuscia_host/pod_events.hpp);
-//  - each document carries the task's summary and critical path (kuscia_host/timeline_summary.hpp);
+//    document only: Kuscia's CRD has no such status fields (kuscia_model/pod_events.h);
+//  - each document carries the task's summary and critical path (kuscia_model/timeline_summary.h);
 //    a task complete as this domain sees it is observed once in the startup histogram and the
 //    critical-path counters.
 #pragma once
 
 #include <kuscia_host/plugin.hpp>
-#include <kuscia_host/pod_events.hpp>
-#include <kuscia_host/timeline_summary.hpp>
+#include <kuscia_model/pod_events.h>
+#include <kuscia_model/timeline_summary.h>
 
 #include <cstdint>
 #include <map>
@@ -45,15 +45,15 @@
 #include <unordered_set>
 
 #include "entry_board.h"
-#include "finished_tasks.h"
-#include "kuscia.h"
-#include "kuscia_model.h"
-#include "kuscia_time.h"
-#include "own_entries.h"
-#include "pod_fields.h"
-#include "status_entries.h"
-#include "status_writer.h"
 #include "timeline_config.h"
+#include <kuscia_model/finished_tasks.h>
+#include <kuscia_model/kuscia.h>
+#include <kuscia_model/kuscia_model.h>
+#include <kuscia_model/kuscia_time.h>
+#include <kuscia_model/own_entries.h>
+#include <kuscia_model/pod_fields.h>
+#include <kuscia_model/status_entries.h>
+#include <kuscia_model/status_writer.h>
 
 namespace kuscia_host::plugins::timeline {
 
@@ -62,7 +62,7 @@ namespace kuscia_host::plugins::timeline {
 // read (formatTime kAsGiven), which is all a time's text ever was (8 bytes, not 40 and a string).
 struct Time {
   int64_t nanos = 0;
-  std::string text() const { return formatTime(nanos, TimePrecision::kAsGiven); }
+  std::string text() const { return formatTime(nanos, model::TimePrecision::kAsGiven); }
 };
 
 // A time an object may show, or none: as std::optional<Time> reads, in 8 bytes instead of 16
@@ -110,7 +110,7 @@ public:
   // its fields: a month of finished tasks costs a list little (B7 prints how little).
   nlohmann::json taskList(std::size_t limit, std::string_view after = {}) const;
   // The merge patch's "status" that brings `task` to the desired state; empty when none.
-  StatusPatch diff(const std::string& task);
+  model::StatusPatch diff(const std::string& task);
   const TimelineConfig& config() const { return config_; }
   // Tasks whose entries this instance holds in memory: those starting up (work in flight). A
   // task is held from its first object of this domain until its startup is summarised and every
@@ -138,7 +138,7 @@ private:
     uint64_t published = 0; // the digest of what is on the entry board for it (0: nothing)
     // What its Events and waiting reasons said (the image pull, why each phase waited): shared
     // with the board (changeFacts); factsVersion is bumped when they change.
-    std::shared_ptr<const sdk::timeline::PodFacts> facts;
+    std::shared_ptr<const model::timeline::PodFacts> facts;
     uint32_t factsVersion = 0;
     bool observedStart = false, observedReady = false, observedSchedule = false;
     bool observedContainers = false, observedPull = false;
@@ -174,7 +174,7 @@ private:
   // whole task from the host's cache.
   struct Task {
     bool exists = false;
-    OwnEntryTexts pods, services;
+    model::OwnEntryTexts pods, services;
     std::size_t othersNotReady = 0;
     std::string phase;
     std::string createTime;
@@ -203,7 +203,7 @@ private:
   // text): what the summary reads them from. `scanned` false: the text took the full parser.
   struct OtherTexts {
     bool scanned = false;
-    EntryTexts pods, services;
+    model::EntryTexts pods, services;
   };
   // A task's record from its projected fields: the entries of keys starting with `ownPrefix`
   // ("" : every entry).
@@ -234,15 +234,15 @@ private:
   std::optional<Time> readTime(const nlohmann::json& value, const std::string& what,
                                const std::string& key, bool& logged);
   // The same of a pod's field (pod_fields.h).
-  std::optional<Time> readTime(const TimeText& value, const std::string& what,
+  std::optional<Time> readTime(const model::TimeText& value, const std::string& what,
                                const std::string& key, bool& logged);
   // The same of an event's field i.
-  std::optional<Time> readTime(EventFields& f, std::size_t i, const std::string& what,
+  std::optional<Time> readTime(model::EventFields& f, std::size_t i, const std::string& what,
                                const std::string& key, bool& logged);
   void observe(Pod& p);
   void observe(Service& s);
   void observeDuration(const sdk::Metric& m, const char* name, const Time& from, const Time& to);
-  static Waiting podWaiting(const Pod& p, const PodFields& f);
+  static Waiting podWaiting(const Pod& p, const model::PodFields& f);
   std::optional<Waiting> serviceWaiting(const std::string& key, const Service& s) const;
   // What a service not ready yet waits for (ServiceWait in task_timeline.cc; 0 once ready).
   uint8_t serviceWait(const std::string& key, const Service& s) const;
@@ -250,15 +250,15 @@ private:
   // of the entry is built into `patch` when given; touch() only asks, and builds nothing).
   // `urgent`, when given, is set when a difference cannot wait for the status writer's deferral:
   // a readyTime, or an earlier incarnation's times to clear.
-  bool podDiffers(Pod& p, const EntryClock& entry, StatusPatch::Entry* patch = nullptr,
-                  bool* urgent = nullptr) const;
-  bool serviceDiffers(const Service& s, const EntryClock& entry,
-                      StatusPatch::Entry* patch = nullptr, bool* urgent = nullptr) const;
+  bool podDiffers(Pod& p, const model::EntryClock& entry,
+                  model::StatusPatch::Entry* patch = nullptr, bool* urgent = nullptr) const;
+  bool serviceDiffers(const Service& s, const model::EntryClock& entry,
+                      model::StatusPatch::Entry* patch = nullptr, bool* urgent = nullptr) const;
   // Marks the task for a write when the object's entry differs from the status.
   // `pod` or `service`: the one object an event changed (the others are not compared again).
   void touch(const std::string& task, const std::string* pod = nullptr,
              const std::string* service = nullptr);
-  void written(const std::string& task, const StatusPatch& status, uint64_t version);
+  void written(const std::string& task, const model::StatusPatch& status, uint64_t version);
   void refreshStuck();
   // Puts this instance's knowledge of a pod or service on the entry board when it changed.
   void publish(const std::string& key, Pod& p);
@@ -271,18 +271,18 @@ private:
   nlohmann::json entryTimeline(const std::string& task, const std::string& key,
                                const nlohmann::json& entry, bool pod) const;
   // An entry's times as its timeline document has them (what the summary reads).
-  static sdk::timeline::EntryTimes entryTimes(const std::string& key, const nlohmann::json& status,
-                                              bool pod);
+  static model::timeline::EntryTimes entryTimes(const std::string& key,
+                                                const nlohmann::json& status, bool pod);
   // Adds what the entry board has for the entry, over what its status says.
-  static void withBoardFacts(sdk::timeline::EntryTimes& e);
+  static void withBoardFacts(model::timeline::EntryTimes& e);
 
   TimelineConfig config_;
   std::string domain_;
   std::string ownPrefix_; // "<domain>/": the keys of this domain's status entries
   uint64_t podSub_ = 0, serviceSub_ = 0, endpointsSub_ = 0, taskSub_ = 0, eventSub_ = 0;
   uint64_t stuckTimer_ = 0;
-  TaskObjects<Pod> pods_;         // this domain's task pods, "<ns>/<name>"
-  TaskObjects<Service> services_; // this domain's task services
+  model::TaskObjects<Pod> pods_;         // this domain's task pods, "<ns>/<name>"
+  model::TaskObjects<Service> services_; // this domain's task services
   // Hashed, as TaskObjects: looked up on every event; a held Task stays where it is.
   std::unordered_map<std::string, Task> tasks_;
   // What the Events of a pod not (yet) known said, by pod "<ns>/<name>", for the UID they name:
@@ -290,18 +290,18 @@ private:
   // pod this instance never sees (not a task's) go after kOrphanEventsSeconds.
   struct EarlyEvents {
     uint64_t uid = 0; // uidDigest
-    std::shared_ptr<const sdk::timeline::PodFacts> facts;
+    std::shared_ptr<const model::timeline::PodFacts> facts;
     int64_t lastNanos = 0;
   };
   std::map<std::string, EarlyEvents> earlyEvents_;
-  std::unordered_set<std::string> summarized_; // held tasks already observed complete
-  std::optional<FinishedTasks> finished_;      // what the host may forget
+  std::unordered_set<std::string> summarized_;   // held tasks already observed complete
+  std::optional<model::FinishedTasks> finished_; // what the host may forget
 
   sdk::Metric createToSchedule_, createToStart_, startToReady_, createToReady_;
   sdk::Metric serviceCreateToReady_;
   sdk::Metric imagePull_, containersStart_, taskStartup_, criticalPath_, blamed_;
   sdk::Metric negative_, malformed_, stuck_;
-  StatusWriter writer_;
+  model::StatusWriter writer_;
 };
 
 } // namespace kuscia_host::plugins::timeline

@@ -1,12 +1,12 @@
 #include "timeline_config.h"
 
-#include "kuscia.h"
+#include <kuscia_model/kuscia.h>
 
 namespace kuscia_host::plugins::timeline {
 
 const std::vector<sdk::ConfigKey>& timelineConfigKeys() {
   static const std::vector<sdk::ConfigKey> keys = [] {
-    auto k = statusWriterKeys();
+    auto k = model::statusWriterKeys();
     // After coalesceMillis, the other key of when a write is made.
     k.insert(k.begin() + 2, {"deferMillis", "integer", "5000",
                              "a change that sets no readyTime (a new entry, its createTime or "

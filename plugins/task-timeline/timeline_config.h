@@ -3,7 +3,7 @@
 
 #include <kuscia_host/config_reader.hpp>
 
-#include "status_writer.h"
+#include <kuscia_model/status_writer.h>
 
 #include <cstdint>
 #include <string>
@@ -12,7 +12,7 @@
 
 namespace kuscia_host::plugins::timeline {
 
-struct TimelineConfig : StatusWriterConfig {
+struct TimelineConfig : model::StatusWriterConfig {
   int64_t stuckAfterSeconds = 300;
   int64_t keepFinishedSeconds = 3600;
 };

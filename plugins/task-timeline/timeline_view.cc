@@ -2,15 +2,15 @@
 //   GET /api/v1/timelines          {"tasks": {"<task>": {"phase", "createTime", "entries"}},
 //                                   "continue": "<token>"}, newest first, `limit` (default 500,
 //                                  at most 1000) and `continue` in the query
-//   GET /api/v1/timelines/<task>   the document of kuscia_host/timeline.hpp, with "waiting",
-//                                  and its "summary" (kuscia_host/timeline_summary.hpp)
+//   GET /api/v1/timelines/<task>   the document of kuscia_model/timeline.h, with "waiting",
+//                                  and its "summary" (kuscia_model/timeline_summary.h)
 // Entries come from the task's status (every party's, as written), completed by the pods and
 // services this instance knows that are not written yet; "waiting" only for this instance's
 // domain. Several instances (centralized mode) answer the same task: the host merges their
 // documents key by key (RFC 7386), which is why entries and tasks are objects, not arrays.
 #include <kuscia_host/query.hpp>
-#include <kuscia_host/timeline.hpp>
-#include <kuscia_host/timeline_summary.hpp>
+#include <kuscia_model/timeline.h>
+#include <kuscia_model/timeline_summary.h>
 
 #include <algorithm>
 #include <cmath>
@@ -20,13 +20,13 @@
 #include <vector>
 
 #include "entry_board.h"
-#include "json_text.h"
-#include "kuscia.h"
-#include "kuscia_time.h"
-#include "list_key.h"
-#include "status_entries.h"
 #include "task_timeline.h"
 #include "timeline_page.h"
+#include <kuscia_model/json_text.h>
+#include <kuscia_model/kuscia.h>
+#include <kuscia_model/kuscia_time.h>
+#include <kuscia_model/list_key.h>
+#include <kuscia_model/status_entries.h>
 
 namespace kuscia_host::plugins::timeline {
 
@@ -57,26 +57,26 @@ json TaskTimeline::entryTimeline(const std::string& task, const std::string& key
   auto mine = [&](const char* field, const MaybeTime& t, bool ours) {
     if (!t) return;
     if (writer_.contest().yielded(task, group, key, field)) yielded[field] = t->text();
-    if (ours && !entryHas(&own, field)) own[field] = t->text();
+    if (ours && !model::entryHas(&own, field)) own[field] = t->text();
   };
   if (pod) {
     if (auto p = pods_.find(key); p != pods_.end()) {
-      const bool ours = sameIncarnation(&own, p->second.create.nanos());
+      const bool ours = model::sameIncarnation(&own, p->second.create.nanos());
       mine("createTime", p->second.create, ours);
       mine("startTime", p->second.start, ours);
       mine("readyTime", p->second.ready, ours);
     }
   } else if (auto s = services_.find(key); s != services_.end()) {
-    const bool ours = sameIncarnation(&own, s->second.create.nanos());
+    const bool ours = model::sameIncarnation(&own, s->second.create.nanos());
     mine("createTime", s->second.create, ours);
     mine("readyTime", s->second.ready, ours);
   }
-  json out = sdk::timeline::entry(key, own, pod);
+  json out = model::timeline::entry(key, own, pod);
   if (!yielded.empty()) out["yielded"] = std::move(yielded);
   if (waiting.is_object() && !out["missing"].empty()) {
     int64_t since = waiting.value("since", int64_t{0});
-    double seconds = since > 0 ? secondsBetween(since, host().wallTimeNanos()) : 0.0;
-    waiting["since"] = since > 0 ? json(formatTime(since)) : json();
+    double seconds = since > 0 ? model::secondsBetween(since, host().wallTimeNanos()) : 0.0;
+    waiting["since"] = since > 0 ? json(model::formatTime(since)) : json();
     waiting["seconds"] = std::round(seconds * 1000) / 1000;
     out["waiting"] = std::move(waiting);
   }
@@ -135,8 +135,8 @@ std::optional<json> TaskTimeline::timeline(const std::string& task, bool phases)
       entries[key] = entryTimeline(task, key, e, false);
     }
   doc["entries"] = std::move(entries);
-  doc["summary"] = sdk::timeline::summarize(doc, host().wallTimeNanos());
-  if (phases) sdk::timeline::addPhases(doc, host().wallTimeNanos());
+  doc["summary"] = model::timeline::summarize(doc, host().wallTimeNanos());
+  if (phases) model::timeline::addPhases(doc, host().wallTimeNanos());
   return doc;
 }
 
@@ -148,19 +148,19 @@ constexpr std::size_t kMaxListLimit = 1000;
 } // namespace
 
 json TaskTimeline::taskList(std::size_t limit, std::string_view after) const {
-  std::optional<ListKey> from;
-  if (!after.empty()) from = ListKey::fromToken(after);
+  std::optional<model::ListKey> from;
+  if (!after.empty()) from = model::ListKey::fromToken(after);
   // The `limit` + 1 first tasks after `from`, in a heap whose top is the last of them: one pass
   // over the cache, reading each task's phase and creation only.
   struct Listed {
-    ListKey key;
+    model::ListKey key;
     std::string phase, createTime;
   };
   auto later = [](const Listed& a, const Listed& b) { return a.key.before(b.key); };
   std::vector<Listed> heap;
   host().cacheList(taskSub_, "", [&](const sdk::Object& o) {
-    auto lead = leadingStrings(o.fieldsJson, 2);
-    Listed l{{parseTime(lead[kTaskCreate]).value_or(0), std::string(nameOf(o.key))},
+    auto lead = model::leadingStrings(o.fieldsJson, 2);
+    Listed l{{model::parseTime(lead[kTaskCreate]).value_or(0), std::string(model::nameOf(o.key))},
              std::move(lead[kTaskPhase]),
              std::move(lead[kTaskCreate])};
     if (l.key.created < 0) l.key.created = 0;
@@ -185,19 +185,20 @@ json TaskTimeline::taskList(std::size_t limit, std::string_view after) const {
     // Only the listed tasks' timing maps are read, to count their entries: scanned, not parsed
     // (text the scanner cannot walk takes the full parser).
     std::size_t entries = 0;
-    host().cacheGet(
-        taskSub_, config_.taskNamespace + "/" + l.key.name, [&entries](const sdk::Object& o) {
-          if (auto spans = arrayElements(o.fieldsJson); spans && spans->size() == kTaskFieldCount) {
-            auto pods = countEntries((*spans)[kTaskPods]);
-            auto services = countEntries((*spans)[kTaskServices]);
-            if (pods && services) {
-              entries = *pods + *services;
-              return;
-            }
-          }
-          Task t = taskFrom(o.fieldsJson);
-          entries = t.pods.size() + t.services.size();
-        });
+    host().cacheGet(taskSub_, config_.taskNamespace + "/" + l.key.name,
+                    [&entries](const sdk::Object& o) {
+                      if (auto spans = model::arrayElements(o.fieldsJson);
+                          spans && spans->size() == kTaskFieldCount) {
+                        auto pods = model::countEntries((*spans)[kTaskPods]);
+                        auto services = model::countEntries((*spans)[kTaskServices]);
+                        if (pods && services) {
+                          entries = *pods + *services;
+                          return;
+                        }
+                      }
+                      Task t = taskFrom(o.fieldsJson);
+                      entries = t.pods.size() + t.services.size();
+                    });
     tasks[l.key.name] = {{"phase", std::move(l.phase)},
                          {"createTime", std::move(l.createTime)},
                          {"entries", entries}};
@@ -227,13 +228,13 @@ void TaskTimeline::onHttpRequest(const sdk::HttpRequest& request, sdk::HttpRespo
     std::string after;
     std::string bad;
     if (auto it = query.find("limit"); it != query.end()) {
-      auto n = parseListLimit(it->second, kMaxListLimit);
+      auto n = model::parseListLimit(it->second, kMaxListLimit);
       if (!n) bad = "limit must be an integer from 1 to " + std::to_string(kMaxListLimit);
       limit = n.value_or(limit);
     }
     if (auto it = query.find("continue"); it != query.end()) {
       after = it->second;
-      if (!ListKey::fromToken(after)) bad = "continue is not a token this list gave";
+      if (!model::ListKey::fromToken(after)) bad = "continue is not a token this list gave";
     }
     if (!bad.empty()) {
       response.status = 400;
@@ -245,7 +246,7 @@ void TaskTimeline::onHttpRequest(const sdk::HttpRequest& request, sdk::HttpRespo
     return;
   }
   std::string task(rest.substr(1));
-  if (!isDnsSubdomain(task)) {
+  if (!model::isDnsSubdomain(task)) {
     response.status = 404;
     response.body = json{{"message", "not a task name: " + task}}.dump();
     return;
@@ -257,7 +258,7 @@ void TaskTimeline::onHttpRequest(const sdk::HttpRequest& request, sdk::HttpRespo
     return;
   }
   response.status = 200;
-  response.body = dumpJson(*doc);
+  response.body = model::dumpJson(*doc);
 }
 
 } // namespace kuscia_host::plugins::timeline

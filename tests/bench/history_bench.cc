@@ -21,7 +21,7 @@
 // usage: history_bench [--tasks N] [--queries Q] [--recordings R] [--db sqlite|postgresql|both]
 // (--tasks 0: only the recordings; --recordings 0: none)
 #include <kuscia_host/kube_text.hpp>
-#include <kuscia_host/timeline.hpp>
+#include <kuscia_model/timeline.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -97,7 +97,7 @@ Recording templateRecording(const std::string& recorder, int64_t created,
   }
   const json phase = "Succeeded", createTime = t(0);
   Recording r{name, "cross-domain", recorder, created + 60 * kSecond + readySecond, json()};
-  r.text = kuscia_host::plugins::timelineText(
+  r.text = kuscia_host::model::timelineText(
       {name, "cross-domain", &phase, &createTime, &pods, &services}, {}, "");
   return r;
 }

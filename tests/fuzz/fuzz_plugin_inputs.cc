@@ -9,17 +9,17 @@
 #include <string>
 #include <string_view>
 
-#include <kuscia_host/timeline_summary.hpp>
+#include <kuscia_model/timeline_summary.h>
 
 #include "fuzz_support.h"
 #include "gateway_config.h"
-#include "kuscia.h"
-#include "kuscia_model.h"
-#include "kuscia_time.h"
-#include "pod_fields.h"
 #include "scheduler_config.h"
 #include "sim_config.h"
 #include "timeline_config.h"
+#include <kuscia_model/kuscia.h>
+#include <kuscia_model/kuscia_model.h>
+#include <kuscia_model/kuscia_time.h>
+#include <kuscia_model/pod_fields.h>
 
 // libFuzzer's entry point: its name is not ours to choose.
 // NOLINTNEXTLINE(readability-identifier-naming)
@@ -61,7 +61,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
       same(got.phase, fieldString(f, 3), "phase");
       same(got.reason, fieldString(f, 6), "reason");
       same(got.message, fieldString(f, 7), "message");
-      if (got.containersStart != kuscia_host::sdk::timeline::containersStartTime(f[5]))
+      if (got.containersStart != kuscia_host::model::timeline::containersStartTime(f[5]))
         kh_fuzz::fail("pod fields: containers' start");
       try {
         // A condition whose type is not a string makes nlohmann's value() throw; the reader
@@ -88,10 +88,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
     default: {
       auto doc = nlohmann::json::parse(in, nullptr, false);
       if (doc.is_discarded()) return 0;
-      auto summary = kuscia_host::sdk::timeline::summarize(doc, 1700000000000000000);
+      auto summary = kuscia_host::model::timeline::summarize(doc, 1700000000000000000);
       if (!summary.is_object() || !summary.contains("complete"))
         kh_fuzz::fail("a summary without \"complete\"");
-      kuscia_host::sdk::timeline::addPhases(doc, 1700000000000000000);
+      kuscia_host::model::timeline::addPhases(doc, 1700000000000000000);
       break;
     }
     }

@@ -2,7 +2,7 @@
 // stored KusciaTask: complete entries, missing times (bob's pod is not ready, its services not
 // programmed) and a negative duration (an agent clock behind the API server's).
 // KH_UPDATE_GOLDEN=1 rewrites the golden files from the current output (then review the diff).
-#include <kuscia_host/timeline.hpp>
+#include <kuscia_model/timeline.h>
 
 #include <gtest/gtest.h>
 
@@ -38,7 +38,7 @@ void expectGolden(const std::string& name, const std::string& actual) {
 }
 
 TEST(TimelineRenderTest, TableMatchesTheGoldenFile) {
-  json doc = sdk::timeline::fromTask(storedTask());
+  json doc = model::timeline::fromTask(storedTask());
   std::string table = renderTimelineTable(doc);
   expectGolden("timeline_table.txt", table);
   EXPECT_NE(table.find("pending"), std::string::npos); // bob's readyTime
@@ -47,7 +47,7 @@ TEST(TimelineRenderTest, TableMatchesTheGoldenFile) {
 }
 
 TEST(TimelineRenderTest, GanttMatchesTheGoldenFile) {
-  expectGolden("timeline_gantt.txt", renderTimelineGantt(sdk::timeline::fromTask(storedTask())));
+  expectGolden("timeline_gantt.txt", renderTimelineGantt(model::timeline::fromTask(storedTask())));
 }
 
 // The task complete: bob ready last, its pod slow to pull its image.
@@ -62,7 +62,7 @@ json completeTask() {
 }
 
 TEST(TimelineRenderTest, SummaryTableAndGanttNameTheCriticalPath) {
-  json doc = sdk::timeline::fromTask(completeTask());
+  json doc = model::timeline::fromTask(completeTask());
   std::string text =
       renderTimelineSummary(doc) + renderTimelineTable(doc) + renderTimelineGantt(doc);
   expectGolden("timeline_summary.txt", text);
@@ -74,7 +74,7 @@ TEST(TimelineRenderTest, SummaryTableAndGanttNameTheCriticalPath) {
 }
 
 TEST(TimelineRenderTest, DocumentFlagsMissingAndNegative) {
-  json doc = sdk::timeline::fromTask(storedTask());
+  json doc = model::timeline::fromTask(storedTask());
   const json& bob = doc["entries"]["bob/secretflow-task-psi-0"];
   EXPECT_EQ(bob["missing"], json::array({"readyTime"}));
   EXPECT_EQ(bob["durations"]["createToStart"], 3);

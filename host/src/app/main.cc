@@ -1,5 +1,5 @@
 // kuscia-host command line: run, check-config, demo, timeline, history, apiserver, version.
-#include <kuscia_host/timeline.hpp>
+#include <kuscia_model/timeline.h>
 
 #include <CLI/CLI.hpp>
 #include <cstddef>

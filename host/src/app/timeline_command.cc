@@ -1,9 +1,9 @@
 #include "app/timeline_command.h"
 #include "app/exit_codes.h"
 
-#include <kuscia_host/pod_events.hpp>
-#include <kuscia_host/timeline.hpp>
-#include <kuscia_host/timeline_summary.hpp>
+#include <kuscia_model/pod_events.h>
+#include <kuscia_model/timeline.h>
+#include <kuscia_model/timeline_summary.h>
 
 #include <chrono>
 #include <fstream>
@@ -37,16 +37,16 @@ json podFacts(ClusterReader& reader, const std::string& ns, const std::string& n
   std::string uid = podObject.value("metadata", json::object()).value("uid", "");
   const json containers =
       podObject.value("status", json::object()).value("containerStatuses", json::array());
-  if (auto t = sdk::timeline::containersStartTime(containers))
+  if (auto t = model::timeline::containersStartTime(containers))
     facts["containersStartTime"] = sdk::formatTime(*t, sdk::TimePrecision::kAsGiven);
   auto list =
       reader.get("/api/v1/namespaces/" + ns +
                  "/events?fieldSelector=involvedObject.kind%3DPod%2CinvolvedObject.name%3D" + name);
   const json items = list && list->contains("items") ? (*list)["items"] : json::array();
   auto timeOf = [](const json& e) {
-    return sdk::timeline::eventTimeOf(e.value("eventTime", json()),
-                                      e.value("lastTimestamp", json()),
-                                      e.value("firstTimestamp", json()));
+    return model::timeline::eventTimeOf(e.value("eventTime", json()),
+                                        e.value("lastTimestamp", json()),
+                                        e.value("firstTimestamp", json()));
   };
   if (uid.empty()) {
     // Without the pod: the Events of the latest incarnation they name.
@@ -57,7 +57,7 @@ json podFacts(ClusterReader& reader, const std::string& ns, const std::string& n
         uid = e.value("involvedObject", json::object()).value("uid", "");
       }
   }
-  sdk::timeline::PodFacts events;
+  model::timeline::PodFacts events;
   for (const auto& e : items) {
     const json involved = e.value("involvedObject", json::object());
     if (!uid.empty() && involved.value("uid", uid) != uid) continue; // another incarnation
@@ -122,8 +122,8 @@ bool settled(const json& doc) {
 json summarizedTimeline(const std::vector<json>& docs) {
   json doc = mergeTimelines(docs);
   int64_t now = wallNanos();
-  doc["summary"] = sdk::timeline::summarize(doc, now);
-  sdk::timeline::addPhases(doc, now);
+  doc["summary"] = model::timeline::summarize(doc, now);
+  model::timeline::addPhases(doc, now);
   return doc;
 }
 
@@ -132,7 +132,7 @@ Result<json> clusterTimeline(ClusterReader& reader, const std::string& taskNames
   auto obj = reader.get("/apis/kuscia.secretflow/v1alpha1/namespaces/" + taskNamespace +
                         "/kusciatasks/" + task);
   if (!obj) return makeError(obj.error());
-  json doc = sdk::timeline::fromTask(*obj);
+  json doc = model::timeline::fromTask(*obj);
   const json pods = obj->value("status", json::object()).value("podStatuses", json::object());
   for (const auto& [key, entry] : pods.items()) {
     auto slash = key.find('/');
@@ -141,7 +141,7 @@ Result<json> clusterTimeline(ClusterReader& reader, const std::string& taskNames
     if (facts.empty()) continue;
     json merged = entry;
     merged.update(facts);
-    doc["entries"][key] = sdk::timeline::entry(key, merged, true);
+    doc["entries"][key] = model::timeline::entry(key, merged, true);
   }
   return doc;
 }

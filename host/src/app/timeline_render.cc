@@ -1,7 +1,7 @@
 #include "app/timeline_render.h"
 
 #include <kuscia_host/kube_text.hpp>
-#include <kuscia_host/timeline_summary.hpp>
+#include <kuscia_model/timeline_summary.h>
 
 #include <algorithm>
 #include <cmath>
@@ -47,7 +47,7 @@ std::string pad(std::string s, std::size_t w) {
 // The summary of the document (computed now when the source gave none).
 json summaryOf(const json& doc) {
   if (doc.contains("summary") && doc["summary"].is_object()) return doc["summary"];
-  return sdk::timeline::summarize(doc, 0);
+  return model::timeline::summarize(doc, 0);
 }
 
 // "readiness 5.0s (ContainersNotReady: message)" of a summary phase.
@@ -227,9 +227,9 @@ std::string renderTimelineGantt(const json& doc, int width) {
   if (doc.contains("createTime") && doc["createTime"].is_string())
     taskCreate = sdk::parseTime(doc["createTime"].get<std::string>());
   if (taskCreate) widen(*taskCreate);
-  std::map<std::string, std::vector<sdk::timeline::Phase>> phases;
+  std::map<std::string, std::vector<model::timeline::Phase>> phases;
   for (const auto& [key, e] : entries.items()) {
-    phases[key] = sdk::timeline::phasesOf(key, e);
+    phases[key] = model::timeline::phasesOf(key, e);
     for (const auto& p : phases[key]) {
       widen(p.from);
       if (p.to) widen(*p.to);

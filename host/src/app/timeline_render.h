@@ -1,4 +1,4 @@
-// Renders a task's timeline document (sdk/include/kuscia_host/timeline.hpp) for a terminal: a
+// Renders a task's timeline document (model/include/kuscia_model/timeline.h) for a terminal: a
 // table (every entry, each time, the durations between phases; the slowest entry of each phase
 // marked, negative durations flagged as clock skew, missing times shown as pending, each entry's
 // critical-path phases named), the summary above it, and a text Gantt chart (one row per pod and
@@ -14,7 +14,7 @@
 namespace kuscia_host {
 
 std::string renderTimelineTable(const nlohmann::json& doc);
-// The task-level answer (kuscia_host/timeline_summary.hpp): startup, last party, blame, parties,
+// The task-level answer (kuscia_model/timeline_summary.h): startup, last party, blame, parties,
 // the critical path; from the document's "summary" (computed when it has none).
 std::string renderTimelineSummary(const nlohmann::json& doc);
 // `width`: columns of the chart area.

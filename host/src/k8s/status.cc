@@ -17,22 +17,11 @@ json successJson(const std::string& message) {
           {"status", "Success"}, {"message", message}, {"code", 200}};
 }
 
-namespace {
-
-std::optional<std::string> stringField(const std::string& body, const char* key) {
-  auto j = json::parse(body, nullptr, false);
-  if (j.is_object() && j.contains(key) && j[key].is_string()) return j[key].get<std::string>();
-  return std::nullopt;
-}
-
-} // namespace
-
 std::optional<std::string> statusMessage(const std::string& body) {
-  return stringField(body, "message");
-}
-
-std::optional<std::string> statusReason(const std::string& body) {
-  return stringField(body, "reason");
+  auto j = json::parse(body, nullptr, false);
+  if (j.is_object() && j.contains("message") && j["message"].is_string())
+    return j["message"].get<std::string>();
+  return std::nullopt;
 }
 
 } // namespace kuscia_host::k8s

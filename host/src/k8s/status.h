@@ -24,7 +24,5 @@ nlohmann::json successJson(const std::string& message);
 
 // The message of a Status body, when `body` is one.
 std::optional<std::string> statusMessage(const std::string& body);
-// The reason of a Status body ("Expired", "Conflict", ...), when `body` is one.
-std::optional<std::string> statusReason(const std::string& body);
 
 } // namespace kuscia_host::k8s

@@ -22,7 +22,6 @@
 #include <utility>
 
 #include "common/version.h"
-#include "kube/api_client.h"
 
 namespace kuscia_host::kube {
 

@@ -29,7 +29,6 @@ public:
   std::shared_ptr<spdlog::logger> logger(const std::string& name,
                                          std::optional<spdlog::level::level_enum> level = {});
   void setFormat(LogFormat format);
-  void setDefaultLevel(spdlog::level::level_enum level) { defaultLevel_ = level; }
   spdlog::level::level_enum defaultLevel() const { return defaultLevel_; }
 
 private:

@@ -41,7 +41,6 @@ public:
     wall_ += ns;
     mono_ += ns;
   }
-  void setWallNanos(int64_t ns) { wall_ = ns; }
 
 private:
   std::atomic<int64_t> wall_;

@@ -13,8 +13,8 @@
 #include <stdexcept>
 #include <thread>
 
-#include "kuscia_time.h"
-#include "plugin_test_support.h"
+#include "kuscia_fixtures.h"
+#include <kuscia_model/kuscia_time.h>
 
 namespace kuscia_host::plugins::gateway {
 namespace {
@@ -33,7 +33,7 @@ protected:
     svc_ = fixture("service.json");
     svc_["metadata"]["annotations"].erase("kuscia.secretflow/ready-time");
     endpoints_ = fixture("endpoints.json");
-    host_.setWallTimeNanos(*parseTime("2024-05-20T08:00:07.123Z"));
+    host_.setWallTimeNanos(*model::parseTime("2024-05-20T08:00:07.123Z"));
   }
   void start(const std::string& config = "{}") {
     ASSERT_TRUE(host_.create(descriptor(), config)) << host_.error();

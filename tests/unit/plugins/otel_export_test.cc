@@ -14,7 +14,7 @@
 #include <mutex>
 #include <thread>
 
-#include "plugin_test_support.h"
+#include "kuscia_fixtures.h"
 
 namespace kuscia_host::plugins::otel {
 namespace {

@@ -4,7 +4,7 @@
 
 #include <gtest/gtest.h>
 
-#include "plugin_test_support.h"
+#include "kuscia_fixtures.h"
 
 namespace kuscia_host::plugins::sim {
 namespace {

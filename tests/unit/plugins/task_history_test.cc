@@ -24,12 +24,12 @@
 #include "history_api.h"
 #include "history_doc.h"
 #include "history_reader.h"
-#include "json_text.h"
+#include "kuscia_fixtures.h"
 #include "pack_dictionary.h"
-#include "plugin_test_support.h"
 #include "postgres_server.h"
 #include "sql_db.h"
-#include <kuscia_host/timeline.hpp>
+#include <kuscia_model/json_text.h>
+#include <kuscia_model/timeline.h>
 
 namespace kuscia_host::plugins::history {
 namespace {
@@ -60,11 +60,11 @@ struct TempDir {
 json podEntry(const std::string& key, const json& times, const json& reasons = json()) {
   json flat = times;
   if (!reasons.is_null()) flat["reasons"] = reasons;
-  return sdk::timeline::entry(key, flat, true);
+  return model::timeline::entry(key, flat, true);
 }
 
 json serviceEntry(const std::string& key, const json& times) {
-  return sdk::timeline::entry(key, times, false);
+  return model::timeline::entry(key, times, false);
 }
 
 // A two-party task of one pod and one service each, created at `created` and ready after
@@ -96,12 +96,12 @@ Recording recording(const std::string& task, const std::string& recorder, int64_
 // The recording as the plugin queues it: its document as text, with its entries' times
 // (TimelineText, as DomainPods::documentText makes it), and no DOM.
 Recording asText(Recording r) {
-  TimelineText text;
-  text.json = dumpJson(r.document);
+  model::TimelineText text;
+  text.json = model::dumpJson(r.document);
   text.phase = r.document.value("phase", "");
   text.createTime = r.document.value("createTime", "");
   for (const auto& [key, entry] : r.document["entries"].items())
-    text.entries.push_back(sdk::timeline::entryTimes(key, entry));
+    text.entries.push_back(model::timeline::entryTimes(key, entry));
   r.text = std::move(text);
   r.document = json();
   return r;
@@ -192,7 +192,8 @@ TEST(HistoryDocTest, ARowFromTheRecordingsInPlaceIsTheRowOfTheirCombinedDocument
         }
         if (e.times != nullptr) {
           const json& entry = doc["entries"][std::string(e.key)];
-          EXPECT_EQ(e.times->readyTime, sdk::timeline::entryTimes(e.key, entry).readyTime) << e.key;
+          EXPECT_EQ(e.times->readyTime, model::timeline::entryTimes(e.key, entry).readyTime)
+              << e.key;
         }
       }
       std::vector<std::string> keys;
@@ -242,11 +243,11 @@ TEST(HistoryDocTest, EachRecorderIsTheAuthorityOnItsOwnEntries) {
   // The row's columns are read off the summary's values; they say what its JSON says, and the
   // JSON stored is what the summary of the document is.
   const json& summary = row.summary;
-  EXPECT_EQ(summary, kuscia_host::sdk::timeline::summarize(doc, created + 60 * kSecond));
+  EXPECT_EQ(summary, kuscia_host::model::timeline::summarize(doc, created + 60 * kSecond));
   TaskRow::PathSeconds path{};
   std::map<std::string, TaskRow::PathSeconds> byParty;
   for (const auto& p : summary["criticalPath"]) {
-    const auto& names = kuscia_host::sdk::timeline::kPhaseNames;
+    const auto& names = kuscia_host::model::timeline::kPhaseNames;
     auto i = static_cast<std::size_t>(
         std::find(std::begin(names), std::end(names), p["phase"].get<std::string>()) -
         std::begin(names));
@@ -259,7 +260,7 @@ TEST(HistoryDocTest, EachRecorderIsTheAuthorityOnItsOwnEntries) {
     onPath += seconds;
   EXPECT_DOUBLE_EQ(onPath, 8) << "the path runs from the task's creation to its last ready";
   for (std::size_t i = 0; i < path.size(); ++i)
-    EXPECT_DOUBLE_EQ(row.path[i], path[i]) << kuscia_host::sdk::timeline::kPhaseNames[i];
+    EXPECT_DOUBLE_EQ(row.path[i], path[i]) << kuscia_host::model::timeline::kPhaseNames[i];
   for (const auto& p : row.parties) {
     for (std::size_t i = 0; i < path.size(); ++i)
       EXPECT_DOUBLE_EQ(p.path[i], byParty[p.name][i]) << p.name;

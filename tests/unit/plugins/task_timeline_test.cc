@@ -4,8 +4,8 @@
 
 #include <gtest/gtest.h>
 
-#include "kuscia_time.h"
-#include "plugin_test_support.h"
+#include "kuscia_fixtures.h"
+#include <kuscia_model/kuscia_time.h>
 
 namespace kuscia_host::plugins::timeline {
 namespace {
@@ -848,7 +848,7 @@ TEST_F(TimelineTest, ATaskWhoseDueWriteFindsNothingToWriteIsLetGo) {
 // in flight, one with a pod left and one finished recently stay in the cache.
 TEST_F(TimelineTest, AFinishedTaskIsReleasedOnceItsKeepIsOverAndNothingOfItIsHeld) {
   start(R"({"coalesceMillis": 0, "keepFinishedSeconds": 600})");
-  host_.setWallTimeNanos(*parseTime("2024-05-20T09:00:00Z"));
+  host_.setWallTimeNanos(*model::parseTime("2024-05-20T09:00:00Z"));
   const uint64_t taskSub = test::subscription(host_, "kusciatasks").id;
   auto finished = [](const std::string& name, const std::string& completion) {
     json t = fixture("kusciatask.json");
@@ -931,7 +931,7 @@ TEST_F(TimelineTest, TheTimelineRouteShowsEveryEntryAndWhyAPendingOneWaits) {
   deliver(host_, "pods", KH_EVENT_ADDED, waiting);
   deliver(host_, "services", KH_EVENT_ADDED, svc_);
   acceptWrites();
-  host_.setWallTimeNanos(*parseTime("2024-05-20T08:10:00Z"));
+  host_.setWallTimeNanos(*model::parseTime("2024-05-20T08:10:00Z"));
   auto r = host_.httpGet("/api/v1/timelines/secretflow-task-psi");
   ASSERT_EQ(r.status, 200) << r.body;
   json doc = json::parse(r.body);
@@ -1083,7 +1083,7 @@ TEST_F(TimelineTest, TheDocumentSummarizesTheTaskAndACompleteTaskIsObservedOnce)
   deliver(host_, "events", KH_EVENT_ADDED,
           podEvent(pod_, "Pulled", "Successfully pulled image", "2024-05-20T08:00:03Z"));
   acceptWrites();
-  host_.setWallTimeNanos(*parseTime("2024-05-20T08:00:30Z"));
+  host_.setWallTimeNanos(*model::parseTime("2024-05-20T08:00:30Z"));
   json s = json::parse(host_.httpGet("/api/v1/timelines/secretflow-task-psi").body)["summary"];
   EXPECT_FALSE(s["complete"]);
   EXPECT_EQ(s["blame"]["entry"], kSvcKey);

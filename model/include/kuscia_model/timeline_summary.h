@@ -1,0 +1,507 @@
+// The task-level answer of a timeline document (header-only; needs nlohmann/json): how long the
+// task took to start, which party finished last, the critical path that set the moment the last
+// entry was ready, and the one phase to blame. task-timeline puts it in every document it serves,
+// `kuscia-host timeline` prints it, and the web page draws it: one function, one answer.
+//
+//   "summary": {"complete": bool, "createTime", "allReadyTime", "startupSeconds",
+//               "parties": {"<party>": {"entries", "readyEntries", "readyTime", "startupSeconds"}},
+//               "lastParty", "criticalPath": [phase, ...], "blame": phase,
+//               "pending": [phase, ...]}
+//   phase: {"entry": "<ns>/<name>", "party", "phase", "from", "to", "seconds", "reason",
+//           "message"}   ("ongoing": true and no "to" for a pending phase)
+// addPhases() also sets each entry's "phases" (the same objects), for drawing.
+//
+// The algorithm (docs/design/critical-path.md has a worked example):
+//  1. An entry's startup ends at its ready time: a pod's first Ready (firstReadyTime when the
+//     document has it, else readyTime), a service's ready-time annotation. The party of an entry
+//     is its namespace (in Kuscia, the domain).
+//  2. An entry's phases are contiguous and end at the times it has, in this order; a phase whose
+//     end is unknown is absent and the next one starts where the previous known one ended:
+//       pod:     scheduling (-> scheduleTime), accepting (-> startTime), pulling
+//                (-> imagePullEndTime, only when imagePullStartTime is known too), starting
+//                (-> containersStartTime), readiness (-> ready);
+//       service: programming (-> readyTime).
+//     A time after the entry's ready time (a container restarted after startup) is not a phase
+//     end. Before the entry's first phase: creating, from the task's createTime to the entry's.
+//  3. The task is complete when every entry is ready; allReadyTime is the latest ready time. The
+//     walk starts from the last-ready entry. Ties at one-second resolution (Kuscia writes whole
+//     seconds) go to the entry created first, then to a pod over a service, then to the smaller
+//     key: the one with the longest startup explains the most.
+//  4. Walking back: a service's programming waits for the pod it exposes (a Kuscia service is
+//     named "<pod>-<port>"; the longest such pod name of the same namespace): when that pod
+//     became ready inside the service's programming phase, the path holds programming from that
+//     moment only and goes on through the pod's phases. Otherwise the path is the entry's phases,
+//     then its creating phase.
+//  5. blame is the longest phase on the path (the earliest of equals). An incomplete task has no
+//     path: each entry not ready yet has a pending phase, from the last time it reached to now,
+//     longest first, and blame is the longest of them (marked "ongoing").
+// Phases keep the reason they waited for when the document's entry has it
+// ("reasons": {"<phase>": {"reason", "message"}}). Negative seconds (clocks that disagree) are
+// kept as they are and never blamed over a positive phase.
+#ifndef KUSCIA_HOST_TIMELINE_SUMMARY_HPP
+#define KUSCIA_HOST_TIMELINE_SUMMARY_HPP
+
+#include <kuscia_host/kube_text.hpp>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <iterator>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace kuscia_host::model::timeline {
+
+namespace detail {
+
+// From `from` to `to` in seconds, to the millisecond: every duration the documents give.
+inline double seconds(int64_t from, int64_t to) {
+  return std::round(static_cast<double>(sdk::elapsed(from, to)) / 1e6) / 1e3;
+}
+
+} // namespace detail
+
+// One phase of an entry's startup: [from, to] (to absent while it lasts).
+struct Phase {
+  std::string entry;
+  std::string party;
+  std::string phase;
+  int64_t from = 0;
+  std::optional<int64_t> to;
+  std::string reason;
+  std::string message;
+
+  // Its length in seconds, to the millisecond (as the documents give it); none while it lasts.
+  std::optional<double> seconds() const {
+    if (!to) return std::nullopt;
+    return detail::seconds(from, *to);
+  }
+};
+
+// A pod's phases in order, each with the time that ends it.
+struct PhaseEnd {
+  const char* phase;
+  const char* time;
+};
+inline constexpr PhaseEnd kPodPhases[] = {{"scheduling", "scheduleTime"},
+                                          {"accepting", "startTime"},
+                                          {"pulling", "imagePullEndTime"},
+                                          {"starting", "containersStartTime"},
+                                          {"readiness", "readyTime"}};
+
+// Every phase a critical path may hold, in the order of a startup.
+inline constexpr const char* kPhaseNames[] = {"creating", "scheduling", "accepting",  "pulling",
+                                              "starting", "readiness",  "programming"};
+
+// One entry as the summary reads it: its times (nanoseconds since the epoch) and why its phases
+// waited. entryTimes() reads it from a document's entry; a source that holds these facts itself
+// (task-timeline) fills it directly and builds no document to summarize a task.
+struct EntryTimes {
+  std::string key; // "<ns>/<name>"
+  bool pod = false;
+  std::optional<int64_t> createTime, scheduleTime, startTime, readyTime, firstReadyTime,
+      imagePullStartTime, imagePullEndTime, containersStartTime;
+  // phase -> {reason, message} ("reasons" of the document's entry)
+  std::map<std::string, std::pair<std::string, std::string>, std::less<>> reasons;
+  // The source says the pod waits to be accepted ("waiting": {"phase": "starting"}): it was
+  // scheduled, though no scheduleTime is known.
+  bool waitingToStart = false;
+
+  using Member = std::optional<int64_t> EntryTimes::*;
+  // The time fields by their names in the documents (kPodTimes and the times only some sources
+  // know).
+  static constexpr std::array<std::pair<std::string_view, Member>, 8> fields() {
+    return {{{"createTime", &EntryTimes::createTime},
+             {"scheduleTime", &EntryTimes::scheduleTime},
+             {"startTime", &EntryTimes::startTime},
+             {"readyTime", &EntryTimes::readyTime},
+             {"firstReadyTime", &EntryTimes::firstReadyTime},
+             {"imagePullStartTime", &EntryTimes::imagePullStartTime},
+             {"imagePullEndTime", &EntryTimes::imagePullEndTime},
+             {"containersStartTime", &EntryTimes::containersStartTime}}};
+  }
+  // The member of the time field `name`; nullptr for a name fields() lacks.
+  static Member memberNamed(std::string_view name) {
+    for (auto [field, member] : fields())
+      if (name == field) return member;
+    return nullptr;
+  }
+  // The time field `name`; none for a name fields() lacks.
+  std::optional<int64_t> time(std::string_view name) const {
+    const Member member = memberNamed(name);
+    return member != nullptr ? this->*member : std::nullopt;
+  }
+  // Sets every time field `from` (a document entry's "times", or a status-like object) has: to
+  // its instant, or to none when its value is not a time. Fields it lacks are left as they are.
+  void readTimes(const nlohmann::json& from) {
+    if (!from.is_object()) return;
+    // One pass over what `from` holds (an entry has a few of the eight): cheaper than eight
+    // look-ups in the object's ordered map.
+    for (auto it = from.begin(); it != from.end(); ++it)
+      if (const Member member = memberNamed(it.key()); member != nullptr)
+        this->*member = it->is_string() ? sdk::parseTime(it->get_ref<const std::string&>())
+                                        : std::optional<int64_t>();
+  }
+  // Replaces the reasons with those of `from` ({"<phase>": {"reason", "message"}}) when it is an
+  // object.
+  void readReasons(const nlohmann::json& from) {
+    if (!from.is_object()) return;
+    reasons.clear();
+    // A phase whose value is no object still has a reason (an empty one): it says the phase
+    // waited (a pull failure with no Events is pulling).
+    for (auto entry = from.begin(); entry != from.end(); ++entry) {
+      const nlohmann::json& r = entry.value();
+      auto text = [&r](const char* k) {
+        auto it = r.is_object() ? r.find(k) : r.end();
+        return it != r.end() && it->is_string() ? it->get<std::string>() : std::string();
+      };
+      reasons[entry.key()] = {text("reason"), text("message")};
+    }
+  }
+};
+
+namespace detail {
+
+inline std::optional<int64_t> timeOf(const nlohmann::json& entry, const char* field) {
+  if (!entry.is_object() || !entry.contains("times") || !entry["times"].is_object()) return {};
+  const auto& times = entry["times"];
+  auto it = times.find(field);
+  if (it == times.end() || !it->is_string()) return {};
+  return sdk::parseTime(it->get_ref<const std::string&>());
+}
+
+// obj[key] when it is a string, else "" (documents from elsewhere may hold anything).
+inline std::string text(const nlohmann::json& obj, const char* key) {
+  if (!obj.is_object()) return "";
+  auto it = obj.find(key);
+  return it != obj.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+inline std::string partyOf(std::string_view key) {
+  auto slash = key.find('/');
+  return std::string(slash == std::string_view::npos ? std::string_view() : key.substr(0, slash));
+}
+
+inline void withReason(Phase& p, const EntryTimes& entry) {
+  auto it = entry.reasons.find(p.phase);
+  if (it == entry.reasons.end()) return;
+  p.reason = it->second.first;
+  p.message = it->second.second;
+}
+
+inline nlohmann::json toJson(const Phase& p, std::optional<int64_t> now = {}) {
+  nlohmann::json j = {{"entry", p.entry},
+                      {"party", p.party},
+                      {"phase", p.phase},
+                      {"from", sdk::formatTime(p.from, sdk::TimePrecision::kAsGiven)}};
+  if (p.to) {
+    j["to"] = sdk::formatTime(*p.to, sdk::TimePrecision::kAsGiven);
+    j["seconds"] = seconds(p.from, *p.to);
+  } else {
+    j["ongoing"] = true;
+    if (now) j["seconds"] = seconds(p.from, *now);
+  }
+  if (!p.reason.empty()) j["reason"] = p.reason;
+  if (!p.message.empty()) j["message"] = p.message;
+  return j;
+}
+
+} // namespace detail
+
+// A document's entry ({"kind", "times", "reasons", "waiting"}, timeline.h) as the summary
+// reads it.
+inline EntryTimes entryTimes(std::string_view key, const nlohmann::json& entry) {
+  EntryTimes t;
+  t.key = std::string(key);
+  if (!entry.is_object()) return t;
+  t.pod = detail::text(entry, "kind") == "pod";
+  if (auto it = entry.find("times"); it != entry.end()) t.readTimes(*it);
+  if (auto it = entry.find("reasons"); it != entry.end()) t.readReasons(*it);
+  if (auto it = entry.find("waiting"); it != entry.end())
+    t.waitingToStart = detail::text(*it, "phase") == "starting";
+  return t;
+}
+
+// The time an entry's startup ended: its first ready (pods), its ready-time (services).
+inline std::optional<int64_t> readyOf(const EntryTimes& entry) {
+  if (entry.pod && entry.firstReadyTime) return entry.firstReadyTime;
+  return entry.readyTime;
+}
+inline std::optional<int64_t> readyOf(const nlohmann::json& entry) {
+  return readyOf(entryTimes({}, entry));
+}
+
+// The phases an entry completed (step 2 above), earliest first, and the one it is in when it is
+// not ready yet (its `to` absent).
+inline std::vector<Phase> phasesOf(const EntryTimes& entry) {
+  std::vector<Phase> out;
+  if (!entry.createTime) return out;
+  auto ready = readyOf(entry);
+  Phase base;
+  base.entry = entry.key;
+  base.party = detail::partyOf(entry.key);
+  int64_t from = *entry.createTime;
+  auto add = [&](const char* phase, std::optional<int64_t> to) {
+    Phase p = base;
+    p.phase = phase;
+    p.from = from;
+    p.to = to;
+    detail::withReason(p, entry);
+    out.push_back(std::move(p));
+    if (to) from = *to;
+  };
+  if (!entry.pod) {
+    add("programming", ready);
+    return out;
+  }
+  for (const PhaseEnd& pe : kPodPhases) {
+    std::string_view phase = pe.phase;
+    auto end = phase == "readiness" ? ready : entry.time(pe.time);
+    if (phase == "pulling" && !entry.imagePullStartTime) end.reset();
+    if (phase != "readiness" && end && ready && *end > *ready) end.reset();
+    if (end || phase == "readiness") add(pe.phase, end);
+  }
+  if (!ready) {
+    // Not ready yet: the pending phase is the one after the last time it reached.
+    Phase pending = out.back();
+    out.pop_back();
+    bool scheduled = entry.scheduleTime || entry.waitingToStart;
+    if (!entry.startTime)
+      pending.phase = scheduled ? "accepting" : "scheduling";
+    else if (!entry.imagePullEndTime &&
+             (entry.imagePullStartTime || entry.reasons.count("pulling") > 0))
+      pending.phase = "pulling"; // a Pulling Event, or a pull failure, and no Pulled yet
+    else if (!entry.containersStartTime)
+      pending.phase = "starting";
+    else
+      pending.phase = "readiness";
+    pending.reason.clear();
+    pending.message.clear();
+    detail::withReason(pending, entry);
+    out.push_back(std::move(pending));
+  }
+  return out;
+}
+inline std::vector<Phase> phasesOf(std::string_view key, const nlohmann::json& entry) {
+  return phasesOf(entryTimes(key, entry));
+}
+
+// Sets each entry's "phases" (phasesOf, as JSON, the last one "ongoing" while the entry is not
+// ready): what the web page and the Gantt chart draw.
+inline void addPhases(nlohmann::json& doc, int64_t nowNanos) {
+  if (!doc.contains("entries") || !doc["entries"].is_object()) return;
+  for (auto& [key, entry] : doc["entries"].items()) {
+    if (!entry.is_object()) continue;
+    nlohmann::json list = nlohmann::json::array();
+    for (const Phase& p : phasesOf(key, entry))
+      list.push_back(detail::toJson(p, nowNanos));
+    entry["phases"] = std::move(list);
+  }
+}
+
+// A task's summary as values: what summarize() answers as JSON (toJson).
+struct Summary {
+  struct Party {
+    int entries = 0, ready = 0;
+    std::optional<int64_t> last; // the latest ready time of its entries
+  };
+  bool complete = false;
+  std::optional<int64_t> createTime, allReadyTime;
+  std::map<std::string, Party> parties;
+  std::string lastParty;
+  std::vector<Phase> criticalPath; // earliest first (complete tasks)
+  std::vector<Phase> pending;      // longest first (incomplete tasks)
+  std::optional<Phase> blame;
+
+  // The task's creation to its last entry ready, in seconds (to the millisecond); none while the
+  // task is incomplete or its creation is unknown.
+  std::optional<double> startupSeconds() const {
+    if (!complete || !createTime || !allReadyTime) return std::nullopt;
+    return detail::seconds(*createTime, *allReadyTime);
+  }
+  // A party's startup: the task's creation to the party's last entry ready, in seconds; none
+  // while one of its entries is not ready or the creation is unknown.
+  std::optional<double> startupSeconds(const Party& p) const {
+    if (p.ready != p.entries || !p.last || !createTime) return std::nullopt;
+    return detail::seconds(*createTime, *p.last);
+  }
+};
+
+// The summary of a task created at `taskCreate` (when known) with these entries; `nowNanos`
+// dates the pending phases of an incomplete task. The entries are taken in key order, whatever
+// order they come in.
+inline Summary summarize(std::optional<int64_t> taskCreate, const std::vector<EntryTimes>& entries,
+                         int64_t nowNanos) {
+  Summary out;
+  out.createTime = taskCreate;
+  // Walked in key order: the entries stay where they are and their addresses are sorted (an
+  // entry is a few hundred bytes of strings and maps, which a sort of values moves many times).
+  std::vector<const EntryTimes*> sorted;
+  sorted.reserve(entries.size());
+  for (const EntryTimes& e : entries)
+    sorted.push_back(&e);
+  std::sort(sorted.begin(), sorted.end(),
+            [](const EntryTimes* a, const EntryTimes* b) { return a->key < b->key; });
+  const EntryTimes* last = nullptr;
+  std::optional<int64_t> allReady;
+  bool complete = !entries.empty();
+  // Step 3: the last-ready entry and its tie-breaks.
+  auto later = [&](const EntryTimes& e, int64_t ready) {
+    if (!allReady) return true;
+    int64_t a = ready / 1000000000, b = *allReady / 1000000000;
+    if (a != b) return a > b;
+    if (e.createTime != last->createTime)
+      return e.createTime && (!last->createTime || *e.createTime < *last->createTime);
+    if (e.pod != last->pod) return e.pod;
+    return e.key < last->key;
+  };
+  for (const EntryTimes* at : sorted) {
+    const EntryTimes& e = *at;
+    Summary::Party& s = out.parties[detail::partyOf(e.key)];
+    ++s.entries;
+    auto ready = readyOf(e);
+    if (!ready) {
+      complete = false;
+      continue;
+    }
+    ++s.ready;
+    if (!s.last || *ready > *s.last) s.last = ready;
+    if (later(e, *ready)) {
+      last = &e;
+      allReady = ready;
+    }
+  }
+  auto longest = [](const std::vector<Phase>& phases, int64_t now) -> std::optional<Phase> {
+    const Phase* best = nullptr;
+    int64_t bestLength = 0;
+    for (const Phase& p : phases) {
+      int64_t length = sdk::elapsed(p.from, p.to.value_or(now));
+      if (best == nullptr || length > bestLength) {
+        best = &p;
+        bestLength = length;
+      }
+    }
+    return best != nullptr ? std::optional<Phase>(*best) : std::nullopt;
+  };
+
+  if (!complete) {
+    for (const EntryTimes* e : sorted)
+      if (!readyOf(*e)) {
+        auto phases = phasesOf(*e);
+        if (!phases.empty()) out.pending.push_back(std::move(phases.back()));
+      }
+    std::stable_sort(out.pending.begin(), out.pending.end(), [&](const Phase& a, const Phase& b) {
+      return sdk::elapsed(a.from, nowNanos) > sdk::elapsed(b.from, nowNanos);
+    });
+    out.blame = longest(out.pending, nowNanos);
+    return out;
+  }
+
+  // Step 4: the walk back from the last-ready entry.
+  std::vector<Phase>& path = out.criticalPath; // latest first until reversed
+  const EntryTimes* entry = last;
+  int64_t end = *allReady;
+  if (!entry->pod) {
+    std::string ns = detail::partyOf(entry->key);
+    std::string name = entry->key.substr(ns.size() + 1);
+    const EntryTimes* pod = nullptr;
+    std::size_t podLength = 0;
+    for (const EntryTimes* at : sorted) {
+      const EntryTimes& e = *at;
+      std::string_view podName =
+          std::string_view(e.key).substr(std::min(e.key.size(), ns.size() + 1));
+      if (!e.pod || detail::partyOf(e.key) != ns || podName.size() <= podLength ||
+          name.size() <= podName.size() || name.compare(0, podName.size(), podName) != 0 ||
+          name[podName.size()] != '-')
+        continue;
+      pod = &e;
+      podLength = podName.size();
+    }
+    if (pod != nullptr && entry->createTime) {
+      auto podReady = readyOf(*pod);
+      if (podReady && *podReady > *entry->createTime && *podReady <= end) {
+        Phase p = phasesOf(*entry).front();
+        p.from = *podReady;
+        path.push_back(std::move(p));
+        entry = pod;
+        end = *podReady;
+      }
+    }
+  }
+  auto phases = phasesOf(*entry);
+  path.insert(path.end(), std::make_move_iterator(phases.rbegin()),
+              std::make_move_iterator(phases.rend()));
+  if (entry->createTime && taskCreate) {
+    Phase p;
+    p.entry = entry->key;
+    p.party = detail::partyOf(entry->key);
+    p.phase = "creating";
+    p.from = *taskCreate;
+    p.to = *entry->createTime;
+    path.push_back(std::move(p));
+  }
+  std::reverse(path.begin(), path.end());
+  out.complete = true;
+  out.allReadyTime = allReady;
+  out.lastParty = detail::partyOf(last->key);
+  out.blame = longest(path, *allReady);
+  return out;
+}
+
+// The summary as the documents carry it ("summary", at the top of this file).
+inline nlohmann::json toJson(const Summary& s, int64_t nowNanos) {
+  using detail::toJson;
+  using nlohmann::json;
+  json out = {{"complete", s.complete}};
+  if (s.createTime)
+    out["createTime"] = sdk::formatTime(*s.createTime, sdk::TimePrecision::kAsGiven);
+  json parties = json::object();
+  for (const auto& [party, p] : s.parties) {
+    json j = {{"entries", p.entries}, {"readyEntries", p.ready}};
+    if (p.ready == p.entries && p.last) {
+      j["readyTime"] = sdk::formatTime(*p.last, sdk::TimePrecision::kAsGiven);
+      if (auto startup = s.startupSeconds(p)) j["startupSeconds"] = *startup;
+    }
+    parties[party] = std::move(j);
+  }
+  out["parties"] = std::move(parties);
+  if (!s.complete) {
+    json list = json::array();
+    for (const Phase& p : s.pending)
+      list.push_back(toJson(p, nowNanos));
+    out["pending"] = std::move(list);
+    if (s.blame) out["blame"] = toJson(*s.blame, nowNanos);
+    return out;
+  }
+  out["allReadyTime"] = sdk::formatTime(*s.allReadyTime, sdk::TimePrecision::kAsGiven);
+  if (auto startup = s.startupSeconds()) out["startupSeconds"] = *startup;
+  out["lastParty"] = s.lastParty;
+  json list = json::array();
+  for (const Phase& p : s.criticalPath)
+    list.push_back(toJson(p));
+  out["criticalPath"] = std::move(list);
+  if (s.blame) out["blame"] = toJson(*s.blame);
+  return out;
+}
+
+// The summary of a timeline document ({"createTime", "entries"}); `nowNanos` dates the pending
+// phases of an incomplete task.
+inline nlohmann::json summarize(const nlohmann::json& doc, int64_t nowNanos) {
+  std::optional<int64_t> taskCreate;
+  if (doc.contains("createTime") && doc["createTime"].is_string())
+    taskCreate = sdk::parseTime(doc["createTime"].get<std::string>());
+  std::vector<EntryTimes> entries;
+  if (doc.contains("entries") && doc["entries"].is_object())
+    for (const auto& [key, entry] : doc["entries"].items())
+      entries.push_back(entryTimes(key, entry));
+  return toJson(summarize(taskCreate, entries, nowNanos), nowNanos);
+}
+
+} // namespace kuscia_host::model::timeline
+
+#endif // KUSCIA_HOST_TIMELINE_SUMMARY_HPP
