@@ -3,7 +3,8 @@
 // a time axis in seconds from the task's creation, rows grouped by party with each party's ready
 // mark, one colour per phase (image pull and container start included), the critical path
 // outlined, reasons on hover and in the table, redrawn live (every 2 s, or ?refresh=MS) without
-// a reload. Drawn from /api/v1/timelines. Self-contained (no CDN, no build step, works offline);
+// a reload. Drawn from /api/v1/timelines. Self-contained (no CDN, works offline): page/index.html,
+// timeline.css and timeline.js, inlined into one answer at build time (page/embed_page.cmake);
 // it renders every value as text, never as markup.
 #pragma once
 

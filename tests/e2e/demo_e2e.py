@@ -201,6 +201,19 @@ def browser(url, task, status):
     check('data-party-ready="alice"' in dom and 'data-party-ready="bob"' in dom, "each party's ready mark")
     live(url, common)
     hostile(url, common)
+    missing(url, common)
+
+
+def missing(url, common):
+    """A link to a task the host does not know says so, instead of "Loading..." over "HTTP 404",
+    and points at its recorded timeline."""
+    dom = subprocess.run(common + ["--dump-dom", "%s/ui/#task/no-such-task" % url], capture_output=True,
+                         text=True, timeout=120).stdout
+    check('data-missing="task/no-such-task"' in dom, "the page marks the task as missing")
+    check("No task task/no-such-task" in dom, "the title says there is no such task")
+    check("knows no task named task/no-such-task" in dom, "the page says why nothing is drawn")
+    check('href="#history/task%2Fno-such-task"' in dom, "a link to its recorded timeline")
+    check("Loading" not in dom and "HTTP 404" not in dom, "no Loading... over a bare HTTP 404")
 
 
 def one_party_task(kubeconfig, name, party):

@@ -1,120 +1,3 @@
-#include "timeline_page.h"
-
-namespace kuscia_host::plugins::timeline {
-
-const char* timelinePageHtml() {
-  return R"kh_html(<!doctype html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<title>kuscia-host: task timelines</title>
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<style>
-  body { font: 14px/1.4 system-ui, sans-serif; margin: 0; color: #1d2330; background: #f6f7f9; }
-  header { background: #1d2330; color: #fff; padding: 10px 18px; }
-  header h1 { font-size: 16px; margin: 0; font-weight: 600; }
-  main { display: flex; gap: 16px; padding: 16px; }
-  nav { width: 240px; flex: none; }
-  nav ul { list-style: none; padding: 0; margin: 0; }
-  nav li { padding: 6px 8px; border-radius: 4px; cursor: pointer; }
-  nav li:hover, nav li.selected { background: #e3e8f1; }
-  nav small { color: #667; display: block; }
-  section { flex: 1; min-width: 0; background: #fff; border-radius: 6px; padding: 14px; }
-  h2 { margin: 0 0 6px; font-size: 17px; }
-  .summary { background: #f1f4f9; border-left: 4px solid #3d7bd9; padding: 8px 12px; margin: 8px 0; }
-  .summary.incomplete { border-left-color: #e0a526; }
-  .summary .big { font-size: 16px; font-weight: 600; }
-  .summary .blame { margin-top: 2px; } .summary .why { color: #555; }
-  .row { display: flex; align-items: center; height: 22px; }
-  .row.party { height: 26px; margin-top: 6px; font-weight: 600; }
-  .label { width: 300px; flex: none; font-family: monospace; font-size: 12px; overflow: hidden;
-           text-overflow: ellipsis; white-space: nowrap; }
-  .row.party .label { font-family: inherit; font-size: 13px; }
-  .lane { position: relative; flex: 1; height: 14px; background: #eef0f4; border-radius: 3px; }
-  .row.party .lane { background: none; border-bottom: 1px dashed #c9cfda; height: 10px; }
-  .seg { position: absolute; top: 0; height: 14px; border-radius: 2px; min-width: 2px; }
-  .ph-scheduling { background: #c3cde0; } .ph-accepting { background: #9db6de; }
-  .ph-pulling { background: #b58be0; } .ph-starting { background: #6f9ee6; }
-  .ph-readiness { background: #3d7bd9; } .ph-programming { background: #9bd08c; }
-  .ph-creating { background: #e5e7ec; }
-  .seg.ongoing { background-image: repeating-linear-gradient(45deg, transparent, transparent 4px,
-    rgba(255,255,255,.6) 4px, rgba(255,255,255,.6) 8px); }
-  .crit { position: absolute; top: -3px; height: 18px; border: 2px solid #d6336c;
-          border-radius: 3px; box-sizing: border-box; pointer-events: none; }
-  .readymark { position: absolute; top: -4px; width: 3px; height: 18px; background: #2b8a3e; }
-  .axis { position: relative; height: 20px; margin-left: 300px; border-bottom: 1px solid #c9cfda;
-          font-size: 11px; color: #556; }
-  .tick { position: absolute; bottom: 0; border-left: 1px solid #c9cfda; height: 6px; }
-  .tick span { position: absolute; bottom: 7px; left: -10px; white-space: nowrap; }
-  .legend { font-size: 12px; margin: 6px 0; }
-  .legend span { display: inline-block; width: 12px; height: 10px; margin: 0 4px 0 10px; }
-  .legend .critkey { border: 2px solid #d6336c; background: none; }
-  table { border-collapse: collapse; margin-top: 14px; font-size: 12px; width: 100%; }
-  th, td { text-align: left; padding: 3px 8px; border-bottom: 1px solid #eef0f4; vertical-align: top; }
-  td.time { font-family: monospace; white-space: nowrap; } td.key { white-space: nowrap; }
-  .pending { color: #a06a00; } .negative { color: #c0392b; } .critical { color: #d6336c; }
-  #error, #historyError { color: #c0392b; }
-  [hidden] { display: none !important; }
-  .legend .readymark { position: relative; top: 1px; width: 3px; }
-  header { display: flex; align-items: baseline; gap: 24px; }
-  header a { color: #c9d6f0; text-decoration: none; } header a.on { color: #fff; font-weight: 600; }
-  #historyView { padding: 16px; } #historyView section { margin-top: 12px; }
-  .filters { display: flex; flex-wrap: wrap; gap: 10px; align-items: end; }
-  .filters label { display: flex; flex-direction: column; font-size: 12px; color: #556; }
-  .filters input, .filters select { font: inherit; padding: 2px 4px; }
-  #historyTable tr[data-history-task] { cursor: pointer; }
-  #historyTable tr[data-history-task]:hover { background: #eef3fb; }
-  svg text { font-size: 11px; fill: #556; }
-  .p99 { stroke-dasharray: 5 3; }
-</style>
-</head>
-<body>
-<header><h1>kuscia-host &middot; task startup timelines</h1>
-  <a href="#" id="liveLink">Live</a><a href="#history" id="historyLink">History</a></header>
-<div id="historyView" hidden>
-  <form class="filters" id="filters">
-    <label>created in the last<select name="since">
-      <option value="1d">day</option><option value="7d" selected>7 days</option>
-      <option value="30d">30 days</option><option value="90d">90 days</option></select></label>
-    <label>party<input name="party" size="10"></label>
-    <label>task phase<select name="phase"><option value="">any</option><option>Running</option>
-      <option>Succeeded</option><option>Failed</option><option>Pending</option></select></label>
-    <label>blamed phase<select name="blamePhase"><option value="">any</option>
-      <option>creating</option><option>scheduling</option><option>accepting</option>
-      <option>pulling</option><option>starting</option><option>readiness</option>
-      <option>programming</option></select></label>
-    <label>startup at least (s)<input name="minStartupSeconds" type="number" min="0" step="any" size="6"></label>
-    <label>name starts with<input name="q" size="14"></label>
-    <button type="submit">Show</button>
-  </form>
-  <p id="historyError"></p>
-  <section>
-    <h2>Startup per day: p50 (solid) and p99 (dashed), one line per party</h2>
-    <svg id="historyChart" viewBox="0 0 800 220" width="800" height="220" role="img"></svg>
-    <table id="historyTable"><thead><tr><th>task</th><th>created</th><th>phase</th>
-      <th>startup</th><th>last party</th><th>blame</th></tr></thead><tbody></tbody></table>
-    <button id="older" hidden>Older tasks</button>
-  </section>
-</div>
-<main id="liveView">
-  <nav><ul id="tasks"></ul></nav>
-  <section>
-    <h2 id="title">Loading&hellip;</h2>
-    <div id="summary" class="summary"><div id="startup" class="big"></div>
-      <div id="blame" class="blame"></div><div id="parties" class="why"></div></div>
-    <p id="error"></p>
-    <div class="legend">
-      <span class="ph-scheduling"></span>scheduling <span class="ph-accepting"></span>accepting
-      <span class="ph-pulling"></span>pulling <span class="ph-starting"></span>starting
-      <span class="ph-readiness"></span>readiness <span class="ph-programming"></span>programming
-      <span class="critkey"></span>critical path <span class="readymark"></span>party ready
-    </div>
-    <div id="axis" class="axis"></div>
-    <div id="chart"></div>
-    <table id="table"><thead></thead><tbody></tbody></table>
-  </section>
-</main>
-<script>
 "use strict";
 // Everything drawn comes from the timeline document (/api/v1/timelines/<task>): each entry's
 // "phases" and the task's "summary" are computed by the host, the page only draws them. Every
@@ -141,10 +24,52 @@ function el(tag, attrs, text) {
   return e;
 }
 
+// An answer other than 2xx, with its status (a task that is not there is said so, not as a status).
+class HttpError extends Error {
+  constructor(path, status) {
+    super(path + ": HTTP " + status);
+    this.status = status;
+  }
+}
+
 async function getJson(path) {
   const r = await fetch(path, {cache: "no-store"});
-  if (!r.ok) throw new Error(path + ": HTTP " + r.status);
+  if (!r.ok) throw new HttpError(path, r.status);
   return r.json();
+}
+
+// The task asked for is not there (never was, or Kuscia deleted it): said so, nothing stale drawn.
+function drawMissing(name, recorded) {
+  document.getElementById("title").textContent = "No task " + name;
+  for (const id of ["startup", "blame", "parties", "axis", "chart"])
+    document.getElementById(id).replaceChildren();
+  const table = document.getElementById("table");
+  table.tHead.replaceChildren();
+  table.tBodies[0].replaceChildren();
+  const why = document.getElementById("missing");
+  why.replaceChildren(recorded
+      ? "This host has no recorded timeline of " + name + ": task-history did not record it."
+      : "This host knows no task named " + name + ": it may not exist yet, or Kuscia deleted it. ");
+  if (!recorded) {
+    why.append(el("a", {href: "#history/" + encodeURIComponent(name)}, "Its recorded timeline"),
+               " is kept when task-history is enabled.");
+  }
+  why.hidden = false;
+  document.body.setAttribute("data-missing", name);
+}
+
+// The task's document, or null when the host answers 404 (drawn as missing).
+async function getTask(path, name, recorded) {
+  try {
+    const doc = await getJson(path);
+    document.getElementById("missing").hidden = true;
+    document.body.removeAttribute("data-missing");
+    return doc;
+  } catch (e) {
+    if (e.status !== 404) throw e;
+    drawMissing(name, recorded);
+    return null;
+  }
 }
 
 async function loadTasks() {
@@ -452,15 +377,20 @@ async function refresh() {
   try {
     if (view === "stored") {
       // A recorded task: drawn from the history, also after the task is gone.
-      drawTask(await getJson("/api/v1/history/" + encodeURIComponent(current)));
+      const doc = await getTask("/api/v1/history/" + encodeURIComponent(current), current, true);
+      if (doc) drawTask(doc);
       document.body.setAttribute("data-loaded", "true");
       error.textContent = "";
       return;
     }
     // A long history's list costs the host a pass over every task: asked every fifth redraw.
     if (!listHasMore || draws % 5 === 0) await loadTasks();
-    if (current) drawTask(await getJson("/api/v1/timelines/" + encodeURIComponent(current)));
-    else document.getElementById("title").textContent = "No tasks yet";
+    if (current) {
+      const doc = await getTask("/api/v1/timelines/" + encodeURIComponent(current), current, false);
+      if (doc) drawTask(doc);
+    } else {
+      document.getElementById("title").textContent = "No tasks yet";
+    }
     error.textContent = "";
     document.body.setAttribute("data-loaded", "true");
     // Redrawn in place (no reload): the count and the states seen show the live updates.
@@ -488,10 +418,3 @@ route();
 if (view === "history") loadHistory(false);
 refresh();
 setInterval(refresh, REFRESH_MS);
-</script>
-</body>
-</html>
-)kh_html";
-}
-
-} // namespace kuscia_host::plugins::timeline
