@@ -51,8 +51,7 @@ EntryClock::EntryClock(const json* entry) {
 }
 
 std::optional<int64_t> EntryClock::time(TimeField field) const {
-  int64_t t = times_[static_cast<std::size_t>(field)];
-  return t == kNone ? std::nullopt : std::optional<int64_t>(t);
+  return times_[static_cast<std::size_t>(field)];
 }
 
 bool sameIncarnation(const EntryClock& entry, std::optional<int64_t> createNanos) {

@@ -55,9 +55,9 @@ const OwnEntryTexts::Entry* OwnEntryTexts::find(std::string_view key) const {
 }
 
 const EntryClock& OwnEntryTexts::clockOf(std::string_view key) const {
-  static const EntryClock kNone(nullptr);
+  static const EntryClock kNoEntry(nullptr);
   const Entry* e = find(key);
-  return e != nullptr ? e->clock : kNone;
+  return e != nullptr ? e->clock : kNoEntry;
 }
 
 void OwnEntryTexts::put(std::string key, std::string text) {

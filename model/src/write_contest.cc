@@ -197,7 +197,7 @@ void WriteContest::observed(const std::string& task, std::string_view resourceVe
       auto have = value != nullptr && value->is_string()
                       ? parseTime(value->get_ref<const std::string&>())
                       : std::nullopt;
-      if (!have || !sameTime(*have, f.lastWritten)) overwritten(task, t, f, entry, value);
+      if (!have || !sameTime(*have, *f.lastWritten)) overwritten(task, t, f, entry, value);
     }
     if (Contest* c = contestOf(t, f, false)) {
       prune(c->replaced, now);
@@ -243,19 +243,19 @@ void WriteContest::yield(const std::string& task, Task& t, Field& f, Contest& c,
   c.yielded = true;
   // The incarnation yielded: this host's own createTime of the entry (what it wrote last), else
   // the status's.
-  c.createNanos = kNone;
+  c.createNanos.reset();
   auto createName = nameIndex("createTime", false);
   const Field* own = createName ? findField(t, f.group, keyOf(t, f), *createName, false) : nullptr;
   const json* create = entry != nullptr ? member(*entry, "createTime") : nullptr;
-  if (own != nullptr && own->lastWritten != kNone)
+  if (own != nullptr && own->lastWritten)
     c.createNanos = own->lastWritten;
   else if (create != nullptr && create->is_string())
-    c.createNanos = parseTime(create->get_ref<const std::string&>()).value_or(kNone);
+    c.createNanos = parseTime(create->get_ref<const std::string&>());
   const std::string& field = names_[f.name];
   yieldedMetric_.add(1, {field.c_str()});
   host_.warn("task " + task + " " + std::string(keyOf(t, f)) + ": " + field +
              " yielded to another writer, which wrote " + theirs + " over this host's \"" +
-             formatTime(f.lastWritten, TimePrecision::kAsGiven) + "\" " +
+             f.lastWritten.text() + "\" " +
              std::to_string(std::max(c.replaced.size(), c.removed.size())) + " times within " +
              std::to_string(kWindowMillis / 1000) +
              " s; this host no longer writes it for this entry and keeps its own value in the "
@@ -276,7 +276,7 @@ void WriteContest::filter(const std::string& task, StatusPatch& status) {
         Field* y = name ? findField(t, group, e.key, *name, false) : nullptr;
         Contest* c = y != nullptr ? contestOf(t, *y, false) : nullptr;
         if (c == nullptr || !c->yielded) return false;
-        if (create && c->createNanos != kNone && *create != c->createNanos) {
+        if (create && c->createNanos && *create != *c->createNanos) {
           // A new incarnation of the entry: no contest yet.
           t.contests->erase(contestKey(t, *y));
           y->contested = false;

@@ -9,6 +9,7 @@
 // and all of its entries when it is destroyed. Thread-safe (instances run on their own executors).
 #pragma once
 
+#include <kuscia_model/kuscia_time.h>
 #include <kuscia_model/pod_events.h>
 
 #include <cstdint>
@@ -31,27 +32,11 @@ struct Waiting {
   int64_t sinceNanos = 0;
 };
 
-// An instant in nanoseconds, or none (INT64_MIN): std::optional<int64_t> in 8 bytes.
-class MaybeNanos {
-public:
-  MaybeNanos() = default;
-  MaybeNanos(int64_t nanos) : nanos_(nanos) {} // NOLINT(google-explicit-constructor)
-  explicit operator bool() const { return nanos_ != kNone; }
-  int64_t operator*() const { return nanos_; }
-  operator std::optional<int64_t>() const { // NOLINT(google-explicit-constructor)
-    return nanos_ != kNone ? std::optional<int64_t>(nanos_) : std::nullopt;
-  }
-
-private:
-  static constexpr int64_t kNone = INT64_MIN;
-  int64_t nanos_ = kNone;
-};
-
 // One entry's facts as its instance publishes them: values, not a document. The documents read
 // them as JSON (toJson); the summary reads the values.
 struct EntryFacts {
-  MaybeNanos firstReady;      // pods: the first Ready=True of the incarnation
-  MaybeNanos containersStart; // pods: every container running
+  model::Instant firstReady;      // pods: the first Ready=True of the incarnation
+  model::Instant containersStart; // pods: every container running
   // The image pull, and why each phase waited: shared with the instance that published them, and
   // never changed once shared (a change is made on a copy); nullptr: none.
   std::shared_ptr<const model::timeline::PodFacts> facts;

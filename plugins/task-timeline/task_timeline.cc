@@ -34,9 +34,9 @@ const std::vector<double>& durationBuckets() {
 
 // setEntryTime (kuscia_model.h) of what this host knows of a time.
 bool setTime(model::StatusPatch::Entry* patch, const model::EntryClock& entry,
-             model::TimeField field, const MaybeTime& want, bool clearStale,
+             model::TimeField field, const Instant& want, bool clearStale,
              bool forwardOnly = false) {
-  return setEntryTime(patch, entry, field, want.nanos(), clearStale, forwardOnly);
+  return setEntryTime(patch, entry, field, want.optional(), clearStale, forwardOnly);
 }
 
 // Changes facts shared with the entry board: on a copy, which replaces them only when `change`
@@ -78,11 +78,11 @@ const std::shared_ptr<const model::timeline::PodFacts>& serviceWaitFacts(uint8_t
 }
 
 // What a service waits for now (`wait`), since its creation; nullopt once it is ready.
-std::optional<Waiting> serviceWaitingFor(uint8_t wait, const MaybeTime& create) {
+std::optional<Waiting> serviceWaitingFor(uint8_t wait, const Instant& create) {
   if (wait == kNoServiceWait || wait >= kServiceWaitCount) return std::nullopt;
   Waiting w;
   w.phase = "ready";
-  w.sinceNanos = create ? create->nanos : 0;
+  w.sinceNanos = create ? *create : 0;
   w.reason = kServiceWaits[wait].reason;
   w.message = kServiceWaits[wait].message;
   return w;
@@ -239,11 +239,11 @@ void TaskTimeline::onKubeResult(const sdk::KubeResult& result) {
   writer_.onKubeResult(result);
 }
 
-std::optional<Time> TaskTimeline::readTime(const json& value, const std::string& what,
-                                           const std::string& key, bool& logged) {
+Instant TaskTimeline::readTime(const json& value, const std::string& what, const std::string& key,
+                               bool& logged) {
   if (value.is_null()) return std::nullopt;
   auto t = value.is_string() ? model::parseTime(value.get_ref<const std::string&>()) : std::nullopt;
-  if (t) return Time{*t};
+  if (t) return Instant{*t};
   malformed_.add(1, {what.c_str()});
   if (!logged) {
     logged = true;
@@ -253,11 +253,11 @@ std::optional<Time> TaskTimeline::readTime(const json& value, const std::string&
   return std::nullopt;
 }
 
-std::optional<Time> TaskTimeline::readTime(const model::TimeText& value, const std::string& what,
-                                           const std::string& key, bool& logged) {
+Instant TaskTimeline::readTime(const model::TimeText& value, const std::string& what,
+                               const std::string& key, bool& logged) {
   if (value.kind == model::TimeText::kAbsent) return std::nullopt;
   if (value.kind == model::TimeText::kString)
-    if (auto t = model::parseTime(value.text)) return Time{*t};
+    if (auto t = model::parseTime(value.text)) return Instant{*t};
   malformed_.add(1, {what.c_str()});
   if (!logged) {
     logged = true;
@@ -268,14 +268,13 @@ std::optional<Time> TaskTimeline::readTime(const model::TimeText& value, const s
   return std::nullopt;
 }
 
-std::optional<Time> TaskTimeline::readTime(model::EventFields& f, std::size_t i,
-                                           const std::string& what, const std::string& key,
-                                           bool& logged) {
+Instant TaskTimeline::readTime(model::EventFields& f, std::size_t i, const std::string& what,
+                               const std::string& key, bool& logged) {
   // A time is read from its text; anything else as its value (the rest malformed).
   if (f.isNull(i)) return std::nullopt;
   std::string decoded;
   if (auto text = f.view(i, decoded))
-    if (auto t = model::parseTime(*text)) return Time{*t};
+    if (auto t = model::parseTime(*text)) return Instant{*t};
   return readTime(f.value(i), what, key, logged);
 }
 
@@ -299,15 +298,15 @@ void TaskTimeline::onPod(const sdk::Event& e) {
   if (f.ready.isTrue) {
     if (auto t = readTime(f.ready.lastTransitionTime, "Ready lastTransitionTime", key,
                           p.loggedMalformed)) {
-      if (!p.ready || t->nanos > p.ready->nanos) p.ready = t;
-      if (!p.firstReady || t->nanos < p.firstReady->nanos) p.firstReady = t;
+      if (!p.ready || *t > *p.ready) p.ready = t;
+      if (!p.firstReady || *t < *p.firstReady) p.firstReady = t;
     }
   }
   if (f.scheduled.isTrue && !p.scheduled) {
     p.scheduled = readTime(f.scheduled.lastTransitionTime, "PodScheduled lastTransitionTime", key,
                            p.loggedMalformed);
   }
-  if (!p.containersStart && f.containersStart) p.containersStart = Time{*f.containersStart};
+  if (!p.containersStart && f.containersStart) p.containersStart = Instant{*f.containersStart};
   // Events of this incarnation that came before it.
   if (auto early = earlyEvents_.find(key); early != earlyEvents_.end()) {
     if (early->second.uid == p.uid && early->second.facts && !p.facts) {
@@ -370,7 +369,7 @@ void TaskTimeline::publish(const std::string& key, Pod& p) {
   // Most pod events change none of this: compare a signature before building the facts.
   Signature signature;
   for (const auto* t : {&p.firstReady, &p.containersStart})
-    signature.add(*t ? std::optional<int64_t>((*t)->nanos) : std::nullopt);
+    signature.add(t->optional());
   signature.add(p.factsVersion);
   if (p.waiting)
     signature.add(p.waiting->phase)
@@ -380,8 +379,8 @@ void TaskTimeline::publish(const std::string& key, Pod& p) {
   if (signature.digest() == p.published) return;
   p.published = signature.digest();
   EntryFacts facts;
-  if (p.firstReady) facts.firstReady = p.firstReady->nanos;
-  if (p.containersStart) facts.containersStart = p.containersStart->nanos;
+  if (p.firstReady) facts.firstReady = *p.firstReady;
+  if (p.containersStart) facts.containersStart = *p.containersStart;
   facts.facts = p.facts;
   if (p.waiting) facts.waiting = std::make_unique<Waiting>(*p.waiting);
   EntryBoard::process().put(pods_.find(key)->first, std::move(facts)); // the record's own key
@@ -422,13 +421,13 @@ Waiting TaskTimeline::podWaiting(const Pod& p, const model::PodFields& f) {
   bool scheduled = static_cast<bool>(p.scheduled) || f.scheduled.isTrue;
   if (p.start) {
     w.phase = "ready";
-    w.sinceNanos = p.start->nanos;
+    w.sinceNanos = *p.start;
   } else if (scheduled) {
     w.phase = "starting";
-    w.sinceNanos = p.scheduled ? p.scheduled->nanos : (p.create ? p.create->nanos : 0);
+    w.sinceNanos = p.scheduled ? *p.scheduled : (p.create ? *p.create : 0);
   } else {
     w.phase = "scheduling";
-    w.sinceNanos = p.create ? p.create->nanos : 0;
+    w.sinceNanos = p.create ? *p.create : 0;
   }
   if (*p.phase == "Failed") {
     w.reason = f.reason.empty() ? "Failed" : f.reason;
@@ -453,9 +452,9 @@ Waiting TaskTimeline::podWaiting(const Pod& p, const model::PodFields& f) {
   return w;
 }
 
-void TaskTimeline::observeDuration(const sdk::Metric& m, const char* name, const Time& from,
-                                   const Time& to) {
-  double seconds = model::secondsBetween(from.nanos, to.nanos);
+void TaskTimeline::observeDuration(const sdk::Metric& m, const char* name, Instant from,
+                                   Instant to) {
+  double seconds = model::secondsBetween(*from, *to);
   if (seconds < 0) negative_.add(1, {name});
   m.observe(seconds);
 }
@@ -485,7 +484,7 @@ void TaskTimeline::observe(Pod& p) {
     // The pull is over once the containers run (or the pod is ready): no later Pulled comes.
     if (from && to && (p.containersStart || p.firstReady)) {
       p.observedPull = true;
-      observeDuration(imagePull_, "pod_image_pull", Time{*from}, Time{*to});
+      observeDuration(imagePull_, "pod_image_pull", Instant{*from}, Instant{*to});
     }
   }
 }
@@ -806,7 +805,7 @@ void TaskTimeline::withBoardFacts(model::timeline::EntryTimes& e) {
 bool TaskTimeline::podDiffers(Pod& p, const model::EntryClock& entry,
                               model::StatusPatch::Entry* patch, bool* urgent) const {
   bool present = entry.present();
-  bool same = sameIncarnation(entry, p.create.nanos());
+  bool same = sameIncarnation(entry, p.create.optional());
   bool differs = !present;
   if (!present && patch != nullptr) {
     patch->identify = true;
@@ -821,8 +820,8 @@ bool TaskTimeline::podDiffers(Pod& p, const model::EntryClock& entry,
   if (same && present && !p.readStatusReady) {
     p.readStatusReady = true;
     if (auto have = entry.time(model::TimeField::kReady);
-        have && (!p.firstReady || *have < p.firstReady->nanos)) {
-      p.firstReady = Time{*have};
+        have && (!p.firstReady || *have < *p.firstReady)) {
+      p.firstReady = Instant{*have};
       p.republish = true;
     }
   }
@@ -835,7 +834,7 @@ bool TaskTimeline::podDiffers(Pod& p, const model::EntryClock& entry,
 bool TaskTimeline::serviceDiffers(const Service& s, const model::EntryClock& entry,
                                   model::StatusPatch::Entry* patch, bool* urgent) const {
   bool present = entry.present();
-  bool same = sameIncarnation(entry, s.create.nanos());
+  bool same = sameIncarnation(entry, s.create.optional());
   bool differs = !present;
   if (!present && patch != nullptr) patch->identify = true;
   differs = setTime(patch, entry, model::TimeField::kCreate, s.create, false) || differs;

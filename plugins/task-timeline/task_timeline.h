@@ -60,31 +60,7 @@ namespace kuscia_host::plugins::timeline {
 // One time as read from an object: the instant and its canonical (UTC) text.
 // A time an object shows, as its instant: written and served in the canonical form of what was
 // read (formatTime kAsGiven), which is all a time's text ever was (8 bytes, not 40 and a string).
-struct Time {
-  int64_t nanos = 0;
-  std::string text() const { return formatTime(nanos, model::TimePrecision::kAsGiven); }
-};
-
-// A time an object may show, or none: as std::optional<Time> reads, in 8 bytes instead of 16
-// (a pod keeps six). No time is INT64_MIN nanoseconds, which no object's time parses to.
-class MaybeTime {
-public:
-  MaybeTime() = default;
-  MaybeTime(std::nullopt_t) {}            // NOLINT(google-explicit-constructor): as optional
-  MaybeTime(Time t) : t_(t) {}            // NOLINT(google-explicit-constructor)
-  MaybeTime(const std::optional<Time>& t) // NOLINT(google-explicit-constructor)
-      : t_(t ? *t : Time{kNone}) {}
-  explicit operator bool() const { return t_.nanos != kNone; }
-  const Time& operator*() const { return t_; }
-  const Time* operator->() const { return &t_; }
-  // The instant, as std::optional<int64_t> (for sameIncarnation()).
-  std::optional<int64_t> nanos() const { return *this ? std::optional(t_.nanos) : std::nullopt; }
-  void reset() { t_.nanos = kNone; }
-
-private:
-  static constexpr int64_t kNone = INT64_MIN;
-  Time t_{kNone};
-};
+using model::Instant;
 
 class TaskTimeline final : public sdk::Plugin {
 public:
@@ -130,10 +106,10 @@ private:
     uint64_t uid = 0;                     // uidDigest
     const std::string* task = nullptr;    // TaskObjects keeps the name
     const std::string* phase = &kNoPhase; // internPhase: one copy of each text
-    MaybeTime create, start, scheduled;
-    MaybeTime firstReady;             // the first Ready=True of this incarnation
-    MaybeTime ready;                  // the latest Ready=True
-    MaybeTime containersStart;        // the first moment every container ran
+    Instant create, start, scheduled;
+    Instant firstReady;               // the first Ready=True of this incarnation
+    Instant ready;                    // the latest Ready=True
+    Instant containersStart;          // the first moment every container ran
     std::unique_ptr<Waiting> waiting; // while not ready (none after: 8 bytes, not 112)
     uint64_t published = 0; // the digest of what is on the entry board for it (0: nothing)
     // What its Events and waiting reasons said (the image pull, why each phase waited): shared
@@ -149,7 +125,7 @@ private:
   struct Service {
     uint64_t uid = 0;                  // uidDigest
     const std::string* task = nullptr; // TaskObjects keeps the name
-    MaybeTime create, ready;
+    Instant create, ready;
     // Why programming waited, the last reason seen (kNoServiceWait: none): one of two, so a
     // code and when it was seen, not a PodFacts of its own (ServiceWait in task_timeline.cc).
     int64_t programmingAt = 0;
@@ -231,17 +207,17 @@ private:
   // Whether this instance holds the task or any object of it.
   bool busy(const std::string& name) const;
   // Reads a time field; a present but malformed value is counted and logged once per object.
-  std::optional<Time> readTime(const nlohmann::json& value, const std::string& what,
-                               const std::string& key, bool& logged);
+  Instant readTime(const nlohmann::json& value, const std::string& what, const std::string& key,
+                   bool& logged);
   // The same of a pod's field (pod_fields.h).
-  std::optional<Time> readTime(const model::TimeText& value, const std::string& what,
-                               const std::string& key, bool& logged);
+  Instant readTime(const model::TimeText& value, const std::string& what, const std::string& key,
+                   bool& logged);
   // The same of an event's field i.
-  std::optional<Time> readTime(model::EventFields& f, std::size_t i, const std::string& what,
-                               const std::string& key, bool& logged);
+  Instant readTime(model::EventFields& f, std::size_t i, const std::string& what,
+                   const std::string& key, bool& logged);
   void observe(Pod& p);
   void observe(Service& s);
-  void observeDuration(const sdk::Metric& m, const char* name, const Time& from, const Time& to);
+  void observeDuration(const sdk::Metric& m, const char* name, Instant from, Instant to);
   static Waiting podWaiting(const Pod& p, const model::PodFields& f);
   std::optional<Waiting> serviceWaiting(const std::string& key, const Service& s) const;
   // What a service not ready yet waits for (ServiceWait in task_timeline.cc; 0 once ready).

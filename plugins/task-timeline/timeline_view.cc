@@ -54,20 +54,20 @@ json TaskTimeline::entryTimeline(const std::string& task, const std::string& key
   // Times the status does not hold yet (deferred, or a write on its way; status_writer.h) are
   // shown as the write will bring them: for the incarnation the entry is of (`ours`), as the
   // writer judges it.
-  auto mine = [&](const char* field, const MaybeTime& t, bool ours) {
+  auto mine = [&](const char* field, const Instant& t, bool ours) {
     if (!t) return;
-    if (writer_.contest().yielded(task, group, key, field)) yielded[field] = t->text();
-    if (ours && !model::entryHas(&own, field)) own[field] = t->text();
+    if (writer_.contest().yielded(task, group, key, field)) yielded[field] = t.text();
+    if (ours && !model::entryHas(&own, field)) own[field] = t.text();
   };
   if (pod) {
     if (auto p = pods_.find(key); p != pods_.end()) {
-      const bool ours = model::sameIncarnation(&own, p->second.create.nanos());
+      const bool ours = model::sameIncarnation(&own, p->second.create.optional());
       mine("createTime", p->second.create, ours);
       mine("startTime", p->second.start, ours);
       mine("readyTime", p->second.ready, ours);
     }
   } else if (auto s = services_.find(key); s != services_.end()) {
-    const bool ours = model::sameIncarnation(&own, s->second.create.nanos());
+    const bool ours = model::sameIncarnation(&own, s->second.create.optional());
     mine("createTime", s->second.create, ours);
     mine("readyTime", s->second.ready, ours);
   }
@@ -115,7 +115,7 @@ std::optional<json> TaskTimeline::timeline(const std::string& task, bool phases)
   }
   // Objects of this domain whose entries are not written yet (the task is not there, or the
   // write is on its way).
-  auto pending = [](const MaybeTime& time) { return time ? json(time->text()) : json(); };
+  auto pending = [](const Instant& time) { return time ? json(time.text()) : json(); };
   for (const auto& key : ownPods)
     if (!entries.contains(key)) {
       const Pod& p = pods_.at(key);
@@ -130,8 +130,8 @@ std::optional<json> TaskTimeline::timeline(const std::string& task, bool phases)
     if (!entries.contains(key)) {
       const Service& s = services_.at(key);
       json e = json::object();
-      if (s.create) e["createTime"] = s.create->text();
-      if (s.ready) e["readyTime"] = s.ready->text();
+      if (s.create) e["createTime"] = s.create.text();
+      if (s.ready) e["readyTime"] = s.ready.text();
       entries[key] = entryTimeline(task, key, e, false);
     }
   doc["entries"] = std::move(entries);

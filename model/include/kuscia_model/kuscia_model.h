@@ -20,6 +20,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include <kuscia_model/kuscia_time.h>
 #include <kuscia_model/status_patch.h>
 
 namespace kuscia_host::model {
@@ -57,12 +58,12 @@ public:
   // The entry holds `field` with a value (not null): `nanos` when it is a time that parses.
   void set(TimeField field, std::optional<int64_t> nanos) {
     has_ |= bit(field);
-    times_[static_cast<std::size_t>(field)] = nanos.value_or(kNone);
+    times_[static_cast<std::size_t>(field)] = nanos;
   }
   // The entry no longer holds `field` (a merge patch's null removed it).
   void clear(TimeField field) {
     has_ &= static_cast<uint8_t>(~bit(field));
-    times_[static_cast<std::size_t>(field)] = kNone;
+    times_[static_cast<std::size_t>(field)].reset();
   }
   bool present() const { return present_; } // the entry is an object
   std::optional<int64_t> time(TimeField field) const;
@@ -72,9 +73,8 @@ private:
   static uint8_t bit(TimeField field) {
     return static_cast<uint8_t>(1U << static_cast<unsigned>(field));
   }
-  static constexpr int64_t kNone = INT64_MIN;
-  std::array<int64_t, 4> times_{kNone, kNone, kNone, kNone}; // by TimeField
-  uint8_t has_ = 0;                                          // a value, not null, by TimeField
+  std::array<Instant, 4> times_{}; // by TimeField
+  uint8_t has_ = 0;                // a value, not null, by TimeField
   bool present_ = false;
 };
 bool sameIncarnation(const EntryClock& entry, std::optional<int64_t> createNanos);

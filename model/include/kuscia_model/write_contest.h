@@ -37,6 +37,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include <kuscia_model/kuscia_time.h>
 #include <kuscia_model/status_patch.h>
 
 namespace kuscia_host::model {
@@ -78,20 +79,19 @@ public:
   bool knows(const std::string& task) const { return tasks_.count(task) > 0; }
 
 private:
-  static constexpr int64_t kNone = INT64_MIN;
   // What is known of a field once another writer overwrote it: rare, so kept apart and allocated
   // only then (a record per field written is the contest's whole cost at work: B7, L1).
   struct Contest {
     // Monotonic millis of overwrites in the window: a few at most.
     std::vector<int64_t> replaced, removed;
     bool yielded = false;
-    int64_t createNanos = kNone; // of the entry when yielded: a new incarnation starts afresh
+    Instant createNanos; // of the entry when yielded: a new incarnation starts afresh
   };
   // A time field of an entry this host wrote (24 bytes). Its entry is a group (0 podStatuses, 1
   // serviceStatuses) and a key, kept once per task in Task::keys (keyAt: where); its name is an
   // index into names_.
   struct Field {
-    int64_t lastWritten = kNone; // the instant this host last wrote
+    Instant lastWritten;         // the instant this host last wrote
     uint64_t writtenVersion = 0; // the task's resourceVersion after it (0: unknown)
     uint16_t keyAt = 0;
     uint8_t group = 0;

@@ -120,5 +120,29 @@ TEST(KusciaTimeTest, FormatsUtcAtTheAskedPrecision) {
   }
 }
 
+TEST(InstantTest, IsAnOptionalInstantInEightBytes) {
+  Instant none;
+  EXPECT_FALSE(none);
+  EXPECT_EQ(none.optional(), std::nullopt);
+  EXPECT_FALSE(Instant(std::nullopt));
+  EXPECT_FALSE(Instant(std::optional<int64_t>()));
+
+  auto at = parseTime("2026-12-01T08:00:01.5Z");
+  ASSERT_TRUE(at);
+  Instant t = at;
+  ASSERT_TRUE(t);
+  EXPECT_EQ(*t, *at);
+  EXPECT_EQ(t.optional(), at);
+  EXPECT_EQ(t.text(), "2026-12-01T08:00:01.5Z");
+  EXPECT_EQ(t, Instant(*at));
+  EXPECT_FALSE(t == none);
+  // The epoch and instants before it are instants, not "none".
+  EXPECT_TRUE(Instant(int64_t{0}));
+  EXPECT_TRUE(Instant(int64_t{-kSecond}));
+  t.reset();
+  EXPECT_FALSE(t);
+  EXPECT_EQ(sizeof(Instant), 8U);
+}
+
 } // namespace
 } // namespace kuscia_host::model
