@@ -1,6 +1,6 @@
 # Fails when a file of host/src/FOLDER includes "other/..." for a folder `other` that is neither
 # FOLDER nor in DEPS (the host libraries FOLDER links). Run by kh_host_library() at build time.
-#   cmake -DFOLDER=kube -DDEPS=common|k8s -DFILES=a.cc|b.h -DSTAMP=file -P check_includes.cmake
+#   cmake -DFOLDER=kube -DDEPS=common|apimachinery -DFILES=a.cc|b.h -DSTAMP=file -P check_includes.cmake
 string(REPLACE "|" ";" files "${FILES}")
 string(REPLACE "|" ";" deps "${DEPS}")
 set(allowed ${FOLDER} ${deps})

@@ -643,7 +643,7 @@ bool b6(const std::string& host, std::size_t writes) {
       std::function<void(std::size_t)> next = [&](std::size_t i) {
         if (i == n) return all.set_value();
         w.body = R"({"status":{"message":"write )" + std::to_string(i) + "\"}}";
-        (void)client->write(w, [&, i](const KubeResult& r) {
+        (void)client->request(w, [&, i](const KubeResult& r) {
           if (r.httpCode == 200) ++ok;
           next(i + 1);
         });
@@ -655,7 +655,7 @@ bool b6(const std::string& host, std::size_t writes) {
       std::atomic<std::size_t> done{0};
       for (std::size_t i = 0; i < n; ++i) {
         w.body = R"({"status":{"message":"burst )" + std::to_string(i) + "\"}}";
-        (void)client->write(w, [&](const KubeResult& r) {
+        (void)client->request(w, [&](const KubeResult& r) {
           if (r.httpCode == 200) ++ok;
           if (++done == n) all.set_value();
         });

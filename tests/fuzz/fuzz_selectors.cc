@@ -8,14 +8,14 @@
 #include <string>
 #include <string_view>
 
+#include "apimachinery/selector.h"
 #include "fuzz_support.h"
-#include "k8s/selector.h"
 
 // libFuzzer's entry point: its name is not ours to choose.
 // NOLINTNEXTLINE(readability-identifier-naming)
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
   using nlohmann::json;
-  using namespace kuscia_host::k8s;
+  using namespace kuscia_host::apimachinery;
   std::string text(reinterpret_cast<const char*>(data), size);
   if (auto fs = FieldSelector::parse(text)) {
     json pod = {{"metadata", {{"name", "p"}, {"namespace", "alice"}}}};

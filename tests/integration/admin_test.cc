@@ -1,6 +1,6 @@
 // The admin HTTP server over real loopback sockets.
 #include "admin/admin_server.h"
-#include "plugin/routes.h"
+#include "plugin_host/routes.h"
 
 #include <gtest/gtest.h>
 

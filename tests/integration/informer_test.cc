@@ -661,7 +661,7 @@ TEST_F(InformerTest, WritesWithPreconditionsRetriesAndStatusMessages) {
   auto rv = call("GET", std::string(kPods) + "/p0").body["metadata"]["resourceVersion"];
   auto write = [&](const KubeRequest& w) {
     std::promise<KubeResult> p;
-    auto sent = client_->write(w, [&p](KubeResult r) { p.set_value(std::move(r)); });
+    auto sent = client_->request(w, [&p](KubeResult r) { p.set_value(std::move(r)); });
     EXPECT_TRUE(sent.ok()) << sent.error();
     return p.get_future().get();
   };
@@ -702,7 +702,8 @@ TEST_F(InformerTest, WritesWithPreconditionsRetriesAndStatusMessages) {
   std::atomic<bool> gone{false};
   patch.abandoned = [&gone] { return gone.load(); };
   std::promise<KubeResult> abandoned;
-  ASSERT_TRUE(client_->write(patch, [&](KubeResult r) { abandoned.set_value(std::move(r)); }).ok());
+  ASSERT_TRUE(
+      client_->request(patch, [&](KubeResult r) { abandoned.set_value(std::move(r)); }).ok());
   ASSERT_TRUE(eventually([&] {
     return metric(client_->metrics().requestRetries, {"patch", "429"}) >= 16;
   }));
@@ -735,22 +736,22 @@ TEST_F(InformerTest, WritesWithPreconditionsRetriesAndStatusMessages) {
   // Bad requests are refused before anything is sent.
   KubeRequest bad = patch;
   bad.body = "{not json";
-  EXPECT_FALSE(client_->write(bad, [](const KubeResult&) {}).ok());
+  EXPECT_FALSE(client_->request(bad, [](const KubeResult&) {}).ok());
   // Valid JSON the fast validator cannot represent (an integer beyond 64 bits) is still sent.
   KubeRequest big = patch;
   big.body = R"({"metadata":{"annotations":{"n":"1"}},"x":123456789012345678901234567890})";
-  EXPECT_TRUE(client_->write(big, [](const KubeResult&) {}).ok());
+  EXPECT_TRUE(client_->request(big, [](const KubeResult&) {}).ok());
   bad = patch;
   bad.body = "[]"; // a JSON patch's body for a merge patch
-  EXPECT_FALSE(client_->write(bad, [](const KubeResult&) {}).ok());
+  EXPECT_FALSE(client_->request(bad, [](const KubeResult&) {}).ok());
   bad.body = R"({"metadata":7})";
   bad.resourceVersion = "1"; // no object to carry the precondition
-  EXPECT_FALSE(client_->write(bad, [](const KubeResult&) {}).ok());
+  EXPECT_FALSE(client_->request(bad, [](const KubeResult&) {}).ok());
   bad = patch;
   bad.name = "a/b";
-  EXPECT_FALSE(client_->write(bad, [](const KubeResult&) {}).ok());
+  EXPECT_FALSE(client_->request(bad, [](const KubeResult&) {}).ok());
   bad.name = "p0 HTTP/1.1\r\nX-Injected: 1\r\n"; // no header injection through a name
-  auto refused = client_->write(bad, [](const KubeResult&) {});
+  auto refused = client_->request(bad, [](const KubeResult&) {});
   ASSERT_FALSE(refused.ok());
   EXPECT_NE(refused.error().find("not a valid path segment"), std::string::npos);
 }
@@ -773,7 +774,7 @@ TEST_F(InformerTest, RateLimitAppliesToWritesNotWatches) {
   // Shared with the callback: if an expectation fails, the write may still complete after the
   // test body returned.
   auto done = std::make_shared<std::atomic<int>>(0);
-  ASSERT_TRUE(client_->write(statusPatch({{"message", "limited"}}), [done](const KubeResult& r) {
+  ASSERT_TRUE(client_->request(statusPatch({{"message", "limited"}}), [done](const KubeResult& r) {
     EXPECT_EQ(r.httpCode, 200);
     ++*done;
   }));
@@ -802,10 +803,11 @@ TEST_F(InformerTest, WritesInFlightAreCappedAndReuseTheirConnections) {
   auto burst = [&](int n) {
     auto done = std::make_shared<std::atomic<int>>(0);
     for (int i = 0; i < n; ++i) {
-      EXPECT_TRUE(client_->write(statusPatch({{"message", "burst"}}), [done](const KubeResult& r) {
-        EXPECT_EQ(r.httpCode, 200);
-        ++*done;
-      }));
+      EXPECT_TRUE(
+          client_->request(statusPatch({{"message", "burst"}}), [done](const KubeResult& r) {
+            EXPECT_EQ(r.httpCode, 200);
+            ++*done;
+          }));
     }
     EXPECT_TRUE(eventually([&] { return *done == n; }, 30)) << *done << " of " << n;
   };

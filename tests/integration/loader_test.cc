@@ -1,4 +1,4 @@
-#include "plugin/loader.h"
+#include "plugin_host/loader.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>

@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include "plugin/plugin_metrics.h"
+#include "plugin_host/plugin_metrics.h"
 
 namespace kuscia_host {
 namespace {

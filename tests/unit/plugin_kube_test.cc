@@ -1,7 +1,7 @@
 // The Kubernetes side of one plugin instance (PluginKube), alone: a substitute KubeBridge stands
 // for the cluster, so subscription rules, event hand-over, cache views, requests and their
 // completion at stop are checked without informers or a server.
-#include "plugin/plugin_kube.h"
+#include "plugin_host/plugin_kube.h"
 
 #include <gtest/gtest.h>
 
@@ -28,8 +28,8 @@ public:
     visit({"alice/q", "u2", "8", R"(["Pending"])", ""});
     return Lookup::kOk;
   }
-  Result<void> write(const kube::KubeRequest& w,
-                     std::function<void(kube::KubeResult)> done) override {
+  Result<void> request(const kube::KubeRequest& w,
+                       std::function<void(kube::KubeResult)> done) override {
     if (w.name.empty()) return makeError("patch: the object's name is missing");
     writes.push_back(w);
     completions.push_back(std::move(done));

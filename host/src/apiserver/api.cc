@@ -7,12 +7,12 @@
 #include <variant>
 #include <yaml-cpp/yaml.h>
 
+#include "apimachinery/paths.h"
+#include "apimachinery/values.h"
 #include "apiserver/patch.h"
 #include "apiserver/table.h"
 #include "common/yaml_json.h"
 #include "httpd/tls.h"
-#include "k8s/paths.h"
-#include "k8s/values.h"
 
 namespace kuscia_host::apiserver {
 
@@ -119,7 +119,7 @@ ApiResponse jsonResponse(int status, const json& body) {
 }
 
 ApiResponse errorResponse(const ApiError& e) {
-  return jsonResponse(e.code, k8s::statusJson(e));
+  return jsonResponse(e.code, apimachinery::statusJson(e));
 }
 
 struct ApiHandler::Target {
@@ -154,7 +154,7 @@ void ApiHandler::bootstrap() {
 
 ApiResponse ApiHandler::handle(const ApiRequest& req) {
   if (auto r = discovery(registry_, options_, req)) return *r;
-  auto segs = k8s::splitPath(req.path);
+  auto segs = apimachinery::splitPath(req.path);
   Target t;
   std::vector<std::string> rest;
   std::string group;
@@ -184,7 +184,7 @@ ApiResponse ApiHandler::handle(const ApiRequest& req) {
   }
   ApiResponse r = resourceRequest(req, t);
   if (options_.audit) {
-    bool watch = k8s::goBoolOr(req.param("watch"), false);
+    bool watch = apimachinery::goBoolOr(req.param("watch"), false);
     AuditRecord a;
     a.verb = auditVerb(req.method, watch, !t.name.empty());
     a.group = t.resource->group;
@@ -202,11 +202,11 @@ ApiResponse ApiHandler::handle(const ApiRequest& req) {
 ApiResponse ApiHandler::resourceRequest(const ApiRequest& req, const Target& t) {
   for (const char* b : {"watch", "allowWatchBookmarks", "sendInitialEvents"}) {
     auto it = req.query.find(b);
-    if (it != req.query.end() && !k8s::parseGoBool(it->second))
+    if (it != req.query.end() && !apimachinery::parseGoBool(it->second))
       return errorResponse(
           badRequest(std::string("invalid boolean value for ") + b + ": " + it->second));
   }
-  bool isWatch = k8s::goBoolOr(req.param("watch"), false);
+  bool isWatch = apimachinery::goBoolOr(req.param("watch"), false);
   if (t.resource->plural == "tokenreviews" || t.resource->plural == "subjectaccessreviews")
     return review(req, t);
   if (t.name.empty()) {
@@ -241,8 +241,8 @@ ApiResponse ApiHandler::review(const ApiRequest& req, const Target& t) {
           std::vector<json> out;
           const ResourceInfo* r = registry_.find("rbac.authorization.k8s.io", "v1", plural);
           if (r == nullptr) return out;
-          auto listed = store_.list(*r, ns, k8s::LabelSelector::parse("").value(),
-                                    k8s::FieldSelector::parse("").value(), 0, "");
+          auto listed = store_.list(*r, ns, apimachinery::LabelSelector::parse("").value(),
+                                    apimachinery::FieldSelector::parse("").value(), 0, "");
           if (!listed) return out;
           for (const auto& text : listed.value().items)
             out.push_back(json::parse(*text, nullptr, false));
@@ -283,10 +283,10 @@ ApiResponse ApiHandler::get(const ApiRequest& req, const Target& t) {
 }
 
 ApiResponse ApiHandler::list(const ApiRequest& req, const Target& t) {
-  auto labels = k8s::LabelSelector::parse(param(req, "labelSelector"));
+  auto labels = apimachinery::LabelSelector::parse(param(req, "labelSelector"));
   if (!labels) return errorResponse(badRequest(labels.error()));
-  auto fields = k8s::FieldSelector::parse(param(req, "fieldSelector"),
-                                          t.resource->group.empty() ? t.resource->plural : "");
+  auto fields = apimachinery::FieldSelector::parse(
+      param(req, "fieldSelector"), t.resource->group.empty() ? t.resource->plural : "");
   if (!fields) return errorResponse(badRequest(fields.error()));
   int64_t limit = 0;
   if (auto it = req.query.find("limit"); it != req.query.end() && !it->second.empty()) {
@@ -345,7 +345,7 @@ ApiResponse ApiHandler::list(const ApiRequest& req, const Target& t) {
 }
 
 ApiResponse ApiHandler::watch(const ApiRequest& req, const Target& t) {
-  if (k8s::goBoolOr(req.param("sendInitialEvents"), false))
+  if (apimachinery::goBoolOr(req.param("sendInitialEvents"), false))
     return errorResponse(
         {422,
          "Invalid",
@@ -354,13 +354,14 @@ ApiResponse ApiHandler::watch(const ApiRequest& req, const Target& t) {
          {{"causes", json::array({{{"reason", "FieldValueForbidden"},
                                    {"message", "Forbidden: sendInitialEvents is not supported"},
                                    {"field", "sendInitialEvents"}}})}}});
-  auto labels = k8s::LabelSelector::parse(param(req, "labelSelector"));
+  auto labels = apimachinery::LabelSelector::parse(param(req, "labelSelector"));
   if (!labels) return errorResponse(badRequest(labels.error()));
-  auto fields = k8s::FieldSelector::parse(param(req, "fieldSelector"),
-                                          t.resource->group.empty() ? t.resource->plural : "");
+  auto fields = apimachinery::FieldSelector::parse(
+      param(req, "fieldSelector"), t.resource->group.empty() ? t.resource->plural : "");
   if (!fields) return errorResponse(badRequest(fields.error()));
   WatchFilter f{t.resource, t.namespaceName, labels.value(), fields.value()};
-  if (!t.name.empty()) f.fields = k8s::FieldSelector::parse("metadata.name=" + t.name).value();
+  if (!t.name.empty())
+    f.fields = apimachinery::FieldSelector::parse("metadata.name=" + t.name).value();
   int timeoutSeconds = options_.defaultWatchTimeoutSeconds;
   if (auto v = req.param("timeoutSeconds")) {
     try {
@@ -379,7 +380,8 @@ ApiResponse ApiHandler::watch(const ApiRequest& req, const Target& t) {
     return r;
   }
   std::optional<std::chrono::milliseconds> bookmarks;
-  if (k8s::goBoolOr(req.param("allowWatchBookmarks"), false)) bookmarks = options_.bookmarkInterval;
+  if (apimachinery::goBoolOr(req.param("allowWatchBookmarks"), false))
+    bookmarks = options_.bookmarkInterval;
   r.watch = std::make_shared<WatchStream>(store_, w.value(), timeoutSeconds, bookmarks);
   if (wantsTable(req.accept)) {
     r.contentType = kTableContentType;

@@ -2,9 +2,9 @@
 // enough for kubectl (get, describe, apply with validation) and the official Python client.
 #include <algorithm>
 
+#include "apimachinery/paths.h"
 #include "apiserver/api.h"
 #include "apiserver/patch.h"
-#include "k8s/paths.h"
 
 namespace kuscia_host::apiserver {
 
@@ -132,7 +132,7 @@ std::optional<json> openapiDocument(const ResourceRegistry& registry, const ApiO
 
 std::optional<ApiResponse> discovery(const ResourceRegistry& registry, const ApiOptions& options,
                                      const ApiRequest& req) {
-  auto segs = k8s::splitPath(req.path);
+  auto segs = apimachinery::splitPath(req.path);
   bool isDiscovery = segs.empty() || segs[0] == "version" || segs[0] == "openapi" ||
                      (segs[0] == "api" && segs.size() <= 2) ||
                      (segs[0] == "apis" && segs.size() <= 3);

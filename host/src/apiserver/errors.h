@@ -1,19 +1,19 @@
-// The embedded API server's errors: each one a metav1.Status (k8s/status.h) with the reason,
-// code and message a real API server gives, built in one place.
+// The embedded API server's errors: each one a metav1.Status (apimachinery/status.h) with the
+// reason, code and message a real API server gives, built in one place.
 #pragma once
 
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "apimachinery/status.h"
 #include "apiserver/resources.h"
 #include "apiserver/schema.h"
 #include "common/result.h"
-#include "k8s/status.h"
 
 namespace kuscia_host::apiserver {
 
-using ApiError = k8s::Status;
+using ApiError = apimachinery::Status;
 
 // A value or the Status to answer with.
 template <class T> using ApiResult = Result<T, ApiError>;

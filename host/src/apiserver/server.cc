@@ -6,10 +6,10 @@
 #include <filesystem>
 #include <fstream>
 
+#include "apimachinery/values.h"
 #include "common/base64.h"
 #include "common/listen_address.h"
 #include "httpd/tls.h"
-#include "k8s/values.h"
 
 namespace kuscia_host::apiserver {
 
@@ -34,7 +34,7 @@ ApiResponse statusResponse(int code, const std::string& reason, const std::strin
 }
 
 ApiResponse successResponse(const std::string& message) {
-  return jsonResponse(200, k8s::successJson(message));
+  return jsonResponse(200, apimachinery::successJson(message));
 }
 
 httpd::Response toHttp(ApiResponse r) {
@@ -151,7 +151,7 @@ void ApiServer::onRequest(ApiRequest req, const std::shared_ptr<httpd::Exchange>
   if (auto r = faultEndpoint(req)) return exchange->respond(toHttp(std::move(*r)));
   const bool faults = options_.faultInjection; // off: no fault bookkeeping at all
   if (faults) {
-    bool watch = k8s::goBoolOr(req.param("watch"), false);
+    bool watch = apimachinery::goBoolOr(req.param("watch"), false);
     if (auto rule = faults_.take(req.method, req.path, watch)) {
       ApiResponse r =
           statusResponse(rule->status, rule->status == 429 ? "TooManyRequests" : "InternalError",

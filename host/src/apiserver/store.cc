@@ -127,8 +127,8 @@ ApiResult<StoredObject> Store::get(const ResourceInfo& r, const std::string& ns,
 }
 
 ApiResult<ListResult> Store::list(const ResourceInfo& r, const std::string& ns,
-                                  const k8s::LabelSelector& labels,
-                                  const k8s::FieldSelector& fields, int64_t limit,
+                                  const apimachinery::LabelSelector& labels,
+                                  const apimachinery::FieldSelector& fields, int64_t limit,
                                   const std::string& continueToken) const {
   std::lock_guard lock(mu_);
   ListResult out;

@@ -15,9 +15,9 @@
 #include <string>
 #include <vector>
 
+#include "apimachinery/selector.h"
 #include "apiserver/errors.h"
 #include "apiserver/resources.h"
-#include "k8s/selector.h"
 
 namespace kuscia_host::apiserver {
 
@@ -32,8 +32,8 @@ struct WatchEvent {
 struct WatchFilter {
   const ResourceInfo* resource = nullptr;
   std::string namespaceName; // empty: all
-  k8s::LabelSelector labels;
-  k8s::FieldSelector fields;
+  apimachinery::LabelSelector labels;
+  apimachinery::FieldSelector fields;
   bool matches(const WatchEvent& e) const;
 };
 
@@ -88,8 +88,9 @@ public:
   ApiResult<StoredObject> get(const ResourceInfo& r, const std::string& ns,
                               const std::string& name) const;
   ApiResult<ListResult> list(const ResourceInfo& r, const std::string& ns,
-                             const k8s::LabelSelector& labels, const k8s::FieldSelector& fields,
-                             int64_t limit, const std::string& continueToken) const;
+                             const apimachinery::LabelSelector& labels,
+                             const apimachinery::FieldSelector& fields, int64_t limit,
+                             const std::string& continueToken) const;
 
   // Read-modify-write of one object under the lock. `mutate` receives the current object (or
   // nullptr) and returns the object to store, nullopt to delete it, or an error. The store sets

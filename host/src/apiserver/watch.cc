@@ -11,7 +11,7 @@ WatchStream::WatchStream(Store& store, std::shared_ptr<Watcher> watcher, int tim
 
 std::shared_ptr<WatchStream> WatchStream::error(const ApiError& status) {
   std::shared_ptr<WatchStream> s(new WatchStream());
-  s->errorLine_ = R"({"type":"ERROR","object":)" + k8s::statusJson(status).dump() + "}\n";
+  s->errorLine_ = R"({"type":"ERROR","object":)" + apimachinery::statusJson(status).dump() + "}\n";
   return s;
 }
 

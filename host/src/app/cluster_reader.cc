@@ -4,7 +4,7 @@
 #include <future>
 #include <sstream>
 
-#include "k8s/status.h"
+#include "apimachinery/status.h"
 
 namespace kuscia_host {
 
@@ -61,8 +61,9 @@ Result<nlohmann::json> ClusterReader::get(const std::string& path) {
   auto r = call(kube::HttpRequest{"GET", path, "", "", std::chrono::milliseconds(15000)});
   if (!r) return makeError(r.error());
   if (r->status != 200)
-    return makeError(access_.server + path + ": " +
-                     k8s::statusMessage(r->body).value_or("HTTP " + std::to_string(r->status)));
+    return makeError(
+        access_.server + path + ": " +
+        apimachinery::statusMessage(r->body).value_or("HTTP " + std::to_string(r->status)));
   auto j = nlohmann::json::parse(r->body, nullptr, false);
   if (j.is_discarded()) return makeError(access_.server + path + ": the answer is not JSON");
   return j;

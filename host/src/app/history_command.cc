@@ -13,7 +13,7 @@
 #include "app/plugin_search.h"
 #include "app/timeline_render.h"
 #include "common/defaults.h"
-#include "plugin/loader.h"
+#include "plugin_host/loader.h"
 
 namespace kuscia_host {
 

@@ -7,7 +7,7 @@
 #include <optional>
 #include <tuple>
 
-#include "plugin/loader.h"
+#include "plugin_host/loader.h"
 
 namespace kuscia_host {
 

@@ -7,9 +7,9 @@
 #include <charconv>
 #include <chrono>
 
+#include "apimachinery/paths.h"
+#include "apimachinery/status.h"
 #include "common/free_memory.h"
-#include "k8s/paths.h"
-#include "k8s/status.h"
 
 namespace kuscia_host::kube {
 
@@ -20,7 +20,7 @@ namespace {
 
 // The Status message of an error body, or the HTTP code.
 std::string describe(const HttpResponse& r) {
-  auto message = k8s::statusMessage(r.body);
+  auto message = apimachinery::statusMessage(r.body);
   return "HTTP " + std::to_string(r.status) + (message ? ": " + *message : std::string());
 }
 
@@ -46,7 +46,7 @@ bool tooLargeResourceVersion(const HttpResponse& r) {
 
 // --- Subscription ------------------------------------------------------------------------
 
-Subscription::Subscription(uint64_t id, SubscriptionSpec spec, k8s::LabelSelector selector,
+Subscription::Subscription(uint64_t id, SubscriptionSpec spec, apimachinery::LabelSelector selector,
                            Sink sink)
     : id_(id), spec_(std::move(spec)), selector_(std::move(selector)), sink_(std::move(sink)),
       prefix_(spec_.namespaceName.empty() ? std::string() : spec_.namespaceName + "/") {}
@@ -121,7 +121,7 @@ Informer::~Informer() = default;
 
 Result<std::shared_ptr<Subscription>> Informer::subscribe(uint64_t id, SubscriptionSpec spec,
                                                           Subscription::Sink sink) {
-  auto selector = k8s::LabelSelector::parse(spec.labelSelector);
+  auto selector = apimachinery::LabelSelector::parse(spec.labelSelector);
   if (!selector)
     return makeError("label selector '" + spec.labelSelector + "': " + selector.error());
   std::vector<std::size_t> slots;
@@ -146,7 +146,7 @@ int64_t Informer::nowMs() const {
 }
 
 std::string Informer::basePath() const {
-  return k8s::resourcePath(group_, version_, namespace_, resource_);
+  return apimachinery::resourcePath(group_, version_, namespace_, resource_);
 }
 
 void Informer::prepare() {

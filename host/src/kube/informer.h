@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "k8s/selector.h"
+#include "apimachinery/selector.h"
 #include "kube/api_client.h"
 #include "kube/digest_table.h"
 #include "kube/frame_splitter.h"
@@ -50,7 +50,7 @@ struct SubscriptionSpec {
 class Subscription {
 public:
   using Sink = std::function<void(const Subscription&, ChangeType, RecordPtr)>;
-  Subscription(uint64_t id, SubscriptionSpec spec, k8s::LabelSelector selector, Sink sink);
+  Subscription(uint64_t id, SubscriptionSpec spec, apimachinery::LabelSelector selector, Sink sink);
 
   uint64_t id() const { return id_; }
   const SubscriptionSpec& spec() const { return spec_; }
@@ -78,7 +78,7 @@ private:
   uint64_t id_;
   std::size_t index_ = 0;
   SubscriptionSpec spec_;
-  k8s::LabelSelector selector_;
+  apimachinery::LabelSelector selector_;
   Sink sink_;
   std::vector<std::size_t> slots_; // informer field slots, in declaration order
   std::string prefix_;             // "<namespace>/" or "" for all

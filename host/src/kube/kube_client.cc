@@ -7,8 +7,8 @@
 #include <simdjson.h>
 #include <string_view>
 
-#include "k8s/paths.h"
-#include "k8s/status.h"
+#include "apimachinery/paths.h"
+#include "apimachinery/status.h"
 
 namespace kuscia_host::kube {
 
@@ -89,11 +89,11 @@ KubeClient::~KubeClient() {
 Result<uint64_t> KubeClient::subscribe(SubscriptionSpec spec, Subscription::Sink sink) {
   if (spec.version.empty() || spec.resource.empty())
     return makeError("subscription needs a version and a resource");
-  if (const std::string* bad =
-          k8s::badPathSegment({&spec.group, &spec.version, &spec.resource, &spec.namespaceName}))
+  if (const std::string* bad = apimachinery::badPathSegment(
+          {&spec.group, &spec.version, &spec.resource, &spec.namespaceName}))
     return makeError("subscription: '" + *bad +
                      "' is not a valid group, version, resource or namespace name");
-  if (auto sel = k8s::LabelSelector::parse(spec.labelSelector); !sel)
+  if (auto sel = apimachinery::LabelSelector::parse(spec.labelSelector); !sel)
     return makeError("label selector '" + spec.labelSelector + "': " + sel.error());
   FieldPaths check;
   for (const auto& f : spec.fields)
@@ -165,14 +165,14 @@ KubeClient::find(uint64_t id) const {
 Result<HttpRequest> KubeClient::toHttp(const KubeRequest& w) {
   if (w.version.empty() || w.resource.empty())
     return makeError("kube request needs a version and a resource");
-  if (const std::string* bad = k8s::badPathSegment(
+  if (const std::string* bad = apimachinery::badPathSegment(
           {&w.group, &w.version, &w.resource, &w.namespaceName, &w.name, &w.subresource}))
     return makeError("kube request: '" + *bad + "' is not a valid path segment");
   // The target in one string: the collection's path, then what names an object in it.
   std::string path;
   path.reserve(40 + w.group.size() + w.version.size() + w.namespaceName.size() + w.resource.size() +
                w.name.size() + w.subresource.size());
-  k8s::appendResourcePath(path, w.group, w.version, w.namespaceName, w.resource);
+  apimachinery::appendResourcePath(path, w.group, w.version, w.namespaceName, w.resource);
   HttpRequest r;
   r.timeout = std::chrono::milliseconds(30000);
   // Writes are short: those made in one turn share a send (L1: 4.8 a turn on average, 4 or 6
@@ -242,7 +242,7 @@ Result<HttpRequest> KubeClient::toHttp(const KubeRequest& w) {
   return makeError("unknown kube request verb");
 }
 
-Result<void> KubeClient::write(const KubeRequest& w, std::function<void(KubeResult)> done) {
+Result<void> KubeClient::request(const KubeRequest& w, std::function<void(KubeResult)> done) {
   auto http = toHttp(w);
   if (!http) return makeError(http.error());
   http->readGrid = options_.reflector.watchBatch; // the answers with the watches' events
@@ -259,7 +259,8 @@ Result<void> KubeClient::write(const KubeRequest& w, std::function<void(KubeResu
     out.httpCode = r->status;
     out.body = std::move(r->body);
     if (out.httpCode < 200 || out.httpCode > 299)
-      out.message = k8s::statusMessage(out.body).value_or("HTTP " + std::to_string(out.httpCode));
+      out.message =
+          apimachinery::statusMessage(out.body).value_or("HTTP " + std::to_string(out.httpCode));
     done(std::move(out));
   });
   return {};

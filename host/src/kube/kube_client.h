@@ -72,8 +72,8 @@ public:
   std::pair<std::shared_ptr<Informer>, std::shared_ptr<Subscription>> find(uint64_t id) const;
   const std::vector<std::shared_ptr<Informer>>& informers() const { return informers_; }
 
-  // Checks and sends a write; `done` runs once, on an io thread. Errors: invalid request.
-  Result<void> write(const KubeRequest& w, std::function<void(KubeResult)> done);
+  // Checks and sends a request (a write); `done` runs once, on an io thread. Errors: invalid.
+  Result<void> request(const KubeRequest& w, std::function<void(KubeResult)> done);
   // The request path and body a write becomes (exposed for tests).
   static Result<HttpRequest> toHttp(const KubeRequest& w);
 

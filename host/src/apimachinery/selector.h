@@ -13,7 +13,7 @@
 
 #include "common/result.h"
 
-namespace kuscia_host::k8s {
+namespace kuscia_host::apimachinery {
 
 // The SDK's parser and matcher (label_selector.hpp): one meaning for the host, the embedded API
 // server and the SDK's fake host.
@@ -48,4 +48,4 @@ private:
   std::vector<Term> terms_;
 };
 
-} // namespace kuscia_host::k8s
+} // namespace kuscia_host::apimachinery

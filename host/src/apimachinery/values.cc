@@ -1,6 +1,6 @@
-#include "k8s/values.h"
+#include "apimachinery/values.h"
 
-namespace kuscia_host::k8s {
+namespace kuscia_host::apimachinery {
 
 std::optional<bool> parseGoBool(const std::string& s) {
   if (s == "1" || s == "t" || s == "T" || s == "TRUE" || s == "true" || s == "True") return true;
@@ -14,4 +14,4 @@ bool goBoolOr(const std::optional<std::string>& value, bool fallback) {
   return parseGoBool(*value).value_or(fallback);
 }
 
-} // namespace kuscia_host::k8s
+} // namespace kuscia_host::apimachinery

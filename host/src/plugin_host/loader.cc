@@ -1,4 +1,4 @@
-#include "plugin/loader.h"
+#include "plugin_host/loader.h"
 
 #include <dlfcn.h>
 #include <sys/stat.h>

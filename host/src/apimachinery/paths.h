@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-namespace kuscia_host::k8s {
+namespace kuscia_host::apimachinery {
 
 // The collection path of a resource: /api/v1[/namespaces/NS]/pods or /apis/G/V[/namespaces/NS]/R.
 std::string resourcePath(const std::string& group, const std::string& version,
@@ -21,4 +21,4 @@ const std::string* badPathSegment(std::initializer_list<const std::string*> part
 // "a/b" -> {"a", "b"}; empty segments (leading, trailing, doubled slashes) are skipped.
 std::vector<std::string> splitPath(const std::string& path);
 
-} // namespace kuscia_host::k8s
+} // namespace kuscia_host::apimachinery

@@ -1,9 +1,9 @@
-#include "k8s/selector.h"
+#include "apimachinery/selector.h"
 
 #include <algorithm>
 #include <cctype>
 
-namespace kuscia_host::k8s {
+namespace kuscia_host::apimachinery {
 namespace {
 
 std::string trim(const std::string& s) {
@@ -98,4 +98,4 @@ bool FieldSelector::matches(const nlohmann::json& object) const {
   return true;
 }
 
-} // namespace kuscia_host::k8s
+} // namespace kuscia_host::apimachinery

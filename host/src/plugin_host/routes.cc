@@ -1,4 +1,4 @@
-#include "plugin/routes.h"
+#include "plugin_host/routes.h"
 
 #include <algorithm>
 #include <nlohmann/json.hpp>

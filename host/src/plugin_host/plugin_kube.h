@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "plugin/kube_bridge.h"
+#include "plugin_host/kube_bridge.h"
 
 namespace kuscia_host {
 

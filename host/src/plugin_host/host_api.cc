@@ -1,12 +1,12 @@
-#include "plugin/host_api.h"
+#include "plugin_host/host_api.h"
 
 #include <algorithm>
 #include <cstring>
 #include <memory>
 #include <string>
 
-#include "plugin/instance.h"
-#include "plugin/routes.h"
+#include "plugin_host/instance.h"
+#include "plugin_host/routes.h"
 
 namespace kuscia_host {
 

@@ -1,6 +1,6 @@
-#include "k8s/paths.h"
+#include "apimachinery/paths.h"
 
-namespace kuscia_host::k8s {
+namespace kuscia_host::apimachinery {
 
 void appendResourcePath(std::string& out, const std::string& group, const std::string& version,
                         const std::string& namespaceName, const std::string& resource) {
@@ -41,4 +41,4 @@ std::vector<std::string> splitPath(const std::string& path) {
   return out;
 }
 
-} // namespace kuscia_host::k8s
+} // namespace kuscia_host::apimachinery

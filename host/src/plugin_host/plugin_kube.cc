@@ -1,9 +1,9 @@
-#include "plugin/plugin_kube.h"
+#include "plugin_host/plugin_kube.h"
 
 #include <algorithm>
 #include <utility>
 
-#include "k8s/selector.h"
+#include "apimachinery/selector.h"
 
 namespace kuscia_host {
 
@@ -200,7 +200,7 @@ kh_status_t PluginKube::cacheList(uint64_t subscription, const char* selector,
     labels = it->second;
   }
   // The selector is judged before anything is cached, as it will be after.
-  auto sel = k8s::LabelSelector::parse(str(selector));
+  auto sel = apimachinery::LabelSelector::parse(str(selector));
   if (!sel) {
     cb_.callError("cache_list");
     return KH_ERR_INVALID_ARGUMENT;
@@ -289,7 +289,7 @@ kh_status_t PluginKube::request(const kh_kube_request_t* req, uint64_t* outId, s
     id = ++nextRequestId_;
     pending_[id] = req->user_tag;
   }
-  auto sent = bridge_->write(w, [this, id](kube::KubeResult r) {
+  auto sent = bridge_->request(w, [this, id](kube::KubeResult r) {
     cb_.post([this, id, r = std::move(r)] { complete(id, r); });
   });
   if (!sent) {

@@ -1,4 +1,4 @@
-#include "plugin/timers.h"
+#include "plugin_host/timers.h"
 
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>

@@ -6,7 +6,7 @@
 #include <optional>
 #include <string>
 
-namespace kuscia_host::k8s {
+namespace kuscia_host::apimachinery {
 
 // A failure as the API answers it: HTTP code, reason (NotFound, Conflict, Expired, ...), a
 // message for people, and details {name, group, kind, causes}.
@@ -25,4 +25,4 @@ nlohmann::json successJson(const std::string& message);
 // The message of a Status body, when `body` is one.
 std::optional<std::string> statusMessage(const std::string& body);
 
-} // namespace kuscia_host::k8s
+} // namespace kuscia_host::apimachinery

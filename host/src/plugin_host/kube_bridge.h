@@ -60,9 +60,10 @@ public:
                          std::string_view /*rv*/) {
     return Lookup::kNotFound;
   }
-  // Sends a write; `done` runs once, on an io thread. Errors: the request is invalid.
-  virtual Result<void> write(const kube::KubeRequest& write,
-                             std::function<void(kube::KubeResult)> done) = 0;
+  // Sends a request (kh_kube_request_t: create, patch, update, delete); `done` runs once, on an
+  // io thread. Errors: the request is invalid.
+  virtual Result<void> request(const kube::KubeRequest& req,
+                               std::function<void(kube::KubeResult)> done) = 0;
 };
 
 class KubeClientBridge final : public KubeBridge {
@@ -74,8 +75,8 @@ public:
   Lookup list(uint64_t subscription, const std::string& labelSelector,
               const Visitor& visit) override;
   Lookup release(uint64_t subscription, std::string_view key, std::string_view rv) override;
-  Result<void> write(const kube::KubeRequest& write,
-                     std::function<void(kube::KubeResult)> done) override;
+  Result<void> request(const kube::KubeRequest& req,
+                       std::function<void(kube::KubeResult)> done) override;
 
 private:
   kube::KubeClient& client_;

@@ -1,6 +1,6 @@
-#include "k8s/status.h"
+#include "apimachinery/status.h"
 
-namespace kuscia_host::k8s {
+namespace kuscia_host::apimachinery {
 
 using nlohmann::json;
 
@@ -24,4 +24,4 @@ std::optional<std::string> statusMessage(const std::string& body) {
   return std::nullopt;
 }
 
-} // namespace kuscia_host::k8s
+} // namespace kuscia_host::apimachinery

@@ -1,8 +1,8 @@
-#include "plugin/kube_bridge.h"
+#include "plugin_host/kube_bridge.h"
 
 #include <vector>
 
-#include "k8s/selector.h"
+#include "apimachinery/selector.h"
 
 namespace kuscia_host {
 
@@ -81,7 +81,7 @@ KubeBridge::Lookup KubeClientBridge::list(uint64_t subscription, const std::stri
   const auto& informer = found.first;
   const auto& sub = found.second;
   if (!informer) return Lookup::kOk; // not started yet: nothing cached
-  auto sel = k8s::LabelSelector::parse(labelSelector);
+  auto sel = apimachinery::LabelSelector::parse(labelSelector);
   if (!sel) return Lookup::kBadSelector;
   // Snapshot first: the visitor may call back into the host.
   std::vector<kube::RecordPtr> matching;
@@ -115,9 +115,9 @@ KubeBridge::Lookup KubeClientBridge::release(uint64_t subscription, std::string_
   return Lookup::kNotFound;
 }
 
-Result<void> KubeClientBridge::write(const kube::KubeRequest& write,
-                                     std::function<void(kube::KubeResult)> done) {
-  return client_.write(write, std::move(done));
+Result<void> KubeClientBridge::request(const kube::KubeRequest& req,
+                                       std::function<void(kube::KubeResult)> done) {
+  return client_.request(req, std::move(done));
 }
 
 } // namespace kuscia_host

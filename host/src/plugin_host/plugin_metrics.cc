@@ -1,4 +1,4 @@
-#include "plugin/plugin_metrics.h"
+#include "plugin_host/plugin_metrics.h"
 
 namespace kuscia_host {
 

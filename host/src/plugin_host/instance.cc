@@ -1,4 +1,4 @@
-#include "plugin/instance.h"
+#include "plugin_host/instance.h"
 
 #include <boost/asio/post.hpp>
 
@@ -6,7 +6,7 @@
 #include <cstring>
 #include <future>
 
-#include "plugin/host_api.h"
+#include "plugin_host/host_api.h"
 
 namespace kuscia_host {
 namespace {
