@@ -173,9 +173,4 @@ sdk::KubeRequest taskStatusPatch(const std::string& taskNamespace, const std::st
   return r;
 }
 
-int64_t Backoff::next() {
-  current_ = std::min(max_, current_ == 0 ? initial_ : current_ * 2);
-  return current_;
-}
-
 } // namespace kuscia_host::model

@@ -1,5 +1,7 @@
 #include "envoy_admin.h"
 
+#include <kuscia_model/backoff.h>
+
 #include <netdb.h>
 #include <sys/socket.h>
 #include <sys/time.h>
@@ -151,7 +153,7 @@ std::string EnvoyAdminPoller::lastError() const {
 }
 
 void EnvoyAdminPoller::run() {
-  int64_t backoff = 0;
+  model::Backoff backoff(intervalMillis_, maxBackoffMillis_); // after a failed poll
   for (;;) {
     std::string error;
     auto body = httpGet(url_, "/clusters?format=json", 1000, error);
@@ -166,11 +168,10 @@ void EnvoyAdminPoller::run() {
       if (names) {
         clusters_ = std::move(names);
         lastError_.clear();
-        backoff = 0;
+        backoff.reset();
       } else {
         lastError_ = error;
-        backoff = std::min(maxBackoffMillis_, backoff == 0 ? intervalMillis_ : backoff * 2);
-        wait = backoff;
+        wait = backoff.next();
       }
     }
     std::unique_lock lock(mu_);

@@ -1,5 +1,7 @@
 #include "otlp_exporter.h"
 
+#include <kuscia_model/backoff.h>
+
 #include <boost/asio/connect.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -180,7 +182,7 @@ void OtlpExporter::sendBatch(const std::vector<SpanData>& batch) {
   const auto n = static_cast<uint64_t>(batch.size());
   const auto started = Clock::now();
   const auto giveUp = started + std::chrono::seconds(config_.retryGiveUpSeconds);
-  milliseconds backoff(config_.retryInitialMillis);
+  model::Backoff backoff(config_.retryInitialMillis, config_.retryMaxMillis);
   // Under mu_: a failure episode begins, or the one going on has a newer reason.
   auto markFailing = [&](const std::string& why) {
     if (!counters_.failing) ++counters_.episode;
@@ -218,7 +220,7 @@ void OtlpExporter::sendBatch(const std::vector<SpanData>& batch) {
                                     : "HTTP " + std::to_string(r.status) +
                                           (r.body.empty() ? "" : ": " + r.body.substr(0, 200));
     if (!retryable) return fail(why + " (not retried)");
-    milliseconds wait = backoff;
+    milliseconds wait(backoff.next());
     if (auto ra = retryAfterDelay(r.retryAfter, std::chrono::system_clock::now())) wait = *ra;
     wait = std::min(wait, milliseconds(config_.retryMaxMillis) * 4);
     {
@@ -231,11 +233,8 @@ void OtlpExporter::sendBatch(const std::vector<SpanData>& batch) {
       counters_.failed += n;
       return;
     }
-    {
-      std::lock_guard lock(mu_);
-      ++counters_.retries;
-    }
-    backoff = std::min(backoff * 2, milliseconds(config_.retryMaxMillis));
+    std::lock_guard lock(mu_);
+    ++counters_.retries;
   }
 }
 

@@ -20,6 +20,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include <kuscia_model/backoff.h>
 #include <kuscia_model/kuscia_time.h>
 #include <kuscia_model/status_patch.h>
 
@@ -257,20 +258,5 @@ sdk::KubeRequest taskStatusPatch(const std::string& taskNamespace, const std::st
                                  const nlohmann::json& status);
 sdk::KubeRequest taskStatusPatch(const std::string& taskNamespace, const std::string& task,
                                  const StatusPatch& status);
-
-// Exponential backoff between retries of one failed write: `initial`, doubling, at most `max`.
-class Backoff {
-public:
-  Backoff() = default;
-  Backoff(int64_t initialMillis, int64_t maxMillis) : initial_(initialMillis), max_(maxMillis) {}
-  // The wait before the next try, and the one after it doubled.
-  int64_t next();
-  void reset() { current_ = 0; }
-  int64_t current() const { return current_; }
-
-private:
-  int64_t initial_ = 200, max_ = 30000;
-  int64_t current_ = 0;
-};
 
 } // namespace kuscia_host::model
