@@ -117,6 +117,17 @@ private:
   // definition).
   boost::asio::awaitable<void> exchange(std::shared_ptr<Connection> conn,
                                         std::vector<Queued> batch);
+  struct Exchange; // one batch's exchange, shared by its steps
+  // The batch's requests as one send's bytes; those that cannot be written are failed alone, the
+  // others moved to `sent`.
+  std::string serialize(std::vector<Queued>& batch, std::vector<Queued>& sent);
+  // Connects when the exchange has no connection yet, and writes the bytes.
+  boost::asio::awaitable<void> write(Exchange& x, const std::string& bytes);
+  // Reads the answers in order (on the grid over plain TCP), handing each over as it comes.
+  boost::asio::awaitable<void> readAnswers(Exchange& x);
+  // What a closed or failed connection left unanswered: sent again, or failed.
+  void settle(Exchange& x);
+  void failRequest(Queued& q, const std::string& why);
   // A connection whose exchange ended with it kept alive: the next waiting batch's, or idle.
   void putIdle(std::shared_ptr<Connection> c);
   // A connection (or one being opened) was closed or failed: its room goes to a waiting batch.
