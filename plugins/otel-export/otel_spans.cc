@@ -114,107 +114,91 @@ TaskFacts taskFactsOf(const std::string& name, const std::string& namespaceName,
   return t;
 }
 
-Plan planSpans(const json& doc, const TaskFacts& task, const std::string& domain, int64_t nowNanos,
-               int64_t stuckAfterNanos, bool p2p) {
-  namespace tl = model::timeline;
-  Plan plan;
-  const TraceId trace = traceIdOf(task.name);
-  const bool initiator = task.initiator == domain;
-  const bool party =
-      std::find(task.parties.begin(), task.parties.end(), domain) != task.parties.end();
-  const json summary = tl::summarize(doc, nowNanos);
-  const bool complete = summary.value("complete", false);
-  std::set<std::pair<std::string, std::string>> critical;
-  std::pair<std::string, std::string> blame;
-  if (complete) {
-    for (const auto& p : summary.value("criticalPath", json::array()))
-      critical.emplace(textOf(p, "entry"), textOf(p, "phase"));
-    if (summary.contains("blame"))
-      blame = {textOf(summary["blame"], "entry"), textOf(summary["blame"], "phase")};
-  }
-  const auto taskCreate = timeIn(doc, "createTime");
-  const SpanId rootId = spanIdOf(trace, "", "", "", "task");
-  const SpanId partyId = spanIdOf(trace, domain, "", "", "party");
-  bool owed = true; // every span owed has ended
-  auto add = [&](SpanData s) {
-    s.traceId = trace;
-    s.attributes.insert(s.attributes.begin(), Attribute{"kuscia.task.name", task.name});
-    plan.finishedAt = std::max(plan.finishedAt.value_or(s.endNanos), s.endNanos);
-    plan.spans.push_back(std::move(s));
-  };
-  auto blameAttributes = [&](std::vector<Attribute>& a) {
-    if (blame.second.empty()) return;
-    a.push_back({"kuscia.blame.phase", blame.second});
-    a.push_back({"kuscia.blame.entry", blame.first});
-  };
+namespace {
 
-  const json empty = json::object();
-  const json& entries =
-      doc.contains("entries") && doc["entries"].is_object() ? doc["entries"] : empty;
-  bool hasEntries = false;
-  for (const auto& [key, entry] : entries.items()) {
-    if (tl::detail::partyOf(key) != domain) continue;
-    hasEntries = true;
-    const bool pod = textOf(entry, "kind") == "pod";
+namespace tl = model::timeline;
+
+// What planSpans works out once and every span reads: the task's ids, its summary, the critical
+// path and the blame; and the plan it fills.
+class SpanPlanner {
+public:
+  SpanPlanner(const json& doc, const TaskFacts& task, const std::string& domain, int64_t nowNanos,
+              int64_t stuckAfterNanos, bool p2p)
+      : doc_(doc), task_(task), domain_(domain), now_(nowNanos), stuckAfter_(stuckAfterNanos),
+        p2p_(p2p), trace_(traceIdOf(task.name)), summary_(tl::summarize(doc, nowNanos)),
+        complete_(summary_.value("complete", false)), taskCreate_(timeIn(doc, "createTime")),
+        rootId_(spanIdOf(trace_, "", "", "", "task")),
+        partyId_(spanIdOf(trace_, domain, "", "", "party")) {
+    if (!complete_) return;
+    for (const auto& p : summary_.value("criticalPath", json::array()))
+      critical_.emplace(textOf(p, "entry"), textOf(p, "phase"));
+    if (summary_.contains("blame"))
+      blame_ = {textOf(summary_["blame"], "entry"), textOf(summary_["blame"], "phase")};
+  }
+
+  Plan plan() {
+    const bool initiator = task_.initiator == domain_;
+    const bool party =
+        std::find(task_.parties.begin(), task_.parties.end(), domain_) != task_.parties.end();
+    const json empty = json::object();
+    const json& entries =
+        doc_.contains("entries") && doc_["entries"].is_object() ? doc_["entries"] : empty;
+    bool hasEntries = false;
+    for (const auto& [key, entry] : entries.items()) {
+      if (tl::detail::partyOf(key) != domain_) continue;
+      hasEntries = true;
+      entrySpans(key, entry);
+    }
+    if (!partySpan(hasEntries) && (party || hasEntries)) owed_ = false;
+    if (initiator && taskCreate_ && !taskSpan()) owed_ = false;
+    plan_.finished = owed_ && (party || hasEntries || initiator);
+    for (const auto& s : plan_.spans)
+      plan_.finished = plan_.finished && !s.pending;
+    return std::move(plan_);
+  }
+
+private:
+  void add(SpanData s) {
+    s.traceId = trace_;
+    s.attributes.insert(s.attributes.begin(), Attribute{"kuscia.task.name", task_.name});
+    plan_.finishedAt = std::max(plan_.finishedAt.value_or(s.endNanos), s.endNanos);
+    plan_.spans.push_back(std::move(s));
+  }
+
+  void blameAttributes(std::vector<Attribute>& a) const {
+    if (blame_.second.empty()) return;
+    a.push_back({"kuscia.blame.phase", blame_.second});
+    a.push_back({"kuscia.blame.entry", blame_.first});
+  }
+
+  // An entry's phases, then (once ready) the entry's own span.
+  void entrySpans(const std::string& key, const json& entry) {
     const std::string incarnation = textOf(objectAt(entry, "times"), "createTime");
     const auto create = tl::detail::timeOf(entry, "createTime");
     if (!create) {
-      owed = false;
-      continue;
+      owed_ = false;
+      return;
     }
-    const SpanId entryId = spanIdOf(trace, domain, key, incarnation, "entry");
-    const std::string name = textOf(entry, "name");
-    for (const tl::Phase& ph : tl::phasesOf(key, entry)) {
-      SpanData s;
-      s.spanId = spanIdOf(trace, domain, key, incarnation, ph.phase);
-      s.parent = entryId;
-      s.name = ph.phase;
-      s.startNanos = ph.from;
-      if (ph.to) {
-        s.endNanos = *ph.to;
-      } else if (sdk::elapsed(ph.from, nowNanos) >= stuckAfterNanos) {
-        s.endNanos = nowNanos;
-        s.pending = true;
-        s.status = StatusCode::kError;
-        s.statusMessage = ph.reason.empty()
-                              ? "still " + ph.phase + " after " +
-                                    std::to_string(sdk::elapsed(ph.from, nowNanos) / 1000000000) +
-                                    " s"
-                              : ph.reason + (ph.message.empty() ? "" : ": " + ph.message);
-      } else {
-        continue;
+    const SpanId entryId = spanIdOf(trace_, domain_, key, incarnation, "entry");
+    for (const tl::Phase& ph : tl::phasesOf(key, entry))
+      if (auto s = phaseSpan(key, entry, incarnation, ph)) {
+        s->parent = entryId;
+        add(std::move(*s));
       }
-      s.attributes = {{"kuscia.party", domain}, {"kuscia.entry", key}, {"kuscia.phase", ph.phase}};
-      if (critical.count({key, ph.phase}) > 0)
-        s.attributes.push_back({"kuscia.critical_path", true});
-      if (blame == std::pair(key, ph.phase)) s.attributes.push_back({"kuscia.blame", true});
-      if (s.pending) s.attributes.push_back({"kuscia.phase.pending", true});
-      if (!ph.reason.empty()) {
-        s.attributes.push_back({"kuscia.phase.reason", ph.reason});
-        if (!ph.message.empty()) s.attributes.push_back({"kuscia.phase.message", ph.message});
-        const json& r = objectAt(objectAt(entry, "reasons"), ph.phase);
-        SpanEvent ev;
-        ev.timeNanos = r.contains("since") && r["since"].is_number_integer()
-                           ? r["since"].get<int64_t>()
-                           : ph.from;
-        ev.name = ph.reason;
-        if (!ph.message.empty()) ev.attributes.push_back({"kuscia.phase.message", ph.message});
-        s.events.push_back(std::move(ev));
-      }
-      add(std::move(s));
-    }
     auto ready = tl::readyOf(entry);
     if (!ready) {
-      owed = false;
-      continue;
+      owed_ = false;
+      return;
     }
+    const bool pod = textOf(entry, "kind") == "pod";
+    const std::string name = textOf(entry, "name");
     SpanData s;
     s.spanId = entryId;
-    s.parent = partyId;
+    s.parent = partyId_;
     s.name = pod ? "kuscia.pod.startup" : "kuscia.service.startup";
     s.startNanos = *create;
     s.endNanos = *ready;
-    s.attributes = {{"kuscia.party", domain},
+    s.attributes = {{"kuscia.party", domain_},
                     {"kuscia.entry", key},
                     {"k8s.namespace.name", textOf(entry, "namespace")}};
     if (pod) {
@@ -227,73 +211,131 @@ Plan planSpans(const json& doc, const TaskFacts& task, const std::string& domain
     add(std::move(s));
   }
 
-  const json& parties = objectAt(summary, "parties");
-  const json& partySummary = objectAt(parties, domain);
-  const auto partyReady = timeIn(partySummary, "readyTime");
-  if (hasEntries && taskCreate && partyReady &&
-      partySummary.value("readyEntries", 0) == partySummary.value("entries", -1)) {
+  // One phase's span: ended, or open past stuckAfter (an error); nullopt while it may still end.
+  std::optional<SpanData> phaseSpan(const std::string& key, const json& entry,
+                                    const std::string& incarnation, const tl::Phase& ph) const {
     SpanData s;
-    s.spanId = partyId;
-    s.parent = rootId;
-    s.parentRemote = p2p && !initiator;
-    s.name = "kuscia.party.startup";
-    s.startNanos = *taskCreate;
-    s.endNanos = *partyReady;
-    s.attributes = {{"kuscia.party", domain},
-                    {"kuscia.party.entries", int64_t{partySummary.value("entries", 0)}}};
-    if (blame.first.rfind(domain + "/", 0) == 0) blameAttributes(s.attributes);
-    add(std::move(s));
-  } else if (party || hasEntries) {
-    owed = false;
+    s.spanId = spanIdOf(trace_, domain_, key, incarnation, ph.phase);
+    s.name = ph.phase;
+    s.startNanos = ph.from;
+    if (ph.to) {
+      s.endNanos = *ph.to;
+    } else if (sdk::elapsed(ph.from, now_) >= stuckAfter_) {
+      s.endNanos = now_;
+      s.pending = true;
+      s.status = StatusCode::kError;
+      s.statusMessage = ph.reason.empty()
+                            ? "still " + ph.phase + " after " +
+                                  std::to_string(sdk::elapsed(ph.from, now_) / 1000000000) + " s"
+                            : ph.reason + (ph.message.empty() ? "" : ": " + ph.message);
+    } else {
+      return std::nullopt;
+    }
+    s.attributes = {{"kuscia.party", domain_}, {"kuscia.entry", key}, {"kuscia.phase", ph.phase}};
+    if (critical_.count({key, ph.phase}) > 0)
+      s.attributes.push_back({"kuscia.critical_path", true});
+    if (blame_ == std::pair(key, ph.phase)) s.attributes.push_back({"kuscia.blame", true});
+    if (s.pending) s.attributes.push_back({"kuscia.phase.pending", true});
+    if (!ph.reason.empty()) {
+      s.attributes.push_back({"kuscia.phase.reason", ph.reason});
+      if (!ph.message.empty()) s.attributes.push_back({"kuscia.phase.message", ph.message});
+      const json& r = objectAt(objectAt(entry, "reasons"), ph.phase);
+      SpanEvent ev;
+      ev.timeNanos = r.contains("since") && r["since"].is_number_integer()
+                         ? r["since"].get<int64_t>()
+                         : ph.from;
+      ev.name = ph.reason;
+      if (!ph.message.empty()) ev.attributes.push_back({"kuscia.phase.message", ph.message});
+      s.events.push_back(std::move(ev));
+    }
+    return s;
   }
 
-  if (initiator && taskCreate) {
-    // The exact end when this host sees every party's entries (centralized); else (p2p, where
-    // the other parties' pods are in their own clusters) the coarser one the task's own status
-    // gives: every party runs.
+  // This domain's span, once every entry of it is ready; whether it was added.
+  bool partySpan(bool hasEntries) {
+    const json& partySummary = objectAt(objectAt(summary_, "parties"), domain_);
+    const auto partyReady = timeIn(partySummary, "readyTime");
+    if (!hasEntries || !taskCreate_ || !partyReady ||
+        partySummary.value("readyEntries", 0) != partySummary.value("entries", -1))
+      return false;
+    SpanData s;
+    s.spanId = partyId_;
+    s.parent = rootId_;
+    s.parentRemote = p2p_ && task_.initiator != domain_;
+    s.name = "kuscia.party.startup";
+    s.startNanos = *taskCreate_;
+    s.endNanos = *partyReady;
+    s.attributes = {{"kuscia.party", domain_},
+                    {"kuscia.party.entries", int64_t{partySummary.value("entries", 0)}}};
+    if (blame_.first.rfind(domain_ + "/", 0) == 0) blameAttributes(s.attributes);
+    add(std::move(s));
+    return true;
+  }
+
+  // The task's root span (the initiator's), once its end is known; whether it was added. The
+  // exact end when this host sees every party's entries (centralized); else (p2p, where the
+  // other parties' pods are in their own clusters) the coarser one the task's own status gives:
+  // every party runs.
+  bool taskSpan() {
+    const json& parties = objectAt(summary_, "parties");
     bool seesEveryParty = true;
-    for (const auto& p : task.parties) {
+    for (const auto& p : task_.parties)
       seesEveryParty = seesEveryParty && objectAt(parties, p).value("entries", 0) > 0;
-    }
     std::optional<int64_t> end;
     std::string how;
-    if (seesEveryParty && complete) {
-      end = timeIn(summary, "allReadyTime");
+    if (seesEveryParty && complete_) {
+      end = timeIn(summary_, "allReadyTime");
       how = "all_ready";
-    } else if (!seesEveryParty && task.partiesRunning) {
-      end = task.runningSince.value_or(nowNanos);
-      if (auto seen = timeIn(summary, "allReadyTime"); complete && seen)
+    } else if (!seesEveryParty && task_.partiesRunning) {
+      end = task_.runningSince.value_or(now_);
+      if (auto seen = timeIn(summary_, "allReadyTime"); complete_ && seen)
         end = std::max(*end, *seen);
       how = "parties_running";
     }
-    if (end) {
-      SpanData s;
-      s.spanId = rootId;
-      s.name = "kuscia.task.startup";
-      s.startNanos = *taskCreate;
-      s.endNanos = std::max(*end, *taskCreate);
-      std::string partyList;
-      for (const auto& p : task.parties)
-        partyList += (partyList.empty() ? "" : ",") + p;
-      s.attributes = {{"k8s.namespace.name", task.namespaceName},
-                      {"kuscia.task.initiator", task.initiator},
-                      {"kuscia.task.parties", partyList},
-                      {"kuscia.task.root_end", how}};
-      if (!task.uid.empty()) s.attributes.push_back({"kuscia.task.uid", task.uid});
-      if (!task.job.empty()) s.attributes.push_back({"kuscia.job.id", task.job});
-      if (!task.alias.empty()) s.attributes.push_back({"kuscia.task.alias", task.alias});
-      if (std::string last = textOf(summary, "lastParty"); !last.empty() && how == "all_ready")
-        s.attributes.push_back({"kuscia.task.last_party", last});
-      blameAttributes(s.attributes);
-      add(std::move(s));
-    } else {
-      owed = false;
-    }
+    if (!end) return false;
+    SpanData s;
+    s.spanId = rootId_;
+    s.name = "kuscia.task.startup";
+    s.startNanos = *taskCreate_;
+    s.endNanos = std::max(*end, *taskCreate_);
+    std::string partyList;
+    for (const auto& p : task_.parties)
+      partyList += (partyList.empty() ? "" : ",") + p;
+    s.attributes = {{"k8s.namespace.name", task_.namespaceName},
+                    {"kuscia.task.initiator", task_.initiator},
+                    {"kuscia.task.parties", partyList},
+                    {"kuscia.task.root_end", how}};
+    if (!task_.uid.empty()) s.attributes.push_back({"kuscia.task.uid", task_.uid});
+    if (!task_.job.empty()) s.attributes.push_back({"kuscia.job.id", task_.job});
+    if (!task_.alias.empty()) s.attributes.push_back({"kuscia.task.alias", task_.alias});
+    if (std::string last = textOf(summary_, "lastParty"); !last.empty() && how == "all_ready")
+      s.attributes.push_back({"kuscia.task.last_party", last});
+    blameAttributes(s.attributes);
+    add(std::move(s));
+    return true;
   }
-  plan.finished = owed && (party || hasEntries || initiator);
-  for (const auto& s : plan.spans)
-    plan.finished = plan.finished && !s.pending;
-  return plan;
+
+  const json& doc_;
+  const TaskFacts& task_;
+  const std::string& domain_;
+  const int64_t now_, stuckAfter_;
+  const bool p2p_;
+  const TraceId trace_;
+  const json summary_;
+  const bool complete_;
+  const std::optional<int64_t> taskCreate_;
+  const SpanId rootId_, partyId_;
+  std::set<std::pair<std::string, std::string>> critical_;
+  std::pair<std::string, std::string> blame_;
+  bool owed_ = true; // every span owed has ended
+  Plan plan_;
+};
+
+} // namespace
+
+Plan planSpans(const json& doc, const TaskFacts& task, const std::string& domain, int64_t nowNanos,
+               int64_t stuckAfterNanos, bool p2p) {
+  return SpanPlanner(doc, task, domain, nowNanos, stuckAfterNanos, p2p).plan();
 }
 
 } // namespace kuscia_host::plugins::otel

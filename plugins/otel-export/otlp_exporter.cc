@@ -240,12 +240,79 @@ void OtlpExporter::sendBatch(const std::vector<SpanData>& batch) {
 
 namespace {
 
-// Runs the io_context until `done` or the deadline; false on timeout or cancellation.
-bool runUntil(net::io_context& ioc, const bool& done, Clock::time_point deadline) {
-  ioc.restart();
-  while (!done && !ioc.stopped() && Clock::now() < deadline)
-    ioc.run_one_until(deadline);
-  return done;
+// One request's asynchronous steps, each run on its own io_context to its end or the deadline.
+struct Steps {
+  net::io_context& ioc;
+  Clock::time_point deadline;
+  int64_t timeoutMillis;
+  PostResult& result;
+  boost::system::error_code ec;
+  bool done = false;
+
+  // A completion handler that records the step's outcome.
+  auto handler() {
+    return [this](boost::system::error_code e, auto&&...) {
+      ec = e;
+      done = true;
+    };
+  }
+  // Runs the step started last; false (with result.error) on a timeout, cancellation or error.
+  bool run(const std::string& what) {
+    ioc.restart();
+    while (!done && !ioc.stopped() && Clock::now() < deadline)
+      ioc.run_one_until(deadline);
+    if (!done) {
+      result.error = what + ": no answer within " + std::to_string(timeoutMillis) + " ms";
+      return false;
+    }
+    if (ec) {
+      result.error = what + ": " + ec.message();
+      return false;
+    }
+    done = false;
+    return true;
+  }
+};
+
+// The request and the answer over one stream (plain or TLS).
+template <typename Stream>
+bool exchange(Steps& steps, Stream& stream, http::request<http::string_body>& req,
+              http::response<http::string_body>& res) {
+  beast::flat_buffer buffer;
+  http::async_write(stream, req, steps.handler());
+  if (!steps.run("sending")) return false;
+  http::async_read(stream, buffer, res, steps.handler());
+  return steps.run("reading the answer");
+}
+
+// The TLS context that verifies the collector (config.caFile, else the system's CAs).
+std::optional<net::ssl::context> tlsContextFor(const OtelConfig& config, std::string& error) {
+  boost::system::error_code ec;
+  std::optional<net::ssl::context> tls(net::ssl::context::tls_client);
+  tls->set_verify_mode(net::ssl::verify_peer);
+  if (!config.caFile.empty())
+    tls->load_verify_file(config.caFile, ec);
+  else
+    tls->set_default_verify_paths(ec);
+  if (!ec) return tls;
+  error = "TLS: the CA: " + ec.message();
+  return std::nullopt;
+}
+
+// The POST of an export request's `body`.
+http::request<http::string_body> requestFor(const OtelConfig& config, const std::string& body) {
+  const Endpoint& ep = config.endpoint;
+  http::request<http::string_body> req{http::verb::post, ep.target, 11};
+  bool defaultPort = ep.port == (ep.tls ? 443 : 80);
+  req.set(http::field::host, ep.host + (defaultPort ? "" : ":" + std::to_string(ep.port)));
+  req.set(http::field::content_type, config.json ? "application/json" : "application/x-protobuf");
+  req.set(http::field::user_agent, std::string("kuscia-host-otel-export/") + kOtelExportVersion);
+  if (config.gzip) req.set(http::field::content_encoding, "gzip");
+  for (const auto& [name, value] : config.headers)
+    req.set(name, value);
+  req.body() = body;
+  req.prepare_payload();
+  return req;
 }
 
 } // namespace
@@ -268,100 +335,43 @@ PostResult OtlpExporter::post(const std::string& body) {
       self->cancel_ = nullptr;
     }
   } reset{this};
-  const auto deadline = Clock::now() + milliseconds(config_.timeoutMillis);
+  Steps steps{ioc, Clock::now() + milliseconds(config_.timeoutMillis), config_.timeoutMillis,
+              result};
   const Endpoint& ep = config_.endpoint;
-  boost::system::error_code ec;
-  bool done = false;
-  auto step = [&](const char* what) {
-    if (!runUntil(ioc, done, deadline)) {
-      result.error =
-          std::string(what) + ": no answer within " + std::to_string(config_.timeoutMillis) + " ms";
-      return false;
-    }
-    if (ec) {
-      result.error = std::string(what) + ": " + ec.message();
-      return false;
-    }
-    done = false;
-    return true;
-  };
-
   tcp::resolver resolver(ioc);
   tcp::resolver::results_type addresses;
   resolver.async_resolve(ep.host, std::to_string(ep.port),
                          [&](boost::system::error_code e, tcp::resolver::results_type r) {
-                           ec = e;
                            addresses = std::move(r);
-                           done = true;
+                           steps.handler()(e);
                          });
-  if (!step(("resolving " + ep.host).c_str())) return result;
-
-  std::optional<net::ssl::context> tlsContext;
-  if (ep.tls) {
-    tlsContext.emplace(net::ssl::context::tls_client);
-    tlsContext->set_verify_mode(net::ssl::verify_peer);
-    if (!config_.caFile.empty())
-      tlsContext->load_verify_file(config_.caFile, ec);
-    else
-      tlsContext->set_default_verify_paths(ec);
-    if (ec) {
-      result.error = "TLS: the CA: " + ec.message();
-      return result;
-    }
-  }
+  if (!steps.run("resolving " + ep.host)) return result;
+  std::optional<net::ssl::context> tls;
+  if (ep.tls && !(tls = tlsContextFor(config_, result.error))) return result;
   beast::tcp_stream tcpStream(ioc);
+  tcpStream.async_connect(addresses, steps.handler());
+  if (!steps.run("connecting")) return result;
   std::optional<beast::ssl_stream<beast::tcp_stream&>> tlsStream;
-  tcpStream.async_connect(addresses, [&](boost::system::error_code e, const tcp::endpoint&) {
-    ec = e;
-    done = true;
-  });
-  if (!step("connecting")) return result;
   if (ep.tls) {
-    tlsStream.emplace(tcpStream, *tlsContext);
+    tlsStream.emplace(tcpStream, *tls);
     SSL_set_tlsext_host_name(tlsStream->native_handle(), ep.host.c_str());
     tlsStream->set_verify_callback(net::ssl::host_name_verification(ep.host));
-    tlsStream->async_handshake(net::ssl::stream_base::client, [&](boost::system::error_code e) {
-      ec = e;
-      done = true;
-    });
-    if (!step("TLS handshake")) {
+    tlsStream->async_handshake(net::ssl::stream_base::client, steps.handler());
+    if (!steps.run("TLS handshake")) {
       // The certificate or the protocol refused, not the network: the same every time.
-      result.permanent = ec.category() == net::error::get_ssl_category();
+      result.permanent = steps.ec.category() == net::error::get_ssl_category();
       return result;
     }
   }
-
-  http::request<http::string_body> req{http::verb::post, ep.target, 11};
-  bool defaultPort = ep.port == (ep.tls ? 443 : 80);
-  req.set(http::field::host, ep.host + (defaultPort ? "" : ":" + std::to_string(ep.port)));
-  req.set(http::field::content_type, config_.json ? "application/json" : "application/x-protobuf");
-  req.set(http::field::user_agent, std::string("kuscia-host-otel-export/") + kOtelExportVersion);
-  if (config_.gzip) req.set(http::field::content_encoding, "gzip");
-  for (const auto& [name, value] : config_.headers)
-    req.set(name, value);
-  req.body() = body;
-  req.prepare_payload();
+  auto req = requestFor(config_, body);
   http::response<http::string_body> res;
-  beast::flat_buffer buffer;
-  auto io = [&](auto& stream) {
-    http::async_write(stream, req, [&](boost::system::error_code e, std::size_t) {
-      ec = e;
-      done = true;
-    });
-    if (!step("sending")) return false;
-    http::async_read(stream, buffer, res, [&](boost::system::error_code e, std::size_t) {
-      ec = e;
-      done = true;
-    });
-    return step("reading the answer");
-  };
-  bool ok = tlsStream ? io(*tlsStream) : io(tcpStream);
-  if (!ok) return result;
+  if (!(tlsStream ? exchange(steps, *tlsStream, req, res) : exchange(steps, tcpStream, req, res)))
+    return result;
   result.status = static_cast<int>(res.result_int());
   result.body = std::move(res.body());
   if (auto it = res.find(http::field::retry_after); it != res.end())
     result.retryAfter = std::string(it->value());
-  tcpStream.socket().shutdown(tcp::socket::shutdown_both, ec);
+  tcpStream.socket().shutdown(tcp::socket::shutdown_both, steps.ec);
   return result;
 }
 

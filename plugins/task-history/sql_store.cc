@@ -345,75 +345,10 @@ public:
   }
 
   HistoryPage list(const HistoryQuery& q) override {
-    // With a party, the walk is over that party's index; otherwise over the tasks'.
-    bool byParty = !q.party.empty();
-    std::string t = byParty ? "p." : "t.";
-    // A page whose filters are all on the walked index's columns (the party, the creation, the
-    // name) walks the index alone for its keys, then reads the page's rows: the rows the filters
-    // pass over are never read (PostgreSQL filters an index-only scan on the index's tuples, and
-    // only then fetches a row; SQLite's covering index likewise). The rows are joined on the
-    // creation and the name (task_parties' create_ns is written with the task's, in the same
-    // transaction): the page's rows are then neighbours in the creation index, a few of its
-    // pages, where the name's index scatters them over a hundred (PostgreSQL, 1,000,000 tasks,
-    // pages not in its buffers: 100 pages read and 8 ms, against 8 pages and 1.3 ms).
-    const bool keysFirst =
-        !q.slowest && q.phase.empty() && q.blamePhase.empty() && !q.minStartupSeconds;
-    std::string where = " WHERE 1 = 1";
-    std::vector<SqlValue> params;
-    auto param = [&](SqlValue v) {
-      params.push_back(std::move(v));
-      return "$" + std::to_string(params.size());
-    };
-    if (byParty) where += " AND p.party = " + param(q.party);
-    // The slowest: walked down the startup index; the creation range only filters ("+" keeps
-    // the planner of either database from walking the creation index and sorting instead).
-    std::string created = (q.slowest ? "+" : "") + t + "create_ns";
-    if (q.since) where += " AND " + created + " >= " + param(*q.since);
-    if (q.until) where += " AND " + created + " < " + param(*q.until);
-    if (!q.phase.empty()) where += " AND t.phase = " + param(q.phase);
-    if (!q.blamePhase.empty()) where += " AND t.blame_phase = " + param(q.blamePhase);
-    if (q.minStartupSeconds) where += " AND t.startup_seconds >= " + param(*q.minStartupSeconds);
-    if (!q.prefix.empty()) {
-      // Names are DNS labels: '~' sorts after every character they may hold. A prefix few tasks
-      // have is walked by name (then sorted); a common one along the creation index, filtered.
-      std::string to = q.prefix + "~";
-      int64_t named = 0;
-      db_->run("SELECT count(*) FROM (SELECT 1 FROM tasks WHERE task >= $1 AND task < $2 LIMIT " +
-                   std::to_string(kPrefixWalk + 1) + ") n",
-               {q.prefix, to}, [&](const SqlRow& row) { named = row.integer(0); });
-      // (`|| ''` keeps the planner off the name index, as "+" does for a number.)
-      std::string name = t + "task" + (named > kPrefixWalk ? " || ''" : "");
-      where += " AND " + name + " >= " + param(q.prefix) + " AND " + name + " < " + param(to);
-    }
-    if (q.after && !q.slowest) {
-      // (create_ns, task) < (c, n), written so that both databases take a range of the index.
-      std::string c = param(q.after->first);
-      std::string n = param(q.after->second);
-      where += " AND " + t + "create_ns <= " + c + " AND (" + t + "create_ns < " + c + " OR " + t +
-               "task < " + n + ")";
-    }
-    const std::string columns = "SELECT t.task, t.namespace, t.phase, t.create_ns, t.summary";
-    const std::string rows =
-        std::string(" FROM ") +
-        (byParty ? "task_parties p JOIN tasks t ON t.task = p.task" : "tasks t") + where;
-    std::string sql;
-    if (q.slowest) {
-      sql = columns + rows +
-            " AND t.startup_seconds IS NOT NULL ORDER BY t.startup_seconds DESC, t.task DESC "
-            "LIMIT " +
-            param(static_cast<int64_t>(q.limit));
-    } else if (keysFirst) {
-      sql = columns + " FROM (SELECT " + t + "create_ns AS create_ns, " + t + "task AS task FROM " +
-            (byParty ? "task_parties p" : "tasks t") + where + " ORDER BY " + t +
-            "create_ns DESC, " + t + "task DESC LIMIT " + param(static_cast<int64_t>(q.limit + 1)) +
-            ") k JOIN tasks t ON t.create_ns = k.create_ns AND t.task = k.task ORDER BY "
-            "k.create_ns DESC, k.task DESC";
-    } else {
-      sql = columns + rows + " ORDER BY " + t + "create_ns DESC, " + t + "task DESC LIMIT " +
-            param(static_cast<int64_t>(q.limit + 1));
-    }
+    SqlParams params;
+    std::string sql = listSql(q, listWhere(q, params), params);
     HistoryPage page;
-    db_->run(sql, params, [&](const SqlRow& row) {
+    db_->run(sql, params.values, [&](const SqlRow& row) {
       HistoryItem it;
       it.task = row.text(0);
       it.namespaceName = row.text(1);
@@ -606,6 +541,100 @@ private:
     }
   };
 
+  // A statement's parameters, numbered as both databases take them ($1, $2, ...).
+  struct SqlParams {
+    std::vector<SqlValue> values;
+    std::string add(SqlValue v) {
+      values.push_back(std::move(v));
+      return "$" + std::to_string(values.size());
+    }
+  };
+
+  // The list's WHERE clause over the walked index (the party's, with a party; else the tasks').
+  std::string listWhere(const HistoryQuery& q, SqlParams& params) {
+    const bool byParty = !q.party.empty();
+    const std::string t = byParty ? "p." : "t.";
+    std::string where = " WHERE 1 = 1";
+    if (byParty) where += " AND p.party = " + params.add(q.party);
+    // The slowest: walked down the startup index; the creation range only filters ("+" keeps
+    // the planner of either database from walking the creation index and sorting instead).
+    std::string created = (q.slowest ? "+" : "") + t + "create_ns";
+    if (q.since) where += " AND " + created + " >= " + params.add(*q.since);
+    if (q.until) where += " AND " + created + " < " + params.add(*q.until);
+    if (!q.phase.empty()) where += " AND t.phase = " + params.add(q.phase);
+    if (!q.blamePhase.empty()) where += " AND t.blame_phase = " + params.add(q.blamePhase);
+    if (q.minStartupSeconds)
+      where += " AND t.startup_seconds >= " + params.add(*q.minStartupSeconds);
+    if (!q.prefix.empty()) {
+      // Names are DNS labels: '~' sorts after every character they may hold. A prefix few tasks
+      // have is walked by name (then sorted); a common one along the creation index, filtered.
+      std::string to = q.prefix + "~";
+      int64_t named = 0;
+      db_->run("SELECT count(*) FROM (SELECT 1 FROM tasks WHERE task >= $1 AND task < $2 LIMIT " +
+                   std::to_string(kPrefixWalk + 1) + ") n",
+               {q.prefix, to}, [&](const SqlRow& row) { named = row.integer(0); });
+      // (`|| ''` keeps the planner off the name index, as "+" does for a number.)
+      std::string name = t + "task" + (named > kPrefixWalk ? " || ''" : "");
+      where +=
+          " AND " + name + " >= " + params.add(q.prefix) + " AND " + name + " < " + params.add(to);
+    }
+    if (q.after && !q.slowest) {
+      // (create_ns, task) < (c, n), written so that both databases take a range of the index.
+      std::string c = params.add(q.after->first);
+      std::string n = params.add(q.after->second);
+      where += " AND " + t + "create_ns <= " + c + " AND (" + t + "create_ns < " + c + " OR " + t +
+               "task < " + n + ")";
+    }
+    return where;
+  }
+
+  // The list's statement: a page (one row more than asked, for the next page's token) newest
+  // first, or the slowest.
+  static std::string listSql(const HistoryQuery& q, const std::string& where, SqlParams& params) {
+    const bool byParty = !q.party.empty();
+    const std::string t = byParty ? "p." : "t.";
+    // A page whose filters are all on the walked index's columns (the party, the creation, the
+    // name) walks the index alone for its keys, then reads the page's rows: the rows the filters
+    // pass over are never read (PostgreSQL filters an index-only scan on the index's tuples, and
+    // only then fetches a row; SQLite's covering index likewise). The rows are joined on the
+    // creation and the name (task_parties' create_ns is written with the task's, in the same
+    // transaction): the page's rows are then neighbours in the creation index, a few of its
+    // pages, where the name's index scatters them over a hundred (PostgreSQL, 1,000,000 tasks,
+    // pages not in its buffers: 100 pages read and 8 ms, against 8 pages and 1.3 ms).
+    const bool keysFirst =
+        !q.slowest && q.phase.empty() && q.blamePhase.empty() && !q.minStartupSeconds;
+    const std::string columns = "SELECT t.task, t.namespace, t.phase, t.create_ns, t.summary";
+    const std::string rows =
+        std::string(" FROM ") +
+        (byParty ? "task_parties p JOIN tasks t ON t.task = p.task" : "tasks t") + where;
+    if (q.slowest)
+      return columns + rows +
+             " AND t.startup_seconds IS NOT NULL ORDER BY t.startup_seconds DESC, t.task DESC "
+             "LIMIT " +
+             params.add(static_cast<int64_t>(q.limit));
+    if (keysFirst)
+      return columns + " FROM (SELECT " + t + "create_ns AS create_ns, " + t +
+             "task AS task FROM " + (byParty ? "task_parties p" : "tasks t") + where +
+             " ORDER BY " + t + "create_ns DESC, " + t + "task DESC LIMIT " +
+             params.add(static_cast<int64_t>(q.limit + 1)) +
+             ") k JOIN tasks t ON t.create_ns = k.create_ns AND t.task = k.task ORDER BY "
+             "k.create_ns DESC, k.task DESC";
+    return columns + rows + " ORDER BY " + t + "create_ns DESC, " + t + "task DESC LIMIT " +
+           params.add(static_cast<int64_t>(q.limit + 1));
+  }
+
+  // The task's documents, combined where they are (combinedView): a recording with nothing
+  // stored before it is its own document and is not copied (two copies and their frees were
+  // about a fifth of the writer's instructions a task); merged or stored ones are kept here.
+  struct TaskDocuments {
+    std::vector<StoredRecording> kept; // reserved up front: `parts` points into it
+    std::vector<RecordingRef> parts;
+    void keep(StoredRecording s) {
+      kept.push_back(std::move(s));
+      parts.push_back({kept.back().recorder, kept.back().atNanos, &kept.back().document});
+    }
+  };
+
   // One task's recordings, merged into what each recorder had stored, and the task refreshed;
   // its stats_days rows into `delta`. Whether each recording changed what was stored.
   std::vector<bool> recordOne(const std::vector<const Recording*>& rs, StatsDelta& delta) {
@@ -614,49 +643,12 @@ private:
     // Every recorder's stored document of the task, in one read.
     bool known = false;
     std::vector<StoredRecording> stored = recordings(first.task, {}, &known);
-    // The task's documents, combined where they are (combinedView): a recording with nothing
-    // stored before it is its own document and is not copied (two copies and their frees were
-    // about a fifth of the writer's instructions a task); merged or stored ones are kept here.
-    std::vector<StoredRecording> kept;
-    kept.reserve(rs.size() + stored.size()); // `parts` points into it
-    std::vector<RecordingRef> parts;
-    auto keep = [&kept, &parts](StoredRecording s) {
-      kept.push_back(std::move(s));
-      parts.push_back({kept.back().recorder, kept.back().atNanos, &kept.back().document});
-    };
+    TaskDocuments docs;
+    docs.kept.reserve(rs.size() + stored.size());
     bool any = false;
     for (std::size_t i = 0; i < rs.size(); ++i) {
-      const Recording& r = *rs[i];
-      auto was = std::find_if(stored.begin(), stored.end(),
-                              [&r](const StoredRecording& s) { return s.recorder == r.recorder; });
-      std::optional<json> merged;
-      if (was != stored.end()) {
-        // A text recording is parsed to be merged (a recorder's later recordings of a task).
-        const json incoming = r.text ? model::parseJson(r.text->json) : json();
-        merged = mergeRecording(was->document, r.text ? incoming : r.document);
-        if (*merged == was->document) {
-          keep(std::move(*was));
-          stored.erase(was);
-          continue;
-        }
-        stored.erase(was);
-      }
-      // mergeRecording(null, r.document) is the recording itself: as it is, text or document.
-      const std::string dumped = merged   ? model::dumpJson(*merged)
-                                 : r.text ? ""
-                                          : model::dumpJson(r.document);
-      SqlBytes packed = packer_.pack(!merged && r.text ? r.text->json : dumped);
-      db_->run("INSERT INTO recordings (task, recorder, at_ns, document) VALUES ($1, $2, $3, $4)"
-               " ON CONFLICT (task, recorder) DO UPDATE SET at_ns = excluded.at_ns,"
-               " document = excluded.document",
-               {r.task, r.recorder, r.atNanos, std::move(packed)});
-      if (merged)
-        keep({r.recorder, r.atNanos, std::move(*merged)});
-      else if (r.text)
-        parts.push_back({r.recorder, r.atNanos, nullptr, &*r.text});
-      else
-        parts.push_back({r.recorder, r.atNanos, &r.document});
-      changed[i] = any = true;
+      changed[i] = storeRecording(*rs[i], stored, docs);
+      any = any || changed[i];
     }
     if (!any) return changed;
     // What the task counted in stats_days before (nothing when it is new: a task's rows go with
@@ -665,7 +657,61 @@ private:
     if (known) old = contributions(first.task);
     // The other recorders' documents, as stored.
     for (auto& s : stored)
-      keep(std::move(s));
+      docs.keep(std::move(s));
+    writeTaskRows(first, docs.parts, known);
+    // The old rows out and the new in, as differences: a row that did not change (a second
+    // domain's recording of a task often changes none) costs nothing.
+    std::vector<std::vector<SqlValue>> now = contributions(first.task);
+    for (auto& r : old) {
+      auto same = std::find(now.begin(), now.end(), r);
+      if (same != now.end())
+        now.erase(same);
+      else
+        delta.add(r, -1);
+    }
+    for (auto& r : now)
+      delta.add(r, 1);
+    return changed;
+  }
+
+  // Merges `r` into what its recorder had stored (taken out of `stored`) and writes it unless
+  // that changes nothing; its document goes to `docs`. Whether it changed what was stored.
+  bool storeRecording(const Recording& r, std::vector<StoredRecording>& stored,
+                      TaskDocuments& docs) {
+    auto was = std::find_if(stored.begin(), stored.end(),
+                            [&r](const StoredRecording& s) { return s.recorder == r.recorder; });
+    std::optional<json> merged;
+    if (was != stored.end()) {
+      // A text recording is parsed to be merged (a recorder's later recordings of a task).
+      const json incoming = r.text ? model::parseJson(r.text->json) : json();
+      merged = mergeRecording(was->document, r.text ? incoming : r.document);
+      if (*merged == was->document) {
+        docs.keep(std::move(*was));
+        stored.erase(was);
+        return false;
+      }
+      stored.erase(was);
+    }
+    // mergeRecording(null, r.document) is the recording itself: as it is, text or document.
+    const std::string dumped = merged   ? model::dumpJson(*merged)
+                               : r.text ? ""
+                                        : model::dumpJson(r.document);
+    SqlBytes packed = packer_.pack(!merged && r.text ? r.text->json : dumped);
+    db_->run("INSERT INTO recordings (task, recorder, at_ns, document) VALUES ($1, $2, $3, $4)"
+             " ON CONFLICT (task, recorder) DO UPDATE SET at_ns = excluded.at_ns,"
+             " document = excluded.document",
+             {r.task, r.recorder, r.atNanos, std::move(packed)});
+    if (merged)
+      docs.keep({r.recorder, r.atNanos, std::move(*merged)});
+    else if (r.text)
+      docs.parts.push_back({r.recorder, r.atNanos, nullptr, &*r.text});
+    else
+      docs.parts.push_back({r.recorder, r.atNanos, &r.document});
+    return true;
+  }
+
+  // The task's row and its parties' rows, from the combined documents of its recorders.
+  void writeTaskRows(const Recording& first, const std::vector<RecordingRef>& parts, bool known) {
     // The summary is dated by the latest recording, which the view has found.
     const CombinedView view = combinedView(parts);
     const int64_t latest = std::max<int64_t>(0, parts[view.latestIndex].atNanos);
@@ -692,19 +738,6 @@ private:
         pp.emplace_back(s);
       db_->run(sql.insertParty, pp);
     }
-    // The old rows out and the new in, as differences: a row that did not change (a second
-    // domain's recording of a task often changes none) costs nothing.
-    std::vector<std::vector<SqlValue>> now = contributions(first.task);
-    for (auto& r : old) {
-      auto same = std::find(now.begin(), now.end(), r);
-      if (same != now.end())
-        now.erase(same);
-      else
-        delta.add(r, -1);
-    }
-    for (auto& r : now)
-      delta.add(r, 1);
-    return changed;
   }
 
   // Rolls back unless committed.

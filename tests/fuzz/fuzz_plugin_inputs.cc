@@ -24,6 +24,7 @@
 // libFuzzer's entry point: its name is not ours to choose.
 // NOLINTNEXTLINE(readability-identifier-naming)
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
+  using namespace kuscia_host::model;
   using namespace kuscia_host::plugins;
   if (size == 0) return 0;
   std::string_view in(reinterpret_cast<const char*>(data) + 1, size - 1);

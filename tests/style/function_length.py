@@ -8,6 +8,7 @@ its length is from the line of its name to its closing brace. Comments, strings 
 are blanked before counting braces, so braces inside them do not count.
 
 usage: function_length.py REPOSITORY_ROOT [MAX_LINES]
+       function_length.py --self-test    (the checker on functions it makes)
 """
 import os
 import re
@@ -91,7 +92,35 @@ def functions(path):
     return found, raw.split("\n")
 
 
+def self_test():
+    """A long function is found, with its line and length; a marked table, braces in comments,
+    strings and raw strings, lambdas and class bodies are not functions of their own."""
+    import tempfile
+    body = "\n".join("  x += %d;" % i for i in range(79))
+    with tempfile.TemporaryDirectory() as root:
+        os.makedirs(os.path.join(root, "host"))
+        with open(os.path.join(root, "host", "a.cc"), "w") as f:
+            f.write("namespace n {\n"
+                    "int shortOne(int x) {\n  return x; // }}}\n}\n"
+                    "int longOne(int x) {\n" + body + "\n  return x;\n}\n"
+                    "// A table: one option a line.\nint table(int x) {\n" + body + "\n" + body +
+                    "\n  return x;\n}\n"
+                    "struct S {\n  int m(int x) {\n    auto f = [](int y) { return y; };\n"
+                    "    const char* s = \"{{{\";\n    const char* r = R\"d({)d\";\n"
+                    "    return f(x);\n  }\n};\n"
+                    "} // namespace n\n")
+        found, _ = functions(os.path.join(root, "host", "a.cc"))
+        lengths = {sig.split("(")[0].split()[-1]: last - first + 1 for first, last, sig in found}
+        assert lengths == {"shortOne": 3, "longOne": 82, "table": 161, "m": 6}, lengths
+        sys.argv = [sys.argv[0], root]
+        assert main() == 1
+    print("function_length.py: self-test passed")
+    return 0
+
+
 def main():
+    if len(sys.argv) > 1 and sys.argv[1] == "--self-test":
+        return self_test()
     root = sys.argv[1] if len(sys.argv) > 1 else "."
     limit = int(sys.argv[2]) if len(sys.argv) > 2 else 80
     bad = []

@@ -52,7 +52,7 @@ json resourceEntry(const ResourceInfo& r) {
   return e;
 }
 
-// The APIResourceList of a group/version ("v1", "kuscia.secretflow/v1alpha1"); nullopt if none.
+// The APIResourceList of a group/version ("v1", "apps/v1", a CRD's group/version); nullopt if none.
 std::optional<json> resourceList(const ResourceRegistry& registry, const std::string& gv) {
   json resources = json::array();
   for (const auto& r : registry.all()) {

@@ -26,7 +26,7 @@ struct ResourceInfo {
 
   std::string apiVersion() const { return group.empty() ? version : group + "/" + version; }
   std::string groupVersion() const { return apiVersion(); }
-  // "pods", "kusciatasks.kuscia.secretflow": how messages name the resource.
+  // "pods", "deployments.apps", "<plural>.<group>": how messages name the resource.
   std::string qualifiedName() const { return group.empty() ? plural : plural + "." + group; }
 };
 

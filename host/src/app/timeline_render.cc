@@ -133,14 +133,10 @@ bool timelineComplete(const json& doc) {
   return true;
 }
 
-std::string renderTimelineTable(const json& doc) {
-  const json entries = doc.value("entries", json::object());
-  std::string out = "task " + doc.value("task", std::string("?"));
-  if (doc.contains("phase")) out += " (" + doc["phase"].get<std::string>() + ")";
-  if (doc.contains("createTime")) out += ", created " + doc["createTime"].get<std::string>();
-  out += "\n";
-  if (entries.empty()) return out + "  no entries yet\n";
-  // The slowest entry of each duration column.
+namespace {
+
+// The slowest entry of each duration column: column key -> (seconds, entry key).
+std::map<std::string, std::pair<double, std::string>> slowestEntries(const json& entries) {
   std::map<std::string, std::pair<double, std::string>> slowest;
   for (const auto& [key, e] : entries.items())
     for (const auto& c : kColumns)
@@ -149,58 +145,63 @@ std::string renderTimelineTable(const json& doc) {
         auto& s = slowest[c.key];
         if (s.second.empty() || v > s.first) s = {v, key};
       }
-  std::vector<std::vector<std::string>> rows;
-  rows.push_back({"ENTRY", "KIND"});
-  for (const auto& c : kColumns)
-    rows[0].emplace_back(c.title);
-  bool skew = false, unscheduled = false;
-  auto critical = criticalPhases(summaryOf(doc));
-  for (const auto& [key, e] : entries.items()) {
-    bool pod = e.value("kind", "") == "pod";
-    std::vector<std::string> row = {key, pod ? "pod" : "service"};
-    for (const auto& c : kColumns) {
-      std::string cell;
-      if (!c.duration) {
-        if (e["times"].contains(c.key))
-          cell = clock(e["times"][c.key].get<std::string>());
-        else if (!pod && (std::string_view(c.key) == "scheduleTime" ||
-                          std::string_view(c.key) == "startTime"))
-          cell = "";
-        else if (std::string_view(c.key) == "scheduleTime") {
-          cell = "-";
-          unscheduled = true;
-        } else
-          cell = "pending";
-      } else if (e["durations"].contains(c.key)) {
-        double v = e["durations"][c.key].get<double>();
-        cell = seconds(v);
-        if (v < 0) {
-          cell += "!";
-          skew = true;
-        } else if (slowest[c.key].second == key && entries.size() > 1) {
-          cell += "*";
-        }
-      }
-      row.push_back(cell);
-    }
-    std::string note;
-    if (auto c = critical.find(key); c != critical.end()) {
-      note = "critical:";
-      for (const auto& phase : c->second)
-        note += " " + phase;
-    }
-    if (e.contains("waiting")) {
-      const json& w = e["waiting"];
-      note += std::string(note.empty() ? "" : "; ") + "waiting (" +
-              w.value("phase", std::string()) + "): " + w.value("reason", std::string());
-    }
-    if (!note.empty()) row.push_back(note);
-    rows.push_back(std::move(row));
+  return slowest;
+}
+
+// What the table's footnotes explain, as the rows found it.
+struct TableMarks {
+  bool skew = false;        // a negative duration
+  bool unscheduled = false; // a pod without a scheduleTime
+};
+
+// One cell of an entry's row.
+std::string tableCell(const Column& c, const std::string& key, const json& e, bool pod,
+                      const std::map<std::string, std::pair<double, std::string>>& slowest,
+                      bool several, TableMarks& marks) {
+  const std::string_view name = c.key;
+  if (!c.duration) {
+    if (e["times"].contains(c.key)) return clock(e["times"][c.key].get<std::string>());
+    if (!pod && (name == "scheduleTime" || name == "startTime")) return "";
+    if (name != "scheduleTime") return "pending";
+    marks.unscheduled = true;
+    return "-";
   }
+  if (!e["durations"].contains(c.key)) return "";
+  double v = e["durations"][c.key].get<double>();
+  std::string cell = seconds(v);
+  if (v < 0) {
+    marks.skew = true;
+    return cell + "!";
+  }
+  auto s = slowest.find(c.key);
+  if (s != slowest.end() && s->second.second == key && several) cell += "*";
+  return cell;
+}
+
+// The note after an entry's row: its phases on the critical path, what it waits for.
+std::string tableNote(const std::string& key, const json& e,
+                      const std::map<std::string, std::vector<std::string>>& critical) {
+  std::string note;
+  if (auto c = critical.find(key); c != critical.end()) {
+    note = "critical:";
+    for (const auto& phase : c->second)
+      note += " " + phase;
+  }
+  if (e.contains("waiting")) {
+    const json& w = e["waiting"];
+    note += std::string(note.empty() ? "" : "; ") + "waiting (" + w.value("phase", std::string()) +
+            "): " + w.value("reason", std::string());
+  }
+  return note;
+}
+
+// The rows laid out in columns as wide as their widest cell.
+std::string alignedRows(const std::vector<std::vector<std::string>>& rows) {
   std::vector<std::size_t> widths(rows[0].size(), 0);
   for (const auto& r : rows)
     for (std::size_t i = 0; i < r.size() && i < widths.size(); ++i)
       widths[i] = std::max(widths[i], r[i].size());
+  std::string out;
   for (const auto& r : rows) {
     std::string line = " ";
     for (std::size_t i = 0; i < r.size(); ++i)
@@ -209,12 +210,109 @@ std::string renderTimelineTable(const json& doc) {
       line.pop_back();
     out += line + "\n";
   }
+  return out;
+}
+
+} // namespace
+
+std::string renderTimelineTable(const json& doc) {
+  const json entries = doc.value("entries", json::object());
+  std::string out = "task " + doc.value("task", std::string("?"));
+  if (doc.contains("phase")) out += " (" + doc["phase"].get<std::string>() + ")";
+  if (doc.contains("createTime")) out += ", created " + doc["createTime"].get<std::string>();
+  out += "\n";
+  if (entries.empty()) return out + "  no entries yet\n";
+  const auto slowest = slowestEntries(entries);
+  std::vector<std::vector<std::string>> rows;
+  rows.push_back({"ENTRY", "KIND"});
+  for (const auto& c : kColumns)
+    rows[0].emplace_back(c.title);
+  TableMarks marks;
+  const auto critical = criticalPhases(summaryOf(doc));
+  for (const auto& [key, e] : entries.items()) {
+    bool pod = e.value("kind", "") == "pod";
+    std::vector<std::string> row = {key, pod ? "pod" : "service"};
+    for (const auto& c : kColumns)
+      row.push_back(tableCell(c, key, e, pod, slowest, entries.size() > 1, marks));
+    if (std::string note = tableNote(key, e, critical); !note.empty()) row.push_back(note);
+    rows.push_back(std::move(row));
+  }
+  out += alignedRows(rows);
   out += "  * the slowest entry of a phase; critical: its phases on the task's critical path";
-  if (skew) out += "; ! negative: the clocks that wrote these times disagree (clock skew)";
-  if (unscheduled) out += "; - no scheduleTime (scheduler-time not enabled)";
+  if (marks.skew) out += "; ! negative: the clocks that wrote these times disagree (clock skew)";
+  if (marks.unscheduled) out += "; - no scheduleTime (scheduler-time not enabled)";
   out += "\n";
   return out;
 }
+
+namespace {
+
+// The Gantt chart's time scale: columns from the first time to the last.
+struct GanttScale {
+  int64_t first = 0;
+  double span = 0;  // seconds
+  double scale = 0; // columns per second
+  int width = 0;
+  int col(int64_t t) const {
+    return std::clamp(static_cast<int>(std::lround(static_cast<double>(t - first) / 1e9 * scale)),
+                      0, width);
+  }
+};
+
+// The axis: seconds from the task's creation (or the first time known), a few ticks.
+std::string ganttAxis(const GanttScale& g) {
+  std::string axis(static_cast<std::size_t>(g.width + 8), ' ');
+  int ticks = std::max(1, std::min(4, g.width / 15));
+  for (int i = 0; i <= ticks; ++i) {
+    int c = g.width * i / ticks;
+    char buf[32];
+    std::snprintf(buf, sizeof buf, g.span >= 10 ? "%.0fs" : "%.1fs", g.span * i / ticks);
+    std::string label = buf;
+    int at = std::min(c, static_cast<int>(axis.size()) - static_cast<int>(label.size()));
+    axis.replace(static_cast<std::size_t>(at), label.size(), label);
+  }
+  while (!axis.empty() && axis.back() == ' ')
+    axis.pop_back();
+  return axis;
+}
+
+// A phase's letter on the chart.
+char phaseMark(const std::string& phase) {
+  return phase == "scheduling"    ? 's'
+         : phase == "accepting"   ? 'a'
+         : phase == "pulling"     ? 'p'
+         : phase == "starting"    ? 'c'
+         : phase == "readiness"   ? 'r'
+         : phase == "programming" ? 'g'
+                                  : '?';
+}
+
+// The critical path's segments of one entry: (phase, from column, to column).
+using CriticalSegments = std::vector<std::tuple<std::string, int, int>>;
+
+// One entry's bar: its phases' letters, in capitals where on the critical path.
+std::string ganttBar(const std::vector<model::timeline::Phase>& list, const GanttScale& g,
+                     const CriticalSegments& onPath) {
+  std::string bar(static_cast<std::size_t>(g.width + 1), ' ');
+  for (const auto& p : list) {
+    char mark = phaseMark(p.phase);
+    int from = g.col(p.from);
+    int to = p.to ? g.col(*p.to) : g.width;
+    for (int i = from; i < std::max(to, from + 1) && i <= g.width; ++i) {
+      bool onTheWay = std::any_of(onPath.begin(), onPath.end(), [&](const auto& c) {
+        return std::get<0>(c) == p.phase && i >= std::get<1>(c) &&
+               i < std::max(std::get<2>(c), std::get<1>(c) + 1);
+      });
+      bar[static_cast<std::size_t>(i)] = onTheWay ? static_cast<char>(mark - 'a' + 'A') : mark;
+    }
+    if (!p.to) bar[static_cast<std::size_t>(std::min(to, g.width))] = '>';
+  }
+  while (!bar.empty() && bar.back() == ' ')
+    bar.pop_back();
+  return bar;
+}
+
+} // namespace
 
 std::string renderTimelineGantt(const json& doc, int width) {
   const json entries = doc.value("entries", json::object());
@@ -223,10 +321,8 @@ std::string renderTimelineGantt(const json& doc, int width) {
     first = first ? std::min(*first, t) : t;
     last = last ? std::max(*last, t) : t;
   };
-  std::optional<int64_t> taskCreate;
   if (doc.contains("createTime") && doc["createTime"].is_string())
-    taskCreate = sdk::parseTime(doc["createTime"].get<std::string>());
-  if (taskCreate) widen(*taskCreate);
+    if (auto taskCreate = sdk::parseTime(doc["createTime"].get<std::string>())) widen(*taskCreate);
   std::map<std::string, std::vector<model::timeline::Phase>> phases;
   for (const auto& [key, e] : entries.items()) {
     phases[key] = model::timeline::phasesOf(key, e);
@@ -236,65 +332,27 @@ std::string renderTimelineGantt(const json& doc, int width) {
     }
   }
   if (!first) return "  (no times yet)\n";
-  double span = static_cast<double>(*last - *first) / 1e9;
-  double scale = span > 0 ? width / span : 0; // columns per second
-  auto col = [&](int64_t t) {
-    return std::clamp(static_cast<int>(std::lround(static_cast<double>(t - *first) / 1e9 * scale)),
-                      0, width);
-  };
+  GanttScale g;
+  g.first = *first;
+  g.span = static_cast<double>(*last - *first) / 1e9;
+  g.scale = g.span > 0 ? width / g.span : 0;
+  g.width = width;
   // The critical path's segments of each entry, in columns: a service's programming may be on it
   // only from the moment its pod was ready.
-  std::map<std::string, std::vector<std::tuple<std::string, int, int>>> critical;
+  std::map<std::string, CriticalSegments> critical;
   for (const auto& p : summaryOf(doc).value("criticalPath", json::array())) {
     auto from = sdk::parseTime(p.value("from", std::string()));
     auto to = sdk::parseTime(p.value("to", std::string()));
     if (from && to)
       critical[p.value("entry", std::string())].emplace_back(p.value("phase", std::string()),
-                                                             col(*from), col(*to));
+                                                             g.col(*from), g.col(*to));
   }
   std::size_t labelWidth = 0;
   for (const auto& [key, e] : entries.items())
     labelWidth = std::max(labelWidth, key.size());
-  // The axis: seconds from the task's creation (or the first time known).
-  std::string axis(static_cast<std::size_t>(width + 8), ' ');
-  int ticks = std::max(1, std::min(4, width / 15));
-  for (int i = 0; i <= ticks; ++i) {
-    int c = width * i / ticks;
-    char buf[32];
-    std::snprintf(buf, sizeof buf, span >= 10 ? "%.0fs" : "%.1fs", span * i / ticks);
-    std::string label = buf;
-    int at = std::min(c, static_cast<int>(axis.size()) - static_cast<int>(label.size()));
-    axis.replace(static_cast<std::size_t>(at), label.size(), label);
-  }
-  while (!axis.empty() && axis.back() == ' ')
-    axis.pop_back();
-  std::string out = "  " + pad("", labelWidth) + " " + axis + "\n";
-  for (const auto& [key, list] : phases) {
-    std::string bar(static_cast<std::size_t>(width + 1), ' ');
-    const auto& onPath = critical[key];
-    for (const auto& p : list) {
-      char mark = p.phase == "scheduling"    ? 's'
-                  : p.phase == "accepting"   ? 'a'
-                  : p.phase == "pulling"     ? 'p'
-                  : p.phase == "starting"    ? 'c'
-                  : p.phase == "readiness"   ? 'r'
-                  : p.phase == "programming" ? 'g'
-                                             : '?';
-      int from = col(p.from);
-      int to = p.to ? col(*p.to) : width;
-      for (int i = from; i < std::max(to, from + 1) && i <= width; ++i) {
-        bool onTheWay = std::any_of(onPath.begin(), onPath.end(), [&](const auto& c) {
-          return std::get<0>(c) == p.phase && i >= std::get<1>(c) &&
-                 i < std::max(std::get<2>(c), std::get<1>(c) + 1);
-        });
-        bar[static_cast<std::size_t>(i)] = onTheWay ? static_cast<char>(mark - 'a' + 'A') : mark;
-      }
-      if (!p.to) bar[static_cast<std::size_t>(std::min(to, width))] = '>';
-    }
-    while (!bar.empty() && bar.back() == ' ')
-      bar.pop_back();
-    out += "  " + pad(key, labelWidth) + " " + bar + "\n";
-  }
+  std::string out = "  " + pad("", labelWidth) + " " + ganttAxis(g) + "\n";
+  for (const auto& [key, list] : phases)
+    out += "  " + pad(key, labelWidth) + " " + ganttBar(list, g, critical[key]) + "\n";
   out += "  s scheduling, a accepting, p pulling, c starting, r readiness, g programming; "
          "CAPITALS: on the critical path; > still waiting\n";
   return out;

@@ -124,8 +124,10 @@ Result<std::string> ClusterAccess::bearerToken() const {
   return token;
 }
 
-Result<ClusterAccess> loadKubeconfig(const std::string& path, const EnvLookup& env,
-                                     const std::string& contextOverride) {
+namespace {
+
+// The kubeconfig files to read: `path`, else $KUBECONFIG's list, else ~/.kube/config.
+Result<std::vector<std::string>> kubeconfigPaths(const std::string& path, const EnvLookup& env) {
   std::vector<std::string> paths;
   if (!path.empty()) {
     paths.push_back(path);
@@ -138,13 +140,18 @@ Result<ClusterAccess> loadKubeconfig(const std::string& path, const EnvLookup& e
   } else {
     return makeError("no kubeconfig: set cluster.kubeconfig, $KUBECONFIG or $HOME");
   }
+  return paths;
+}
 
+// The files read and parsed; missing entries of a $KUBECONFIG list are skipped, as kubectl does.
+Result<std::vector<KubeconfigFile>> readKubeconfigs(const std::vector<std::string>& paths,
+                                                    bool explicitPath) {
   std::vector<KubeconfigFile> files;
   for (const auto& p : paths) {
     auto text = readFile(p);
     if (!text) {
-      if (!path.empty() || paths.size() == 1) return makeError("kubeconfig " + text.error());
-      continue; // missing entries of a $KUBECONFIG list are skipped, as kubectl does
+      if (explicitPath || paths.size() == 1) return makeError("kubeconfig " + text.error());
+      continue;
     }
     try {
       files.push_back({p, YAML::Load(*text)});
@@ -156,97 +163,132 @@ Result<ClusterAccess> loadKubeconfig(const std::string& path, const EnvLookup& e
       return makeError("kubeconfig " + p +
                        ": not a kubeconfig (expected a mapping with clusters, users, contexts)");
   }
-  if (files.empty())
-    return makeError("kubeconfig: none of " + (env("KUBECONFIG") ? *env("KUBECONFIG") : path) +
-                     " exists");
+  return files;
+}
 
-  // Merge: the first file that names an entry (or sets current-context) wins.
+// The files merged: the first file that names an entry (or sets current-context) wins.
+struct MergedKubeconfig {
   std::map<std::string, Named> clusters, users, contexts;
-  std::string current;
-  std::string currentFile;
+  std::string current;     // current-context
+  std::string currentFile; // the file that set it
+};
+
+// Adds the entries of `f`'s list (clusters, users, contexts) that no earlier file named.
+Result<void> collectEntries(const KubeconfigFile& f, const char* list, const char* inner,
+                            std::map<std::string, Named>& out) {
+  auto seq = f.root[list];
+  if (!seq) return {};
+  if (!seq.IsSequence()) return makeError("kubeconfig " + f.path + ": " + list + " must be a list");
+  for (const auto& item : seq) {
+    std::string name = str(item, "name");
+    if (name.empty())
+      return makeError("kubeconfig " + f.path + ": an entry of " + list + " has no name");
+    if (!item[inner] || !item[inner].IsMap())
+      return makeError("kubeconfig " + f.path + ": " + list + " entry \"" + name + "\" has no " +
+                       inner + " mapping");
+    out.emplace(name, Named{item[inner], f.path});
+  }
+  return {};
+}
+
+Result<MergedKubeconfig> mergeKubeconfigs(const std::vector<KubeconfigFile>& files) {
+  MergedKubeconfig m;
   for (const auto& f : files) {
-    auto collect = [&](const char* list, const char* inner,
-                       std::map<std::string, Named>& out) -> Result<void> {
-      auto seq = f.root[list];
-      if (!seq) return {};
-      if (!seq.IsSequence())
-        return makeError("kubeconfig " + f.path + ": " + list + " must be a list");
-      for (const auto& item : seq) {
-        std::string name = str(item, "name");
-        if (name.empty())
-          return makeError("kubeconfig " + f.path + ": an entry of " + list + " has no name");
-        if (!item[inner] || !item[inner].IsMap())
-          return makeError("kubeconfig " + f.path + ": " + list + " entry \"" + name +
-                           "\" has no " + inner + " mapping");
-        out.emplace(name, Named{item[inner], f.path});
-      }
-      return {};
-    };
-    if (auto r = collect("clusters", "cluster", clusters); !r) return makeError(r.error());
-    if (auto r = collect("users", "user", users); !r) return makeError(r.error());
-    if (auto r = collect("contexts", "context", contexts); !r) return makeError(r.error());
-    if (current.empty() && !str(f.root, "current-context").empty()) {
-      current = str(f.root, "current-context");
-      currentFile = f.path;
+    if (auto r = collectEntries(f, "clusters", "cluster", m.clusters); !r)
+      return makeError(r.error());
+    if (auto r = collectEntries(f, "users", "user", m.users); !r) return makeError(r.error());
+    if (auto r = collectEntries(f, "contexts", "context", m.contexts); !r)
+      return makeError(r.error());
+    if (m.current.empty() && !str(f.root, "current-context").empty()) {
+      m.current = str(f.root, "current-context");
+      m.currentFile = f.path;
     }
   }
-  if (!contextOverride.empty()) current = contextOverride;
-  if (current.empty())
-    return makeError("kubeconfig " + files[0].path + ": current-context is not set");
-  auto ctx = contexts.find(current);
-  if (ctx == contexts.end())
-    return makeError("kubeconfig " + (currentFile.empty() ? files[0].path : currentFile) +
+  return m;
+}
+
+// The cluster's server and TLS settings into `a`.
+Result<void> readCluster(const Named& cluster, const std::string& clusterName, ClusterAccess& a) {
+  const auto& c = cluster.node;
+  std::string what = "cluster \"" + clusterName + "\"";
+  a.server = str(c, "server");
+  if (a.server.empty())
+    return makeError("kubeconfig " + cluster.file + ": " + what + ": server is missing");
+  if (!parseServerUrl(a.server, a.scheme, a.host, a.port))
+    return makeError("kubeconfig " + cluster.file + ": " + what + ": server \"" + a.server +
+                     "\" is not an http(s)://host[:port] URL");
+  a.insecureSkipTlsVerify = str(c, "insecure-skip-tls-verify") == "true";
+  a.tlsServerName = str(c, "tls-server-name");
+  auto ca = dataOrFile(c, "certificate-authority", cluster.file, what);
+  if (!ca) return makeError(ca.error());
+  a.caPem = *ca;
+  return {};
+}
+
+// The user's credentials into `a`: a token, a token file or a client certificate.
+Result<void> readUser(const Named& user, const std::string& userName, ClusterAccess& a) {
+  const auto& n = user.node;
+  std::string uwhat = "user \"" + userName + "\"";
+  a.token = str(n, "token");
+  a.tokenFile = str(n, "tokenFile");
+  if (!a.tokenFile.empty() && fs::path(a.tokenFile).is_relative())
+    a.tokenFile = (fs::path(user.file).parent_path() / a.tokenFile).string();
+  auto cert = dataOrFile(n, "client-certificate", user.file, uwhat);
+  if (!cert) return makeError(cert.error());
+  auto key = dataOrFile(n, "client-key", user.file, uwhat);
+  if (!key) return makeError(key.error());
+  a.clientCertPem = *cert;
+  a.clientKeyPem = *key;
+  if (a.clientCertPem.empty() != a.clientKeyPem.empty())
+    return makeError("kubeconfig " + user.file + ": " + uwhat + ": " +
+                     (a.clientCertPem.empty() ? "client-key given without client-certificate"
+                                              : "client-certificate given without client-key"));
+  for (const char* unsupported : {"exec", "auth-provider", "username"})
+    if (n[unsupported])
+      return makeError(
+          "kubeconfig " + user.file + ": " + uwhat + ": " + unsupported +
+          " credentials are not supported (use a token, a tokenFile or a client certificate)");
+  return {};
+}
+
+} // namespace
+
+Result<ClusterAccess> loadKubeconfig(const std::string& path, const EnvLookup& env,
+                                     const std::string& contextOverride) {
+  auto paths = kubeconfigPaths(path, env);
+  if (!paths) return makeError(paths.error());
+  auto files = readKubeconfigs(*paths, !path.empty());
+  if (!files) return makeError(files.error());
+  if (files->empty())
+    return makeError("kubeconfig: none of " + (env("KUBECONFIG") ? *env("KUBECONFIG") : path) +
+                     " exists");
+  auto merged = mergeKubeconfigs(*files);
+  if (!merged) return makeError(merged.error());
+  std::string current = contextOverride.empty() ? merged->current : contextOverride;
+  const std::string& firstPath = files->front().path;
+  if (current.empty()) return makeError("kubeconfig " + firstPath + ": current-context is not set");
+  auto ctx = merged->contexts.find(current);
+  if (ctx == merged->contexts.end())
+    return makeError("kubeconfig " +
+                     (merged->currentFile.empty() ? firstPath : merged->currentFile) +
                      ": context \"" + current + "\" (current-context) is not defined");
   std::string clusterName = str(ctx->second.node, "cluster");
   std::string userName = str(ctx->second.node, "user");
-  auto cl = clusters.find(clusterName);
-  if (clusterName.empty() || cl == clusters.end())
+  auto cl = merged->clusters.find(clusterName);
+  if (clusterName.empty() || cl == merged->clusters.end())
     return makeError("kubeconfig " + ctx->second.file + ": context \"" + current +
                      "\": cluster \"" + clusterName + "\" is not defined");
 
   ClusterAccess a;
   a.description = "kubeconfig " + cl->second.file + " (context " + current + ")";
   a.namespaceName = str(ctx->second.node, "namespace");
-  const auto& c = cl->second.node;
-  std::string what = "cluster \"" + clusterName + "\"";
-  a.server = str(c, "server");
-  if (a.server.empty())
-    return makeError("kubeconfig " + cl->second.file + ": " + what + ": server is missing");
-  if (!parseServerUrl(a.server, a.scheme, a.host, a.port))
-    return makeError("kubeconfig " + cl->second.file + ": " + what + ": server \"" + a.server +
-                     "\" is not an http(s)://host[:port] URL");
-  a.insecureSkipTlsVerify = str(c, "insecure-skip-tls-verify") == "true";
-  a.tlsServerName = str(c, "tls-server-name");
-  auto ca = dataOrFile(c, "certificate-authority", cl->second.file, what);
-  if (!ca) return makeError(ca.error());
-  a.caPem = *ca;
-
+  if (auto r = readCluster(cl->second, clusterName, a); !r) return makeError(r.error());
   if (!userName.empty()) {
-    auto u = users.find(userName);
-    if (u == users.end())
+    auto u = merged->users.find(userName);
+    if (u == merged->users.end())
       return makeError("kubeconfig " + ctx->second.file + ": context \"" + current + "\": user \"" +
                        userName + "\" is not defined");
-    const auto& n = u->second.node;
-    std::string uwhat = "user \"" + userName + "\"";
-    a.token = str(n, "token");
-    a.tokenFile = str(n, "tokenFile");
-    if (!a.tokenFile.empty() && fs::path(a.tokenFile).is_relative())
-      a.tokenFile = (fs::path(u->second.file).parent_path() / a.tokenFile).string();
-    auto cert = dataOrFile(n, "client-certificate", u->second.file, uwhat);
-    if (!cert) return makeError(cert.error());
-    auto key = dataOrFile(n, "client-key", u->second.file, uwhat);
-    if (!key) return makeError(key.error());
-    a.clientCertPem = *cert;
-    a.clientKeyPem = *key;
-    if (a.clientCertPem.empty() != a.clientKeyPem.empty())
-      return makeError("kubeconfig " + u->second.file + ": " + uwhat + ": " +
-                       (a.clientCertPem.empty() ? "client-key given without client-certificate"
-                                                : "client-certificate given without client-key"));
-    for (const char* unsupported : {"exec", "auth-provider", "username"})
-      if (n[unsupported])
-        return makeError(
-            "kubeconfig " + u->second.file + ": " + uwhat + ": " + unsupported +
-            " credentials are not supported (use a token, a tokenFile or a client certificate)");
+    if (auto r = readUser(u->second, userName, a); !r) return makeError(r.error());
   }
   return a;
 }

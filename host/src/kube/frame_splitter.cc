@@ -136,6 +136,115 @@ void FrameSplitter::feed(std::string_view bytes) {
   buf_.append(bytes);
 }
 
+std::optional<FrameSplitter::Status> FrameSplitter::startFrame(const char* p, std::size_t& i,
+                                                               std::string_view& frame) {
+  char c = p[i];
+  if (c == ' ' || c == '\n' || c == '\r' || c == '\t') {
+    start_ = ++i;
+    return std::nullopt;
+  }
+  if (c != '{') {
+    error_ = std::string("malformed watch stream: expected '{' at the start of an event, got '") +
+             c + "'";
+    scan_ = i;
+    return Status::kError;
+  }
+  frameStart_ = i;
+  if (lines_ && !slowFrame_) {
+    scan_ = i;
+    if (guessLine(i, frame)) return Status::kFrame;
+  }
+  depth_ = 1;
+  ++i;
+  return std::nullopt;
+}
+
+bool FrameSplitter::endFrame(const char* p, std::size_t end, std::string_view& frame) {
+  depth_ = 0;
+  inString_ = false;
+  frame = std::string_view(p + frameStart_, end - frameStart_);
+  start_ = scan_ = end;
+  slowFrame_ = false;
+  return true;
+}
+
+#if defined(__SSE2__)
+bool FrameSplitter::scanBlocks(const char* p, std::size_t n, std::size_t& i,
+                               std::size_t& scalarUntil, std::string_view& frame) {
+  // The fast loop keeps the state in registers; it leaves at a backslash (the block goes byte by
+  // byte in next()), near the end of the data, or with a frame.
+  int depth = depth_;
+  uint64_t in = inString_ ? ~uint64_t{0} : 0; // all ones inside a string
+  while (i + kBlock <= n) {
+    if (p[i - 1] == '\\') break;
+    const Block b = classify(p + i);
+    if (b.backslashes != 0) {
+      scalarUntil = i + kBlock;
+      break;
+    }
+    // Bytes inside strings: a prefix XOR of the quotes (a quote opens or closes one).
+    uint64_t inside = b.quotes;
+    inside ^= inside << 1;
+    inside ^= inside << 2;
+    inside ^= inside << 4;
+    inside ^= inside << 8;
+    inside ^= inside << 16;
+    inside ^= inside << 32;
+    inside ^= in;
+    const uint64_t opens = b.opens & ~inside;
+    const uint64_t closes = b.closes & ~inside;
+    const int closing = bitCount(closes);
+    in = static_cast<uint64_t>(static_cast<int64_t>(inside) >> 63);
+    if (depth > closing) {
+      depth += bitCount(opens) - closing;
+      i += kBlock;
+      continue;
+    }
+    // The frame may end in this block: walk its brackets in order.
+    uint64_t all = opens | closes;
+    while (all != 0) {
+      const int bit = __builtin_ctzll(all);
+      all &= all - 1;
+      if ((opens >> bit & 1) != 0) {
+        ++depth;
+      } else if (--depth == 0) {
+        i += static_cast<std::size_t>(bit) + 1;
+        return endFrame(p, i, frame);
+      }
+    }
+    i += kBlock;
+  }
+  depth_ = depth;
+  inString_ = in != 0;
+  return false;
+}
+#endif
+
+bool FrameSplitter::scanByte(const char* p, std::size_t n, std::size_t& i,
+                             std::string_view& frame) {
+  if (inString_) {
+    std::size_t q = closingQuote(p, i, n);
+    if (q == n) {
+      i = n;
+      return false;
+    }
+    i = q + 1;
+    inString_ = false;
+    return false;
+  }
+  switch (p[i++]) {
+  case '"': inString_ = true; break;
+  case '{':
+  case '[': ++depth_; break;
+  case '}':
+  case ']':
+    if (--depth_ == 0) return endFrame(p, i, frame);
+    break;
+  default: break;
+  }
+  return false;
+}
+
 FrameSplitter::Status FrameSplitter::next(std::string_view& frame) {
   if (!error_.empty()) return Status::kError;
   guessed_ = false;
@@ -149,107 +258,16 @@ FrameSplitter::Status FrameSplitter::next(std::string_view& frame) {
 #endif
   while (i < n) {
     if (depth_ == 0) {
-      char c = p[i];
-      if (c == ' ' || c == '\n' || c == '\r' || c == '\t') {
-        start_ = ++i;
-        continue;
-      }
-      if (c != '{') {
-        error_ =
-            std::string("malformed watch stream: expected '{' at the start of an event, got '") +
-            c + "'";
-        scan_ = i;
-        return Status::kError;
-      }
-      frameStart_ = i;
-      if (lines_ && !slowFrame_) {
-        scan_ = i;
-        if (guessLine(i, frame)) return Status::kFrame;
-      }
-      depth_ = 1;
-      ++i;
+      if (auto status = startFrame(p, i, frame)) return *status;
       continue;
     }
 #if defined(__SSE2__)
     if (i >= scalarUntil) {
-      // The fast loop keeps the state in registers; it leaves at a backslash (the block goes
-      // byte by byte below), near the end of the data, or with a frame.
-      int depth = depth_;
-      uint64_t in = inString_ ? ~uint64_t{0} : 0; // all ones inside a string
-      while (i + kBlock <= n) {
-        if (p[i - 1] == '\\') break;
-        const Block b = classify(p + i);
-        if (b.backslashes != 0) {
-          scalarUntil = i + kBlock;
-          break;
-        }
-        // Bytes inside strings: a prefix XOR of the quotes (a quote opens or closes one).
-        uint64_t inside = b.quotes;
-        inside ^= inside << 1;
-        inside ^= inside << 2;
-        inside ^= inside << 4;
-        inside ^= inside << 8;
-        inside ^= inside << 16;
-        inside ^= inside << 32;
-        inside ^= in;
-        const uint64_t opens = b.opens & ~inside;
-        const uint64_t closes = b.closes & ~inside;
-        const int closing = bitCount(closes);
-        in = static_cast<uint64_t>(static_cast<int64_t>(inside) >> 63);
-        if (depth > closing) {
-          depth += bitCount(opens) - closing;
-          i += kBlock;
-          continue;
-        }
-        // The frame may end in this block: walk its brackets in order.
-        uint64_t all = opens | closes;
-        while (all != 0) {
-          const int bit = __builtin_ctzll(all);
-          all &= all - 1;
-          if ((opens >> bit & 1) != 0) {
-            ++depth;
-          } else if (--depth == 0) {
-            i += static_cast<std::size_t>(bit) + 1;
-            depth_ = 0;
-            inString_ = false;
-            frame = std::string_view(p + frameStart_, i - frameStart_);
-            start_ = scan_ = i;
-            slowFrame_ = false;
-            return Status::kFrame;
-          }
-        }
-        i += kBlock;
-      }
-      depth_ = depth;
-      inString_ = in != 0;
+      if (scanBlocks(p, n, i, scalarUntil, frame)) return Status::kFrame;
       if (i >= n) break;
     }
 #endif
-    if (inString_) {
-      std::size_t q = closingQuote(p, i, n);
-      if (q == n) {
-        i = n;
-        break;
-      }
-      i = q + 1;
-      inString_ = false;
-      continue;
-    }
-    switch (p[i++]) {
-    case '"': inString_ = true; break;
-    case '{':
-    case '[': ++depth_; break;
-    case '}':
-    case ']':
-      if (--depth_ == 0) {
-        frame = std::string_view(p + frameStart_, i - frameStart_);
-        start_ = scan_ = i;
-        slowFrame_ = false;
-        return Status::kFrame;
-      }
-      break;
-    default: break;
-    }
+    if (scanByte(p, n, i, frame)) return Status::kFrame;
   }
   scan_ = i;
   if (depth_ > 0 && scan_ - frameStart_ > maxFrame_) {

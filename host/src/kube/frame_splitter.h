@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -51,6 +52,15 @@ public:
 private:
   // Offers the line that ends the frame being read (from frameStart_), searching from `from`.
   bool guessLine(std::size_t from, std::string_view& frame);
+  // next()'s steps. At depth 0: skips whitespace to a frame's '{' (nullopt: scan on).
+  std::optional<Status> startFrame(const char* p, std::size_t& i, std::string_view& frame);
+  // A block of bytes at a time while none is a backslash (SSE2); true with a frame.
+  bool scanBlocks(const char* p, std::size_t n, std::size_t& i, std::size_t& scalarUntil,
+                  std::string_view& frame);
+  // One byte, or a string to its closing quote; true with a frame.
+  bool scanByte(const char* p, std::size_t n, std::size_t& i, std::string_view& frame);
+  // The frame ends at `end`: it is returned, the next one starts there.
+  bool endFrame(const char* p, std::size_t end, std::string_view& frame);
 
   struct Resume {
     std::size_t start = 0, scan = 0;

@@ -332,6 +332,90 @@ struct Summary {
   }
 };
 
+namespace detail {
+
+// The entries in key order: their addresses sorted, the entries left where they are (an entry is
+// a few hundred bytes of strings and maps, which a sort of values moves many times).
+inline std::vector<const EntryTimes*> sortedByKey(const std::vector<EntryTimes>& entries) {
+  std::vector<const EntryTimes*> sorted;
+  sorted.reserve(entries.size());
+  for (const EntryTimes& e : entries)
+    sorted.push_back(&e);
+  std::sort(sorted.begin(), sorted.end(),
+            [](const EntryTimes* a, const EntryTimes* b) { return a->key < b->key; });
+  return sorted;
+}
+
+// The longest of `phases` (an open one lasts until `now`); the first of equals.
+inline std::optional<Phase> longestPhase(const std::vector<Phase>& phases, int64_t now) {
+  const Phase* best = nullptr;
+  int64_t bestLength = 0;
+  for (const Phase& p : phases) {
+    int64_t length = sdk::elapsed(p.from, p.to.value_or(now));
+    if (best == nullptr || length > bestLength) {
+      best = &p;
+      bestLength = length;
+    }
+  }
+  return best != nullptr ? std::optional<Phase>(*best) : std::nullopt;
+}
+
+// The pod a service belongs to: of the service's party, the pod with the longest name that the
+// service's name extends with "-..."; nullptr when none.
+inline const EntryTimes* podOfService(const std::vector<const EntryTimes*>& sorted,
+                                      const EntryTimes& service) {
+  std::string ns = partyOf(service.key);
+  std::string name = service.key.substr(ns.size() + 1);
+  const EntryTimes* pod = nullptr;
+  std::size_t podLength = 0;
+  for (const EntryTimes* at : sorted) {
+    const EntryTimes& e = *at;
+    std::string_view podName =
+        std::string_view(e.key).substr(std::min(e.key.size(), ns.size() + 1));
+    if (!e.pod || partyOf(e.key) != ns || podName.size() <= podLength ||
+        name.size() <= podName.size() || name.compare(0, podName.size(), podName) != 0 ||
+        name[podName.size()] != '-')
+      continue;
+    pod = &e;
+    podLength = podName.size();
+  }
+  return pod;
+}
+
+// Step 4: the walk back from the last-ready entry, ready at `end`, to the task's creation: its
+// phases, through its pod when it is a service whose programming waited for the pod's Ready.
+inline std::vector<Phase> criticalPathFrom(const std::vector<const EntryTimes*>& sorted,
+                                           const EntryTimes* entry, int64_t end,
+                                           std::optional<int64_t> taskCreate) {
+  std::vector<Phase> path; // latest first until reversed
+  if (!entry->pod && entry->createTime) {
+    const EntryTimes* pod = podOfService(sorted, *entry);
+    auto podReady = pod != nullptr ? readyOf(*pod) : std::nullopt;
+    if (podReady && *podReady > *entry->createTime && *podReady <= end) {
+      Phase p = phasesOf(*entry).front();
+      p.from = *podReady;
+      path.push_back(std::move(p));
+      entry = pod;
+    }
+  }
+  auto phases = phasesOf(*entry);
+  path.insert(path.end(), std::make_move_iterator(phases.rbegin()),
+              std::make_move_iterator(phases.rend()));
+  if (entry->createTime && taskCreate) {
+    Phase p;
+    p.entry = entry->key;
+    p.party = partyOf(entry->key);
+    p.phase = "creating";
+    p.from = *taskCreate;
+    p.to = *entry->createTime;
+    path.push_back(std::move(p));
+  }
+  std::reverse(path.begin(), path.end());
+  return path;
+}
+
+} // namespace detail
+
 // The summary of a task created at `taskCreate` (when known) with these entries; `nowNanos`
 // dates the pending phases of an incomplete task. The entries are taken in key order, whatever
 // order they come in.
@@ -339,14 +423,7 @@ inline Summary summarize(std::optional<int64_t> taskCreate, const std::vector<En
                          int64_t nowNanos) {
   Summary out;
   out.createTime = taskCreate;
-  // Walked in key order: the entries stay where they are and their addresses are sorted (an
-  // entry is a few hundred bytes of strings and maps, which a sort of values moves many times).
-  std::vector<const EntryTimes*> sorted;
-  sorted.reserve(entries.size());
-  for (const EntryTimes& e : entries)
-    sorted.push_back(&e);
-  std::sort(sorted.begin(), sorted.end(),
-            [](const EntryTimes* a, const EntryTimes* b) { return a->key < b->key; });
+  const std::vector<const EntryTimes*> sorted = detail::sortedByKey(entries);
   const EntryTimes* last = nullptr;
   std::optional<int64_t> allReady;
   bool complete = !entries.empty();
@@ -376,19 +453,6 @@ inline Summary summarize(std::optional<int64_t> taskCreate, const std::vector<En
       allReady = ready;
     }
   }
-  auto longest = [](const std::vector<Phase>& phases, int64_t now) -> std::optional<Phase> {
-    const Phase* best = nullptr;
-    int64_t bestLength = 0;
-    for (const Phase& p : phases) {
-      int64_t length = sdk::elapsed(p.from, p.to.value_or(now));
-      if (best == nullptr || length > bestLength) {
-        best = &p;
-        bestLength = length;
-      }
-    }
-    return best != nullptr ? std::optional<Phase>(*best) : std::nullopt;
-  };
-
   if (!complete) {
     for (const EntryTimes* e : sorted)
       if (!readyOf(*e)) {
@@ -398,58 +462,14 @@ inline Summary summarize(std::optional<int64_t> taskCreate, const std::vector<En
     std::stable_sort(out.pending.begin(), out.pending.end(), [&](const Phase& a, const Phase& b) {
       return sdk::elapsed(a.from, nowNanos) > sdk::elapsed(b.from, nowNanos);
     });
-    out.blame = longest(out.pending, nowNanos);
+    out.blame = detail::longestPhase(out.pending, nowNanos);
     return out;
   }
-
-  // Step 4: the walk back from the last-ready entry.
-  std::vector<Phase>& path = out.criticalPath; // latest first until reversed
-  const EntryTimes* entry = last;
-  int64_t end = *allReady;
-  if (!entry->pod) {
-    std::string ns = detail::partyOf(entry->key);
-    std::string name = entry->key.substr(ns.size() + 1);
-    const EntryTimes* pod = nullptr;
-    std::size_t podLength = 0;
-    for (const EntryTimes* at : sorted) {
-      const EntryTimes& e = *at;
-      std::string_view podName =
-          std::string_view(e.key).substr(std::min(e.key.size(), ns.size() + 1));
-      if (!e.pod || detail::partyOf(e.key) != ns || podName.size() <= podLength ||
-          name.size() <= podName.size() || name.compare(0, podName.size(), podName) != 0 ||
-          name[podName.size()] != '-')
-        continue;
-      pod = &e;
-      podLength = podName.size();
-    }
-    if (pod != nullptr && entry->createTime) {
-      auto podReady = readyOf(*pod);
-      if (podReady && *podReady > *entry->createTime && *podReady <= end) {
-        Phase p = phasesOf(*entry).front();
-        p.from = *podReady;
-        path.push_back(std::move(p));
-        entry = pod;
-        end = *podReady;
-      }
-    }
-  }
-  auto phases = phasesOf(*entry);
-  path.insert(path.end(), std::make_move_iterator(phases.rbegin()),
-              std::make_move_iterator(phases.rend()));
-  if (entry->createTime && taskCreate) {
-    Phase p;
-    p.entry = entry->key;
-    p.party = detail::partyOf(entry->key);
-    p.phase = "creating";
-    p.from = *taskCreate;
-    p.to = *entry->createTime;
-    path.push_back(std::move(p));
-  }
-  std::reverse(path.begin(), path.end());
+  out.criticalPath = detail::criticalPathFrom(sorted, last, *allReady, taskCreate);
   out.complete = true;
   out.allReadyTime = allReady;
   out.lastParty = detail::partyOf(last->key);
-  out.blame = longest(path, *allReady);
+  out.blame = detail::longestPhase(out.criticalPath, *allReady);
   return out;
 }
 

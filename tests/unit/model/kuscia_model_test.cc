@@ -1,5 +1,5 @@
-// plugins/common on its own: the model of Kuscia's objects every bundled plugin builds on, the
-// status write, the backoff, and the write contest's notion of one time.
+// The Kuscia model (model/) on its own: the model of Kuscia's objects every bundled plugin
+// builds on, the status write, the backoff, and the write contest's notion of one time.
 #include <kuscia_model/kuscia_model.h>
 
 #include <kuscia_model/kuscia.h>

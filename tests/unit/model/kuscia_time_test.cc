@@ -1,4 +1,4 @@
-// The plugins' RFC 3339 parser and formatter (plugins/common).
+// The model's times: the RFC 3339 parser and formatter, and Instant (model/kuscia_time.h).
 #include <kuscia_model/kuscia_time.h>
 
 #include <gtest/gtest.h>
