@@ -59,6 +59,45 @@ TEST(CliTest, ApiServerClientCaNeedsTlsAndAPemFile) {
   EXPECT_NE(r.err.find("absent.pem"), std::string::npos) << r.err;
 }
 
+// What the demo runs comes from its config file: another file runs other parties, and a file
+// it cannot use is named with the reason.
+TEST(CliTest, DemoRunsWhatItsConfigFileSays) {
+  test::TempDir dir;
+  std::string text = test::readFile(KH_SOURCE_DIR "/config/demo/demo.yaml");
+  for (auto [from, to] : {std::pair{"alice", "carol"}, std::pair{"bob", "dave"}})
+    for (auto at = text.find(from); at != std::string::npos; at = text.find(from, at))
+      text.replace(at, std::string(from).size(), to);
+  const std::string custom = dir.file("demo.yaml");
+  test::writeFile(custom, text);
+  auto r = runCommand(hostCmd({"demo", "--demo-config", custom, "--tasks", "1", "--phase-millis",
+                               "100", "--exit-when-done", "--admin-listen", "127.0.0.1:0",
+                               "--work-dir", dir.file("work"), "--plugin-dir", KH_PLUGIN_DIR}));
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("submitted to domains carol and dave"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("carol/demo-task-1-0"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("dave/demo-task-1-0"), std::string::npos) << r.out;
+
+  auto bad = [&](const std::string& name, const std::string& content) {
+    const std::string path = dir.file(name);
+    test::writeFile(path, content);
+    return runCommand(hostCmd({"demo", "--demo-config", path, "--work-dir", dir.file("work"),
+                               "--plugin-dir", KH_PLUGIN_DIR}));
+  };
+  auto missing = runCommand(hostCmd({"demo", "--demo-config", dir.file("absent.yaml")}));
+  EXPECT_EQ(missing.code, 1);
+  EXPECT_NE(missing.err.find("--demo-config " + dir.file("absent.yaml") + ": cannot read it"),
+            std::string::npos)
+      << missing.err;
+  auto yaml = bad("broken.yaml", "host: |\n  x\nparties: [a\n");
+  EXPECT_EQ(yaml.code, 1);
+  EXPECT_NE(yaml.err.find(dir.file("broken.yaml") + ":"), std::string::npos) << yaml.err;
+  EXPECT_NE(yaml.err.find("invalid YAML"), std::string::npos) << yaml.err;
+  auto keys = bad("keys.yaml", "host: x\ndomain: y\notel: z\n");
+  EXPECT_EQ(keys.code, 1);
+  EXPECT_NE(keys.err.find(dir.file("keys.yaml") + ": collection must be a text"), std::string::npos)
+      << keys.err;
+}
+
 TEST(CliTest, CheckConfigAcceptsEverySample) {
   int n = 0;
   for (const auto& e : std::filesystem::recursive_directory_iterator(KH_SOURCE_DIR "/config")) {

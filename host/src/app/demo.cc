@@ -6,10 +6,12 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <iterator>
 #include <thread>
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
+#include <yaml-cpp/yaml.h>
 
 #include "app/cluster_reader.h"
 #include "app/daemon.h"
@@ -18,6 +20,7 @@
 #include "app/timeline_render.h"
 #include "common/listen_address.h"
 #include "common/version.h"
+#include "common/yaml_json.h"
 #include "logging/logging.h"
 
 namespace kuscia_host {
@@ -28,39 +31,57 @@ using nlohmann::json;
 namespace {
 
 constexpr int kServicesPerPod = 3; // sim-agent's default ports: spu, fed, global
-const char* const kTasksPath =
-    "/apis/kuscia.secretflow/v1alpha1/namespaces/cross-domain/kusciatasks";
 
-// The demo's hosts, as host config files read by the loader `run` uses (plugin search, checks,
-// messages). ${adminListen}, ${workDir} and ${phaseMillis} are filled in; ${domains} by one
-// kDemoDomain per domain. sim-agent deletes a finished task's pods and services two phases after
-// it finished, as Kuscia does: the timeline outlives them.
-constexpr const char* kDemoHost = R"(# kuscia-host demo: the embedded default
-mode: ${mode}
-logLevel: info
-admin:
-  listen: "${adminListen}"
-cluster:
-  embedded:
-    listen: 127.0.0.1:0
-    kubeconfigOut: "${workDir}/${cluster}.kubeconfig"
-domains:
-${domains})";
-constexpr const char* kDemoDomain = R"(  - id: ${domain}
-    plugins:
-      - name: sim-agent
-        config: { phaseMillis: ${phaseMillis}, distribution: uniform, spread: 0.3,
-                  cleanupMillis: ${cleanupMillis}${simExtra} }
-      - name: task-timeline
-      - name: gateway-ready-time
-      - name: scheduler-time
-      - name: task-history
-        config: { database: "${historyDb}", recordDelaySeconds: 1 }
-${otel})";
-// With --otlp-endpoint: each domain's startups also go out as traces.
-constexpr const char* kDemoOtel = R"(      - name: otel-export
-        config: { endpoint: "${endpoint}", batchDelayMillis: 500 }
-)";
+// The demo's config file (config/demo/demo.yaml): its hosts' texts, the namespaces it creates and
+// the objects it submits.
+struct DemoConfig {
+  std::string host, domain, otel;   // templates (see the file)
+  std::vector<std::string> domains; // the parties; slow-party slows the last one's pulls
+  std::vector<std::string> namespaces;
+  std::string collection;      // where the objects are created
+  std::string objectNamespace; // where they are read back
+  json objectTemplate;
+};
+
+Result<DemoConfig> loadDemoConfig(const DemoOptions& o) {
+  std::string where = o.demoConfig.empty() ? "the demo's built-in config" : o.demoConfig;
+  std::string text = embeddedDemoConfig();
+  if (!o.demoConfig.empty()) {
+    std::ifstream in(o.demoConfig);
+    if (!in) return makeError("--demo-config " + o.demoConfig + ": cannot read it");
+    text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  json doc;
+  try {
+    doc = yamlToJson(YAML::Load(text));
+  } catch (const YAML::Exception& e) {
+    return makeError(where + ":" + std::to_string(e.mark.line + 1) + ": invalid YAML: " + e.msg);
+  }
+  DemoConfig c;
+  auto str = [&](const json& from, const char* key, std::string& out) -> Result<void> {
+    if (!from.is_object() || !from.contains(key) || !from[key].is_string())
+      return makeError(where + ": " + key + " must be a text");
+    out = from[key].get<std::string>();
+    return {};
+  };
+  const json objects = doc.value("objects", json::object());
+  for (auto r :
+       {str(doc, "host", c.host), str(doc, "domain", c.domain), str(doc, "otel", c.otel),
+        str(objects, "collection", c.collection), str(objects, "namespace", c.objectNamespace)})
+    if (!r) return makeError(r.error());
+  for (auto [key, out] :
+       {std::pair{"parties", &c.domains}, std::pair{"namespaces", &c.namespaces}}) {
+    if (!doc.contains(key) || !doc[key].is_array())
+      return makeError(where + ": " + key + " must be a list");
+    for (const auto& item : doc[key])
+      if (item.is_string()) out->push_back(item.get<std::string>());
+    if (out->empty()) return makeError(where + ": " + key + " names none");
+  }
+  if (!objects.contains("template") || !objects["template"].is_object())
+    return makeError(where + ": objects.template must be a mapping");
+  c.objectTemplate = objects["template"];
+  return c;
+}
 
 std::string fill(std::string text, const std::map<std::string, std::string>& values) {
   for (const auto& [name, value] : values) {
@@ -78,17 +99,9 @@ struct DemoHost {
   std::unique_ptr<Daemon> daemon;
 };
 
-json taskObject(const std::string& name) {
-  return {{"apiVersion", "kuscia.secretflow/v1alpha1"},
-          {"kind", "KusciaTask"},
-          {"metadata", {{"name", name}, {"namespace", "cross-domain"}}},
-          {"spec",
-           {{"initiator", "alice"},
-            {"taskInputConfig", R"({"sf_node_eval_param":{"domain":"data_prep","name":"psi"}})"},
-            {"scheduleConfig", {{"minReservedMembers", 2}, {"lifecycleSeconds", 300}}},
-            {"parties",
-             {{{"domainID", "alice"}, {"appImageRef", "secretflow-image"}},
-              {{"domainID", "bob"}, {"appImageRef", "secretflow-image"}}}}}}};
+// The object the demo submits for a task named `name`.
+json taskObject(const DemoConfig& c, const std::string& name) {
+  return json::parse(fill(c.objectTemplate.dump(), {{"name", name}}));
 }
 
 // The address with its port moved by `delta` (the second host of --p2p), unless it is 0.
@@ -100,37 +113,40 @@ std::string shiftPort(const std::string& listen, int delta) {
 }
 
 // Loads and starts the hosts: one for both domains, or one per domain with its own cluster.
-Result<std::vector<DemoHost>> startHosts(const DemoOptions& o, const fs::path& work,
-                                         LogManager& logs, const Clock& clock) {
+Result<std::vector<DemoHost>> startHosts(const DemoOptions& o, const DemoConfig& c,
+                                         const fs::path& work, LogManager& logs,
+                                         const Clock& clock) {
   auto search = pluginSearch(o.pluginDirs, true);
   if (!search) return makeError(search.error());
-  std::vector<std::vector<std::string>> hostDomains =
-      o.p2p ? std::vector<std::vector<std::string>>{{"alice"}, {"bob"}}
-            : std::vector<std::vector<std::string>>{{"alice", "bob"}};
+  std::vector<std::vector<std::string>> hostDomains;
+  if (o.p2p)
+    for (const auto& d : c.domains)
+      hostDomains.push_back({d});
+  else
+    hostDomains.push_back(c.domains);
   std::vector<DemoHost> hosts;
   for (std::size_t h = 0; h < hostDomains.size(); ++h) {
     DemoHost host{o.p2p ? hostDomains[h][0] : "cluster", "", nullptr};
     std::string domains;
     for (const auto& d : hostDomains[h]) {
-      // slow-party: bob's images take eight phases to pull.
-      std::string extra = o.scenario == "slow-party" && d == "bob"
+      // slow-party: the last party's images take eight phases to pull.
+      std::string extra = o.scenario == "slow-party" && d == c.domains.back()
                               ? ", pullMillis: " + std::to_string(8 * o.phaseMillis)
                               : "";
-      domains +=
-          fill(kDemoDomain, {{"domain", d},
-                             {"phaseMillis", std::to_string(o.phaseMillis)},
-                             {"cleanupMillis", std::to_string(2 * o.phaseMillis)},
-                             {"simExtra", extra},
-                             {"historyDb", (work / "history.db").string()},
-                             {"otel", o.otlpEndpoint.empty()
-                                          ? std::string()
-                                          : fill(kDemoOtel, {{"endpoint", o.otlpEndpoint}})}});
+      domains += fill(c.domain, {{"domain", d},
+                                 {"phaseMillis", std::to_string(o.phaseMillis)},
+                                 {"cleanupMillis", std::to_string(2 * o.phaseMillis)},
+                                 {"simExtra", extra},
+                                 {"historyDb", (work / "history.db").string()},
+                                 {"otel", o.otlpEndpoint.empty()
+                                              ? std::string()
+                                              : fill(c.otel, {{"endpoint", o.otlpEndpoint}})}});
     }
-    std::string text = fill(kDemoHost, {{"mode", o.p2p ? "p2p" : "centralized"},
-                                        {"adminListen", shiftPort(o.adminListen, int(h))},
-                                        {"workDir", work.string()},
-                                        {"cluster", host.cluster},
-                                        {"domains", domains}});
+    std::string text = fill(c.host, {{"mode", o.p2p ? "p2p" : "centralized"},
+                                     {"adminListen", shiftPort(o.adminListen, int(h))},
+                                     {"workDir", work.string()},
+                                     {"cluster", host.cluster},
+                                     {"domains", domains}});
     auto loaded = parseHostConfig(text, "<demo " + host.cluster + " host>", *search);
     if (!loaded.config) {
       std::string msg;
@@ -148,7 +164,8 @@ Result<std::vector<DemoHost>> startHosts(const DemoOptions& o, const fs::path& w
 
 // The clusters' namespaces, then the tasks (in every cluster in p2p, as interconnection does).
 Result<std::vector<std::unique_ptr<ClusterReader>>>
-submitTasks(std::vector<DemoHost>& hosts, const std::vector<std::string>& tasks) {
+submitTasks(const DemoConfig& config, std::vector<DemoHost>& hosts,
+            const std::vector<std::string>& tasks) {
   std::vector<std::unique_ptr<ClusterReader>> clusters;
   auto post = [](ClusterReader& c, const std::string& path, const json& body,
                  const std::string& what) -> Result<void> {
@@ -164,22 +181,23 @@ submitTasks(std::vector<DemoHost>& hosts, const std::vector<std::string>& tasks)
     kube::parseServerUrl(a.server, a.scheme, a.host, a.port);
     auto reader = ClusterReader::open(a);
     if (!reader) return makeError(reader.error());
-    for (const char* ns : {"alice", "bob", "cross-domain"})
+    for (const auto& ns : config.namespaces)
       if (auto r = post(**reader, "/api/v1/namespaces", json{{"metadata", {{"name", ns}}}},
-                        std::string("creating namespace ") + ns);
+                        "creating namespace " + ns);
           !r)
         return makeError(r.error());
     clusters.push_back(std::move(reader.value()));
   }
   for (const auto& t : tasks)
     for (auto& c : clusters)
-      if (auto r = post(*c, kTasksPath, taskObject(t), "submitting " + t); !r)
+      if (auto r = post(*c, config.collection, taskObject(config, t), "submitting " + t); !r)
         return makeError(r.error());
   return clusters;
 }
 
 // Progress until every task has every time (or the timeout); the number of tasks ready.
-int waitForTimelines(const DemoOptions& o, const std::vector<std::string>& tasks,
+int waitForTimelines(const DemoOptions& o, const DemoConfig& config,
+                     const std::vector<std::string>& tasks,
                      std::vector<std::unique_ptr<ClusterReader>>& clusters,
                      std::map<std::string, json>& docs, std::ostream& out) {
   const std::size_t entriesPerTask = std::size_t{2} * (1 + std::size_t{kServicesPerPod});
@@ -193,7 +211,8 @@ int waitForTimelines(const DemoOptions& o, const std::vector<std::string>& tasks
       // As `kuscia-host timeline` reads it: the status, the pods and their Events.
       std::vector<json> parts;
       for (auto& c : clusters)
-        if (auto doc = clusterTimeline(*c, "cross-domain", t)) parts.push_back(std::move(*doc));
+        if (auto doc = clusterTimeline(*c, config.objectNamespace, t))
+          parts.push_back(std::move(*doc));
       docs[t] = summarizedTimeline(parts);
       ready += timelineComplete(docs[t]) && docs[t]["entries"].size() >= entriesPerTask;
     }
@@ -212,9 +231,10 @@ int waitForTimelines(const DemoOptions& o, const std::vector<std::string>& tasks
 }
 
 // Each task's timeline, and while it serves, how to look further.
-void printResults(const DemoOptions& o, const std::vector<DemoHost>& hosts,
-                  const std::vector<std::string>& tasks, const std::map<std::string, json>& docs,
-                  const fs::path& historyDb, std::ostream& out) {
+void printResults(const DemoOptions& o, const DemoConfig& config,
+                  const std::vector<DemoHost>& hosts, const std::vector<std::string>& tasks,
+                  const std::map<std::string, json>& docs, const fs::path& historyDb,
+                  std::ostream& out) {
   for (const auto& t : tasks) {
     out << "\n"
         << renderTimelineSummary(docs.at(t)) << renderTimelineTable(docs.at(t)) << "\n"
@@ -232,7 +252,8 @@ void printResults(const DemoOptions& o, const std::vector<DemoHost>& hosts,
   for (const auto& h : hosts) {
     if (o.exitWhenDone) break; // everything is in memory: gone once it exits
     std::string who = o.p2p ? h.cluster + "'s cluster" : "the cluster";
-    out << who << ": kubectl --kubeconfig " << h.kubeconfig << " get kt -n cross-domain -o yaml\n";
+    out << who << ": kubectl --kubeconfig " << h.kubeconfig << " get kt -n "
+        << config.objectNamespace << " -o yaml\n";
     auto ep = h.daemon->adminEndpoint();
     std::string base = "http://" + ep->address().to_string() + ":" + std::to_string(ep->port());
     out << "  timeline web page: " << base << "/ui/   API: " << base << "/api/v1/timelines\n";
@@ -270,7 +291,12 @@ int runDemo(const DemoOptions& o, std::ostream& out, std::ostream& err) {
   std::ofstream logFile(work / "demo.log", std::ios::trunc);
   LogManager logs(LogFormat::kText, spdlog::level::info, logFile);
   SystemClock clock;
-  auto hosts = startHosts(o, work, logs, clock);
+  auto config = loadDemoConfig(o);
+  if (!config) {
+    err << "kuscia-host: demo: " << config.error() << "\n";
+    return 1;
+  }
+  auto hosts = startHosts(o, *config, work, logs, clock);
   if (!hosts) {
     err << "kuscia-host: demo: " << hosts.error() << "\n  (log: " << (work / "demo.log").string()
         << ")\n";
@@ -279,21 +305,29 @@ int runDemo(const DemoOptions& o, std::ostream& out, std::ostream& err) {
   std::vector<std::string> tasks;
   for (int i = 1; i <= o.tasks; ++i)
     tasks.push_back("demo-task-" + std::to_string(i));
-  auto clusters = submitTasks(*hosts, tasks);
+  auto clusters = submitTasks(*config, *hosts, tasks);
   if (!clusters) {
     err << "kuscia-host: demo: " << clusters.error() << "\n";
     return 1;
   }
+  std::string parties;
+  for (std::size_t i = 0; i < config->domains.size(); ++i)
+    parties += (i == 0                            ? ""
+                : i + 1 == config->domains.size() ? " and "
+                                                  : ", ") +
+               config->domains[i];
   out << "kuscia-host " << kVersion << " demo (" << (o.p2p ? "p2p" : "centralized")
-      << (o.scenario == "slow-party" ? ", slow-party: bob's image pulls are slow" : "")
-      << "): " << o.tasks << " two-party task(s) submitted to domains alice and bob\n";
+      << (o.scenario == "slow-party"
+              ? ", slow-party: " + config->domains.back() + "'s image pulls are slow"
+              : "")
+      << "): " << o.tasks << " two-party task(s) submitted to domains " << parties << "\n";
   if (!o.otlpEndpoint.empty())
     out << "traces of every task's startup go to " << o.otlpEndpoint
         << " (OTLP/HTTP, protobuf; one trace per task, every party's spans in it)\n";
   out.flush();
   std::map<std::string, json> docs;
-  int ready = waitForTimelines(o, tasks, *clusters, docs, out);
-  printResults(o, *hosts, tasks, docs, work / "history.db", out);
+  int ready = waitForTimelines(o, *config, tasks, *clusters, docs, out);
+  printResults(o, *config, *hosts, tasks, docs, work / "history.db", out);
   out << "log: " << (work / "demo.log").string() << "\n";
   if (ready < o.tasks)
     err << "kuscia-host: demo: only " << ready << " of " << o.tasks << " task(s) started within "

@@ -1,10 +1,10 @@
 // `kuscia-host demo`: the whole product on one machine. Starts the embedded API server and a host
 // with domains alice and bob (centralized), or two hosts each with its own embedded API server
-// (--p2p, the task created in both as interconnection would), configured by host config files
-// (compiled in, read by the same loader as `run`) that enable sim-agent, task-timeline,
-// gateway-ready-time and scheduler-time; submits two-party tasks; shows progress while they start;
-// prints each task's timeline (a table and a Gantt chart); then keeps serving (kubectl, the web
-// page, the timeline API) until Ctrl-C, or exits when done.
+// (--p2p, the task created in both as interconnection would), configured by the demo's config
+// file (config/demo/demo.yaml, compiled in; its host texts are read by the same loader as `run`)
+// that enables sim-agent and the timeline plugins; submits two-party tasks; shows progress while
+// they start; prints each task's timeline (a table and a Gantt chart); then keeps serving
+// (kubectl, the web page, the timeline API) until Ctrl-C, or exits when done.
 #pragma once
 
 #include <ostream>
@@ -27,7 +27,11 @@ struct DemoOptions {
   int timeoutSeconds = 120;
   std::string scenario = "default"; // or "slow-party": bob's image pulls are slow
   std::string otlpEndpoint;         // when set, every domain also runs otel-export to it
+  std::string demoConfig;           // the demo's config file; empty: the one compiled in
 };
+
+// config/demo/demo.yaml as it was at build time.
+const char* embeddedDemoConfig();
 
 // Runs the demo; the process exit code.
 int runDemo(const DemoOptions& options, std::ostream& out, std::ostream& err);

@@ -320,6 +320,9 @@ Command addDemo(CLI::App& app) {
       "--otlp-endpoint", demo->otlpEndpoint,
       "Also send every task's startup as a trace to this OTLP/HTTP receiver "
       "(http(s)://host:port, e.g. an OpenTelemetry Collector's :4318), with otel-export");
+  cmd->add_option("--demo-config", demo->demoConfig,
+                  "The demo's config file: its hosts' plugins, its parties, the objects it "
+                  "submits (default: config/demo/demo.yaml, compiled in)");
   return {cmd, [demo] {
             for (const auto& d : demo->pluginDirs)
               if (!std::filesystem::path(d).is_absolute()) {
