@@ -81,6 +81,10 @@ expect "$dev_deb" /usr/include/kuscia_host/abi.h /usr/include/kuscia_host/plugin
   /usr/share/cmake/kuscia-host-sdk/kuscia-host-sdkConfigVersion.cmake \
   /usr/share/pkgconfig/kuscia-host-sdk.pc \
   /usr/share/kuscia-host-sdk/template/CMakeLists.txt
+# The SDK is the plugin contract only: the Kuscia model (model/) is not part of it.
+if dpkg-deb -c "$dev_deb" | grep -qE 'kuscia_host/(timeline|timeline_summary|pod_events)\.hpp|kuscia_model/'; then
+  fail "the -dev package ships the Kuscia model's headers: the SDK is the plugin contract only"
+fi
 rpm_config=$(rpm -qcp "$dist"/kuscia-host-0*.rpm 2>/dev/null)
 [ "$rpm_config" = /etc/kuscia-host/kuscia-host.yaml ] || fail "rpm %config: '$rpm_config'"
 rpm -qp --qf '[%{FILEFLAGS:fflags} %{FILENAMES}\n]' "$dist"/kuscia-host-0*.rpm 2>/dev/null |

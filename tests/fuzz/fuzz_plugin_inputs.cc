@@ -48,7 +48,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
       (void)normalizeTime(in);
       break;
     }
-    case 1: (void)timeline::parseTimelineConfig(in); break;
+    case 1: (void)kuscia_host::plugins::timeline::parseTimelineConfig(in); break;
     case 2: (void)gateway::parseGatewayConfig(in); break;
     case 3: (void)scheduler::parseSchedulerConfig(in); break;
     case 4: (void)sim::parseSimConfig(in); break;
