@@ -40,7 +40,7 @@ struct DemoConfig {
   std::vector<std::string> namespaces;
   std::string collection;      // where the objects are created
   std::string objectNamespace; // where they are read back
-  json objectTemplate;
+  std::string objectTemplate;  // JSON, with ${name}
 };
 
 Result<DemoConfig> loadDemoConfig(const DemoOptions& o) {
@@ -65,7 +65,7 @@ Result<DemoConfig> loadDemoConfig(const DemoOptions& o) {
     return {};
   };
   const json objects = doc.value("objects", json::object());
-  for (auto r :
+  for (const auto& r :
        {str(doc, "host", c.host), str(doc, "domain", c.domain), str(doc, "otel", c.otel),
         str(objects, "collection", c.collection), str(objects, "namespace", c.objectNamespace)})
     if (!r) return makeError(r.error());
@@ -79,7 +79,7 @@ Result<DemoConfig> loadDemoConfig(const DemoOptions& o) {
   }
   if (!objects.contains("template") || !objects["template"].is_object())
     return makeError(where + ": objects.template must be a mapping");
-  c.objectTemplate = objects["template"];
+  c.objectTemplate = objects["template"].dump();
   return c;
 }
 
@@ -101,7 +101,7 @@ struct DemoHost {
 
 // The object the demo submits for a task named `name`.
 json taskObject(const DemoConfig& c, const std::string& name) {
-  return json::parse(fill(c.objectTemplate.dump(), {{"name", name}}));
+  return json::parse(fill(c.objectTemplate, {{"name", name}}));
 }
 
 // The address with its port moved by `delta` (the second host of --p2p), unless it is 0.
