@@ -92,6 +92,10 @@ TEST(CliTest, DemoRunsWhatItsConfigFileSays) {
   EXPECT_EQ(yaml.code, 1);
   EXPECT_NE(yaml.err.find(dir.file("broken.yaml") + ":"), std::string::npos) << yaml.err;
   EXPECT_NE(yaml.err.find("invalid YAML"), std::string::npos) << yaml.err;
+  auto scalar = bad("scalar.yaml", "just a text\n");
+  EXPECT_EQ(scalar.code, 1);
+  EXPECT_NE(scalar.err.find(dir.file("scalar.yaml") + ": not a mapping"), std::string::npos)
+      << scalar.err;
   auto keys = bad("keys.yaml", "host: x\ndomain: y\notel: z\n");
   EXPECT_EQ(keys.code, 1);
   EXPECT_NE(keys.err.find(dir.file("keys.yaml") + ": collection must be a text"), std::string::npos)

@@ -57,6 +57,7 @@ Result<DemoConfig> loadDemoConfig(const DemoOptions& o) {
   } catch (const YAML::Exception& e) {
     return makeError(where + ":" + std::to_string(e.mark.line + 1) + ": invalid YAML: " + e.msg);
   }
+  if (!doc.is_object()) return makeError(where + ": not a mapping of host, domain, otel, ...");
   DemoConfig c;
   auto str = [&](const json& from, const char* key, std::string& out) -> Result<void> {
     if (!from.is_object() || !from.contains(key) || !from[key].is_string())
