@@ -298,10 +298,11 @@ case "$cmd" in
     ;;
   bench)
     mkdir -p "$root/build-release"
+    built=$(git -C "$root" describe --always --dirty 2>/dev/null || echo unknown) # what the run builds
     bench_all 2>&1 | tee "$root/build-release/bench.log"
     # The run's figures, written by the run: the one results table docs/development links.
     python3 "$root/packaging/bench_results.py" "$root/build-release/bench.log" \
-      "$root/docs/development/benchmark-results.md"
+      "$root/docs/development/benchmark-results.md" --commit "$built"
     ;;
   format)
     (cd "$root" && clang-format -i $(git ls-files --cached --others --exclude-standard '*.h' '*.hpp' '*.cc' '*.c'))
