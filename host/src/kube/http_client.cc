@@ -7,7 +7,6 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/redirect_error.hpp>
-#include <boost/asio/ssl/host_name_verification.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -19,13 +18,8 @@
 #include <boost/asio/write.hpp>
 
 #include <atomic>
-#include <charconv>
 #include <optional>
-#include <sys/socket.h>
-#include <unistd.h>
 #include <utility>
-
-#include "common/version.h"
 
 namespace kuscia_host::kube {
 
