@@ -362,14 +362,13 @@ void HistoryWriter::pruneSome(std::unique_lock<std::mutex>& lock, int64_t wallNa
 }
 
 std::shared_ptr<HistoryWriter>
-sharedWriter(const std::string& key, const std::function<std::unique_ptr<HistoryWriter>()>& make) {
-  static std::mutex mu;
-  static std::map<std::string, std::weak_ptr<HistoryWriter>> writers;
-  std::lock_guard lock(mu);
-  auto& slot = writers[key];
+HistoryWriters::get(const std::string& key,
+                    const std::function<std::unique_ptr<HistoryWriter>()>& make) {
+  std::lock_guard lock(mu_);
+  auto& slot = writers_[key];
   if (auto w = slot.lock()) return w;
-  for (auto it = writers.begin(); it != writers.end();) // the writers no instance holds
-    it = it->second.expired() && &it->second != &slot ? writers.erase(it) : std::next(it);
+  for (auto it = writers_.begin(); it != writers_.end();) // the writers no instance holds
+    it = it->second.expired() && &it->second != &slot ? writers_.erase(it) : std::next(it);
   std::shared_ptr<HistoryWriter> w = make();
   slot = w;
   return w;

@@ -160,9 +160,19 @@ private:
   std::thread thread_;
 };
 
-// The writer of the process for `key` (the database and the settings that shape a writer), made
-// by `make` when none is alive: every instance recording into one database shares it.
-std::shared_ptr<HistoryWriter>
-sharedWriter(const std::string& key, const std::function<std::unique_ptr<HistoryWriter>()>& make);
+// The writers of one host's task-history instances (sdk::Host::libraryState): the instances
+// recording into one database with the same settings share a writer, so that a task's
+// recordings by several domains are written together. Thread-safe.
+class HistoryWriters {
+public:
+  // The writer for `key` (the database and the settings that shape a writer), made by `make`
+  // when no instance holds one.
+  std::shared_ptr<HistoryWriter> get(const std::string& key,
+                                     const std::function<std::unique_ptr<HistoryWriter>()>& make);
+
+private:
+  std::mutex mu_;
+  std::map<std::string, std::weak_ptr<HistoryWriter>> writers_;
+};
 
 } // namespace kuscia_host::plugins::history

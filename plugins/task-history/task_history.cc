@@ -57,10 +57,10 @@ TaskHistory::TaskHistory(sdk::Host host, std::string_view domain, std::string_vi
   o.retentionNanos = config_.retentionDays * 86400 * model::kSecond;
   o.maxTasks = static_cast<std::size_t>(config_.maxTasks);
   std::string database = config_.database, password = config_.password;
-  // The instances of this process recording into the same database with the same settings
-  // share one writer: a task's recordings by several domains are written together.
+  // The instances of this host recording into the same database with the same settings share
+  // one writer: a task's recordings by several domains are written together.
   const std::string key = json{database, password, o.capacity, o.retentionNanos, o.maxTasks}.dump();
-  writer_ = sharedWriter(key, [database, password, o] {
+  writer_ = host.libraryState<HistoryWriters>().get(key, [database, password, o] {
     return std::make_unique<HistoryWriter>(
         [database, password] { return openStore(database, password); }, o);
   });

@@ -103,7 +103,7 @@ private:
   std::map<std::string, int64_t> due_; // task -> when its recording is due (wall ns)
   std::vector<std::string> resync_;    // task names to look at again
   std::size_t resyncNext_ = 0;
-  std::shared_ptr<HistoryWriter> writer_; // shared with the process's other instances
+  std::shared_ptr<HistoryWriter> writer_; // shared with the host's other instances
   HistoryWriter::User user_ = 0;          // this instance's attachment (from onStart)
   // The admin API's thread and connection, started when first asked (history_reader.h).
   std::unique_ptr<HistoryReader> reader_;

@@ -20,11 +20,6 @@ nlohmann::json EntryFacts::toJson() const {
   return out;
 }
 
-EntryBoard& EntryBoard::process() {
-  static EntryBoard board;
-  return board;
-}
-
 void EntryBoard::put(const std::string& key, EntryFacts facts) {
   std::lock_guard lock(mu_);
   entries_.insert_or_assign(std::string_view(key), std::move(facts));

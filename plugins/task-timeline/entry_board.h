@@ -1,9 +1,10 @@
-// What the task-timeline instances of one host know of their own domain's entries beyond the
-// task's status: the first ready, the image pull, the containers' start, why each phase waited
-// and what an entry waits for now. Each instance publishes its own entries; every instance reads
-// them all, so that in centralized mode (one instance per domain, one process) each answers the
-// same document with the same summary, and the admin server's key-by-key merge of their answers
-// holds one answer (docs/design/critical-path.md, "One answer in centralized mode").
+// What the task-timeline instances of one host (one board per host: sdk::Host::libraryState) know
+// of their own domain's entries beyond the task's status: the first ready, the image pull, the
+// containers' start, why each phase waited and what an entry waits for now. Each instance publishes
+// its own entries; every instance reads them all, so that in centralized mode (one instance per
+// domain, one process) each answers the same document with the same summary, and the admin server's
+// key-by-key merge of their answers holds one answer (docs/design/critical-path.md, "One answer in
+// centralized mode").
 //
 // Only live objects are on the board: an instance takes an entry off when it forgets the object,
 // and all of its entries when it is destroyed. Thread-safe (instances run on their own executors).
@@ -49,9 +50,6 @@ struct EntryFacts {
 
 class EntryBoard {
 public:
-  // The board of this process (the plugin's library is loaded once per host).
-  static EntryBoard& process();
-
   // Sets the entry "<ns>/<name>". The board keeps a view of `key`, not a copy: it is the key of
   // the publishing instance's own record of the object, which must stay where it is until the
   // instance erases the entry (before it forgets the record; all of them before it goes).

@@ -124,7 +124,8 @@ const std::string* TaskTimeline::internPhase(std::string_view phase) {
 }
 
 TaskTimeline::TaskTimeline(sdk::Host host, std::string_view domain, std::string_view configJson)
-    : Plugin(host), config_(parseTimelineConfig(configJson)), domain_(domain),
+    : Plugin(host), config_(parseTimelineConfig(configJson)),
+      board_(host.libraryState<EntryBoard>()), domain_(domain),
       ownPrefix_(std::string(domain) + "/"),
       createToSchedule_(host.histogram("kuscia_timeline_pod_create_to_schedule_seconds",
                                        "Pod creation to PodScheduled=True", {}, durationBuckets())),
@@ -202,9 +203,9 @@ TaskTimeline::~TaskTimeline() {
                 std::is_nothrow_default_constructible_v<Pod>);
   // The board holds views of these records' keys (EntryBoard::put): every entry goes first.
   for (const auto& [key, p] : pods_)
-    EntryBoard::process().erase(key);
+    board_.erase(key);
   for (const auto& [key, s] : services_)
-    EntryBoard::process().erase(key);
+    board_.erase(key);
 }
 
 void TaskTimeline::onStart() {
@@ -383,7 +384,7 @@ void TaskTimeline::publish(const std::string& key, Pod& p) {
   if (p.containersStart) facts.containersStart = *p.containersStart;
   facts.facts = p.facts;
   if (p.waiting) facts.waiting = std::make_unique<Waiting>(*p.waiting);
-  EntryBoard::process().put(pods_.find(key)->first, std::move(facts)); // the record's own key
+  board_.put(pods_.find(key)->first, std::move(facts)); // the record's own key
 }
 
 void TaskTimeline::publish(const std::string& key, Service& s) {
@@ -413,7 +414,7 @@ void TaskTimeline::publish(const std::string& key, Service& s) {
   EntryFacts facts;
   if (s.programming != kNoServiceWait) facts.facts = serviceWaitFacts(s.programming);
   if (w) facts.waiting = std::make_unique<Waiting>(std::move(*w));
-  EntryBoard::process().put(services_.find(key)->first, std::move(facts)); // the record's key
+  board_.put(services_.find(key)->first, std::move(facts)); // the record's key
 }
 
 Waiting TaskTimeline::podWaiting(const Pod& p, const model::PodFields& f) {
@@ -514,7 +515,7 @@ void TaskTimeline::onService(const sdk::Event& e) {
 
 void TaskTimeline::forgetObject(const std::string& key, bool pod) {
   // The board's entry first: it views the key of the record about to go (EntryBoard::put).
-  EntryBoard::process().erase(key);
+  board_.erase(key);
   release(pod ? pods_.forget(key) : services_.forget(key));
 }
 
@@ -731,7 +732,7 @@ void TaskTimeline::summarizeOnce(const std::string& task, std::string_view field
   // entries as held, the other parties' as the host's cache has them, each with what the entry
   // board knows beside the status. No document is built for it.
   std::vector<model::timeline::EntryTimes> entries;
-  auto addParsed = [&entries](const json& pods, const json& services) {
+  auto addParsed = [this, &entries](const json& pods, const json& services) {
     for (const auto& [key, entry] : pods.items())
       entries.push_back(entryTimes(key, entry, true));
     for (const auto& [key, entry] : services.items())
@@ -740,7 +741,8 @@ void TaskTimeline::summarizeOnce(const std::string& task, std::string_view field
   // Every entry's times off its text, none parsed into a DOM (the own entries as held, the other
   // parties' where the event's split passed them); text the scanner does not read as the parser
   // does takes the full parser.
-  auto addTexts = [&entries](const model::EntryTexts& pods, const model::EntryTexts& services) {
+  auto addTexts = [this, &entries](const model::EntryTexts& pods,
+                                   const model::EntryTexts& services) {
     auto p = model::entryTimesOf(pods, true);
     auto s = model::entryTimesOf(services, false);
     if (!p || !s) return false;
@@ -772,7 +774,7 @@ void TaskTimeline::summarizeOnce(const std::string& task, std::string_view field
 }
 
 model::timeline::EntryTimes TaskTimeline::entryTimes(const std::string& key, const json& status,
-                                                     bool pod) {
+                                                     bool pod) const {
   // As entryTimeline() reads an entry: the status's times and reasons, replaced by what the
   // board has for the entry.
   model::timeline::EntryTimes e;
@@ -785,8 +787,8 @@ model::timeline::EntryTimes TaskTimeline::entryTimes(const std::string& key, con
   return e;
 }
 
-void TaskTimeline::withBoardFacts(model::timeline::EntryTimes& e) {
-  EntryBoard::process().read(e.key, [&e](const EntryFacts& f) {
+void TaskTimeline::withBoardFacts(model::timeline::EntryTimes& e) const {
+  board_.read(e.key, [&e](const EntryFacts& f) {
     if (f.firstReady) e.firstReadyTime = f.firstReady;
     if (f.containersStart) e.containersStartTime = f.containersStart;
     if (f.facts) {

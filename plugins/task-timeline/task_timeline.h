@@ -247,12 +247,14 @@ private:
   nlohmann::json entryTimeline(const std::string& task, const std::string& key,
                                const nlohmann::json& entry, bool pod) const;
   // An entry's times as its timeline document has them (what the summary reads).
-  static model::timeline::EntryTimes entryTimes(const std::string& key,
-                                                const nlohmann::json& status, bool pod);
+  model::timeline::EntryTimes entryTimes(const std::string& key, const nlohmann::json& status,
+                                         bool pod) const;
   // Adds what the entry board has for the entry, over what its status says.
-  static void withBoardFacts(model::timeline::EntryTimes& e);
+  void withBoardFacts(model::timeline::EntryTimes& e) const;
 
   TimelineConfig config_;
+  // What this host's instances know of their entries (shared by the domains of one host).
+  EntryBoard& board_;
   std::string domain_;
   std::string ownPrefix_; // "<domain>/": the keys of this domain's status entries
   uint64_t podSub_ = 0, serviceSub_ = 0, endpointsSub_ = 0, taskSub_ = 0, eventSub_ = 0;

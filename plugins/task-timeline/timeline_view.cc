@@ -39,7 +39,7 @@ json TaskTimeline::entryTimeline(const std::string& task, const std::string& key
   // for now), read from the entry board so that every instance answers alike.
   json own = entry.is_object() ? entry : json::object();
   json facts;
-  EntryBoard::process().read(key, [&facts](const EntryFacts& f) { facts = f.toJson(); });
+  board_.read(key, [&facts](const EntryFacts& f) { facts = f.toJson(); });
   json waiting;
   if (facts.is_object())
     for (auto& [field, value] : facts.items()) {

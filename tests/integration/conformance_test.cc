@@ -100,7 +100,7 @@ TEST(ConformanceTest, TheFakeHostAndTheRealHostAnswerAPluginAlike) {
   json real = realHostReport(dir.file("real.json"), dir);
   EXPECT_EQ(fake, real) << "fake host:\n" << fake.dump(2) << "\nreal host:\n" << real.dump(2);
   // And both say what abi.h documents.
-  json expected = {{"abi", "1.4"},
+  json expected = {{"abi", "1.5"},
                    {"sub.plain", "ok"},
                    {"sub.labels", "ok"},
                    {"sub.no_version", KH_ERR_INVALID_ARGUMENT},
@@ -114,6 +114,7 @@ TEST(ConformanceTest, TheFakeHostAndTheRealHostAnswerAPluginAlike) {
                    {"route.reserved", KH_ERR_INVALID_ARGUMENT},
                    {"metric.plugin_label", KH_ERR_INVALID_ARGUMENT},
                    {"metric.reshaped", KH_ERR_INVALID_ARGUMENT},
+                   {"library_state", "same/per type/1"},
                    {"sub.late", KH_ERR_FAILED_PRECONDITION},
                    {"route.late", KH_ERR_FAILED_PRECONDITION},
                    {"req.bad_verb", KH_ERR_INVALID_ARGUMENT},
@@ -259,12 +260,23 @@ TEST(AbiCompatibilityTest, APluginBuiltAgainstAbi13ServesItsRoute) {
   host.daemon.shutdown();
 }
 
+// A plugin compiled against the frozen 1.4 header defers its answer and gives it through the
+// handle; it shares no library state and declares no command (1.5), and runs all the same.
+TEST(AbiCompatibilityTest, APluginBuiltAgainstAbi14ServesItsDeferredRoute) {
+  OldPluginHost host("abi14");
+  auto route = test::httpGet(host.daemon.adminEndpoint()->port(), "/api/v1/abi14/x");
+  EXPECT_EQ(route.status, 200);
+  EXPECT_EQ(json::parse(route.body),
+            (json{{"abi", "1.4"}, {"path", "/api/v1/abi14/x"}, {"deferred", true}}));
+  host.daemon.shutdown();
+}
+
 // A plugin needing a newer minor than the host's is refused, naming both versions.
 TEST(AbiCompatibilityTest, APluginNeedingANewerMinorIsRefusedNamingBothVersions) {
   PluginLoader loader(LoaderOptions{::geteuid()});
   auto lib = loader.load(KH_TEST_PLUGIN_DIR "/bad_newer_minor.so");
   ASSERT_FALSE(lib.ok());
-  EXPECT_NE(lib.error().find("needs ABI 1.5, newer than this host's ABI 1.4"), std::string::npos)
+  EXPECT_NE(lib.error().find("needs ABI 1.6, newer than this host's ABI 1.5"), std::string::npos)
       << lib.error();
 }
 

@@ -4,7 +4,11 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
 
+#include "plugin_host/library_states.h"
 #include "test_support.h"
 
 namespace kuscia_host {
@@ -43,20 +47,20 @@ TEST_F(LoaderTest, RefusesAbiMajor2NamingBothVersions) {
   ASSERT_FALSE(lib.ok());
   EXPECT_NE(lib.error().find(testPlugin("bad_abi2")), std::string::npos) << lib.error();
   EXPECT_NE(lib.error().find("built for ABI 2.x"), std::string::npos) << lib.error();
-  EXPECT_NE(lib.error().find("this host speaks ABI 1.4"), std::string::npos) << lib.error();
+  EXPECT_NE(lib.error().find("this host speaks ABI 1.5"), std::string::npos) << lib.error();
 }
 
 TEST_F(LoaderTest, RefusesMajorMismatchInsideDescriptor) {
   auto lib = loader_.load(testPlugin("bad_bad_major"));
   ASSERT_FALSE(lib.ok());
-  EXPECT_NE(lib.error().find("built for ABI 2.0, but this host speaks ABI 1.4"), std::string::npos)
+  EXPECT_NE(lib.error().find("built for ABI 2.0, but this host speaks ABI 1.5"), std::string::npos)
       << lib.error();
 }
 
 TEST_F(LoaderTest, RefusesNewerMinor) {
   auto lib = loader_.load(testPlugin("bad_newer_minor"));
   ASSERT_FALSE(lib.ok());
-  EXPECT_NE(lib.error().find("needs ABI 1.5, newer than this host's ABI 1.4"), std::string::npos)
+  EXPECT_NE(lib.error().find("needs ABI 1.6, newer than this host's ABI 1.5"), std::string::npos)
       << lib.error();
   EXPECT_NE(lib.error().find("upgrade kuscia-host"), std::string::npos);
 }
@@ -124,6 +128,40 @@ TEST_F(LoaderTest, RefusesNonPluginFiles) {
   ASSERT_FALSE(lib.ok());
   EXPECT_NE(lib.error().find("plugin " + junk + ": cannot load"), std::string::npos) << lib.error();
   EXPECT_FALSE(loader_.load(dir.path().string()).ok()); // a directory
+}
+
+// A library's state (ABI 1.5 library_state) is made once per make function, is the same at every
+// later call, keeps its library loaded, and is destroyed with the host's states, the last made
+// first.
+TEST_F(LoaderTest, LibraryStatesAreMadeOncePerTypeAndDestroyedLastFirst) {
+  static std::vector<std::string> log;
+  log.clear();
+  auto lib = loader_.load(testPlugin("probe"));
+  ASSERT_TRUE(lib.ok()) << lib.error();
+  std::weak_ptr<PluginLibrary> held = *lib;
+  using Make = LibraryStates::Make;
+  Make makeA = [] { return static_cast<void*>(new std::string("a")); };
+  Make makeB = [] { return static_cast<void*>(new std::string("b")); };
+  auto destroy = [](void* p) {
+    auto* s = static_cast<std::string*>(p);
+    log.push_back(*s);
+    delete s;
+  };
+  {
+    LibraryStates states;
+    void* a = states.get(*lib, makeA, destroy);
+    EXPECT_EQ(*static_cast<std::string*>(a), "a");
+    EXPECT_EQ(states.get(*lib, makeA, destroy), a);
+    EXPECT_NE(states.get(*lib, makeB, destroy), a);
+    EXPECT_EQ(states.get(
+                  *lib, [] { return static_cast<void*>(nullptr); }, destroy),
+              nullptr);
+    EXPECT_EQ(states.size(), 2u);
+    lib->reset();
+    EXPECT_FALSE(held.expired()); // the states hold the library until they are destroyed
+  }
+  EXPECT_EQ(log, (std::vector<std::string>{"b", "a"}));
+  EXPECT_TRUE(held.expired());
 }
 
 } // namespace

@@ -49,6 +49,14 @@ public:
     report_["metric.plugin_label"] =
         code([&] { host.counter("conformance_bad_total", "declares plugin", {"plugin"}); });
     report_["metric.reshaped"] = code([&] { host.gauge("conformance_checks_total", "other"); });
+    // ABI 1.5: one state per type, the same at every call, made once.
+    auto& first = host.libraryState<Made>();
+    auto& again = host.libraryState<Made>();
+    auto& other = host.libraryState<OtherMade>();
+    report_["library_state"] =
+        std::string(&first == &again ? "same" : "different") + "/" +
+        (static_cast<void*>(&other) != static_cast<void*>(&first) ? "per type" : "shared") + "/" +
+        std::to_string(Made::made);
   }
 
   ~Conformance() override {
@@ -137,6 +145,12 @@ public:
   }
 
 private:
+  struct Made {
+    Made() { ++made; }
+    static inline int made = 0;
+  };
+  struct OtherMade {};
+
   static sdk::Subscription pods(std::vector<std::string> fields) {
     sdk::Subscription s;
     s.version = "v1";

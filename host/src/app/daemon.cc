@@ -122,7 +122,7 @@ Result<void> Daemon::tolerate(bool required, const std::string& error,
 
 Result<void> Daemon::createInstances() {
   HostServices services{runtime_, metrics_,          hostMetrics_, logs_,
-                        clock_,   kubeBridge_.get(), &routes_};
+                        clock_,   kubeBridge_.get(), &routes_,     &libraryStates_};
   for (const auto& domain : config_.domains) {
     for (const auto& entry : domain.plugins) {
       std::string id = entry.name + "/" + domain.id;

@@ -97,6 +97,7 @@ private:
   std::unique_ptr<KubeClientBridge> kubeBridge_;
   PluginLoader loader_;
   std::map<std::string, std::shared_ptr<PluginLibrary>> libraries_;
+  LibraryStates libraryStates_; // before instances_: destroyed after them
   std::vector<std::unique_ptr<PluginInstance>> instances_;
   std::optional<boost::asio::ip::tcp::endpoint> adminEndpoint_;
   bool shutDown_ = false;

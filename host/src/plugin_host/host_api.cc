@@ -130,6 +130,10 @@ kh_http_response_t* httpDefer(kh_http_response_t* h) {
   return later.release()->handle();
 }
 
+void* libraryState(kh_host_ctx_t* c, void* (*make)(), void (*destroy)(void*)) {
+  return self(c)->libraryState(make, destroy);
+}
+
 kh_host_api_v1_t makeTable(bool withKube) {
   kh_host_api_v1_t t{};
   t.struct_size = sizeof t;
@@ -151,6 +155,7 @@ kh_host_api_v1_t makeTable(bool withKube) {
   t.route_register = &routeRegister;
   t.http_respond = &httpRespond;
   t.http_defer = &httpDefer;
+  t.library_state = &libraryState;
   if (withKube) {
     t.subscribe = &subscribe;
     t.cache_get = &cacheGet;

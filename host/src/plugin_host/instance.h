@@ -19,6 +19,7 @@
 #include "logging/logging.h"
 #include "metrics/registry.h"
 #include "plugin_host/kube_bridge.h"
+#include "plugin_host/library_states.h"
 #include "plugin_host/loader.h"
 #include "plugin_host/plugin_kube.h"
 #include "plugin_host/plugin_metrics.h"
@@ -49,8 +50,9 @@ struct HostServices {
   HostMetrics& hostMetrics;
   LogManager& logs;
   const Clock& clock;
-  KubeBridge* kube = nullptr;     // null: no cluster configured
-  PluginRoutes* routes = nullptr; // null: route_register fails (no admin server)
+  KubeBridge* kube = nullptr;             // null: no cluster configured
+  PluginRoutes* routes = nullptr;         // null: route_register fails (no admin server)
+  LibraryStates* libraryStates = nullptr; // null: library_state gives none
 };
 
 struct InstanceOptions {
@@ -118,6 +120,12 @@ public:
   PluginMetrics& metrics() { return metrics_; }
   InstanceTimers& timers() { return timers_; }
   PluginKube& kube() { return kube_; }
+  // library_state: the state this host's instances of the library share (LibraryStates).
+  void* libraryState(LibraryStates::Make make, LibraryStates::Destroy destroy) {
+    return services_.libraryStates != nullptr
+               ? services_.libraryStates->get(library_, make, destroy)
+               : nullptr;
+  }
   // route_register: only from on_create.
   kh_status_t registerRoute(const char* prefix, std::string& err);
 

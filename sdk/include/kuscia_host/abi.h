@@ -21,6 +21,11 @@
  *        tasks then costs a digest each); KH_ERR_STALE answers a release of an old version.
  *   1.4  deferred answers: http_defer lets on_http_request return before its answer is ready
  *        (a query on the plugin's own thread), so that no callback needs to block.
+ *   1.5  plugin commands and library state: an optional export (kh_commands_v1) declares
+ *        command-line commands that `kuscia-host <command>` runs with the host's readers of
+ *        clusters and admin servers (the product's `timeline` and `history` are task-timeline's
+ *        and task-history's); library_state gives the instances of one library in one host a
+ *        state they share, instead of a process-wide static.
  *
  * Rules for every later minor version (what 1.1 followed):
  *  - Every struct starts with `struct_size` and only grows at the end; no field is removed,
@@ -67,7 +72,7 @@ extern "C" {
 #endif
 
 #define KH_ABI_VERSION_MAJOR 1
-#define KH_ABI_VERSION_MINOR 4
+#define KH_ABI_VERSION_MINOR 5
 
 /* Whether the struct at `ptr` (of `type`, from the other side of the ABI) carries `field`: its
  * struct_size reaches past the field's end. Test it before reading a field added after 1.0. */
@@ -374,6 +379,16 @@ typedef struct kh_host_api_v1 {
    * deferred answer must be made before the instance's on_destroy returns. Returns NULL (then
    * answer `response` as usual) when called twice or outside on_http_request. */
   kh_http_response_t* (*http_defer)(kh_http_response_t* response);
+
+  /* --- since 1.5 (test with KH_HAS_FIELD(api, kh_host_api_v1_t, library_state)) --- */
+
+  /* The state the instances of this plugin's library share within this host (in centralized
+   * mode, one instance per domain): what `make` returned at the first call with this `make` in
+   * this host, on every later call. Another host in the same process (two hosts in one test or
+   * demo) gets its own. The host calls destroy(state) once, after the last of its instances of
+   * the library is destroyed and before the library is unloaded. `make` must not fail (NULL is
+   * returned as is, and made again at the next call). Any thread; calls are serialized. */
+  void* (*library_state)(kh_host_ctx_t* ctx, void* (*make)(void), void (*destroy)(void* state));
 } kh_host_api_v1_t;
 
 /* ---------------------------------------------------------------------------------------------
@@ -453,6 +468,68 @@ typedef kh_status_t (*kh_offline_get_v1_fn)(const char* config_json, size_t conf
                                             const char* path, const char* query,
                                             kh_offline_respond_fn respond, void* user, char* err,
                                             size_t err_len);
+
+/* ---------------------------------------------------------------------------------------------
+ * Since 1.5: plugin commands, an optional export. A plugin may declare command-line commands,
+ * which `kuscia-host <name> ARGS...` runs: the host finds the command in the plugins of its
+ * plugin directories (the --plugin-dir options of the command line first, then the packaged
+ * directory and the one beside the binary), lists them in its help, and lends the command what a
+ * plugin has no means of its own to do: its output streams, and blocking GETs from clusters (a
+ * kubeconfig, or in-cluster) and from kuscia-host admin servers (TLS, bearer tokens). The
+ * command parses its own arguments and prints its own help. Never looked up by `run`.
+ * ------------------------------------------------------------------------------------------- */
+#define KH_COMMANDS_SYMBOL "kh_commands_v1"
+
+/* Output streams of kh_command_env_t.write. */
+#define KH_STDOUT 1
+#define KH_STDERR 2
+
+/* What the host lends a running command. Valid for the run only; used from the command's thread
+ * (the caller's) only. */
+typedef struct kh_command_env {
+  uint32_t struct_size;
+  void* user; /* passed back to every function below */
+  /* Writes len bytes to KH_STDOUT or KH_STDERR. */
+  void (*write)(void* user, int32_t stream, const char* data, size_t len);
+  /* Non-zero when stdout is a terminal (a command may then redraw in place). */
+  int32_t stdout_is_tty;
+  /* Opens a cluster's API server from a kubeconfig file; NULL or "": in-cluster when run in a pod
+   * (KUBERNETES_SERVICE_HOST), else $KUBECONFIG or ~/.kube/config. Returns a reader id >= 0, or -1
+   * with the reason in err (the file, what is wrong with it). */
+  int32_t (*open_cluster)(void* user, const char* kubeconfig, char* err, size_t err_len);
+  /* Opens a kuscia-host admin server (http(s)://HOST:PORT); token_file (re-read at each request)
+   * and ca_file may be NULL. Returns a reader id >= 0, or -1 with the reason in err. */
+  int32_t (*open_admin)(void* user, const char* server, const char* token_file, const char* ca_file,
+                        char* err, size_t err_len);
+  /* GETs path_and_query from a reader, blocking. Returns KH_OK after calling respond once with a
+   * 2xx answer; KH_ERR_NOT_FOUND (404) or KH_ERR_INTERNAL with a message naming the server and
+   * the status, or what failed on the way, in err. */
+  kh_status_t (*get)(void* user, int32_t reader, const char* path_and_query,
+                     kh_offline_respond_fn respond, void* respond_user, char* err, size_t err_len);
+} kh_command_env_t;
+
+/* One command. */
+typedef struct kh_command {
+  uint32_t struct_size;
+  const char* name;    /* as typed after kuscia-host: lower case, digits and '-' */
+  const char* summary; /* one line for the host's help */
+  /* Runs the command with its arguments (argv[0] is the command's name; argc >= 1), writing
+   * through env; returns the process's exit status: 0 done, 1 failed, 2 a usage error. It may
+   * block (it is the process's one job) and must not let an exception out. */
+  int32_t (*run)(const kh_command_env_t* env, int32_t argc, const char* const* argv);
+} kh_command_t;
+
+typedef struct kh_commands {
+  uint32_t struct_size;
+  uint16_t abi_major; /* the ABI the plugin was built with */
+  uint16_t abi_minor;
+  /* count pointers (not structs: kh_command_t may grow), all in static storage */
+  const kh_command_t* const* commands;
+  size_t count;
+} kh_commands_t;
+
+/* The export: the plugin's commands, in static storage. Must not fail. */
+typedef const kh_commands_t* (*kh_commands_v1_fn)(void);
 
 #ifdef __cplusplus
 } /* extern "C" */

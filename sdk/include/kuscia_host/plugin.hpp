@@ -378,6 +378,12 @@ public:
     return s;
   }
 
+  // ABI 1.5: the T that the instances of this plugin's library share within this host (one per
+  // type T), made at the first call and destroyed after the host's last instance of the library:
+  // in centralized mode, what every domain's instance sees. Another host in the same process has
+  // its own. Throws HostError where the host offers none (a fake host without it).
+  template <class T> T& libraryState() const;
+
   // ABI 1.1: serves GET requests under `pathPrefix` through Plugin::onHttpRequest. Only from the
   // constructor (on_create). Throws HostError; KH_ERR_UNAVAILABLE from a 1.0 host.
   void registerRoute(const std::string& pathPrefix) const {
@@ -661,6 +667,29 @@ kh_status_t offlineGet(const char* config, size_t len, const char* path, const c
 }
 
 } // namespace detail
+
+namespace detail {
+template <class T> void* makeState() noexcept {
+  try {
+    return new T();
+  } catch (...) {
+    return nullptr;
+  }
+}
+template <class T> void destroyState(void* state) noexcept {
+  delete static_cast<T*>(state);
+}
+} // namespace detail
+
+template <class T> T& Host::libraryState() const {
+  if (!KH_HAS_FIELD(api_, kh_host_api_v1_t, library_state) || api_->library_state == nullptr)
+    throw HostError(KH_ERR_UNAVAILABLE, "library state is not available in this host (ABI " +
+                                            std::to_string(api_->abi_major) + "." +
+                                            std::to_string(api_->abi_minor) + " < 1.5)");
+  void* state = api_->library_state(ctx_, &detail::makeState<T>, &detail::destroyState<T>);
+  if (state == nullptr) throw HostError(KH_ERR_INTERNAL, "library state: cannot make it");
+  return *static_cast<T*>(state);
+}
 
 // The plugin object behind an instance handle, for tests that drive a plugin through the ABI
 // (testing::FakeHost::instance()) and want to look inside it; nullptr if it is not a T.

@@ -1235,6 +1235,7 @@ TEST(TaskHistoryTest, TheDomainsOfOneHostShareTheWriter) {
   TempDir dir;
   std::string db = dir.path + "/history.db";
   testing::FakeHost alice("alice"), bob("bob");
+  bob.shareLibraryStates(alice); // one host
   for (auto* h : {&alice, &bob}) {
     h->setWallTimeNanos(at("2024-05-20T08:00:30Z"));
     ASSERT_TRUE(h->create(descriptor(), config(db))) << h->error();
@@ -1243,9 +1244,15 @@ TEST(TaskHistoryTest, TheDomainsOfOneHostShareTheWriter) {
   }
   EXPECT_EQ(&plugin(alice).writer(), &plugin(bob).writer());
   testing::FakeHost carol("carol"); // other settings: a writer of its own
+  carol.shareLibraryStates(alice);
   ASSERT_TRUE(carol.create(descriptor(), json{{"database", db}, {"retentionDays", 30}}.dump()))
       << carol.error();
   EXPECT_NE(&plugin(carol).writer(), &plugin(alice).writer());
+  {
+    testing::FakeHost other("alice"); // another host in this process: its own writer
+    ASSERT_TRUE(other.create(descriptor(), config(db))) << other.error();
+    EXPECT_NE(&plugin(other).writer(), &plugin(alice).writer());
+  }
   json task = test::readyTask();
   task["status"]["podStatuses"]["bob/secretflow-task-psi-0"] =
       task["status"]["podStatuses"]["alice/secretflow-task-psi-0"];

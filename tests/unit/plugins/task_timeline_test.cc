@@ -1133,6 +1133,7 @@ TEST_F(TimelineTest, TheDocumentSummarizesTheTaskAndACompleteTaskIsObservedOnce)
 TEST_F(TimelineTest, InstancesOfSeveralDomainsAnswerOneSummary) {
   // Centralized: alice's and bob's instances in one host; bob's pod pulled its image slowly.
   testing::FakeHost bob("bob");
+  bob.shareLibraryStates(host_); // one host: one entry board
   start();
   ASSERT_TRUE(bob.create(descriptor(), R"({"coalesceMillis": 0})")) << bob.error();
   ASSERT_TRUE(bob.start());

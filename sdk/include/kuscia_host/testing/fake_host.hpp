@@ -183,6 +183,38 @@ private:
 
 } // namespace detail
 
+// The states the instances of one library share within one host (ABI 1.5 library_state): one
+// per FakeHost unless tests share them (FakeHost::shareLibraryStates), as the instances of one
+// host in centralized mode do. Destroyed with the last FakeHost holding them.
+class FakeLibraryStates {
+public:
+  FakeLibraryStates() = default;
+  ~FakeLibraryStates() {
+    for (auto it = states_.rbegin(); it != states_.rend(); ++it)
+      if (it->destroy != nullptr) it->destroy(it->state);
+  }
+  FakeLibraryStates(const FakeLibraryStates&) = delete;
+  FakeLibraryStates& operator=(const FakeLibraryStates&) = delete;
+  void* get(void* (*make)(), void (*destroy)(void*)) {
+    if (make == nullptr) return nullptr;
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& s : states_)
+      if (s.make == make) return s.state;
+    void* state = make();
+    if (state != nullptr) states_.push_back({make, destroy, state});
+    return state;
+  }
+
+private:
+  struct State {
+    void* (*make)();
+    void (*destroy)(void*);
+    void* state;
+  };
+  std::mutex mu_;
+  std::vector<State> states_;
+};
+
 class FakeHost {
 public:
   struct LogLine {
@@ -245,10 +277,15 @@ public:
     api_.route_register = &routeRegisterFn;
     api_.http_respond = &httpRespondFn;
     api_.http_defer = &httpDeferFn;
+    api_.library_state = &libraryStateFn;
   }
   ~FakeHost() { destroy(); }
   FakeHost(const FakeHost&) = delete;
   FakeHost& operator=(const FakeHost&) = delete;
+
+  // Shares the library states of `other` (before create): as two domains' instances in one
+  // centralized host, they then see the same state.
+  void shareLibraryStates(const FakeHost& other) { states_ = other.states_; }
 
   // Lifecycle, through the plugin's descriptor. create/start return false and set error().
   bool create(const kh_plugin_v1_t* plugin, std::string_view configJson = "{}") {
@@ -843,6 +880,9 @@ private:
     }
     owned->later->cv.notify_all();
   }
+  static void* libraryStateFn(kh_host_ctx_t* c, void* (*make)(), void (*destroy)(void*)) {
+    return self(c)->states_->get(make, destroy);
+  }
   static kh_http_response_t* httpDeferFn(kh_http_response_t* h) {
     if (h == nullptr) return nullptr;
     auto* r = reinterpret_cast<detail::FakeResponse*>(h);
@@ -876,6 +916,8 @@ private:
   std::vector<std::string> routes_;
   std::map<uint64_t, std::map<std::string, CachedObject>> cache_;
   std::vector<Release> releases_;
+  // Last: destroyed after the instance (~FakeHost destroys it first).
+  std::shared_ptr<FakeLibraryStates> states_ = std::make_shared<FakeLibraryStates>();
 };
 
 } // namespace kuscia_host::testing
