@@ -1,9 +1,10 @@
 # kuscia_host_add_plugin(<name> SOURCES <src>... [LIBRARIES <lib>...] [OUTPUT_DIRECTORY <dir>])
 #
 # Builds a kuscia-host plugin: a MODULE library named <name>.so (no "lib" prefix; the file name is
-# the name used in the host config) that exports kh_plugin_entry_v1, and kh_offline_get_v1 when it
-# defines it (KH_OFFLINE_ROUTES, ABI 1.2), and nothing else (hidden visibility plus a version
-# script), linked with -z defs so that an undefined symbol fails the
+# the name used in the host config) that exports kh_plugin_entry_v1, kh_offline_get_v1 when it
+# defines it (KH_OFFLINE_ROUTES, ABI 1.2) and kh_commands_v1 when it declares commands
+# (KH_COMMANDS, ABI 1.5), and nothing else (hidden visibility plus a version script), linked with
+# -z defs so that an undefined symbol fails the
 # build instead of the host's dlopen at run time.
 #
 # In-tree the SDK target is `kuscia_host_sdk`; an installed SDK provides `kuscia_host::sdk`.
@@ -44,7 +45,7 @@ function(kuscia_host_add_plugin name)
     # Hidden visibility does not cover template instantiations from the standard library, which
     # libstdc++ declares with default visibility; a version script exports the ABI's symbols alone.
     set(script ${CMAKE_CURRENT_BINARY_DIR}/${name}.kh-exports.map)
-    file(WRITE ${script} "{\n  global: kh_plugin_entry_v*; kh_offline_get_v*;\n  local: *;\n};\n")
+    file(WRITE ${script} "{\n  global: kh_plugin_entry_v*; kh_offline_get_v*; kh_commands_v*;\n  local: *;\n};\n")
     target_link_options(${name} PRIVATE "LINKER:--version-script=${script}")
     # clang links a sanitizer's runtime into the executable only: a sanitized plugin leaves the
     # runtime's symbols for the host to resolve at load, which -z defs would refuse.

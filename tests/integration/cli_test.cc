@@ -43,6 +43,38 @@ TEST(CliTest, UsageErrorsExit2) {
   EXPECT_EQ(runCommand(hostCmd({"run"})).code, 2); // --config is required
 }
 
+// A command a plugin declares (ABI 1.5) runs from it, found in --plugin-dir (which the host
+// takes out of its arguments); the help lists it; its exit status is the process's; what it
+// reads through the host fails with the reason; an exception in it exits 1 with the message.
+TEST(CliTest, APluginsCommandRunsFromItsPlugin) {
+  auto r = runCommand(hostCmd({"probe-echo", "a", "--plugin-dir", KH_TEST_PLUGIN_DIR, "b"}));
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, "probe-echo a b\n");
+  EXPECT_EQ(runCommand(hostCmd({"probe-echo", "--fail", "--plugin-dir=" KH_TEST_PLUGIN_DIR})).code,
+            3);
+  auto help = runCommand(hostCmd({"--help", "--plugin-dir", KH_TEST_PLUGIN_DIR}));
+  EXPECT_EQ(help.code, 0);
+  EXPECT_NE(help.out.find("probe-echo  Print the arguments (a test of plugin commands) (probe)"),
+            std::string::npos)
+      << help.out;
+  EXPECT_NE(help.out.find("timeline"), std::string::npos) << help.out; // beside the binary
+  // Not found without its directory: an unknown command.
+  EXPECT_EQ(runCommand(hostCmd({"probe-echo", "a"})).code, 2);
+  EXPECT_EQ(runCommand(hostCmd({"probe-echo", "--plugin-dir", "relative"})).code, 2);
+  auto read = runCommand(hostCmd(
+      {"probe-echo", "--read", "http://127.0.0.1:1", "/x", "--plugin-dir", KH_TEST_PLUGIN_DIR}));
+  EXPECT_EQ(read.code, 1);
+  EXPECT_NE(read.err.find("probe-echo: "), std::string::npos) << read.err;
+  EXPECT_NE(read.err.find("127.0.0.1:1"), std::string::npos) << read.err;
+  auto bad = runCommand(
+      hostCmd({"probe-echo", "--read", "ftp://x", "/x", "--plugin-dir", KH_TEST_PLUGIN_DIR}));
+  EXPECT_EQ(bad.code, 1);
+  EXPECT_NE(bad.err.find("--server ftp://x: not an http(s) URL"), std::string::npos) << bad.err;
+  auto thrown = runCommand(hostCmd({"probe-echo", "--throw", "--plugin-dir", KH_TEST_PLUGIN_DIR}));
+  EXPECT_EQ(thrown.code, 1);
+  EXPECT_NE(thrown.err.find("probe-echo: asked to throw"), std::string::npos) << thrown.err;
+}
+
 TEST(CliTest, ApiServerClientCaNeedsTlsAndAPemFile) {
   test::TempDir dir;
   std::string notPem = dir.file("ca.txt");
@@ -96,10 +128,16 @@ TEST(CliTest, DemoRunsWhatItsConfigFileSays) {
   EXPECT_EQ(scalar.code, 1);
   EXPECT_NE(scalar.err.find(dir.file("scalar.yaml") + ": not a mapping"), std::string::npos)
       << scalar.err;
-  auto keys = bad("keys.yaml", "host: x\ndomain: y\notel: z\n");
+  auto keys = bad("keys.yaml", "host: x\ndomain: y\ntraces: z\nslowParty: w\n");
   EXPECT_EQ(keys.code, 1);
   EXPECT_NE(keys.err.find(dir.file("keys.yaml") + ": collection must be a text"), std::string::npos)
       << keys.err;
+  // What shows the tasks is a plugin's command, which one the file says.
+  std::string unknown = text;
+  unknown.replace(unknown.find("command: timeline"), 17, "command: nosuch");
+  auto none = bad("unknown.yaml", unknown);
+  EXPECT_EQ(none.code, 1);
+  EXPECT_NE(none.err.find("no plugin declares the command nosuch"), std::string::npos) << none.err;
 }
 
 TEST(CliTest, CheckConfigAcceptsEverySample) {

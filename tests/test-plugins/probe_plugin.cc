@@ -2,6 +2,7 @@
 // file (and "unload" from the library's destructor), a check that two callbacks of one
 // instance never overlap, reported through metrics, and an admin route that answers later
 // (ABI 1.4 deferred answers).
+#include <kuscia_host/command.hpp>
 #include <kuscia_host/config_reader.hpp>
 #include <kuscia_host/plugin.hpp>
 
@@ -245,3 +246,25 @@ private:
 } // namespace
 
 KH_PLUGIN(Probe, "probe", "1.0.0", "test plugin for the host's own tests")
+
+// A plugin command (ABI 1.5): prints its arguments; `probe-echo --read URL PATH` prints what an
+// admin server answers (or the reason it could not, exit 1); `probe-echo --throw` throws.
+static int runEcho(const kuscia_host::sdk::CommandEnv& env, const std::vector<std::string>& args) {
+  if (args.size() == 4 && args[1] == "--read") {
+    try {
+      int32_t reader = env.openAdmin(args[2]);
+      env.out(env.get(reader, args[3]) + "\n");
+      return 0;
+    } catch (const kuscia_host::sdk::HostError& e) {
+      env.err(std::string("probe-echo: ") + e.what() + "\n");
+      return 1;
+    }
+  }
+  if (args.size() == 2 && args[1] == "--throw") throw std::runtime_error("asked to throw");
+  std::string line;
+  for (const auto& a : args)
+    line += (line.empty() ? "" : " ") + a;
+  env.out(line + (env.stdoutIsTty() ? " (tty)\n" : "\n"));
+  return args.size() > 1 && args[1] == "--fail" ? 3 : 0;
+}
+KH_COMMANDS(KH_COMMAND("probe-echo", "Print the arguments (a test of plugin commands)", runEcho))

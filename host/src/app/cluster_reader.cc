@@ -57,13 +57,20 @@ Result<kube::HttpResponse> ClusterReader::call(kube::HttpRequest request) {
   return fut.get();
 }
 
+Result<kube::HttpResponse> ClusterReader::fetch(const std::string& path) {
+  return call(kube::HttpRequest{"GET", path, "", "", std::chrono::milliseconds(15000)});
+}
+
+std::string ClusterReader::answerError(const std::string& path,
+                                       const kube::HttpResponse& answer) const {
+  return access_.server + path + ": " +
+         apimachinery::statusMessage(answer.body).value_or("HTTP " + std::to_string(answer.status));
+}
+
 Result<nlohmann::json> ClusterReader::get(const std::string& path) {
-  auto r = call(kube::HttpRequest{"GET", path, "", "", std::chrono::milliseconds(15000)});
+  auto r = fetch(path);
   if (!r) return makeError(r.error());
-  if (r->status != 200)
-    return makeError(
-        access_.server + path + ": " +
-        apimachinery::statusMessage(r->body).value_or("HTTP " + std::to_string(r->status)));
+  if (r->status != 200) return makeError(answerError(path, *r));
   auto j = nlohmann::json::parse(r->body, nullptr, false);
   if (j.is_discarded()) return makeError(access_.server + path + ": the answer is not JSON");
   return j;

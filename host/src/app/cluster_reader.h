@@ -1,7 +1,6 @@
-// Blocking requests to an API server or an admin server for the command line (`timeline`,
-// `history`, `demo`): the host's HTTP
-// client (TLS, tokens, client certificates, kubeconfig and in-cluster access) on an io thread of
-// its own.
+// Blocking requests to an API server or an admin server for the command line (the plugins'
+// commands, the demo): the host's HTTP client (TLS, tokens, client certificates, kubeconfig and
+// in-cluster access) on an io thread of its own.
 #pragma once
 
 #include <boost/asio/executor_work_guard.hpp>
@@ -32,6 +31,10 @@ public:
 
   // The object at `path` (200); otherwise an error with the server's Status message.
   Result<nlohmann::json> get(const std::string& path);
+  // The answer to GET `path`, whatever its status; an error when none came.
+  Result<kube::HttpResponse> fetch(const std::string& path);
+  // What an answer other than 200 to GET `path` says: the server, the path, its Status message.
+  std::string answerError(const std::string& path, const kube::HttpResponse& answer) const;
   // Sends a request; the HTTP status (or an error when no answer came).
   Result<int> send(const std::string& method, const std::string& path, const std::string& body,
                    const std::string& contentType = "application/json");

@@ -15,9 +15,8 @@
 
 #include "app/cluster_reader.h"
 #include "app/daemon.h"
+#include "app/plugin_commands.h"
 #include "app/plugin_search.h"
-#include "app/timeline_command.h"
-#include "app/timeline_render.h"
 #include "common/listen_address.h"
 #include "common/version.h"
 #include "common/yaml_json.h"
@@ -30,17 +29,18 @@ using nlohmann::json;
 
 namespace {
 
-constexpr int kServicesPerPod = 3; // sim-agent's default ports: spu, fed, global
-
 // The demo's config file (config/demo/demo.yaml): its hosts' texts, the namespaces it creates and
 // the objects it submits.
 struct DemoConfig {
-  std::string host, domain, otel;   // templates (see the file)
-  std::vector<std::string> domains; // the parties; slow-party slows the last one's pulls
+  std::string host, domain, traces, slowParty; // templates (see the file)
+  std::vector<std::string> domains;            // the parties; slow-party slows the last one
   std::vector<std::string> namespaces;
   std::string collection;      // where the objects are created
   std::string objectNamespace; // where they are read back
   std::string objectTemplate;  // JSON, with ${name}
+  std::string showCommand;     // a plugin's command that shows the objects
+  std::vector<std::string> showArgs;
+  std::string after, whileServing; // templates
 };
 
 Result<DemoConfig> loadDemoConfig(const DemoOptions& o) {
@@ -57,7 +57,7 @@ Result<DemoConfig> loadDemoConfig(const DemoOptions& o) {
   } catch (const YAML::Exception& e) {
     return makeError(where + ":" + std::to_string(e.mark.line + 1) + ": invalid YAML: " + e.msg);
   }
-  if (!doc.is_object()) return makeError(where + ": not a mapping of host, domain, otel, ...");
+  if (!doc.is_object()) return makeError(where + ": not a mapping of host, domain, traces, ...");
   DemoConfig c;
   auto str = [&](const json& from, const char* key, std::string& out) -> Result<void> {
     if (!from.is_object() || !from.contains(key) || !from[key].is_string())
@@ -66,10 +66,17 @@ Result<DemoConfig> loadDemoConfig(const DemoOptions& o) {
     return {};
   };
   const json objects = doc.value("objects", json::object());
+  const json show = doc.value("show", json::object());
   for (const auto& r :
-       {str(doc, "host", c.host), str(doc, "domain", c.domain), str(doc, "otel", c.otel),
-        str(objects, "collection", c.collection), str(objects, "namespace", c.objectNamespace)})
+       {str(doc, "host", c.host), str(doc, "domain", c.domain), str(doc, "traces", c.traces),
+        str(doc, "slowParty", c.slowParty), str(objects, "collection", c.collection),
+        str(objects, "namespace", c.objectNamespace), str(show, "command", c.showCommand),
+        str(doc, "after", c.after), str(doc, "whileServing", c.whileServing)})
     if (!r) return makeError(r.error());
+  if (!show.contains("args") || !show["args"].is_array())
+    return makeError(where + ": show.args must be a list");
+  for (const auto& a : show["args"])
+    c.showArgs.push_back(a.is_string() ? a.get<std::string>() : a.dump());
   for (auto [key, out] :
        {std::pair{"parties", &c.domains}, std::pair{"namespaces", &c.namespaces}}) {
     if (!doc.contains(key) || !doc[key].is_array())
@@ -131,17 +138,18 @@ Result<std::vector<DemoHost>> startHosts(const DemoOptions& o, const DemoConfig&
     std::string domains;
     for (const auto& d : hostDomains[h]) {
       // slow-party: the last party's images take eight phases to pull.
-      std::string extra = o.scenario == "slow-party" && d == c.domains.back()
-                              ? ", pullMillis: " + std::to_string(8 * o.phaseMillis)
-                              : "";
+      std::string extra =
+          o.scenario == "slow-party" && d == c.domains.back()
+              ? fill(c.slowParty, {{"slowPullMillis", std::to_string(8 * o.phaseMillis)}})
+              : "";
       domains += fill(c.domain, {{"domain", d},
                                  {"phaseMillis", std::to_string(o.phaseMillis)},
                                  {"cleanupMillis", std::to_string(2 * o.phaseMillis)},
                                  {"simExtra", extra},
                                  {"historyDb", (work / "history.db").string()},
-                                 {"otel", o.otlpEndpoint.empty()
-                                              ? std::string()
-                                              : fill(c.otel, {{"endpoint", o.otlpEndpoint}})}});
+                                 {"traces", o.otlpEndpoint.empty()
+                                                ? std::string()
+                                                : fill(c.traces, {{"endpoint", o.otlpEndpoint}})}});
     }
     std::string text = fill(c.host, {{"mode", o.p2p ? "p2p" : "centralized"},
                                      {"adminListen", shiftPort(o.adminListen, int(h))},
@@ -196,71 +204,45 @@ submitTasks(const DemoConfig& config, std::vector<DemoHost>& hosts,
   return clusters;
 }
 
-// Progress until every task has every time (or the timeout); the number of tasks ready.
-int waitForTimelines(const DemoOptions& o, const DemoConfig& config,
-                     const std::vector<std::string>& tasks,
-                     std::vector<std::unique_ptr<ClusterReader>>& clusters,
-                     std::map<std::string, json>& docs, std::ostream& out) {
-  const std::size_t entriesPerTask = std::size_t{2} * (1 + std::size_t{kServicesPerPod});
-  const bool tty = ::isatty(STDOUT_FILENO) != 0 && &out == &std::cout;
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(o.timeoutSeconds);
-  int lastReady = -1;
-  int ready = 0;
-  while (true) {
-    ready = 0;
-    for (const auto& t : tasks) {
-      // As `kuscia-host timeline` reads it: the status, the pods and their Events.
-      std::vector<json> parts;
-      for (auto& c : clusters)
-        if (auto doc = clusterTimeline(*c, config.objectNamespace, t))
-          parts.push_back(std::move(*doc));
-      docs[t] = summarizedTimeline(parts);
-      ready += timelineComplete(docs[t]) && docs[t]["entries"].size() >= entriesPerTask;
-    }
-    if (ready != lastReady || tty) {
-      if (tty)
-        out << "\r  tasks ready " << ready << "/" << o.tasks << std::flush;
-      else if (ready != lastReady)
-        out << "  tasks ready " << ready << "/" << o.tasks << "\n" << std::flush;
-      lastReady = ready;
-    }
-    if (ready == o.tasks || std::chrono::steady_clock::now() > deadline) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  }
-  if (tty) out << "\n";
-  return ready;
+// The config's `show` command, from the plugin that declares it.
+Result<PluginCommand> findShowCommand(const DemoOptions& o, const DemoConfig& c) {
+  auto search = pluginSearch(o.pluginDirs, true);
+  if (!search) return makeError(search.error());
+  std::vector<std::string> dirs = search->extraPluginDirs;
+  dirs.insert(dirs.end(), search->defaultPluginDirs.begin(), search->defaultPluginDirs.end());
+  for (auto& command : findPluginCommands(dirs))
+    if (command.name == c.showCommand) return std::move(command);
+  return makeError("no plugin declares the command " + c.showCommand +
+                   " (show.command; build the plugins, or give --plugin-dir)");
 }
 
-// Each task's timeline, and while it serves, how to look further.
-void printResults(const DemoOptions& o, const DemoConfig& config,
-                  const std::vector<DemoHost>& hosts, const std::vector<std::string>& tasks,
-                  const std::map<std::string, json>& docs, const fs::path& historyDb,
-                  std::ostream& out) {
-  for (const auto& t : tasks) {
-    out << "\n"
-        << renderTimelineSummary(docs.at(t)) << renderTimelineTable(docs.at(t)) << "\n"
-        << renderTimelineGantt(docs.at(t));
-    if (!o.outputDir.empty()) {
-      std::error_code ec;
-      fs::create_directories(o.outputDir, ec);
-      std::ofstream(fs::path(o.outputDir) / (t + ".json")) << docs.at(t).dump(2) << "\n";
-    }
-  }
-  out << "\n";
-  if (!o.outputDir.empty()) out << "timelines written to " << o.outputDir << "/<task>.json\n";
-  // Kept after the tasks are gone, and after the demo exits.
-  out << "history (task-history, SQLite): kuscia-host history --db " << historyDb.string() << "\n";
+// Runs the `show` command over the objects in every cluster: its exit status.
+int show(const DemoOptions& o, const DemoConfig& c, const PluginCommand& command,
+         const std::vector<DemoHost>& hosts, const std::vector<std::string>& names,
+         std::ostream& out, std::ostream& err) {
+  std::vector<std::string> args = {c.showCommand};
+  for (const auto& a : c.showArgs)
+    args.push_back(fill(
+        a, {{"timeoutSeconds", std::to_string(o.timeoutSeconds)}, {"outputDir", o.outputDir}}));
+  args.insert(args.end(), names.begin(), names.end());
+  for (const auto& h : hosts)
+    args.insert(args.end(), {"--kubeconfig", h.kubeconfig});
+  bool tty = ::isatty(STDOUT_FILENO) != 0 && &out == &std::cout;
+  return runPluginCommand(command, args, out, err, tty);
+}
+
+// What to look at next: once, then for each host while the demo serves.
+void printHints(const DemoOptions& o, const DemoConfig& c, const std::vector<DemoHost>& hosts,
+                const std::string& first, const fs::path& work, std::ostream& out) {
+  out << fill(c.after, {{"historyDb", (work / "history.db").string()}});
   for (const auto& h : hosts) {
     if (o.exitWhenDone) break; // everything is in memory: gone once it exits
-    std::string who = o.p2p ? h.cluster + "'s cluster" : "the cluster";
-    out << who << ": kubectl --kubeconfig " << h.kubeconfig << " get kt -n "
-        << config.objectNamespace << " -o yaml\n";
     auto ep = h.daemon->adminEndpoint();
-    std::string base = "http://" + ep->address().to_string() + ":" + std::to_string(ep->port());
-    out << "  timeline web page: " << base << "/ui/   API: " << base << "/api/v1/timelines\n";
-    out << "  history API: " << base << "/api/v1/history (kept after Kuscia deletes the tasks)\n";
-    out << "  in a terminal: kuscia-host timeline " << tasks.front() << " --kubeconfig "
-        << h.kubeconfig << "\n";
+    std::string admin = "http://" + ep->address().to_string() + ":" + std::to_string(ep->port());
+    out << fill(c.whileServing, {{"who", o.p2p ? h.cluster + "'s cluster" : "the cluster"},
+                                 {"kubeconfig", h.kubeconfig},
+                                 {"admin", admin},
+                                 {"first", first}});
   }
 }
 
@@ -297,6 +279,11 @@ int runDemo(const DemoOptions& o, std::ostream& out, std::ostream& err) {
     err << "kuscia-host: demo: " << config.error() << "\n";
     return 1;
   }
+  auto showCommand = findShowCommand(o, *config);
+  if (!showCommand) {
+    err << "kuscia-host: demo: " << showCommand.error() << "\n";
+    return 1;
+  }
   auto hosts = startHosts(o, *config, work, logs, clock);
   if (!hosts) {
     err << "kuscia-host: demo: " << hosts.error() << "\n  (log: " << (work / "demo.log").string()
@@ -326,17 +313,13 @@ int runDemo(const DemoOptions& o, std::ostream& out, std::ostream& err) {
     out << "traces of every task's startup go to " << o.otlpEndpoint
         << " (OTLP/HTTP, protobuf; one trace per task, every party's spans in it)\n";
   out.flush();
-  std::map<std::string, json> docs;
-  int ready = waitForTimelines(o, *config, tasks, *clusters, docs, out);
-  printResults(o, *config, *hosts, tasks, docs, work / "history.db", out);
+  int shown = show(o, *config, *showCommand, *hosts, tasks, out, err);
+  printHints(o, *config, *hosts, tasks.front(), work, out);
   out << "log: " << (work / "demo.log").string() << "\n";
-  if (ready < o.tasks)
-    err << "kuscia-host: demo: only " << ready << " of " << o.tasks << " task(s) started within "
-        << o.timeoutSeconds << " s\n";
   if (!o.exitWhenDone) serveUntilSignal(out);
   for (auto& h : *hosts)
     h.daemon->shutdown();
-  return ready == o.tasks ? 0 : 1;
+  return shown;
 }
 
 } // namespace kuscia_host

@@ -1,10 +1,10 @@
-// `kuscia-host demo`: the whole product on one machine. Starts the embedded API server and a host
-// with domains alice and bob (centralized), or two hosts each with its own embedded API server
-// (--p2p, the task created in both as interconnection would), configured by the demo's config
-// file (config/demo/demo.yaml, compiled in; its host texts are read by the same loader as `run`)
-// that enables sim-agent and the timeline plugins; submits two-party tasks; shows progress while
-// they start; prints each task's timeline (a table and a Gantt chart); then keeps serving
-// (kubectl, the web page, the timeline API) until Ctrl-C, or exits when done.
+// `kuscia-host demo`: the whole product on one machine, as its config file says
+// (config/demo/demo.yaml, compiled in; its host texts are read by the same loader as `run`).
+// Starts the embedded API server and a host with every party's domain (centralized), or one host
+// per party, each with its own embedded API server (--p2p, the objects created in each); creates
+// the namespaces; submits the objects; runs the plugin command the file names to show them (it
+// waits for them and prints them); then keeps serving (kubectl, the plugins' pages and APIs)
+// until Ctrl-C, or exits when done.
 #pragma once
 
 #include <ostream>
@@ -19,14 +19,14 @@ struct DemoOptions {
   bool p2p = false;
   int tasks = 3;
   bool exitWhenDone = false;
-  std::string outputDir;               // each task's timeline as <task>.json, when set
+  std::string outputDir;               // given to the show command (each object as <name>.json)
   std::vector<std::string> pluginDirs; // searched first (absolute)
   std::string adminListen = defaults::kAdminListen;
   std::string workDir;    // kubeconfigs and the log; default /tmp/kuscia-host-demo-<uid>
   int phaseMillis = 1000; // the simulated agent's pace: about this long per phase
   int timeoutSeconds = 120;
   std::string scenario = "default"; // or "slow-party": bob's image pulls are slow
-  std::string otlpEndpoint;         // when set, every domain also runs otel-export to it
+  std::string otlpEndpoint;         // when set, every domain also exports traces to it
   std::string demoConfig;           // the demo's config file; empty: the one compiled in
 };
 

@@ -1,7 +1,7 @@
-// kuscia-host command line: run, check-config, demo, timeline, history, apiserver, version.
-#include <kuscia_model/timeline.h>
-
+// kuscia-host command line: run, check-config, apiserver, demo, version, and the commands the
+// plugins declare (app/plugin_commands.h).
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstddef>
 #include <dlfcn.h>
 #include <filesystem>
@@ -11,7 +11,9 @@
 #include <iostream>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <sstream>
+#include <unistd.h>
 
 #include <boost/asio/signal_set.hpp>
 
@@ -20,11 +22,9 @@
 #include "app/daemon.h"
 #include "app/demo.h"
 #include "app/exit_codes.h"
-#include "app/history_command.h"
 #include "app/plugin_checks.h"
+#include "app/plugin_commands.h"
 #include "app/plugin_search.h"
-#include "app/timeline_command.h"
-#include "app/timeline_render.h"
 #include "common/install_dirs.h"
 #include "common/version.h"
 #include "config/config.h"
@@ -285,8 +285,9 @@ Command addApiServer(CLI::App& app) {
 Command addDemo(CLI::App& app) {
   auto demo = std::make_shared<DemoOptions>();
   auto* cmd = app.add_subcommand(
-      "demo", "The whole product on one machine: an embedded cluster, domains alice and bob, the "
-              "simulated agent and the timeline plugins; submits tasks and prints their timelines");
+      "demo", "The whole product on one machine, as its config file says: an embedded cluster, "
+              "the parties' domains and their plugins (a simulated agent among them); submits "
+              "tasks and shows how each started");
   cmd->add_flag("--p2p", demo->p2p,
                 "Two hosts, each with its own embedded API server (one per party), the task "
                 "created in both");
@@ -294,13 +295,13 @@ Command addDemo(CLI::App& app) {
       ->capture_default_str()
       ->check(CLI::Range(1, 1000));
   cmd->add_flag("--exit-when-done", demo->exitWhenDone,
-                "Exit once every task's timeline is complete (default: serve until Ctrl-C)");
-  cmd->add_option("--output", demo->outputDir, "Write each task's timeline as DIR/<task>.json");
+                "Exit once every task is shown (default: serve until Ctrl-C)");
+  cmd->add_option("--output", demo->outputDir, "Write each task's document as DIR/<task>.json");
   cmd->add_option("--plugin-dir", demo->pluginDirs,
                   "Directory searched first for the plugins (absolute; repeatable)");
   cmd->add_option("--admin-listen", demo->adminListen,
-                  "The admin server (the web page, the timeline API); with --p2p bob's host uses "
-                  "the next port")
+                  "The admin server (the plugins' web page and APIs); with --p2p the second host "
+                  "uses the next port")
       ->capture_default_str();
   cmd->add_option("--work-dir", demo->workDir,
                   "Where the kubeconfigs and the log go (default /tmp/kuscia-host-demo-<uid>)");
@@ -319,7 +320,8 @@ Command addDemo(CLI::App& app) {
   cmd->add_option(
       "--otlp-endpoint", demo->otlpEndpoint,
       "Also send every task's startup as a trace to this OTLP/HTTP receiver "
-      "(http(s)://host:port, e.g. an OpenTelemetry Collector's :4318), with otel-export");
+      "(http(s)://host:port, e.g. an OpenTelemetry Collector's :4318), as the config file's "
+      "`traces` text says");
   cmd->add_option("--demo-config", demo->demoConfig,
                   "The demo's config file: its hosts' plugins, its parties, the objects it "
                   "submits (default: config/demo/demo.yaml, compiled in)");
@@ -330,97 +332,6 @@ Command addDemo(CLI::App& app) {
                 return kExitUsage;
               }
             return runDemo(*demo, std::cout, std::cerr);
-          }};
-}
-
-Command addTimeline(CLI::App& app) {
-  auto o = std::make_shared<TimelineOptions>();
-  auto* cmd = app.add_subcommand(
-      "timeline", "Print a KusciaTask's startup: the summary (startup, last party, the phase to "
-                  "blame, the critical path) above every pod and service of every party, each "
-                  "time and the durations between phases");
-  cmd->add_option("task", o->task, "The KusciaTask's name")->required();
-  auto* kubeconfig = cmd->add_option(
-      "--kubeconfig", o->kubeconfigs,
-      "A cluster to read the task, its pods and their Events from (repeatable: p2p, one per "
-      "party's cluster; merged, then summarised). Default: in-cluster, else $KUBECONFIG or "
-      "~/.kube/config");
-  cmd->add_option("--server", o->server,
-                  "Ask a kuscia-host's admin server instead (http://HOST:PORT): the document it "
-                  "serves at /api/v1/timelines/TASK")
-      ->excludes(kubeconfig);
-  cmd->add_option("--token-file", o->tokenFile,
-                  "With --server https://...: a file holding the bearer token to send (an admin "
-                  "server with auth: token or kubernetes)")
-      ->check(CLI::ExistingFile);
-  cmd->add_option("--ca-file", o->caFile,
-                  "With --server https://...: the CA (PEM) to verify its certificate with")
-      ->check(CLI::ExistingFile);
-  cmd->add_option("-n,--namespace", o->taskNamespace, "The task's namespace")
-      ->capture_default_str();
-  cmd->add_option("-o,--output", o->output, "table, json or gantt")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"table", "json", "gantt"}));
-  cmd->add_flag("-w,--watch", o->watch,
-                "Redraw every second until the task is ready (or it failed or finished)");
-  return {cmd, [o] { return runTimeline(*o, std::cout, std::cerr); }};
-}
-
-Command addHistory(CLI::App& app) {
-  auto o = std::make_shared<HistoryOptions>();
-  auto* cmd = app.add_subcommand(
-      "history",
-      "The tasks the task-history plugin recorded, also after they were deleted: the newest (or "
-      "the slowest) with their startup and blame, one task's stored timeline, or startup "
-      "percentiles by party, blamed phase or day");
-  cmd->add_option("task", o->task, "One task's stored timeline instead of the list");
-  auto* server =
-      cmd->add_option("--server", o->server,
-                      "A kuscia-host's admin server (http(s)://HOST:PORT; default http://" +
-                          std::string(defaults::kAdminListen) + ")");
-  cmd->add_option("--db", o->db,
-                  "Read the database itself instead: a SQLite file or a postgresql:// URI (through "
-                  "task-history.so, found as `run` finds plugins)")
-      ->excludes(server);
-  cmd->add_option("--password-file", o->passwordFile,
-                  "With --db postgresql://...: a file holding the password")
-      ->check(CLI::ExistingFile);
-  cmd->add_option("--plugin-dir", o->pluginDirs,
-                  "With --db: where task-history.so is looked for first (absolute; repeatable)");
-  cmd->add_option("--token-file", o->tokenFile,
-                  "With --server https://...: a file holding the bearer token to send")
-      ->check(CLI::ExistingFile);
-  cmd->add_option("--ca-file", o->caFile,
-                  "With --server https://...: the CA (PEM) to verify its certificate with")
-      ->check(CLI::ExistingFile);
-  cmd->add_option("--since", o->since,
-                  "Tasks created since: RFC 3339, or a duration back from now (90m, 12h, 7d)")
-      ->capture_default_str();
-  cmd->add_option("--until", o->until, "Tasks created before (as --since)");
-  cmd->add_option("--party", o->party, "Tasks this party (domain) took part in");
-  cmd->add_option("--phase", o->phase, "Tasks in this phase (Running, Succeeded, Failed...)");
-  cmd->add_option("--blame-phase", o->blamePhase,
-                  "Tasks whose blamed critical-path phase is this (pulling, scheduling...)");
-  cmd->add_option("--min-startup", o->minStartupSeconds,
-                  "Tasks that took at least this many seconds to start");
-  cmd->add_option("--name-prefix", o->namePrefix, "Tasks whose name starts so");
-  cmd->add_option("--slowest", o->slowest, "The N slowest complete tasks instead of the newest")
-      ->check(CLI::Range(1, 500));
-  cmd->add_option("--limit", o->limit, "At most this many tasks")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 100000));
-  cmd->add_flag("--stats", o->stats,
-                "Count, p50/p90/p99 of startup and seconds per critical-path phase (default "
-                "--since 30d with --stats)");
-  cmd->add_option("--group-by", o->groupBy, "With --stats: party, blamePhase or day")
-      ->check(CLI::IsMember({"party", "blamePhase", "day"}));
-  cmd->add_option("-o,--output", o->output, "table, json or csv")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"table", "json", "csv"}));
-  return {cmd, [o, cmd] {
-            HistoryOptions run = *o;
-            if (run.stats && cmd->count("--since") == 0) run.since = "30d";
-            return runHistory(run, std::cout, std::cerr);
           }};
 }
 
@@ -450,15 +361,41 @@ Command addVersion(CLI::App& app) {
           }};
 }
 
+// A command that is not the host's own: run from the plugin that declares it, if one does.
+// Otherwise nullopt, and the help lists the plugins' commands.
+std::optional<int> runDeclaredCommand(int argc, char** argv, const std::vector<Command>& own) {
+  if (argc < 2) return std::nullopt;
+  std::vector<std::string> args(argv + 1, argv + argc);
+  auto isOwn = [&](const std::string& name) {
+    return std::any_of(own.begin(), own.end(),
+                       [&](const Command& c) { return c.app->get_name() == name; });
+  };
+  if (args[0] == "--help" || args[0] == "-h") {
+    if (auto dirs = commandPluginDirs(args))
+      own.front().app->get_parent()->footer("\n" + pluginCommandsHelp(findPluginCommands(*dirs)));
+    return std::nullopt;
+  }
+  if (args[0].empty() || args[0][0] == '-' || isOwn(args[0])) return std::nullopt;
+  auto dirs = commandPluginDirs(args);
+  if (!dirs) {
+    std::cerr << "kuscia-host: " << dirs.error() << "\n";
+    return kExitUsage;
+  }
+  for (const auto& c : findPluginCommands(*dirs))
+    if (c.name == args[0])
+      return runPluginCommand(c, args, std::cout, std::cerr, ::isatty(STDOUT_FILENO) != 0);
+  return std::nullopt;
+}
+
 int runMain(int argc, char** argv) {
   CLI::App app{
       "kuscia-host: task-startup observability for Kuscia deployments.\n"
       "Loads plugins (.so) through a stable C ABI and serves /livez, /readyz and /metrics."};
   app.set_version_flag("--version", std::string("kuscia-host ") + kVersion);
   app.require_subcommand(1);
-  const std::vector<Command> commands = {addRun(app),    addCheckConfig(app), addApiServer(app),
-                                         addDemo(app),   addTimeline(app),    addHistory(app),
-                                         addVersion(app)};
+  const std::vector<Command> commands = {addRun(app), addCheckConfig(app), addApiServer(app),
+                                         addDemo(app), addVersion(app)};
+  if (auto code = runDeclaredCommand(argc, argv, commands)) return *code;
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

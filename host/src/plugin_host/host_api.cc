@@ -10,14 +10,14 @@
 
 namespace kuscia_host {
 
-namespace {
-
 void copyError(char* err, std::size_t len, const std::string& msg) {
   if (err == nullptr || len == 0) return;
   std::size_t n = std::min(len - 1, msg.size());
   std::memcpy(err, msg.data(), n);
   err[n] = '\0';
 }
+
+namespace {
 
 PluginInstance* self(kh_host_ctx_t* c) {
   return PluginInstance::fromCtx(c);

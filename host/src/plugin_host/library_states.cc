@@ -3,8 +3,11 @@
 namespace kuscia_host {
 
 LibraryStates::~LibraryStates() {
-  for (auto it = states_.rbegin(); it != states_.rend(); ++it)
-    if (it->destroy != nullptr) it->destroy(it->state);
+  while (!states_.empty()) {
+    State s = states_.back();
+    states_.pop_back();
+    if (s.destroy != nullptr) s.destroy(s.state);
+  }
 }
 
 void* LibraryStates::get(const std::shared_ptr<PluginLibrary>& library, Make make,

@@ -45,6 +45,14 @@ public:
     return &lib_.get<std::remove_pointer_t<kh_offline_get_v1_fn>>(KH_OFFLINE_GET_SYMBOL);
   }
 
+  // ABI 1.5's plugin commands (abi.h), NULL when the library declares none.
+  const kh_commands_t* commands() const {
+    if (!lib_.has(KH_COMMANDS_SYMBOL)) return nullptr;
+    const kh_commands_t* c =
+        lib_.get<std::remove_pointer_t<kh_commands_v1_fn>>(KH_COMMANDS_SYMBOL)();
+    return c != nullptr && c->abi_major == KH_ABI_VERSION_MAJOR ? c : nullptr;
+  }
+
 private:
   boost::dll::shared_library lib_;
   const kh_plugin_v1_t* descriptor_;

@@ -17,6 +17,8 @@
 
 #include <cstdint>
 #include <exception>
+#include <optional>
+#include <sstream>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -76,6 +78,28 @@ private:
 };
 
 using CommandFn = int (*)(const CommandEnv& env, const std::vector<std::string>& args);
+
+// Parses a command's arguments with a parser shaped as CLI11's App (the bundled commands use
+// CLI11, which the plugin links; the SDK needs none): `app.parse(reversedArgs)` throwing `Error`
+// for --help or a bad usage, `app.exit(error, out, err)` printing it. nullopt: parsed, run the
+// command; else the exit status (0 after --help, 2 for a usage error), with what the parser
+// printed written through env.
+//   if (auto code = sdk::parseArgs<CLI::ParseError>(app, env, args)) return *code;
+template <class Error, class App>
+std::optional<int> parseArgs(App& app, const CommandEnv& env,
+                             const std::vector<std::string>& args) {
+  std::vector<std::string> reversed(args.rbegin(), args.rend() - (args.empty() ? 0 : 1));
+  try {
+    app.parse(reversed);
+    return std::nullopt;
+  } catch (const Error& e) {
+    std::ostringstream out, err;
+    int code = app.exit(e, out, err);
+    env.out(out.str());
+    env.err(err.str());
+    return code == 0 ? 0 : 2;
+  }
+}
 
 namespace detail {
 

@@ -190,8 +190,11 @@ class FakeLibraryStates {
 public:
   FakeLibraryStates() = default;
   ~FakeLibraryStates() {
-    for (auto it = states_.rbegin(); it != states_.rend(); ++it)
-      if (it->destroy != nullptr) it->destroy(it->state);
+    while (!states_.empty()) { // the last made first
+      State s = states_.back();
+      states_.pop_back();
+      if (s.destroy != nullptr) s.destroy(s.state);
+    }
   }
   FakeLibraryStates(const FakeLibraryStates&) = delete;
   FakeLibraryStates& operator=(const FakeLibraryStates&) = delete;

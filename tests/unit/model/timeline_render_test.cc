@@ -3,22 +3,24 @@
 // programmed) and a negative duration (an agent clock behind the API server's).
 // KH_UPDATE_GOLDEN=1 rewrites the golden files from the current output (then review the diff).
 #include <kuscia_model/timeline.h>
+#include <kuscia_model/timeline_render.h>
 
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <fstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
-#include "app/timeline_render.h"
-#include "test_support.h"
+#include "kuscia_fixtures.h"
 
-namespace kuscia_host {
+namespace kuscia_host::model::timeline {
 namespace {
 
 using nlohmann::json;
 
 json storedTask() {
-  json task = json::parse(test::readFile(KH_SOURCE_DIR "/tests/fixtures/kusciatask.json"));
+  json task = test::fixture("kusciatask.json");
   // A second alice pod whose agent clock is 3 s behind the API server's.
   task["status"]["podStatuses"]["alice/secretflow-task-psi-1"] = {
       {"namespace", "alice"},
@@ -31,10 +33,11 @@ json storedTask() {
 }
 
 void expectGolden(const std::string& name, const std::string& actual) {
-  std::string path = std::string(KH_SOURCE_DIR) + "/tests/fixtures/golden/" + name;
-  if (std::getenv("KH_UPDATE_GOLDEN") != nullptr) test::writeFile(path, actual);
-  EXPECT_EQ(actual, test::readFile(path))
-      << "golden file " << path << " (KH_UPDATE_GOLDEN=1 rewrites it)";
+  std::string path = std::string(KH_FIXTURE_DIR) + "/golden/" + name;
+  if (std::getenv("KH_UPDATE_GOLDEN") != nullptr) std::ofstream(path) << actual;
+  std::ostringstream golden;
+  golden << std::ifstream(path).rdbuf();
+  EXPECT_EQ(actual, golden.str()) << "golden file " << path << " (KH_UPDATE_GOLDEN=1 rewrites it)";
 }
 
 TEST(TimelineRenderTest, TableMatchesTheGoldenFile) {
@@ -92,4 +95,4 @@ TEST(TimelineRenderTest, DocumentFlagsMissingAndNegative) {
 }
 
 } // namespace
-} // namespace kuscia_host
+} // namespace kuscia_host::model::timeline

@@ -1,6 +1,5 @@
-#include "app/timeline_render.h"
-
 #include <kuscia_host/kube_text.hpp>
+#include <kuscia_model/timeline_render.h>
 #include <kuscia_model/timeline_summary.h>
 
 #include <algorithm>
@@ -10,7 +9,7 @@
 #include <optional>
 #include <tuple>
 
-namespace kuscia_host {
+namespace kuscia_host::model::timeline {
 
 using nlohmann::json;
 
@@ -358,4 +357,4 @@ std::string renderTimelineGantt(const json& doc, int width) {
   return out;
 }
 
-} // namespace kuscia_host
+} // namespace kuscia_host::model::timeline

@@ -1,0 +1,297 @@
+#include "timeline_command.h"
+
+#include <kuscia_host/kube_text.hpp>
+#include <kuscia_model/pod_events.h>
+#include <kuscia_model/timeline.h>
+#include <kuscia_model/timeline_render.h>
+#include <kuscia_model/timeline_summary.h>
+
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <thread>
+
+namespace kuscia_host::plugins::timeline {
+
+using nlohmann::json;
+namespace tl = model::timeline;
+
+namespace {
+
+struct Options {
+  std::vector<std::string> tasks;
+  std::string taskNamespace = "cross-domain";
+  std::vector<std::string> kubeconfigs; // none: in-cluster, else $KUBECONFIG or ~/.kube/config
+  std::string server, tokenFile, caFile;
+  std::string output = "table"; // table, json, gantt or full
+  bool watch = false;
+  int waitSeconds = 0; // wait until every task is complete
+  std::size_t minEntries = 0;
+  std::string saveDir;
+};
+
+int64_t wallNanos() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// A GET from one reader: the JSON answer, nullopt for a 404 (the error of anything else).
+std::optional<json> getJson(const sdk::CommandEnv& env, int32_t reader, const std::string& path) {
+  try {
+    return json::parse(env.get(reader, path));
+  } catch (const sdk::HostError& e) {
+    if (e.status() == KH_ERR_NOT_FOUND) return std::nullopt;
+    throw;
+  }
+}
+
+// The facts of one pod as task-timeline gathers them: its containers' start, its Events, and the
+// reasons its containers wait for now. The pod may be gone with its finished task (its Events
+// stay about an hour).
+json podFacts(const sdk::CommandEnv& env, int32_t reader, const std::string& ns,
+              const std::string& name) {
+  json facts = json::object();
+  json pod =
+      getJson(env, reader, "/api/v1/namespaces/" + ns + "/pods/" + name).value_or(json::object());
+  std::string uid = pod.value("metadata", json::object()).value("uid", "");
+  const json containers =
+      pod.value("status", json::object()).value("containerStatuses", json::array());
+  if (auto t = tl::containersStartTime(containers))
+    facts["containersStartTime"] = sdk::formatTime(*t, sdk::TimePrecision::kAsGiven);
+  auto list = getJson(
+      env, reader,
+      "/api/v1/namespaces/" + ns +
+          "/events?fieldSelector=involvedObject.kind%3DPod%2CinvolvedObject.name%3D" + name);
+  const json items = list && list->contains("items") ? (*list)["items"] : json::array();
+  auto timeOf = [](const json& e) {
+    return tl::eventTimeOf(e.value("eventTime", json()), e.value("lastTimestamp", json()),
+                           e.value("firstTimestamp", json()));
+  };
+  if (uid.empty()) {
+    // Without the pod: the Events of the latest incarnation they name.
+    int64_t latest = 0;
+    for (const auto& e : items)
+      if (auto at = timeOf(e); at && *at >= latest) {
+        latest = *at;
+        uid = e.value("involvedObject", json::object()).value("uid", "");
+      }
+  }
+  tl::PodFacts events;
+  for (const auto& e : items) {
+    const json involved = e.value("involvedObject", json::object());
+    if (!uid.empty() && involved.value("uid", uid) != uid) continue; // another incarnation
+    if (auto at = timeOf(e)) events.addEvent(e.value("reason", ""), e.value("message", ""), *at);
+  }
+  events.addContainersWaiting(containers, wallNanos());
+  events.fill(facts);
+  return facts;
+}
+
+// The task's document from one cluster: the status's entries, each pod's entry completed by the
+// pod (containersStartTime) and its Events (image pull, reasons) when they are still there.
+json clusterTimeline(const sdk::CommandEnv& env, int32_t reader, const std::string& ns,
+                     const std::string& task) {
+  json obj = json::parse(env.get(reader, "/apis/kuscia.secretflow/v1alpha1/namespaces/" + ns +
+                                             "/kusciatasks/" + task));
+  json doc = tl::fromTask(obj);
+  const json pods = obj.value("status", json::object()).value("podStatuses", json::object());
+  for (const auto& [key, entry] : pods.items()) {
+    auto slash = key.find('/');
+    if (slash == std::string::npos || !entry.is_object()) continue;
+    json facts = podFacts(env, reader, key.substr(0, slash), key.substr(slash + 1));
+    if (facts.empty()) continue;
+    json merged = entry;
+    merged.update(facts);
+    doc["entries"][key] = tl::entry(key, merged, true);
+  }
+  return doc;
+}
+
+// One document from the parties' clusters (p2p: each holds its own entries), with the summary
+// of the whole task and each entry's phases, as of now.
+json summarized(const std::vector<json>& docs) {
+  json doc = tl::mergeTimelines(docs);
+  int64_t now = wallNanos();
+  doc["summary"] = tl::summarize(doc, now);
+  tl::addPhases(doc, now);
+  return doc;
+}
+
+// Where the documents come from: a host's admin API, or the clusters.
+class Sources {
+public:
+  Sources(const sdk::CommandEnv& env, const Options& o) : env_(env), o_(o) {
+    if (!o.server.empty()) {
+      admin_ = env.openAdmin(o.server, o.tokenFile, o.caFile);
+      return;
+    }
+    for (const auto& k : o.kubeconfigs.empty() ? std::vector<std::string>{""} : o.kubeconfigs)
+      clusters_.push_back(env.openCluster(k));
+  }
+
+  // The task's document, or nullopt with the problems in `problems`.
+  std::optional<json> timeline(const std::string& task, std::vector<std::string>& problems) {
+    if (admin_ >= 0) {
+      try {
+        return json::parse(env_.get(admin_, "/api/v1/timelines/" + task));
+      } catch (const std::exception& e) {
+        problems.emplace_back(e.what());
+        return std::nullopt;
+      }
+    }
+    std::vector<json> docs;
+    for (int32_t c : clusters_) {
+      try {
+        docs.push_back(clusterTimeline(env_, c, o_.taskNamespace, task));
+      } catch (const std::exception& e) {
+        problems.emplace_back(e.what());
+      }
+    }
+    if (docs.empty()) return std::nullopt;
+    return summarized(docs);
+  }
+
+private:
+  const sdk::CommandEnv& env_;
+  const Options& o_;
+  int32_t admin_ = -1;
+  std::vector<int32_t> clusters_;
+};
+
+std::string render(const json& doc, const std::string& output) {
+  if (output == "json") return doc.dump(2) + "\n";
+  if (output == "gantt") return tl::renderTimelineSummary(doc) + tl::renderTimelineGantt(doc);
+  std::string text = tl::renderTimelineSummary(doc) + tl::renderTimelineTable(doc);
+  if (output == "full") text += "\n" + tl::renderTimelineGantt(doc);
+  return text;
+}
+
+bool settled(const json& doc) {
+  std::string phase = doc.value("phase", "");
+  return doc.value("summary", json::object()).value("complete", false) || phase == "Failed" ||
+         phase == "Succeeded";
+}
+
+// --watch, or once: the first task's timeline, redrawn until it settles.
+int watchOne(const sdk::CommandEnv& env, const Options& o, Sources& sources) {
+  bool tty = env.stdoutIsTty();
+  for (;;) {
+    std::vector<std::string> problems;
+    auto doc = sources.timeline(o.tasks.front(), problems);
+    for (const auto& p : problems)
+      env.err("kuscia-host: timeline: " + p + "\n");
+    if (!doc) return 1;
+    if (o.watch && tty) env.out("\033[H\033[2J"); // redraw in place
+    env.out(render(*doc, o.output));
+    if (!o.watch || settled(*doc)) return problems.empty() ? 0 : 1;
+    if (!tty) env.out("---\n");
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+  }
+}
+
+// --wait: progress until every task is complete (or the time is up), then each task.
+int waitForAll(const sdk::CommandEnv& env, const Options& o, Sources& sources) {
+  const bool tty = env.stdoutIsTty();
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(o.waitSeconds);
+  std::map<std::string, json> docs;
+  std::size_t ready = 0;
+  for (int last = -1;; std::this_thread::sleep_for(std::chrono::milliseconds(200))) {
+    ready = 0;
+    for (const auto& t : o.tasks) {
+      std::vector<std::string> problems; // not there yet: counted as not ready
+      auto doc = sources.timeline(t, problems);
+      docs[t] = doc ? std::move(*doc) : json::object();
+      ready += doc && tl::timelineComplete(docs[t]) && docs[t]["entries"].size() >= o.minEntries;
+    }
+    std::string line =
+        "  tasks ready " + std::to_string(ready) + "/" + std::to_string(o.tasks.size());
+    if (tty) env.out("\r" + line);
+    if (!tty && int(ready) != last) env.out(line + "\n");
+    last = int(ready);
+    if (ready == o.tasks.size() || std::chrono::steady_clock::now() > deadline) break;
+  }
+  if (tty) env.out("\n");
+  for (const auto& t : o.tasks) {
+    env.out("\n" + render(docs[t], o.output));
+    if (!o.saveDir.empty()) {
+      std::filesystem::create_directories(o.saveDir);
+      std::ofstream(std::filesystem::path(o.saveDir) / (t + ".json")) << docs[t].dump(2) << "\n";
+    }
+  }
+  env.out("\n");
+  if (!o.saveDir.empty()) env.out("timelines written to " + o.saveDir + "/<task>.json\n");
+  if (ready == o.tasks.size()) return 0;
+  env.err("kuscia-host: timeline: only " + std::to_string(ready) + " of " +
+          std::to_string(o.tasks.size()) + " task(s) started within " +
+          std::to_string(o.waitSeconds) + " s\n");
+  return 1;
+}
+
+void declare(CLI::App& app, Options& o) {
+  app.add_option("task", o.tasks, "The KusciaTask's name (with --wait, several)")->required();
+  auto* kubeconfig = app.add_option(
+      "--kubeconfig", o.kubeconfigs,
+      "A cluster to read the task, its pods and their Events from (repeatable: p2p, one per "
+      "party's cluster; merged, then summarised). Default: in-cluster, else $KUBECONFIG or "
+      "~/.kube/config");
+  app.add_option("--server", o.server,
+                 "Ask a kuscia-host's admin server instead (http://HOST:PORT): the document it "
+                 "serves at /api/v1/timelines/TASK")
+      ->excludes(kubeconfig);
+  app.add_option("--token-file", o.tokenFile,
+                 "With --server https://...: a file holding the bearer token to send (an admin "
+                 "server with auth: token or kubernetes)")
+      ->check(CLI::ExistingFile);
+  app.add_option("--ca-file", o.caFile,
+                 "With --server https://...: the CA (PEM) to verify its certificate with")
+      ->check(CLI::ExistingFile);
+  app.add_option("-n,--namespace", o.taskNamespace, "The task's namespace")->capture_default_str();
+  app.add_option("-o,--output", o.output, "table, json, gantt, or full (the table and the Gantt)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"table", "json", "gantt", "full"}));
+  auto* watch =
+      app.add_flag("-w,--watch", o.watch,
+                   "Redraw every second until the task is ready (or it failed or finished)");
+  app.add_option("--wait", o.waitSeconds,
+                 "Wait up to this many seconds until every task named is complete (every pod and "
+                 "service with all its times), showing how many are; then print each")
+      ->check(CLI::Range(1, 86400))
+      ->excludes(watch);
+  app.add_option(
+      "--min-entries", o.minEntries,
+      "With --wait: a task is complete once it has at least this many pods and services");
+  app.add_option("--save-dir", o.saveDir,
+                 "With --wait: also write each task's document as "
+                 "DIR/<task>.json");
+}
+
+} // namespace
+
+int runTimelineCommand(const sdk::CommandEnv& env, const std::vector<std::string>& args) {
+  CLI::App app("Print a KusciaTask's startup: the summary (startup, last party, the phase to "
+               "blame, the critical path) above every pod and service of every party, each "
+               "time and the durations between phases",
+               "kuscia-host timeline");
+  Options o;
+  declare(app, o);
+  if (auto code = sdk::parseArgs<CLI::ParseError>(app, env, args)) return *code;
+  if (o.tasks.size() > 1 && o.waitSeconds == 0) {
+    env.err("kuscia-host: timeline: several tasks need --wait\n");
+    return 2;
+  }
+  std::optional<Sources> sources;
+  try {
+    sources.emplace(env, o);
+  } catch (const sdk::HostError& e) {
+    env.err(std::string("kuscia-host: timeline: ") + e.what() + "\n");
+    return std::string_view(e.what()).rfind("--", 0) == 0 ? 2 : 1;
+  }
+  return o.waitSeconds > 0 ? waitForAll(env, o, *sources) : watchOne(env, o, *sources);
+}
+
+} // namespace kuscia_host::plugins::timeline
