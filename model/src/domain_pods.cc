@@ -1,4 +1,5 @@
 #include <kuscia_model/domain_pods.h>
+#include <kuscia_model/kept_facts.h>
 
 #include <kuscia_host/kube_text.hpp>
 #include <kuscia_model/timeline.h>
@@ -92,14 +93,25 @@ std::optional<int64_t> DomainPods::firstReadyOf(const PodState& p, std::optional
 }
 
 json DomainPods::withFacts(const std::string& task, json pods,
-                           std::vector<std::pair<std::string, std::string>>& uids) const {
+                           std::vector<std::pair<std::string, std::string>>& uids,
+                           std::string_view keptFacts) const {
   // The status's pod entries, this domain's knowledge merged into those of the pods it holds
   // facts of, before the document is built: each entry is built once.
   // The task's pods this domain holds facts of, found from the status's entries (the status
-  // is the source): a look-up each, not a walk over every pod held.
+  // is the source): a look-up each, not a walk over every pod held. A pod no longer held takes
+  // what was kept of it on the task.
+  std::optional<json> kept; // parsed at the first pod that needs it
   for (auto it = pods.begin(); it != pods.end(); ++it) {
     const PodState* held = heldPod(task, it.key());
-    if (held == nullptr || !it->is_object()) continue;
+    if (!it->is_object()) continue;
+    if (held == nullptr) {
+      if (keptFacts.empty()) continue;
+      if (!kept) kept = keptEntries(keptFacts);
+      if (const json* k = keptFor(*kept, it.key(), *it))
+        for (const auto& [field, value] : k->items())
+          if (field != "createTime" && !it->contains(field)) (*it)[field] = value;
+      continue;
+    }
     const PodState& p = *held;
     json& merged = *it;
     using sdk::formatTime;
@@ -123,7 +135,8 @@ json DomainPods::withFacts(const std::string& task, json pods,
 std::optional<TimelineText> DomainPods::documentTextOf(const TaskTexts& task,
                                                        const EntryTextList& pods,
                                                        const EntryTextList& services,
-                                                       std::string_view uid) const {
+                                                       std::string_view uid,
+                                                       std::string_view keptFacts) const {
   // The time fields' places in EntryText::times (EntryTimes::fields() order).
   enum : std::size_t {
     kCreate,
@@ -143,6 +156,7 @@ std::optional<TimelineText> DomainPods::documentTextOf(const TaskTexts& task,
   std::vector<std::pair<std::string, std::string>> uids; // entry key, pod UID (as withFacts())
   std::vector<EntryText> entries;
   entries.reserve(pods.size() + services.size());
+  std::optional<json> kept; // parsed at the first pod no longer held
   for (auto [group, pod] : {std::pair{&pods, true}, std::pair{&services, false}})
     for (const auto& [key, text] : *group) {
       auto fields = entryFieldTexts(text);
@@ -155,7 +169,12 @@ std::optional<TimelineText> DomainPods::documentTextOf(const TaskTexts& task,
       if (!pod) continue;
       // This domain's own knowledge, where withFacts() merges it.
       const PodState* held = heldPod(name, key);
-      if (held == nullptr) continue;
+      if (held == nullptr) {
+        if (keptFacts.empty()) continue;
+        if (!kept) kept = keptEntries(keptFacts);
+        if (kept->contains(key)) return std::nullopt; // kept facts: documentText() merges them
+        continue;
+      }
       const PodState& p = *held;
       if (auto first = firstReadyOf(p, e.times[kCreate], e.times[kReady]))
         e.times[kFirstReady] = first;
@@ -179,9 +198,9 @@ auto DomainPods::build(const TaskStatusView& t, const Build& build) const {
   json pods;
   std::vector<std::pair<std::string, std::string>> uids; // entry key, pod UID
   if (hasPods && t.podStatusesToTake != nullptr)
-    pods = withFacts(t.name, std::move(*t.podStatusesToTake), uids);
+    pods = withFacts(t.name, std::move(*t.podStatusesToTake), uids, t.keptFacts);
   else if (hasPods)
-    pods = withFacts(t.name, *t.podStatuses, uids);
+    pods = withFacts(t.name, *t.podStatuses, uids, t.keptFacts);
   return build(model::timeline::TaskParts{t.name, t.namespaceName,
                                           t.phase.empty() ? nullptr : &taskPhase,
                                           created ? t.creationTimestamp : nullptr,

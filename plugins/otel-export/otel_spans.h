@@ -76,7 +76,8 @@ inline constexpr const char* kTaskFields[] = {
     "/status/podStatuses",
     "/status/serviceStatuses",
     "/metadata/annotations/kuscia.secretflow~1job-id",
-    "/metadata/annotations/kuscia.secretflow~1task-alias"};
+    "/metadata/annotations/kuscia.secretflow~1task-alias",
+    "/metadata/annotations/kuscia-host~1facts"}; // kuscia_model/kept_facts.h
 enum TaskField : std::size_t {
   kTaskCreate,
   kTaskInitiator,
@@ -88,6 +89,7 @@ enum TaskField : std::size_t {
   kTaskServiceStatuses,
   kTaskJob,
   kTaskAlias,
+  kTaskKept,
   kTaskFieldCount
 };
 

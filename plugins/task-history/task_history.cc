@@ -5,6 +5,7 @@
 
 #include "history_api.h"
 #include <kuscia_model/finished_tasks.h>
+#include <kuscia_model/kept_facts.h>
 #include <kuscia_model/kuscia.h>
 #include <kuscia_model/kuscia_model.h>
 #include <kuscia_model/kuscia_time.h>
@@ -28,6 +29,7 @@ enum TaskField : std::size_t {
   kTaskPhase,
   kTaskInitiator,
   kTaskParties,
+  kTaskKept, // the facts kept on the task (kept_facts.h)
   kTaskPods,
   kTaskServices,
   kTaskFieldCount
@@ -65,8 +67,9 @@ TaskHistory::TaskHistory(sdk::Host host, std::string_view domain, std::string_vi
         [database, password] { return openStore(database, password); }, o);
   });
   taskSub_ = host.subscribe(model::taskSubscription(
-      config_.taskNamespace, {"/metadata/creationTimestamp", "/status/phase", "/spec/initiator",
-                              "/spec/parties", "/status/podStatuses", "/status/serviceStatuses"}));
+      config_.taskNamespace,
+      {"/metadata/creationTimestamp", "/status/phase", "/spec/initiator", "/spec/parties",
+       model::kKeptFactsPointer, "/status/podStatuses", "/status/serviceStatuses"}));
   podSub_ = host.subscribe(model::domainSubscription("pods", model::DomainPods::podFields()));
   eventSub_ = host.subscribe(model::podEventSubscription());
   host.registerRoute(std::string(kHistoryRoute));
@@ -152,6 +155,18 @@ void TaskHistory::markDue(const std::string& task, int64_t changedNanos) {
   due_.emplace(task, changedNanos + config_.recordDelaySeconds * model::kSecond);
 }
 
+namespace {
+
+// Whether spec.parties names `domain`.
+bool partyOf(const json& parties, const std::string& domain) {
+  if (parties.is_array())
+    for (const auto& p : parties)
+      if (p.is_object() && p.value("domainID", "") == domain) return true;
+  return false;
+}
+
+} // namespace
+
 bool TaskHistory::record(const std::string& task, std::string_view uid, std::string_view fieldsJson,
                          bool* finished) {
   // The entries of a domain that records into the same writer are in that domain's recording,
@@ -166,13 +181,9 @@ bool TaskHistory::record(const std::string& task, std::string_view uid, std::str
     mine = mine || party == domain_;
     return std::find(others.begin(), others.end(), party) == others.end();
   };
-  auto namesDomain = [this](const json& parties) {
-    if (parties.is_array())
-      for (const auto& p : parties)
-        if (p.is_object() && p.value("domainID", "") == domain_) return true;
-    return false;
-  };
+  auto namesDomain = [this](const json& parties) { return partyOf(parties, domain_); };
   std::string phase;
+  std::string keptFacts; // what was kept of pods that may be gone
   auto spans = model::arrayElements(fieldsJson);
   // The document written from the texts where the scanner reads them as the parser would (the
   // common case: about a third of the instructions of parsing the entries and building from
@@ -193,7 +204,8 @@ bool TaskHistory::record(const std::string& task, std::string_view uid, std::str
     model::TaskTexts texts{task, config_.taskNamespace};
     if (!phase.empty()) texts.phase = phase;
     if (create) texts.createTime = *create;
-    text = pods_.documentTextOf(texts, *podTexts, *serviceTexts, uid);
+    keptFacts = model::stringValue((*spans)[kTaskKept]).value_or("");
+    text = pods_.documentTextOf(texts, *podTexts, *serviceTexts, uid, keptFacts);
   }
   if (!text) {
     json create, pods, services;
@@ -219,11 +231,12 @@ bool TaskHistory::record(const std::string& task, std::string_view uid, std::str
           if (kept(key)) out[key] = std::move(entry);
       }
       create = std::move(f[kTaskCreate]);
+      keptFacts = model::fieldString(f, kTaskKept);
       if (finished != nullptr) *finished = model::finishedPhase(phase);
       if (!mine) return true;
     }
     text = pods_.documentText(
-        {task, config_.taskNamespace, phase, &create, nullptr, &services, &pods}, uid);
+        {task, config_.taskNamespace, phase, &create, nullptr, &services, &pods, keptFacts}, uid);
   }
   // As text: the store writes it as it is and summarises the times that come with it.
   Recording r{task,   config_.taskNamespace, domain_, host().wallTimeNanos(),

@@ -35,4 +35,22 @@ std::size_t EntryBoard::size() const {
   return entries_.size();
 }
 
+void EntryBoard::addDomain(const std::string& domain) {
+  std::lock_guard lock(mu_);
+  domains_.insert(domain);
+}
+
+void EntryBoard::removeDomain(const std::string& domain) {
+  std::lock_guard lock(mu_);
+  if (auto it = domains_.find(domain); it != domains_.end()) domains_.erase(it);
+}
+
+bool EntryBoard::keeps(const std::string& domain,
+                       const std::set<std::string, std::less<>>& taskDomains) const {
+  std::lock_guard lock(mu_);
+  for (const auto& d : domains_) // in order: the first of the task's is the keeper
+    if (taskDomains.count(d) > 0) return d == domain;
+  return false;
+}
+
 } // namespace kuscia_host::plugins::timeline

@@ -18,6 +18,7 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -62,8 +63,17 @@ public:
   }
   std::size_t size() const;
 
+  // The domains of this host's instances. A task's facts are kept (kept_facts.h) by one instance
+  // of the host: that of the first of its domains, in order, that the task has entries of.
+  void addDomain(const std::string& domain);
+  void removeDomain(const std::string& domain);
+  // Whether `domain` keeps the facts of a task with entries of `taskDomains`.
+  bool keeps(const std::string& domain,
+             const std::set<std::string, std::less<>>& taskDomains) const;
+
 private:
   mutable std::mutex mu_;
+  std::multiset<std::string> domains_;
   // An entry is 96 bytes: a copy of each key would add a string and its text (64 more). Hashed:
   // every instance of the process puts and reads its entries here on most events.
   std::unordered_map<std::string_view, EntryFacts> entries_;

@@ -10,6 +10,7 @@
 
 #include "entry_board.h"
 #include "timeline_page.h"
+#include <kuscia_model/kept_facts.h>
 #include <kuscia_model/kuscia.h>
 #include <kuscia_model/kuscia_model.h>
 #include <kuscia_model/kuscia_time.h>
@@ -26,6 +27,8 @@ enum ServiceField { kSvcTask, kSvcCreate, kSvcReadyTime, kSvcFieldCount };
 // How long the Events of a pod this instance does not know are kept (a pod that is no task's, or
 // one whose Events came before it).
 constexpr int64_t kOrphanEventsNanos = 600LL * 1000000000;
+// The userTag of the writes of kept facts (the status writer's are 0).
+constexpr uint64_t kKeptFactsTag = 1;
 
 const std::vector<double>& durationBuckets() {
   static const std::vector<double> b = {0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600};
@@ -166,6 +169,10 @@ TaskTimeline::TaskTimeline(sdk::Host host, std::string_view domain, std::string_
                               {"input"})),
       stuck_(host.gauge("kuscia_timeline_stuck_entries",
                         "Entries waiting in a phase longer than stuckAfterSeconds", {"phase"})),
+      keptWrites_(host.counter("kuscia_timeline_kept_facts_writes_total",
+                               "Writes of a task's pods' facts onto the task, so that they outlive "
+                               "the pods (ok, gone, failed, too_large)",
+                               {"outcome"})),
       writer_(
           host, config_, "kuscia_timeline", [this](const std::string& task) { return diff(task); },
           [this](const std::string& task, const model::StatusPatch& status, uint64_t version) {
@@ -187,12 +194,13 @@ TaskTimeline::TaskTimeline(sdk::Host host, std::string_view domain, std::string_
   taskSub_ = host.subscribe(model::taskSubscription(
       config_.taskNamespace,
       {"/status/phase", "/metadata/creationTimestamp", "/status/completionTime",
-       "/status/podStatuses", "/status/serviceStatuses"}));
+       model::kKeptFactsPointer, "/status/podStatuses", "/status/serviceStatuses"}));
   finished_.emplace(host, taskSub_, config_.taskNamespace, kTaskPhase, kTaskCompletion,
                     config_.keepFinishedSeconds,
                     [this](const std::string& task) { return busy(task); });
   finished_->waitFor(podSub_);
   finished_->waitFor(serviceSub_);
+  board_.addDomain(domain_);
   host.registerRoute("/api/v1/timelines");
   host.registerRoute(std::string(kPagePrefix));
 }
@@ -206,6 +214,7 @@ TaskTimeline::~TaskTimeline() {
     board_.erase(key);
   for (const auto& [key, s] : services_)
     board_.erase(key);
+  board_.removeDomain(domain_);
 }
 
 void TaskTimeline::onStart() {
@@ -237,7 +246,66 @@ void TaskTimeline::onTimer(uint64_t timerId, uint64_t /*userTag*/) {
 }
 
 void TaskTimeline::onKubeResult(const sdk::KubeResult& result) {
+  if (result.userTag == kKeptFactsTag) return onKeptFacts(result);
   writer_.onKubeResult(result);
+}
+
+void TaskTimeline::keepFacts(const std::string& task) {
+  if (!config_.keepFacts) return;
+  for (const auto& [id, name] : keeping_)
+    if (name == task) return; // its event brings what is kept, which is compared then
+  auto whole = cachedTask(task, true);
+  if (!whole) return;
+  const json pods = whole->pods.toJson();
+  std::set<std::string, std::less<>> domains;
+  for (const auto& [key, entry] : pods.items())
+    domains.insert(key.substr(0, key.find('/')));
+  if (!board_.keeps(domain_, domains)) return;
+  json entries = model::keptEntries(whole->kept);
+  bool changed = false;
+  for (const auto& [key, entry] : pods.items()) {
+    json facts;
+    board_.read(key, [&facts](const EntryFacts& f) { facts = f.toJson(); });
+    if (facts.empty()) continue; // not a pod of this host's
+    json k = model::keptFactsOf(facts, entry.is_object() ? entry.value("createTime", "") : "");
+    if (entries.value(key, json()) == k) continue;
+    entries[key] = std::move(k);
+    changed = true;
+  }
+  if (!changed) return; // kept already (a host restarted, or another instance's answer)
+  auto text = model::keptFactsText(entries);
+  if (!text) {
+    keptWrites_.add(1, {"too_large"});
+    host().warn("task " + task + ": its pods' facts are too large to keep on it (over " +
+                std::to_string(model::kKeptFactsBytes) + " bytes): they go with its pods");
+    return;
+  }
+  sdk::KubeRequest r;
+  r.group = model::kKusciaGroup;
+  r.version = model::kKusciaVersion;
+  r.resource = model::kKusciaTasks;
+  r.namespaceName = config_.taskNamespace;
+  r.name = task;
+  r.body = model::keptFactsPatch(*text);
+  r.userTag = kKeptFactsTag;
+  try {
+    keeping_.emplace(host().kubeRequest(r), task);
+  } catch (const sdk::HostError& e) {
+    keptWrites_.add(1, {"failed"});
+    host().warn("task " + task + ": keeping its pods' facts failed: " + e.what());
+  }
+}
+
+void TaskTimeline::onKeptFacts(const sdk::KubeResult& result) {
+  keeping_.erase(result.requestId);
+  const int code = result.httpCode;
+  const char* outcome = code >= 200 && code < 300 ? "ok" : code == 404 ? "gone" : "failed";
+  keptWrites_.add(1, {outcome});
+  if (std::string_view(outcome) == "failed" && !loggedKeptFailure_) {
+    loggedKeptFailure_ = true; // once: the count says how often
+    host().warn("keeping a task's pods' facts on it failed (HTTP " + std::to_string(code) +
+                "): " + std::string(result.message));
+  }
 }
 
 Instant TaskTimeline::readTime(const json& value, const std::string& what, const std::string& key,
@@ -555,6 +623,7 @@ TaskTimeline::Task TaskTimeline::taskFrom(std::string_view fieldsJson, std::stri
                          fields->services.othersReady;
       t.phase = model::stringValue(fields->leading[kTaskPhase]).value_or("");
       t.createTime = model::stringValue(fields->leading[kTaskCreate]).value_or("");
+      t.kept = model::stringValue(fields->leading[kTaskKept]).value_or("");
       return t;
     }
   }
@@ -566,6 +635,7 @@ TaskTimeline::Task TaskTimeline::taskFrom(std::string_view fieldsJson, std::stri
   t.othersNotReady = pods.others - pods.othersReady + services.others - services.othersReady;
   t.phase = model::fieldString(f, kTaskPhase);
   t.createTime = model::fieldString(f, kTaskCreate);
+  t.kept = model::fieldString(f, kTaskKept);
   return t;
 }
 
@@ -603,6 +673,8 @@ void TaskTimeline::onTask(const sdk::Event& e) {
   if (!sameEntries || writer_.owes(name)) touch(name);
   // Complete only once every entry is ready in the status, which only a task event shows.
   summarizeOnce(name, e.fieldsJson, others);
+  // Ended (a failed task may never have started): its facts kept before Kuscia deletes its pods.
+  if (model::finishedPhase(t.phase)) keepFacts(name);
   settle(name);
 }
 
@@ -766,6 +838,7 @@ void TaskTimeline::summarizeOnce(const std::string& task, std::string_view field
   auto s = model::timeline::summarize(created, entries, host().wallTimeNanos());
   if (!s.complete) return;
   summarized_.insert(task);
+  keepFacts(task); // the facts it started with, kept on it
   if (auto startup = s.startupSeconds()) taskStartup_.observe(*startup);
   for (const auto& p : s.criticalPath)
     if (double seconds = p.seconds().value_or(0); seconds > 0)

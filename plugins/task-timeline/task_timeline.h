@@ -140,6 +140,7 @@ private:
     kTaskPhase,
     kTaskCreate,
     kTaskCompletion,
+    kTaskKept, // the facts kept on the task (kuscia_model/kept_facts.h)
     kTaskPods,
     kTaskServices,
     kTaskFieldCount
@@ -154,6 +155,7 @@ private:
     std::size_t othersNotReady = 0;
     std::string phase;
     std::string createTime;
+    std::string kept; // the kept facts' annotation ("": none yet)
     // The resourceVersion of the task as last seen (versionNumber(); 0: not known).
     uint64_t version = 0;
     // The resourceVersion this instance's last write was answered with, when the entries were
@@ -244,8 +246,15 @@ private:
   // `others`: those entries as the event's split passed them.
   void summarizeOnce(const std::string& task, std::string_view fieldsJson,
                      const OtherTexts& others);
+  // An entry of the document: the status's entry, with what the board (else the facts kept on
+  // the task: `kept`, kept_facts.h) knows of it.
   nlohmann::json entryTimeline(const std::string& task, const std::string& key,
-                               const nlohmann::json& entry, bool pod) const;
+                               const nlohmann::json& entry, bool pod,
+                               const nlohmann::json& kept) const;
+  // Keeps the facts the board has of the task's pods on the task (kept_facts.h): once per task,
+  // by the one instance of this host that keeps them, when it started or ended.
+  void keepFacts(const std::string& task);
+  void onKeptFacts(const sdk::KubeResult& result);
   // An entry's times as its timeline document has them (what the summary reads).
   model::timeline::EntryTimes entryTimes(const std::string& key, const nlohmann::json& status,
                                          bool pod) const;
@@ -272,13 +281,16 @@ private:
     int64_t lastNanos = 0;
   };
   std::map<std::string, EarlyEvents> earlyEvents_;
-  std::unordered_set<std::string> summarized_;   // held tasks already observed complete
+  std::unordered_set<std::string> summarized_; // held tasks already observed complete
+  // Writes of kept facts on their way (request id -> task): one per task at a time.
+  std::unordered_map<uint64_t, std::string> keeping_;
+  bool loggedKeptFailure_ = false;
   std::optional<model::FinishedTasks> finished_; // what the host may forget
 
   sdk::Metric createToSchedule_, createToStart_, startToReady_, createToReady_;
   sdk::Metric serviceCreateToReady_;
   sdk::Metric imagePull_, containersStart_, taskStartup_, criticalPath_, blamed_;
-  sdk::Metric negative_, malformed_, stuck_;
+  sdk::Metric negative_, malformed_, stuck_, keptWrites_;
   model::StatusWriter writer_;
 };
 

@@ -1,6 +1,7 @@
 #include "timeline_command.h"
 
 #include <kuscia_host/kube_text.hpp>
+#include <kuscia_model/kept_facts.h>
 #include <kuscia_model/pod_events.h>
 #include <kuscia_model/timeline.h>
 #include <kuscia_model/timeline_render.h>
@@ -98,6 +99,7 @@ json clusterTimeline(const sdk::CommandEnv& env, int32_t reader, const std::stri
                      const std::string& task) {
   json obj = json::parse(env.get(reader, "/apis/kuscia.secretflow/v1alpha1/namespaces/" + ns +
                                              "/kusciatasks/" + task));
+  model::applyKeptFacts(obj); // what was kept of pods that may be gone, under what is there
   json doc = tl::fromTask(obj);
   const json pods = obj.value("status", json::object()).value("podStatuses", json::object());
   for (const auto& [key, entry] : pods.items()) {

@@ -19,6 +19,12 @@ const std::vector<sdk::ConfigKey>& timelineConfigKeys() {
                  "a finished task stays in the host's cache (listed by the timelines API and "
                  "page) this long after its completionTime; then the host may forget it "
                  "(0..2592000; task-history keeps it for good)"});
+    k.push_back(
+        {"keepFacts", "boolean", "true",
+         "keep what the pods and their Events told (the first ready, the image pull, why "
+         "each phase waited) on the task once it started or ended, in the kuscia-host/facts "
+         "annotation (one merge patch of kusciatasks per task), so that the answer stays "
+         "the same after Kuscia deletes the pods and after a restart"});
     return k;
   }();
   return keys;
@@ -32,6 +38,7 @@ TimelineConfig parseTimelineConfig(std::string_view json) {
   c.stuckAfterSeconds = r.integer("stuckAfterSeconds", c.stuckAfterSeconds, 1, 86400);
   c.keepFinishedSeconds =
       r.integer("keepFinishedSeconds", c.keepFinishedSeconds, 0, int64_t{30} * 86400);
+  c.keepFacts = r.boolean("keepFacts", c.keepFacts);
   return c;
 }
 

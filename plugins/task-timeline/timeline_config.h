@@ -15,6 +15,7 @@ namespace kuscia_host::plugins::timeline {
 struct TimelineConfig : model::StatusWriterConfig {
   int64_t stuckAfterSeconds = 300;
   int64_t keepFinishedSeconds = 3600;
+  bool keepFacts = true;
 };
 
 // The table of keys: the config reference (README) and the unknown-key check come from it.

@@ -23,6 +23,7 @@
 #include "task_timeline.h"
 #include "timeline_page.h"
 #include <kuscia_model/json_text.h>
+#include <kuscia_model/kept_facts.h>
 #include <kuscia_model/kuscia.h>
 #include <kuscia_model/kuscia_time.h>
 #include <kuscia_model/list_key.h>
@@ -33,13 +34,17 @@ namespace kuscia_host::plugins::timeline {
 using nlohmann::json;
 
 json TaskTimeline::entryTimeline(const std::string& task, const std::string& key, const json& entry,
-                                 bool pod) const {
+                                 bool pod, const json& kept) const {
   // Beside the status: what the instances of this host know of their own domain's entries (the
   // first ready, the image pull, the containers' start, why each phase waited, what it waits
-  // for now), read from the entry board so that every instance answers alike.
+  // for now), read from the entry board so that every instance answers alike; under them what
+  // was kept on the task, so that the answer stays once the pod and its Events are gone.
   json own = entry.is_object() ? entry : json::object();
-  json facts;
-  board_.read(key, [&facts](const EntryFacts& f) { facts = f.toJson(); });
+  json facts = json::object();
+  if (const json* k = pod ? model::keptFor(kept, key, own) : nullptr)
+    for (const auto& [field, value] : k->items())
+      if (field != "createTime") facts[field] = value;
+  board_.read(key, [&facts](const EntryFacts& f) { facts.update(f.toJson()); });
   json waiting;
   if (facts.is_object())
     for (auto& [field, value] : facts.items()) {
@@ -101,6 +106,7 @@ std::optional<json> TaskTimeline::timeline(const std::string& task, bool phases)
   bool known = (t != nullptr && t->exists) || !ownPods.empty() || !ownServices.empty();
   if (!known) return std::nullopt;
   json entries = json::object();
+  const json kept = t != nullptr ? model::keptEntries(t->kept) : json::object();
   json doc = {{"task", task}, {"namespace", config_.taskNamespace}};
   if (t != nullptr && t->exists) {
     if (!t->phase.empty()) doc["phase"] = t->phase;
@@ -108,9 +114,9 @@ std::optional<json> TaskTimeline::timeline(const std::string& task, bool phases)
     for (const ParsedEntries& from :
          {ParsedEntries{t->pods.toJson(), t->services.toJson()}, std::move(others)}) {
       for (const auto& [key, entry] : from.podStatuses.items())
-        entries[key] = entryTimeline(task, key, entry, true);
+        entries[key] = entryTimeline(task, key, entry, true, kept);
       for (const auto& [key, entry] : from.serviceStatuses.items())
-        entries[key] = entryTimeline(task, key, entry, false);
+        entries[key] = entryTimeline(task, key, entry, false, kept);
     }
   }
   // Objects of this domain whose entries are not written yet (the task is not there, or the
@@ -124,7 +130,7 @@ std::optional<json> TaskTimeline::timeline(const std::string& task, bool phases)
            {std::pair{"createTime", &p.create}, std::pair{"startTime", &p.start},
             std::pair{"readyTime", &p.ready}})
         if (*value) e[field] = pending(*value);
-      entries[key] = entryTimeline(task, key, e, true);
+      entries[key] = entryTimeline(task, key, e, true, kept);
     }
   for (const auto& key : ownServices)
     if (!entries.contains(key)) {
@@ -132,7 +138,7 @@ std::optional<json> TaskTimeline::timeline(const std::string& task, bool phases)
       json e = json::object();
       if (s.create) e["createTime"] = s.create.text();
       if (s.ready) e["readyTime"] = s.ready.text();
-      entries[key] = entryTimeline(task, key, e, false);
+      entries[key] = entryTimeline(task, key, e, false, kept);
     }
   doc["entries"] = std::move(entries);
   doc["summary"] = model::timeline::summarize(doc, host().wallTimeNanos());

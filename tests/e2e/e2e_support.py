@@ -171,11 +171,9 @@ class UpstreamController:
                 c.close()
 
 
-def sim_cluster(host_bin, work, extra, phase_millis, procs):
-    """`kuscia-host apiserver` with the namespaces alice, bob and cross-domain, and a centralized
-    host config against it for both domains: sim-agent at `phase_millis`, task-timeline,
-    gateway-ready-time, then `extra` (a YAML list of plugins, as under `plugins:`, with %(domain)s
-    for the domain). Returns (kubeconfig, config path); the apiserver goes into `procs`."""
+def apiserver(host_bin, work, procs):
+    """`kuscia-host apiserver` with the namespaces alice, bob and cross-domain: its kubeconfig.
+    The process goes into `procs`."""
     import subprocess
     kubeconfig = os.path.join(work, "r.kubeconfig")
     api = subprocess.Popen([host_bin, "apiserver", "--listen", "127.0.0.1:0", "--kubeconfig-out", kubeconfig],
@@ -185,6 +183,15 @@ def sim_cluster(host_bin, work, extra, phase_millis, procs):
     for n in ("alice", "bob", "cross-domain"):
         subprocess.run(["kubectl", "--kubeconfig", kubeconfig, "create", "namespace", n],
                        capture_output=True, timeout=60)
+    return kubeconfig
+
+
+def sim_cluster(host_bin, work, extra, phase_millis, procs):
+    """`kuscia-host apiserver` with the namespaces alice, bob and cross-domain, and a centralized
+    host config against it for both domains: sim-agent at `phase_millis`, task-timeline,
+    gateway-ready-time, then `extra` (a YAML list of plugins, as under `plugins:`, with %(domain)s
+    for the domain). Returns (kubeconfig, config path); the apiserver goes into `procs`."""
+    kubeconfig = apiserver(host_bin, work, procs)
     config = os.path.join(work, "r.yaml")
     with open(config, "w") as f:
         f.write("mode: centralized\ncluster:\n  kubeconfig: %s\ndomains:\n" % kubeconfig)

@@ -33,6 +33,9 @@ struct TaskStatusView {
   // Pod entries the caller gives up, instead of podStatuses: this domain's facts are merged into
   // them where they are (no copy), and they are left moved from.
   nlohmann::json* podStatusesToTake = nullptr;
+  // The facts kept on the task (kept_facts.h: its annotation's value, "" none): what the
+  // document takes for a pod this domain no longer holds (deleted with its finished task).
+  std::string_view keptFacts;
 };
 
 class DomainPods {
@@ -62,11 +65,12 @@ public:
 
   // The same text from the texts of the task's fields and of its status entries, none parsed:
   // (decoded key, entry text) as entryTextsWhere() gives them. nullopt when an entry holds what
-  // the scanner does not read as the parser would (entryFieldTexts()): documentText() then.
+  // the scanner does not read as the parser would (entryFieldTexts()), or a pod this domain no
+  // longer holds has facts kept on the task (`keptFacts`): documentText() then.
   using EntryTextList = std::vector<std::pair<std::string, std::string_view>>;
   std::optional<TimelineText> documentTextOf(const TaskTexts& task, const EntryTextList& pods,
-                                             const EntryTextList& services,
-                                             std::string_view uid) const;
+                                             const EntryTextList& services, std::string_view uid,
+                                             std::string_view keptFacts = {}) const;
 
   void forgetTask(const std::string& task);
   // Drops the Events of pods never seen as a task's after `orphanNanos`, and the facts of pods
@@ -91,7 +95,8 @@ private:
   // The status's pod entries (an object) with this domain's facts merged into those of its pods,
   // and the UIDs of those pods (entry key, UID).
   nlohmann::json withFacts(const std::string& task, nlohmann::json pods,
-                           std::vector<std::pair<std::string, std::string>>& uids) const;
+                           std::vector<std::pair<std::string, std::string>>& uids,
+                           std::string_view keptFacts) const;
   // `build(parts, uids)` of the document's parts, this domain's facts merged.
   template <typename Build> auto build(const TaskStatusView& t, const Build& build) const;
 

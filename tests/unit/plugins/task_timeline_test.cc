@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "kuscia_fixtures.h"
+#include <kuscia_model/kept_facts.h>
 #include <kuscia_model/kuscia_time.h>
 
 namespace kuscia_host::plugins::timeline {
@@ -185,7 +186,21 @@ TEST_F(TimelineTest, FillsPodAndServiceTimesWithMergePatchesOnTheStatus) {
               "createTime":"2024-05-20T08:00:00Z","startTime":"2024-05-20T08:00:02Z",
               "readyTime":"2024-05-20T08:00:09Z"}}}})"));
   acceptWrites();
-  EXPECT_EQ(writes(), 2u);
+  // The task started: what the pod told beyond the status is kept on the task, in one merge patch
+  // of its metadata (not its status), and not again.
+  ASSERT_EQ(writes(), 3u);
+  const auto& kept = host_.requests()[2];
+  EXPECT_EQ(kept.subresource, "");
+  EXPECT_EQ(kept.name, kTask);
+  EXPECT_EQ(kept.patchType, KH_PATCH_MERGE);
+  json facts = model::keptEntries(
+      json::parse(kept.body)["metadata"]["annotations"][model::kKeptFactsAnnotation]
+          .get<std::string>());
+  EXPECT_EQ(facts[kPodKey]["containersStartTime"], "2024-05-20T08:00:04Z");
+  EXPECT_EQ(facts[kPodKey]["createTime"], "2024-05-20T08:00:00Z");
+  EXPECT_EQ(host_.metric("kuscia_timeline_kept_facts_writes_total", "ok"), 1);
+  deliver(host_, "kusciatasks", KH_EVENT_MODIFIED, task_);
+  EXPECT_EQ(writes(), 3u);
   EXPECT_EQ(svcEntry(),
             json::parse(R"({"namespace":"alice","serviceName":"secretflow-task-psi-0-spu",
               "createTime":"2024-05-20T08:00:00Z","readyTime":"2024-05-20T08:00:10Z"})"));
@@ -411,7 +426,7 @@ TEST_F(TimelineTest, AWriterThatKeepsReplacingAFieldWinsItAfterTwoReplacements) 
 }
 
 TEST_F(TimelineTest, AWriterThatKeepsRemovingFieldsIsAnsweredEverMoreSlowly) {
-  start();
+  start(R"({"coalesceMillis": 0, "keepFacts": false})"); // status writes alone
   deliver(host_, "kusciatasks", KH_EVENT_ADDED, task_);
   deliver(host_, "pods", KH_EVENT_ADDED, pod_);
   acceptWrites();
@@ -469,7 +484,7 @@ TEST_F(TimelineTest, AnEventOlderThanTheWriteIsNoOverwrite) {
 }
 
 TEST_F(TimelineTest, ATimeWrittenInWholeSecondsIsTheSameTime) {
-  start();
+  start(R"({"coalesceMillis": 0, "keepFacts": false})"); // status writes alone
   pod_["status"]["startTime"] = "2024-05-20T08:00:02.250Z";
   deliver(host_, "kusciatasks", KH_EVENT_ADDED, task_);
   deliver(host_, "pods", KH_EVENT_ADDED, pod_);
@@ -678,7 +693,7 @@ TEST_F(TimelineTest, ChangesThatEndNoWaitRideWithTheNextReadyTime) {
 }
 
 TEST_F(TimelineTest, APodThatNoLongerNamesATaskLeavesTheBoardAndItsTask) {
-  start();
+  start(R"({"coalesceMillis": 0, "keepFacts": false})"); // the board alone
   deliver(host_, "kusciatasks", KH_EVENT_ADDED, task_);
   deliver(host_, "pods", KH_EVENT_ADDED, pod_);
   acceptWrites();
@@ -1034,6 +1049,45 @@ TEST_F(TimelineTest, NegativeDurationsAreKeptAndFlagged) {
   json doc = json::parse(host_.httpGet("/api/v1/timelines/secretflow-task-psi").body);
   EXPECT_EQ(doc["entries"][kPodKey]["durations"]["createToStart"], -2);
   EXPECT_EQ(doc["entries"][kPodKey]["negative"], json::array({"createToStart"}));
+}
+
+// What the pod and its Events told is kept on the task once it started, so that the document and
+// its summary stay the same once Kuscia deleted the pod, its service and the Events, and after a
+// host restarted then (nothing but the task left to read).
+TEST_F(TimelineTest, FactsOutliveThePodTheEventsAndARestart) {
+  start();
+  deliver(host_, "kusciatasks", KH_EVENT_ADDED, task_);
+  deliver(host_, "pods", KH_EVENT_ADDED, pod_);
+  json pulling = podEvent(pod_, "Pulling", "Pulling image \"secretflow\"", "2024-05-20T08:00:02Z");
+  json pulled = podEvent(pod_, "Pulled", "Successfully pulled image \"secretflow\" in 1.2s",
+                         "2024-05-20T08:00:03Z");
+  deliver(host_, "events", KH_EVENT_ADDED, pulling);
+  deliver(host_, "events", KH_EVENT_ADDED, pulled);
+  deliver(host_, "services", KH_EVENT_ADDED, svc_);
+  acceptWrites();
+  ASSERT_TRUE(task_["metadata"]["annotations"].contains(model::kKeptFactsAnnotation));
+  const json before = *plugin().timeline(kTask);
+  ASSERT_EQ(before["entries"][kPodKey]["times"]["imagePullEndTime"], "2024-05-20T08:00:03Z");
+  ASSERT_TRUE(before["summary"].value("complete", false)) << before["summary"].dump();
+  // Kuscia deletes the finished task's pod and service; the Events expire.
+  deliver(host_, "events", KH_EVENT_DELETED, pulling);
+  deliver(host_, "events", KH_EVENT_DELETED, pulled);
+  deliver(host_, "pods", KH_EVENT_DELETED, pod_);
+  deliver(host_, "services", KH_EVENT_DELETED, svc_);
+  const json after = *plugin().timeline(kTask);
+  EXPECT_EQ(after["summary"], before["summary"]);
+  EXPECT_EQ(after["entries"][kPodKey]["times"], before["entries"][kPodKey]["times"]);
+  EXPECT_EQ(after["entries"][kPodKey]["reasons"], before["entries"][kPodKey]["reasons"]);
+  // A host started now reads the task alone.
+  testing::FakeHost restarted("alice");
+  ASSERT_TRUE(restarted.create(descriptor(), R"({"coalesceMillis": 0})")) << restarted.error();
+  ASSERT_TRUE(restarted.start());
+  deliver(restarted, "kusciatasks", KH_EVENT_ADDED, task_);
+  test::synced(restarted);
+  const json again = *sdk::pluginObject<TaskTimeline>(restarted.instance())->timeline(kTask);
+  EXPECT_EQ(again["summary"], before["summary"]);
+  EXPECT_EQ(again["entries"][kPodKey]["times"], before["entries"][kPodKey]["times"]);
+  EXPECT_TRUE(restarted.requests().empty()); // nothing of its own to write
 }
 
 TEST_F(TimelineTest, ImagePullAndReasonsComeFromEventsIntoTheTimelineNotTheStatus) {

@@ -1,0 +1,209 @@
+#!/usr/bin/python3
+"""One answer, before and after Kuscia cleans up, and after a restart.
+
+`kuscia-host run` against `kuscia-host apiserver`, centralized alice and bob, with sim-agent
+playing the slow-party scenario (bob's image pull takes eight phases) and deleting the finished
+task's pods and services as Kuscia does. Once the task started, its summary is read from the
+timeline API; then the pods and services are deleted (by sim-agent), the pods' Events too (as
+they expire), and the host is killed with SIGKILL and started again. The summary (startup, last
+party, the critical path, the blame: bob's pull) is then the same from the timeline API, the web
+page (headless Chromium), `kuscia-host timeline`, `kuscia-host history` and the trace
+(otel-export's blamed span). Run twice: with task-history, and without it.
+
+usage: one_answer_e2e.py <kuscia-host> <plugin-dir>
+"""
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import urllib.request
+
+here = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(here, "../otel"))
+from otlp_support import Capture  # noqa: E402
+from e2e_support import apiserver, check, eventually  # noqa: E402
+
+host_bin, plugin_dir = sys.argv[1], sys.argv[2]
+work = tempfile.mkdtemp()
+procs = []
+TASK = "one-answer-1"
+SUMMARY_KEYS = ("complete", "startupSeconds", "lastParty", "blame", "criticalPath", "parties")
+
+
+def kubectl(kubeconfig, *args):
+    r = subprocess.run(["kubectl", "--kubeconfig", kubeconfig, *args], capture_output=True, text=True,
+                       timeout=60)
+    return r
+
+
+def host_config(kubeconfig, name, history_db, endpoint):
+    path = os.path.join(work, name + ".yaml")
+    with open(path, "w") as f:
+        f.write("mode: centralized\npluginDirs: [%s]\ncluster:\n  kubeconfig: %s\ndomains:\n" % (plugin_dir, kubeconfig))
+        for d in ("alice", "bob"):
+            pull = ", pullMillis: 2400" if d == "bob" else ""
+            f.write("  - id: %s\n    plugins:\n"
+                    "      - name: sim-agent\n        config: { phaseMillis: 300, cleanupMillis: 600%s }\n"
+                    "      - name: task-timeline\n      - name: gateway-ready-time\n"
+                    "      - name: scheduler-time\n"
+                    "      - name: otel-export\n        config: { endpoint: \"%s\", batchDelayMillis: 200 }\n"
+                    % (d, pull, endpoint))
+            if history_db:
+                f.write("      - name: task-history\n        config: { database: \"%s\", recordDelaySeconds: 1 }\n"
+                        % history_db)
+    return path
+
+
+class Host:
+    def __init__(self, config, log):
+        self.config, self.log, self.proc = config, log, None
+
+    def start(self):
+        self.proc = subprocess.Popen([host_bin, "run", "--config", self.config, "--admin-listen", "127.0.0.1:0"],
+                                     stdout=open(self.log, "a"), stderr=subprocess.STDOUT)
+        procs.append(self.proc)
+        seen = lambda: re.findall(r"admin server listening on (127\.0\.0\.1:\d+)", open(self.log).read())
+        before = len(seen())
+        check(eventually(lambda: len(seen()) > before, 60), "the host serves: " + open(self.log).read()[-800:])
+        self.url = "http://" + seen()[-1]
+
+    def kill(self):
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait(timeout=30)
+
+    def get(self, path):
+        try:
+            with urllib.request.urlopen(self.url + path, timeout=10) as r:
+                return json.loads(r.read())
+        except Exception:
+            return None
+
+
+def submit(kubeconfig):
+    task = {"apiVersion": "kuscia.secretflow/v1alpha1", "kind": "KusciaTask",
+            "metadata": {"name": TASK, "namespace": "cross-domain"},
+            "spec": {"initiator": "alice", "taskInputConfig": "{}",
+                     "scheduleConfig": {"minReservedMembers": 2, "lifecycleSeconds": 300},
+                     "parties": [{"domainID": "alice", "appImageRef": "secretflow-image"},
+                                 {"domainID": "bob", "appImageRef": "secretflow-image"}]}}
+    path = os.path.join(work, "task.json")
+    json.dump(task, open(path, "w"))
+    r = kubectl(kubeconfig, "apply", "-f", path)
+    check(r.returncode == 0, "task submitted: " + r.stderr)
+
+
+def summary_of(doc):
+    s = doc["summary"]
+    return {k: s.get(k) for k in SUMMARY_KEYS}
+
+
+def task_pods_gone(kubeconfig):
+    for ns in ("alice", "bob"):
+        r = kubectl(kubeconfig, "get", "pods", "-n", ns, "-o", "json")
+        if r.returncode != 0 or any(TASK in p["metadata"]["name"] for p in json.loads(r.stdout)["items"]):
+            return False
+    return True
+
+
+def delete_events(kubeconfig):
+    for ns in ("alice", "bob"):
+        r = kubectl(kubeconfig, "get", "events", "-n", ns, "-o", "json")
+        check(r.returncode == 0, "events listed: " + r.stderr)
+        for e in json.loads(r.stdout)["items"]:
+            kubectl(kubeconfig, "delete", "event", "-n", ns, e["metadata"]["name"])
+        r = kubectl(kubeconfig, "get", "events", "-n", ns, "-o", "json")
+        check(json.loads(r.stdout)["items"] == [], "%s's Events deleted" % ns)
+
+
+def page_blame(url):
+    chromium = shutil.which("chromium")
+    check(chromium is not None, "chromium is installed")
+    dom = subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                          "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                          "--user-data-dir=" + os.path.join(work, "chromium"), "--virtual-time-budget=8000",
+                          "--dump-dom", "%s/ui/#%s" % (url, TASK)],
+                         capture_output=True, text=True, timeout=120).stdout
+    m = re.search(r'<div id="blame"[^>]*>', dom)
+    check(m is not None, "the page shows a blame line")
+    tag = m.group(0)
+    entry = re.search(r'data-entry="([^"]*)"', tag)
+    phase = re.search(r'data-phase="([^"]*)"', tag)
+    return (entry.group(1) if entry else None, phase.group(1) if phase else None)
+
+
+def blamed_spans(cap):
+    out = set()
+    for t in cap.trees():
+        for rs in t.get("resourceSpans", []):
+            for ss in rs.get("scopeSpans", []):
+                for s in ss.get("spans", []):
+                    a = {x["key"]: next(iter(x["value"].values())) for x in s.get("attributes", []) if x["value"]}
+                    if a.get("kuscia.blame") and a.get("kuscia.task") in (TASK, None):
+                        out.add((a.get("kuscia.entry"), s["name"]))
+    return out
+
+
+def run(with_history):
+    label = "with task-history" if with_history else "without task-history"
+    run_dir = os.path.join(work, "history" if with_history else "plain")
+    os.makedirs(run_dir)
+    kubeconfig = apiserver(host_bin, run_dir, procs)
+    cap = Capture()
+    db = os.path.join(work, "history-%d.db" % with_history) if with_history else None
+    config = host_config(kubeconfig, "host-%d" % with_history, db, cap.url)
+    host = Host(config, os.path.join(work, "host-%d.log" % with_history))
+    host.start()
+    submit(kubeconfig)
+    check(eventually(lambda: (host.get("/api/v1/timelines/" + TASK) or {}).get("summary", {}).get("complete"), 60),
+          label + ": the task started")
+    before = summary_of(host.get("/api/v1/timelines/" + TASK))
+    check(before["blame"]["phase"] == "pulling" and before["blame"]["party"] == "bob",
+          label + ": bob's pull is blamed while the pods are there: %s" % before["blame"])
+    check(eventually(lambda: task_pods_gone(kubeconfig), 60), label + ": sim-agent deleted the task's pods")
+    delete_events(kubeconfig)
+    after = summary_of(host.get("/api/v1/timelines/" + TASK))
+    check(after == before, label + ": the API's answer once the pods and Events are gone: %s vs %s" % (after, before))
+    host.kill()
+    host.start()
+    check(eventually(lambda: host.get("/api/v1/timelines/" + TASK) is not None, 30), label + ": restarted")
+    answers = {"api": summary_of(host.get("/api/v1/timelines/" + TASK))}
+    cli = subprocess.run([host_bin, "timeline", TASK, "--kubeconfig", kubeconfig, "-o", "json"],
+                         capture_output=True, text=True, timeout=60)
+    check(cli.returncode == 0, label + ": timeline prints the task: " + cli.stderr)
+    answers["cli"] = summary_of(json.loads(cli.stdout))
+    if with_history:
+        def stored():
+            r = subprocess.run([host_bin, "history", TASK, "--server", host.url, "-o", "json"],
+                               capture_output=True, text=True, timeout=60)
+            return json.loads(r.stdout) if r.returncode == 0 else None
+        check(eventually(stored, 30), label + ": history has the task")
+        answers["history"] = summary_of(stored())
+    for name, answer in answers.items():
+        check(answer == before, "%s: the %s's answer after the cleanup and a restart: %s vs %s"
+              % (label, name, answer, before))
+    blame = before["blame"]
+    check(page_blame(host.url) == (blame["entry"], blame["phase"]),
+          label + ": the page blames %s's %s" % (blame["entry"], blame["phase"]))
+    check(eventually(lambda: blamed_spans(cap), 30), label + ": a blamed span was exported")
+    check(blamed_spans(cap) == {(blame["entry"], blame["phase"])},
+          label + ": every blamed span, before and after the restart, is %s's %s: %s"
+          % (blame["entry"], blame["phase"], blamed_spans(cap)))
+    host.kill()
+    cap.stop()
+    for p in procs:
+        if p.poll() is None:
+            p.kill()
+
+
+try:
+    run(True)
+    run(False)
+    print("PASS: one answer before and after the cleanup and a restart, with and without task-history")
+finally:
+    for p in procs:
+        if p.poll() is None:
+            p.kill()
