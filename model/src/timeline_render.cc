@@ -43,23 +43,41 @@ std::string pad(std::string s, std::size_t w) {
   return s;
 }
 
+// What a pulling phase says of the pull itself: its own duration from the Pulled Event, and what
+// of the phase came before it ("" for other phases, or without the Event's duration). The phase
+// may come out shorter than the pull: its ends are whole seconds.
+std::string pullText(const json& p) {
+  if (!p.contains("pullSeconds") || !p["pullSeconds"].is_number()) return "";
+  const double pull = p["pullSeconds"].get<double>();
+  char own[32];
+  std::snprintf(own, sizeof own, "%.3fs", pull);
+  std::string out = std::string("the pull itself ") + own;
+  if (p.contains("seconds") && p["seconds"].is_number()) {
+    double before = p["seconds"].get<double>() - pull;
+    if (before >= 0.05) out += ", " + seconds(before) + " before it";
+  }
+  return out;
+}
+
 // The summary of the document (computed now when the source gave none).
 json summaryOf(const json& doc) {
   if (doc.contains("summary") && doc["summary"].is_object()) return doc["summary"];
   return model::timeline::summarize(doc, 0);
 }
 
-// "readiness 5.0s (ContainersNotReady: message)" of a summary phase.
+// "readiness 5.0s (ContainersNotReady: message)" of a summary phase; a pull says its own
+// duration: "pulling 2.0s (the pull itself 1.600s, 0.4s before it; Pulled: ...)".
 std::string phaseText(const json& p, bool withEntry) {
   std::string out = withEntry ? p.value("entry", std::string()) + " " : std::string();
   out += p.value("phase", std::string());
   if (p.contains("seconds")) out += " " + seconds(p["seconds"].get<double>());
   if (p.value("ongoing", false)) out += " so far";
+  std::string why = pullText(p);
   if (p.contains("reason")) {
-    out += " (" + p["reason"].get<std::string>();
-    if (p.contains("message")) out += ": " + p["message"].get<std::string>();
-    out += ")";
+    why += (why.empty() ? "" : "; ") + p["reason"].get<std::string>();
+    if (p.contains("message")) why += ": " + p["message"].get<std::string>();
   }
+  if (!why.empty()) out += " (" + why + ")";
   return out;
 }
 

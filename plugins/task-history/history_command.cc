@@ -224,7 +224,13 @@ std::string renderHistoryTable(const json& items, bool csv) {
     if (s.contains("blame") && s["blame"].is_object()) {
       const json& b = s["blame"];
       blame = text(b, "party") + " " + text(b, "phase") + " " + seconds(b.value("seconds", json()));
-      if (!text(b, "reason").empty()) blame += " (" + text(b, "reason") + ")";
+      std::string why = text(b, "reason");
+      if (b.contains("pullSeconds") && b["pullSeconds"].is_number()) {
+        char pull[40];
+        std::snprintf(pull, sizeof pull, "pull %.3fs", b["pullSeconds"].get<double>());
+        why = pull + (why.empty() ? "" : "; " + why);
+      }
+      if (!why.empty()) blame += " (" + why + ")";
     }
     bool complete = s.value("complete", false);
     rows.push_back({text(it, "task"), text(it, "createTime"), text(it, "phase"),

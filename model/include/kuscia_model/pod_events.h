@@ -41,6 +41,56 @@ inline bool mentionsImage(std::string_view message) {
   return lower.find("image") != std::string::npos;
 }
 
+// A Go duration's seconds ("1.6s", "8.000s", "1m2.5s", "500ms", "1h0m3s"): the longest prefix
+// of `text` that is one; none when it starts with none.
+inline std::optional<double> goDurationSeconds(std::string_view text) {
+  static constexpr std::pair<std::string_view, double> kUnits[] = {
+      {"ns", 1e-9}, {"us", 1e-6}, {"\xc2\xb5s", 1e-6}, {"ms", 1e-3},
+      {"s", 1},     {"m", 60},    {"h", 3600}};
+  double total = 0;
+  bool any = false;
+  std::size_t i = 0;
+  while (i < text.size() && (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.')) {
+    std::size_t start = i;
+    while (i < text.size() && (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.'))
+      ++i;
+    double value = 0;
+    try {
+      value = std::stod(std::string(text.substr(start, i - start)));
+    } catch (...) {
+      return any ? std::optional<double>(total) : std::nullopt;
+    }
+    bool unit = false;
+    for (auto [name, scale] : kUnits) // "ms" before "m", "ns" and "us" before "s"
+      if (text.substr(i, name.size()) == name) {
+        total += value * scale;
+        i += name.size();
+        unit = true;
+        break;
+      }
+    if (!unit) break;
+    any = true;
+  }
+  return any ? std::optional<double>(total) : std::nullopt;
+}
+
+// The pull's own duration in a Pulled Event's message: kubelet's and Kuscia's agent's
+// "Successfully pulled image \"<image>\" in <Go duration>" (the kubelet may add " (<d> including
+// waiting)"); none in other messages ("already present on machine").
+inline std::optional<double> pulledSeconds(std::string_view message) {
+  constexpr std::string_view kPulled = "ulled image";
+  auto at = message.find(kPulled);
+  if (at == std::string_view::npos) return std::nullopt;
+  // The image's name is quoted and may hold " in ": the duration follows its closing quote.
+  auto quote = message.find('"', at + kPulled.size());
+  if (quote != std::string_view::npos) quote = message.find('"', quote + 1);
+  std::size_t from = quote == std::string_view::npos ? at + kPulled.size() : quote + 1;
+  constexpr std::string_view kIn = " in ";
+  auto in = message.find(kIn, from);
+  if (in == std::string_view::npos) return std::nullopt;
+  return goDurationSeconds(message.substr(in + kIn.size()));
+}
+
 inline EventPhase eventPhase(std::string_view reason, std::string_view message) {
   if (reason == "FailedScheduling") return {"scheduling", true};
   if (reason == "Scheduled") return {"scheduling", false};

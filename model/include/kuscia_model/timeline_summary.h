@@ -42,6 +42,7 @@
 #define KUSCIA_HOST_TIMELINE_SUMMARY_HPP
 
 #include <kuscia_host/kube_text.hpp>
+#include <kuscia_model/pod_events.h>
 
 #include <algorithm>
 #include <array>
@@ -208,6 +209,10 @@ inline nlohmann::json toJson(const Phase& p, std::optional<int64_t> now = {}) {
   }
   if (!p.reason.empty()) j["reason"] = p.reason;
   if (!p.message.empty()) j["message"] = p.message;
+  // The pull's own duration, as its Event says it to the millisecond: the phase also holds the
+  // time before the pull began, and its ends are the Events' and the status's (whole seconds).
+  if (p.phase == "pulling")
+    if (auto pull = pulledSeconds(p.message)) j["pullSeconds"] = std::round(*pull * 1000) / 1000;
   return j;
 }
 

@@ -98,8 +98,17 @@ async function loadTasks() {
 
 function ms(text) { return text ? Date.parse(text) : NaN; }
 function secs(v) { return (Math.round(v * 10) / 10).toFixed(1) + " s"; }
+// Why a phase took its time; a pull says its own duration (the phase also holds the time
+// before the pull, and its ends are whole seconds).
 function why(p) {
-  return p.reason ? p.reason + (p.message ? ": " + p.message : "") : "";
+  let pull = "";
+  if (typeof p.pullSeconds === "number") {
+    pull = "the pull itself " + p.pullSeconds.toFixed(3) + " s";
+    const before = (p.seconds || 0) - p.pullSeconds;
+    if (before >= 0.05) pull += ", " + secs(before) + " before it";
+  }
+  const reason = p.reason ? p.reason + (p.message ? ": " + p.message : "") : "";
+  return pull && reason ? pull + "; " + reason : pull || reason;
 }
 function phaseText(p) {
   return p.entry + " " + p.phase + " " + (p.seconds === undefined ? "" : secs(p.seconds)) +

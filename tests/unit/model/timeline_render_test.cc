@@ -76,6 +76,28 @@ TEST(TimelineRenderTest, SummaryTableAndGanttNameTheCriticalPath) {
   EXPECT_NE(text.find("RRRR"), std::string::npos); // the critical phase in capitals
 }
 
+// A pulling phase reads as what it is: the pull's own duration from its Event, and the time of
+// the phase before the pull began; or, where the phase's whole-second ends make it shorter than
+// the pull, the pull's duration alone (never "2.0s ... in 2.400s" unexplained).
+TEST(TimelineRenderTest, APullSaysItsOwnDurationAndWhatCameBefore) {
+  json task = completeTask();
+  auto& bob = task["status"]["podStatuses"]["bob/secretflow-task-psi-0"];
+  bob["imagePullStartTime"] = "2024-05-20T08:00:04Z";
+  bob["imagePullEndTime"] = "2024-05-20T08:00:28Z";
+  bob["reasons"] = {{"pulling",
+                     {{"reason", "Pulled"},
+                      {"message", R"(Successfully pulled image "secretflow" in 23.500s)"}}}};
+  std::string text = renderTimelineSummary(fromTask(task));
+  EXPECT_NE(text.find("pulling 25.0s (the pull itself 23.500s, 1.5s before it; Pulled: "
+                      "Successfully pulled image \"secretflow\" in 23.500s)"),
+            std::string::npos)
+      << text;
+  bob["reasons"]["pulling"]["message"] = R"(Successfully pulled image "secretflow" in 25.400s)";
+  text = renderTimelineSummary(fromTask(task));
+  EXPECT_NE(text.find("pulling 25.0s (the pull itself 25.400s; Pulled: "), std::string::npos)
+      << text;
+}
+
 TEST(TimelineRenderTest, DocumentFlagsMissingAndNegative) {
   json doc = model::timeline::fromTask(storedTask());
   const json& bob = doc["entries"]["bob/secretflow-task-psi-0"];

@@ -100,6 +100,44 @@ TEST(TimelineSummary, SlowImagePullIsBlamedWithItsReason) {
   EXPECT_EQ(d.doc["entries"]["alice/t1-0"]["durations"]["imagePull"], 40);
 }
 
+// The pull's own duration, as the Pulled Event says it (kubelet's and Kuscia's agent's formats),
+// beside the phase, which also holds the time before the pull began.
+TEST(TimelineSummary, APullSaysItsOwnDurationBesideThePhase) {
+  using tl::goDurationSeconds;
+  using tl::pulledSeconds;
+  EXPECT_EQ(goDurationSeconds("1.6s"), 1.6);
+  EXPECT_EQ(goDurationSeconds("8.000s (8.000s including waiting)"), 8.0);
+  EXPECT_EQ(goDurationSeconds("1m2.5s"), 62.5);
+  EXPECT_EQ(goDurationSeconds("1h0m3s"), 3603);
+  EXPECT_DOUBLE_EQ(*goDurationSeconds("500ms"), 0.5);
+  EXPECT_DOUBLE_EQ(*goDurationSeconds("250\xc2\xb5s"), 0.00025);
+  EXPECT_FALSE(goDurationSeconds("s"));
+  EXPECT_FALSE(goDurationSeconds("soon"));
+  // Kuscia's agent (agent/images/image_manager.go) and the kubelet (with its waiting and size).
+  EXPECT_EQ(pulledSeconds(R"(Successfully pulled image "secretflow" in 1.600s)"), 1.6);
+  EXPECT_EQ(pulledSeconds(R"(Successfully pulled image "reg.io/sf in x:1" in 2.4s (2.4s including )"
+                          R"(waiting). Image size: 1234 bytes.)"),
+            2.4);
+  EXPECT_FALSE(pulledSeconds(R"(Container image "secretflow" already present on machine)"));
+  EXPECT_FALSE(pulledSeconds(R"(Pulling image "secretflow")"));
+  Doc d;
+  d.pod(
+      "bob/t1-0",
+      {{"createTime", 1},
+       {"startTime", 2},
+       {"imagePullStartTime", 3},
+       {"imagePullEndTime", 5},
+       {"readyTime", 6}},
+      {{"pulling",
+        {{"reason", "Pulled"}, {"message", R"(Successfully pulled image "secretflow" in 1.6s)"}}}});
+  json s = d.summary();
+  EXPECT_EQ(s["blame"]["phase"], "pulling");
+  EXPECT_EQ(s["blame"]["seconds"], 3);
+  EXPECT_EQ(s["blame"]["pullSeconds"], 1.6);
+  for (const auto& p : s["criticalPath"])
+    EXPECT_EQ(p.contains("pullSeconds"), p["phase"] == "pulling") << p.dump();
+}
+
 // Only a Pulled Event (the image was present): no pulling phase, never guessed.
 TEST(TimelineSummary, PulledWithoutPullingHasNoPullingPhase) {
   Doc d;
