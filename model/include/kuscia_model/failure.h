@@ -1,0 +1,82 @@
+// Why a task failed, or why it is stuck: one reason from a fixed vocabulary, chosen from the
+// evidence its pods and its own status give, by a documented precedence (docs/design/failure.md).
+// The most actionable cause comes first and the underlying one beside it, as Kueue's
+// inadmissible-workload reasons do: a task whose lifecycle ran out while bob's image could not be
+// pulled is ImagePull, with Timeout as its cause.
+//
+// Evidence is what Kubernetes, Kuscia's agent and Kuscia's controller write, in their own words:
+// a container's waiting or terminated reason and message (the terminationLog Kuscia copies into
+// the task's podStatuses), the PodScheduled condition, the pods' Events, the task's status
+// message. The party is the evidence's, never Kuscia's partyTaskStatus (its failed handler marks
+// every party Failed). Messages are user data: the excerpt is bounded (512 bytes) and holds no
+// control character but newline and tab. Nothing matched is Unknown: never a guess.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace kuscia_host::model::failure {
+
+// In precedence order: the first that some evidence shows is the task's reason. The control
+// plane's reasons (a route's pre-check, the approval, the reservation across parties) will take
+// their places in this list.
+enum class Reason {
+  kMisconfigured, // InvalidImageName, CreateContainerConfigError, a missing AppImage
+  kImagePull,     // ErrImagePull, ImagePullBackOff, an unpack or pull timeout
+  kUnschedulable, // the scheduler found no place (its resource message)
+  kOOMKilled,     // a container killed for memory
+  kPeerNetwork,   // a container ended with the gateway's connection errors in its log
+  kCrashed,       // a container ended with an error (its exit code), CrashLoopBackOff
+  kNotReady,      // readiness failing
+  kTimeout,       // Kuscia's lifecycleSeconds ran out
+  kUnknown,       // nothing matched
+};
+inline constexpr std::size_t kReasonCount = 9;
+
+// "Misconfigured", "ImagePull", ...: the names the documents, metrics and filters use.
+const char* name(Reason r);
+std::optional<Reason> reasonNamed(std::string_view name);
+
+// The excerpt of evidence kept and shown: at most this many bytes.
+inline constexpr std::size_t kExcerptBytes = 512;
+
+// One piece of evidence: what an object said, where and when.
+struct Evidence {
+  std::string entry;   // "<ns>/<pod>"; "" for the task's own status
+  std::string reason;  // the writer's reason: "ErrImagePull", "OOMKilled", "Unschedulable", ...
+  std::string message; // its message, or the terminationLog
+  int64_t at = 0;      // when it was seen (Unix nanoseconds; 0: unknown)
+};
+
+// The reason a piece of evidence shows; kUnknown when none.
+Reason reasonOf(const Evidence& e);
+
+struct Classification {
+  Reason reason = Reason::kUnknown;
+  std::optional<Reason> cause; // the underlying reason, when another piece of evidence shows one
+  std::string party, entry;    // the evidence's ("" when the task's own status said it)
+  int64_t since = 0;           // when the evidence was seen (0: unknown)
+  std::string excerpt;         // the evidence, bounded
+};
+
+// The task's reason: the first of the precedence that a piece of evidence shows (the earliest
+// such evidence); the cause is the next reason of the precedence shown by other evidence.
+Classification classify(const std::vector<Evidence>& evidence);
+
+// {"reason", "party", "entry", "since", "excerpt"} (and "cause" when there is one); absent
+// fields are left out.
+nlohmann::json toJson(const Classification& c);
+
+// Evidence in a KusciaTask object: its podStatuses' reason, message and terminationLog (Kuscia's
+// task controller copies them from the pods, and keeps them after the pods are gone), and its own
+// status reason and message.
+std::vector<Evidence> evidenceOfTask(const nlohmann::json& task);
+// Evidence in a pod object: its containers' waiting and terminated states (the last terminated
+// too) and a PodScheduled=False condition.
+std::vector<Evidence> evidenceOfPod(const nlohmann::json& pod);
+
+} // namespace kuscia_host::model::failure

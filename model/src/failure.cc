@@ -1,0 +1,180 @@
+#include <kuscia_host/kube_text.hpp>
+#include <kuscia_model/failure.h>
+#include <kuscia_model/kept_facts.h>
+
+#include <algorithm>
+#include <array>
+#include <initializer_list>
+
+namespace kuscia_host::model::failure {
+
+using nlohmann::json;
+
+namespace {
+
+constexpr std::array<const char*, kReasonCount> kNames = {
+    "Misconfigured", "ImagePull", "Unschedulable", "OOMKilled", "PeerNetwork",
+    "Crashed",       "NotReady",  "Timeout",       "Unknown"};
+
+bool has(std::string_view text, std::string_view needle) {
+  return text.find(needle) != std::string_view::npos;
+}
+
+bool oneOf(std::string_view reason, std::initializer_list<std::string_view> names) {
+  return std::find(names.begin(), names.end(), reason) != names.end();
+}
+
+bool anyIn(std::string_view text, std::initializer_list<std::string_view> needles) {
+  return std::any_of(needles.begin(), needles.end(),
+                     [text](std::string_view n) { return has(text, n); });
+}
+
+// Kuscia's terminationLog names the container's terminated reason in quotes:
+// container[<c>] terminated state reason "<r>", message: "<m>".
+bool terminatedWith(std::string_view message, std::string_view reason) {
+  return has(message, std::string("reason \"") + std::string(reason) + "\"");
+}
+
+std::string text(const json& obj, const char* key) {
+  if (!obj.is_object()) return {};
+  auto it = obj.find(key);
+  return it != obj.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+int64_t timeOf(const json& obj, const char* key) {
+  return sdk::parseTime(text(obj, key)).value_or(0);
+}
+
+void add(std::vector<Evidence>& out, std::string entry, std::string reason, std::string message,
+         int64_t at) {
+  if (reason.empty() && message.empty()) return;
+  out.push_back({std::move(entry), std::move(reason), std::move(message), at});
+}
+
+} // namespace
+
+const char* name(Reason r) {
+  return kNames.at(static_cast<std::size_t>(r));
+}
+
+std::optional<Reason> reasonNamed(std::string_view n) {
+  for (std::size_t i = 0; i < kNames.size(); ++i)
+    if (n == kNames[i]) return static_cast<Reason>(i);
+  return std::nullopt;
+}
+
+Reason reasonOf(const Evidence& e) {
+  const std::string_view r = e.reason, m = e.message;
+  if (oneOf(r, {"InvalidImageName", "CreateContainerConfigError", "ErrImageNeverPull"}) ||
+      anyIn(m, {"InvalidImageName", "CreateContainerConfigError", "failed to get appImage"}))
+    return Reason::kMisconfigured;
+  if (oneOf(r, {"ErrImagePull", "ImagePullBackOff", "ErrImagePullBackOff", "RegistryUnavailable",
+                "ImageInspectError"}) ||
+      anyIn(m, {"ErrImagePull", "ImagePullBackOff", "failed to pull image", "Failed to pull image",
+                "Back-off pulling image", "failed to reserve container name"}))
+    return Reason::kImagePull;
+  if (oneOf(r, {"Unschedulable", "FailedScheduling"}) ||
+      anyIn(m, {"can not reserve resources", "nodes are available"}))
+    return Reason::kUnschedulable;
+  if (r == "OOMKilled" || terminatedWith(m, "OOMKilled")) return Reason::kOOMKilled;
+  // The gateway's (Envoy's) answers to a peer it cannot reach, in a container's log.
+  if (anyIn(m, {"delayed connect error", "upstream connect error", "stream_idle_timeout",
+                "no healthy upstream", "upstream request timeout"}))
+    return Reason::kPeerNetwork;
+  if (oneOf(r, {"CrashLoopBackOff", "Error", "StartError", "ContainerCannotRun",
+                "RunContainerError", "PreStartHookError", "PostStartHookError"}) ||
+      terminatedWith(m, "Error") || terminatedWith(m, "StartError") || has(m, "CrashLoopBackOff"))
+    return Reason::kCrashed;
+  if (oneOf(r, {"Unhealthy", "ContainersNotReady"}) || has(m, "Readiness probe failed"))
+    return Reason::kNotReady;
+  if (r == "TaskResourceGroupExpired" ||
+      anyIn(m, {"not scheduled within", "exceed it's lifecycle", "TaskResourceGroupExpired"}))
+    return Reason::kTimeout;
+  return Reason::kUnknown;
+}
+
+Classification classify(const std::vector<Evidence>& evidence) {
+  Classification c;
+  const Evidence* chosen = nullptr;
+  std::vector<Reason> reasons;
+  reasons.reserve(evidence.size());
+  for (const auto& e : evidence) {
+    Reason r = reasonOf(e);
+    reasons.push_back(r);
+    const bool earlier =
+        chosen != nullptr && r == c.reason && e.at != 0 && (chosen->at == 0 || e.at < chosen->at);
+    if (chosen == nullptr || r < c.reason || earlier) {
+      chosen = &e;
+      c.reason = r;
+    }
+  }
+  for (Reason r : reasons)
+    if (r != c.reason && r != Reason::kUnknown && (!c.cause || r < *c.cause)) c.cause = r;
+  if (chosen == nullptr) return c;
+  c.entry = chosen->entry;
+  c.party = std::string(chosen->entry.substr(0, chosen->entry.find('/')));
+  if (chosen->entry.find('/') == std::string::npos) c.party.clear();
+  c.since = chosen->at;
+  std::string said = chosen->reason;
+  if (!chosen->message.empty()) said += (said.empty() ? "" : ": ") + chosen->message;
+  c.excerpt = boundedText(said, kExcerptBytes);
+  return c;
+}
+
+json toJson(const Classification& c) {
+  json out = {{"reason", name(c.reason)}};
+  if (c.cause) out["cause"] = name(*c.cause);
+  if (!c.party.empty()) out["party"] = c.party;
+  if (!c.entry.empty()) out["entry"] = c.entry;
+  if (c.since != 0) out["since"] = sdk::formatTime(c.since, sdk::TimePrecision::kAsGiven);
+  if (!c.excerpt.empty()) out["excerpt"] = c.excerpt;
+  return out;
+}
+
+std::vector<Evidence> evidenceOfTask(const json& task) {
+  std::vector<Evidence> out;
+  const json status = task.is_object() ? task.value("status", json::object()) : json::object();
+  const int64_t at =
+      std::max(timeOf(status, "completionTime"), timeOf(status, "lastReconcileTime"));
+  const json pods = status.value("podStatuses", json::object());
+  for (const auto& [key, p] : pods.items()) {
+    const std::string reason = text(p, "reason");
+    const std::string log = text(p, "terminationLog");
+    if (!log.empty()) add(out, key, reason, log, 0);
+    const std::string message = text(p, "message");
+    if (!message.empty() || (log.empty() && !reason.empty())) add(out, key, reason, message, 0);
+  }
+  add(out, "", text(status, "reason"), text(status, "message"), at);
+  return out;
+}
+
+std::vector<Evidence> evidenceOfPod(const json& pod) {
+  std::vector<Evidence> out;
+  if (!pod.is_object()) return out;
+  const json meta = pod.value("metadata", json::object());
+  const std::string key = text(meta, "namespace") + "/" + text(meta, "name");
+  const json status = pod.value("status", json::object());
+  for (const auto& c : status.value("conditions", json::array()))
+    if (text(c, "type") == "PodScheduled" && text(c, "status") == "False")
+      add(out, key, text(c, "reason"), text(c, "message"), timeOf(c, "lastTransitionTime"));
+  for (const char* group : {"initContainerStatuses", "containerStatuses"})
+    for (const auto& c : status.value(group, json::array())) {
+      const json state = c.value("state", json::object());
+      if (state.contains("waiting")) {
+        const json& w = state["waiting"];
+        add(out, key, text(w, "reason"), text(w, "message"), 0);
+      }
+      for (const char* which : {"state", "lastState"}) {
+        const json t = c.value(which, json::object()).value("terminated", json::object());
+        if (t.empty() || text(t, "reason") == "Completed") continue;
+        std::string message = text(t, "message");
+        if (t.contains("exitCode") && t["exitCode"].is_number_integer())
+          message = "exit code " + std::to_string(t["exitCode"].get<int64_t>()) +
+                    (message.empty() ? "" : ": " + message);
+        add(out, key, text(t, "reason"), message, timeOf(t, "finishedAt"));
+      }
+    }
+  return out;
+}
+
+} // namespace kuscia_host::model::failure
