@@ -265,6 +265,92 @@ def refusals():
               "off loopback with no authentication: exit 2 naming the keys (%s): %s" % (code, err[-300:]))
 
 
+def server_certificate(prefix):
+    """A CA of its own and a server certificate for 127.0.0.1 it signed: <prefix>-ca.crt,
+    <prefix>-server.crt and <prefix>-server.key."""
+    openssl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+            "-keyout", path(prefix + "-ca.key"), "-out", path(prefix + "-ca.crt"), "-days", "1",
+            "-subj", "/CN=" + prefix + "-ca")
+    openssl("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+            "-keyout", path(prefix + "-server.key"), "-out", path(prefix + "-server.csr"), "-subj", "/CN=127.0.0.1")
+    with open(path(prefix + ".ext"), "w") as f:
+        f.write("subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth\n")
+    openssl("x509", "-req", "-in", path(prefix + "-server.csr"), "-CA", path(prefix + "-ca.crt"),
+            "-CAkey", path(prefix + "-ca.key"), "-CAcreateserial", "-out", path(prefix + "-server.crt"),
+            "-days", "1", "-extfile", path(prefix + ".ext"))
+
+
+def rotation():
+    """admin.tls from files renewed in place, as cert-manager renews a Secret's files: new
+    connections get the new certificate, a keep-alive connection opened before keeps its own and
+    is not dropped, and a half-written pair (a new certificate with the old key) is refused while
+    the certificate in use stays. selfSigned writes its CA to caOut, and a client verifies the
+    server with it."""
+    import http.client
+    server_certificate("old")
+    server_certificate("new")
+    for f in ("crt", "key"):
+        shutil.copy(path("old-server." + f), path("tls." + f))
+    config = {"admin": {"listen": "127.0.0.1:0",
+                        "tls": {"certFile": path("tls.crt"), "keyFile": path("tls.key"), "reloadSeconds": 1}},
+              "domains": [{"id": "alice", "plugins": [{"name": "heartbeat"}]}]}
+    proc, log = start_host(config)
+    m = eventually(lambda: re.search(r"admin server listening on 127\.0\.0\.1:(\d+) \(TLS\)", open(log).read()), 30)
+    check(m, "the host serves over TLS: " + open(log).read()[-500:])
+    port = int(m.group(1))
+
+    def connect(ca):
+        c = http.client.HTTPSConnection("127.0.0.1", port, timeout=10,
+                                        context=ssl.create_default_context(cafile=path(ca)))
+        c.request("GET", "/livez")
+        r = c.getresponse()
+        r.read()
+        return c, r.status
+
+    def verifies(ca):
+        try:
+            c, status = connect(ca)
+            c.close()
+            return status == 200
+        except (ssl.SSLError, OSError):
+            return False
+    check(eventually(lambda: verifies("old-ca.crt"), 30), "the old certificate is served")
+    kept, status = connect("old-ca.crt")
+    check(status == 200, "a keep-alive connection opened with the old certificate")
+    # Half written: the new certificate beside the old key is refused; the old one stays.
+    shutil.copy(path("new-server.crt"), path("tls.crt.tmp"))
+    os.replace(path("tls.crt.tmp"), path("tls.crt"))
+    check(eventually(lambda: "the certificate in use stays" in open(log).read(), 10),
+          "a certificate without its key is refused and logged: " + open(log).read()[-500:])
+    check(verifies("old-ca.crt") and not verifies("new-ca.crt"), "meanwhile the old certificate serves")
+    shutil.copy(path("new-server.key"), path("tls.key.tmp"))
+    os.replace(path("tls.key.tmp"), path("tls.key"))
+    check(eventually(lambda: verifies("new-ca.crt"), 10), "new connections get the renewed certificate")
+    check(not verifies("old-ca.crt"), "and no longer the old one")
+    try:
+        kept.request("GET", "/livez")
+        r = kept.getresponse()
+        answer = (r.status, r.read())
+    except (OSError, http.client.HTTPException) as e:
+        answer = repr(e)
+    check(answer == (200, b"ok\n"), "the connection opened before still serves, nothing dropped: %s" % (answer,))
+    kept.close()
+    check("the certificate was renewed from " + path("tls.crt") in open(log).read(), "the renewal is logged")
+    proc.send_signal(signal.SIGTERM)
+    check(proc.wait(timeout=20) == 0, "the host stops cleanly")
+    # selfSigned: the CA written where clients can take it.
+    config = {"admin": {"listen": "127.0.0.1:0", "tls": {"selfSigned": True, "caOut": path("self-ca.crt")}},
+              "domains": [{"id": "alice", "plugins": [{"name": "heartbeat"}]}]}
+    proc, log = start_host(config)
+    m = eventually(lambda: re.search(r"admin server listening on 127\.0\.0\.1:(\d+) \(TLS\)", open(log).read()), 30)
+    check(m, "the self-signed host serves over TLS: " + open(log).read()[-500:])
+    port = int(m.group(1))
+    check(verifies("self-ca.crt"), "a client verifies the self-signed certificate with the CA in caOut")
+    check("its CA is in " + path("self-ca.crt") in open(log).read(), "the log says where the CA is")
+    proc.send_signal(signal.SIGTERM)
+    check(proc.wait(timeout=20) == 0, "the self-signed host stops cleanly")
+
+
 def main():
     certificates()
     kc = cluster()
@@ -295,6 +381,7 @@ def main():
     check(not leaked, "no token in the host's log (%d bytes at trace level): %s" % (len(text), leaked))
     embedded()
     refusals()
+    rotation()
 
 
 try:

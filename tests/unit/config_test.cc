@@ -295,6 +295,9 @@ TEST(ConfigTest, AdminAccessIsValidatedWithLinesAndKeys) {
             "admin.tls.certFile", "cannot read"},
            {"  tls: {selfSigned: true, certFile: " + tokens + "}\n", "admin.tls", "either"},
            {"  tls: {keyFile: " + tokens + "}\n", "admin.tls", "certFile and keyFile"},
+           {"  tls: {certFile: " + tokens + ", keyFile: " + tokens + ", caOut: /tmp/ca.pem}\n",
+            "admin.tls.caOut", "only with selfSigned"},
+           {"  tls: {selfSigned: true, reloadSeconds: 0}\n", "admin.tls.reloadSeconds", "1"},
            {"  auth: everyone\n", "admin.auth", "not one of"}}) {
     r = parse("admin:\n" + c.admin + "domains: [{id: alice}]\n");
     ASSERT_FALSE(r.errors.empty()) << c.admin;

@@ -139,6 +139,10 @@ AdminServer::listen(const std::string& address, std::shared_ptr<boost::asio::ssl
   return server_->listen(address);
 }
 
+void AdminServer::setTls(std::shared_ptr<boost::asio::ssl::context> tls) {
+  if (server_) server_->setTls(std::move(tls));
+}
+
 void AdminServer::stop() {
   if (server_) server_->stop();
 }

@@ -60,6 +60,8 @@ public:
   // the bound endpoint.
   Result<boost::asio::ip::tcp::endpoint>
   listen(const std::string& address, std::shared_ptr<boost::asio::ssl::context> tls = nullptr);
+  // A renewed certificate for the connections accepted from now on (httpd::Server::setTls).
+  void setTls(std::shared_ptr<boost::asio::ssl::context> tls);
   void stop();
 
   // Dispatches one request to its route (GET/HEAD only); `reply` runs once. Used by the server

@@ -156,53 +156,46 @@ Result<void> Daemon::createInstances() {
   return {};
 }
 
-namespace {
+namespace {} // namespace
 
-Result<std::string> readPem(const std::string& key, const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream text;
-  text << in.rdbuf();
-  if (!in) return makeError(key + ": cannot read " + path);
-  return text.str();
-}
-
-} // namespace
-
-Result<std::shared_ptr<boost::asio::ssl::context>>
-Daemon::adminTls(const std::string& listen) const {
+Result<std::shared_ptr<boost::asio::ssl::context>> Daemon::adminTls(const std::string& listen) {
   const AdminAccess& a = config_.adminAccess;
   if (!a.tls) return std::shared_ptr<boost::asio::ssl::context>();
-  std::string certPem, keyPem, caPem;
-  if (a.selfSigned) {
-    std::string host;
-    unsigned short port = 0;
-    parseListenAddress(listen, host, port);
-    std::vector<std::string> names = {"localhost", "127.0.0.1"};
-    char hostname[256] = {};
-    if (::gethostname(hostname, sizeof hostname - 1) == 0 && hostname[0] != '\0')
-      names.emplace_back(hostname);
-    if (!host.empty() && host != "0.0.0.0" && host != "::") names.push_back(host);
-    auto certs = httpd::generateCertificates("kuscia-host-admin", names);
-    if (!certs) return makeError("admin.tls.selfSigned: " + certs.error());
-    certPem = certs->certPem;
-    keyPem = certs->keyPem;
-    logger_->info("admin.tls: a self-signed certificate for {} (clients verify it with "
-                  "insecure_skip_verify, or use certFile/keyFile)",
-                  names.front());
-  } else {
-    auto cert = readPem("admin.tls.certFile", a.certFile);
-    if (!cert) return makeError(cert.error());
-    auto key = readPem("admin.tls.keyFile", a.keyFile);
-    if (!key) return makeError(key.error());
-    certPem = *cert;
-    keyPem = *key;
+  if (!a.selfSigned) { // files, read again while the server runs (renewals)
+    tlsFiles_ = std::make_unique<TlsFiles>(
+        runtime_.io(), TlsFiles::Paths{a.certFile, a.keyFile, a.clientCAFile},
+        std::chrono::seconds(a.reloadSeconds), metrics_, logs_.logger("admin"));
+    return tlsFiles_->load();
   }
+  std::string host;
+  unsigned short port = 0;
+  parseListenAddress(listen, host, port);
+  std::vector<std::string> names = {"localhost", "127.0.0.1"};
+  char hostname[256] = {};
+  if (::gethostname(hostname, sizeof hostname - 1) == 0 && hostname[0] != '\0')
+    names.emplace_back(hostname);
+  if (!host.empty() && host != "0.0.0.0" && host != "::") names.push_back(host);
+  auto certs = httpd::generateCertificates("kuscia-host-admin", names);
+  if (!certs) return makeError("admin.tls.selfSigned: " + certs.error());
+  if (!a.caOut.empty()) {
+    std::ofstream out(a.caOut, std::ios::trunc);
+    out << certs->caCertPem;
+    if (!out.flush()) return makeError("admin.tls.caOut: cannot write " + a.caOut);
+    logger_->info("admin.tls: a self-signed certificate for {}; its CA is in {} (clients verify "
+                  "with it: --ca-file {})",
+                  names.front(), a.caOut, a.caOut);
+  } else {
+    logger_->info("admin.tls: a self-signed certificate for {} (set admin.tls.caOut to write its "
+                  "CA for clients to verify it, or use certFile/keyFile)",
+                  names.front());
+  }
+  std::string caPem;
   if (!a.clientCAFile.empty()) {
-    auto ca = readPem("admin.clientCAFile", a.clientCAFile);
+    auto ca = readPemFile("admin.clientCAFile", a.clientCAFile);
     if (!ca) return makeError(ca.error());
     caPem = *ca;
   }
-  auto ctx = httpd::serverTlsContext(certPem, keyPem, caPem);
+  auto ctx = httpd::serverTlsContext(certs->certPem, certs->keyPem, caPem);
   if (!ctx) return makeError("admin.tls: " + ctx.error());
   return ctx.value();
 }
@@ -246,6 +239,7 @@ Result<void> Daemon::startAdmin() {
   admin_.setAuth(adminAuth());
   auto ep = admin_.listen(listen, tls.value());
   if (!ep) return makeError(ep.error());
+  if (tlsFiles_) tlsFiles_->start([this](auto ctx) { admin_.setTls(std::move(ctx)); });
   adminEndpoint_ = ep.value();
   logger_->info("admin server listening on {}:{}{}", ep->address().to_string(), ep->port(),
                 tls.value() ? " (TLS)" : "");
@@ -340,6 +334,7 @@ void Daemon::updateInstanceGauges() {
 void Daemon::shutdown() {
   if (shutDown_) return;
   shutDown_ = true;
+  if (tlsFiles_) tlsFiles_->stop();
   admin_.stop();
   for (std::size_t i = instances_.size(); i-- > 0;) { // reverse start order
     instances_[i]->stop();

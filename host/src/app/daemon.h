@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "admin/admin_server.h"
+#include "admin/tls_files.h"
 #include "apiserver/server.h"
 #include "common/result.h"
 #include "config/config.h"
@@ -70,7 +71,7 @@ private:
   Result<void> createInstances();
   Result<void> startAdmin();
   // The admin server's TLS context (nullptr: plain HTTP) and who may read it.
-  Result<std::shared_ptr<boost::asio::ssl::context>> adminTls(const std::string& listen) const;
+  Result<std::shared_ptr<boost::asio::ssl::context>> adminTls(const std::string& listen);
   std::shared_ptr<AdminAuth> adminAuth();
   Result<void> startInstances();
   // An instance failed with `error`: a required one fails the start (the error), an optional one
@@ -91,6 +92,7 @@ private:
   HealthRegistry health_;
   Runtime runtime_;
   AdminServer admin_;
+  std::unique_ptr<TlsFiles> tlsFiles_; // admin.tls from files: renewals
   PluginRoutes routes_;
   std::unique_ptr<apiserver::ApiServer> apiServer_;
   std::unique_ptr<kube::KubeClient> kube_;

@@ -76,6 +76,20 @@ struct Schema {
   SchemaNode selfSigned{Type::kBoolean,
                         "generate a CA and a certificate at start instead of certFile/keyFile",
                         "false"};
+  SchemaNode reloadSeconds{
+      Type::kInteger,
+      "certFile, keyFile (and clientCAFile) are read again this often: renewed "
+      "files (cert-manager) serve new connections, open ones keep theirs",
+      "10",
+      {},
+      {},
+      {},
+      nullptr,
+      1,
+      3600};
+  SchemaNode caOut{Type::kString,
+                   "with selfSigned: where the generated CA certificate is written (PEM), for "
+                   "clients to verify the admin server with (a command's --ca-file)"};
   SchemaNode tls{Type::kMap, "serve HTTPS: certFile and keyFile, or selfSigned: true"};
   SchemaNode auth{Type::kString,
                   "who may read everything but /livez and /readyz: none, token (tokenFile), or "
@@ -149,7 +163,11 @@ struct Schema {
   SchemaNode root{Type::kMap, "kuscia-host configuration"};
 
   Schema() {
-    tls.fields = {{"certFile", &certFile}, {"keyFile", &keyFile}, {"selfSigned", &selfSigned}};
+    tls.fields = {{"certFile", &certFile},
+                  {"keyFile", &keyFile},
+                  {"selfSigned", &selfSigned},
+                  {"reloadSeconds", &reloadSeconds},
+                  {"caOut", &caOut}};
     admin.fields = {{"listen", &listen},
                     {"tls", &tls},
                     {"auth", &auth},
@@ -356,6 +374,11 @@ void extractAdmin(const YAML::Node& admin, Validator& v, HostConfig& c) {
       if (auto n = tls[key]) checkReadable(n, v, std::string("admin.tls.") + key);
     if (auto n = tls["certFile"]) a.certFile = n.Scalar();
     if (auto n = tls["keyFile"]) a.keyFile = n.Scalar();
+    if (auto n = tls["reloadSeconds"]) a.reloadSeconds = n.as<int>();
+    if (auto n = tls["caOut"]) {
+      a.caOut = n.Scalar();
+      if (!a.selfSigned) v.error(n, "admin.tls.caOut", "only with selfSigned: true");
+    }
   }
   std::string auth = admin["auth"] ? admin["auth"].Scalar() : "none";
   a.auth = auth == "token"        ? AdminAccess::Auth::kToken

@@ -47,8 +47,10 @@ struct ClusterConfig {
 struct AdminAccess {
   enum class Auth { kNone, kToken, kKubernetes };
   bool tls = false;        // admin.tls is set: serve HTTPS
-  bool selfSigned = false; // a certificate generated at start (its CA logged and kept in memory)
+  bool selfSigned = false; // a certificate generated at start (its CA written to caOut)
+  std::string caOut;
   std::string certFile, keyFile;
+  int reloadSeconds = 10; // certFile, keyFile and clientCAFile are read again this often
   Auth auth = Auth::kNone;
   std::string tokenFile;    // auth: token
   std::string clientCAFile; // client certificates signed by it authenticate too

@@ -77,8 +77,11 @@ class Session final : public Server::Connection,
 public:
   static constexpr bool kTls = !std::is_same_v<Stream, beast::tcp_stream>;
 
-  Session(Stream stream, Server& server)
-      : stream_(std::move(stream)), server_(server), executor_(stream_.get_executor()) {}
+  // `tls`: the context the stream was made with, kept while the session lives (the server may
+  // have moved on to a renewed one).
+  Session(Stream stream, Server& server, std::shared_ptr<boost::asio::ssl::context> tls = nullptr)
+      : tls_(std::move(tls)), stream_(std::move(stream)), server_(server),
+        executor_(stream_.get_executor()) {}
 
   void run() {
     if (!server_.track(this->shared_from_this())) return closeNow();
@@ -317,6 +320,7 @@ private:
     beast::get_lowest_layer(stream_).close();
   }
 
+  std::shared_ptr<boost::asio::ssl::context> tls_; // before stream_: destroyed after it
   Stream stream_;
   Server& server_;
   boost::asio::any_io_executor executor_;
@@ -370,9 +374,9 @@ void Server::accept(const std::shared_ptr<tcp::acceptor>& acceptor) {
     if (ec == net::error::operation_aborted || !acceptor->is_open()) return;
     if (!ec) {
       s.set_option(tcp::no_delay(true), ec);
-      if (tls_)
+      if (auto tls = this->tls())
         std::make_shared<Session<beast::ssl_stream<beast::tcp_stream>>>(
-            beast::ssl_stream<beast::tcp_stream>(beast::tcp_stream(std::move(s)), *tls_), *this)
+            beast::ssl_stream<beast::tcp_stream>(beast::tcp_stream(std::move(s)), *tls), *this, tls)
             ->run();
       else
         std::make_shared<Session<beast::tcp_stream>>(beast::tcp_stream(std::move(s)), *this)->run();
@@ -381,6 +385,16 @@ void Server::accept(const std::shared_ptr<tcp::acceptor>& acceptor) {
     }
     accept(acceptor);
   });
+}
+
+std::shared_ptr<net::ssl::context> Server::tls() const {
+  std::lock_guard lock(mu_);
+  return tls_;
+}
+
+void Server::setTls(std::shared_ptr<net::ssl::context> tls) {
+  std::lock_guard lock(mu_);
+  if (tls_ && tls) tls_ = std::move(tls);
 }
 
 bool Server::track(const std::shared_ptr<Connection>& connection) {

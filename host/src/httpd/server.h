@@ -129,6 +129,10 @@ public:
   bool listening() const;
   // Connections accepted since the server was made (tests: whether clients reuse theirs).
   uint64_t connectionsAccepted() const;
+  // A server made with TLS presents `tls` to the connections it accepts from now on (a renewed
+  // certificate); those open keep theirs. Ignored by a plain server.
+  void setTls(std::shared_ptr<boost::asio::ssl::context> tls);
+  std::shared_ptr<boost::asio::ssl::context> tls() const;
 
   class Connection; // implementation detail
 
