@@ -34,6 +34,9 @@ install(FILES ${PROJECT_SOURCE_DIR}/config/kuscia-host.yaml
 install(FILES ${PROJECT_SOURCE_DIR}/config/prometheus/kuscia-host-rules.yml
   ${PROJECT_SOURCE_DIR}/config/prometheus/kuscia-host-alerts.yml
   DESTINATION ${CMAKE_INSTALL_DATAROOTDIR}/kuscia-host/prometheus COMPONENT host)
+# The Grafana dashboard (config/grafana/README.md).
+install(FILES ${PROJECT_SOURCE_DIR}/config/grafana/kuscia-host.json
+  DESTINATION ${CMAKE_INSTALL_DATAROOTDIR}/kuscia-host/grafana COMPONENT host)
 install(FILES ${kh_pkg_dir}/systemd/kuscia-host.service DESTINATION lib/systemd/system
   COMPONENT host)
 install(FILES ${kh_pkg_dir}/systemd/kuscia-host.sysusers DESTINATION lib/sysusers.d

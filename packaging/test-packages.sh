@@ -62,7 +62,7 @@ expect "$host_deb" /usr/bin/kuscia-host /usr/share/man/man1/kuscia-host.1.gz \
   /etc/kuscia-host/kuscia-host.yaml /usr/lib/systemd/system/kuscia-host.service \
   /usr/lib/sysusers.d/kuscia-host.conf /usr/share/doc/kuscia-host/copyright \
   /usr/share/doc/kuscia-host/changelog.Debian.gz /usr/share/kuscia-host/prometheus/kuscia-host-rules.yml \
-  /usr/share/kuscia-host/prometheus/kuscia-host-alerts.yml
+  /usr/share/kuscia-host/prometheus/kuscia-host-alerts.yml /usr/share/kuscia-host/grafana/kuscia-host.json
 [ "$(dpkg-deb -f "$host_deb" Package)" = kuscia-host ] || fail "host package name"
 dpkg-deb --ctrl-tarfile "$host_deb" | tar -xO ./conffiles | grep -qx /etc/kuscia-host/kuscia-host.yaml ||
   fail "the config is not a conffile"

@@ -61,7 +61,11 @@ WriteContest::WriteContest(sdk::Host host, const std::string& metricPrefix, int 
       overwrites_(host.counter(metricPrefix + "_overwritten_fields_total",
                                "Status fields this plugin wrote that another writer then replaced "
                                "with another value or removed, by kind",
-                               {"kind"})) {}
+                               {"kind"})) {
+  // Both kinds from the start: a dashboard shows 0 where nothing was overwritten, not nothing.
+  for (const char* kind : {"replaced", "removed"})
+    overwrites_.add(0, {kind});
+}
 
 int64_t WriteContest::nowMillis() const {
   return host_.monotonicNanos() / 1000000;

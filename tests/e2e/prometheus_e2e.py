@@ -32,11 +32,15 @@ import urllib.request
 
 from e2e_support import check, eventually, listening_port
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "otel"))
+from otlp_support import Capture  # noqa: E402
+
 host_bin, plugin_dir = sys.argv[1], sys.argv[2]
 work = tempfile.mkdtemp()
 rules = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "config", "prometheus",
                      "kuscia-host-rules.yml")
 alerts = os.path.join(os.path.dirname(rules), "kuscia-host-alerts.yml")
+dashboard = os.path.join(os.path.dirname(rules), "..", "grafana", "kuscia-host.json")
 procs = []
 DOMAINS = ("alice", "bob")
 
@@ -44,6 +48,42 @@ DOMAINS = ("alice", "bob")
 def get(url):
     with urllib.request.urlopen(url, timeout=10) as r:
         return r.read().decode()
+
+
+def check_dashboard(api):
+    """The Grafana dashboard (config/grafana/kuscia-host.json): its shape as Grafana's model wants it
+    (a schema version, the datasource a variable every panel uses, unique ids, a 24-column grid),
+    and every panel's every expression evaluated by this Prometheus over the demo's metrics, with
+    Grafana's variables as it would fill them: none may fail or come back empty."""
+    d = json.load(open(dashboard))
+    check(isinstance(d.get("schemaVersion"), int) and d.get("uid") and d.get("title"), "the dashboard is versioned")
+    variables = {v["name"]: v for v in d["templating"]["list"]}
+    check(variables.get("datasource", {}).get("type") == "datasource" and
+          variables["datasource"].get("query") == "prometheus", "its datasource is a variable")
+    ids = [p["id"] for p in d["panels"]]
+    check(len(ids) == len(set(ids)), "panel ids are unique")
+    fill = {"$domain": ".*", "$__rate_interval": "15s", "$__range": "1h"}
+    exprs = 0
+    for p in d["panels"]:
+        g = p["gridPos"]
+        check(0 <= g["x"] and g["x"] + g["w"] <= 24 and g["h"] > 0, "%s fits the grid" % p["title"])
+        if p["type"] == "row":
+            continue
+        check(p["datasource"] == {"type": "prometheus", "uid": "${datasource}"}, "%s uses the variable" % p["title"])
+        for t in p["targets"]:
+            q = t["expr"]
+            for var, value in fill.items():
+                q = q.replace(var, value)
+            ask = lambda: json.loads(get(api + "query?" + urllib.parse.urlencode({"query": q})))
+            # A counter's increase needs two samples of it: the last series appear with the tasks.
+            r = eventually(lambda: (lambda a: a if a["status"] != "success" or a["data"]["result"] else None)(ask()), 20)
+            r = r or ask()
+            check(r["status"] == "success" and r["data"]["result"],
+                  "panel %r answers %s: %s" % (p["title"], t["refId"], str(r)[:300]))
+            exprs += 1
+    domains = json.loads(get(api + "label/domain/values"))["data"]
+    check(set(DOMAINS) <= set(domains), "the domain variable's values: %s" % domains)
+    print("ok - the dashboard's %d expressions all answer" % exprs)
 
 
 try:
@@ -68,8 +108,10 @@ try:
 
     # The demo: a phase takes about two seconds, so pods become ready well after the first scrape.
     demo_out = os.path.join(work, "demo.out")
+    # Traces go to a receiver that takes them: the dashboard's export panels have samples too.
+    receiver = Capture()
     demo = subprocess.Popen([host_bin, "demo", "--tasks", "3", "--phase-millis", "2000", "--plugin-dir", plugin_dir,
-                             "--admin-listen", "127.0.0.1:0", "--work-dir", work],
+                             "--admin-listen", "127.0.0.1:0", "--work-dir", work, "--otlp-endpoint", receiver.url],
                             stdout=open(demo_out, "w"), stderr=subprocess.STDOUT)
     procs.append(demo)
     url = eventually(lambda: re.search(r"admin server listening on (127\.0\.0\.1:\d+)",
@@ -131,6 +173,8 @@ try:
                          "KusciaTraceExportFailing", "KusciaHostFallingBehind",
                          "KusciaTaskStartupSLOBurningFast", "KusciaTaskStartupSLOBurningSlowly"}
           and set(names.values()) == {"inactive"}, "Prometheus loaded the alerting rules: %s" % names)
+    check_dashboard(api)
+    receiver.stop()
     print("prometheus e2e passed")
 except SystemExit:
     for name in ("demo.out", "prometheus.log"):
