@@ -1,5 +1,7 @@
 #include "entry_board.h"
 
+#include <algorithm>
+
 #include <kuscia_host/kube_text.hpp>
 
 namespace kuscia_host::plugins::timeline {
@@ -43,6 +45,12 @@ void EntryBoard::addDomain(const std::string& domain) {
 void EntryBoard::removeDomain(const std::string& domain) {
   std::lock_guard lock(mu_);
   if (auto it = domains_.find(domain); it != domains_.end()) domains_.erase(it);
+}
+
+bool EntryBoard::hasDomain(std::string_view domain) const {
+  std::lock_guard lock(mu_);
+  return std::any_of(domains_.begin(), domains_.end(),
+                     [domain](const std::string& d) { return d == domain; });
 }
 
 bool EntryBoard::keeps(const std::string& domain,

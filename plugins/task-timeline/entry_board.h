@@ -67,6 +67,7 @@ public:
   // of the host: that of the first of its domains, in order, that the task has entries of.
   void addDomain(const std::string& domain);
   void removeDomain(const std::string& domain);
+  bool hasDomain(std::string_view domain) const;
   // Whether `domain` keeps the facts of a task with entries of `taskDomains`.
   bool keeps(const std::string& domain,
              const std::set<std::string, std::less<>>& taskDomains) const;

@@ -240,6 +240,9 @@ void TaskTimeline::onEvent(const sdk::Event& e) {
 void TaskTimeline::onTimer(uint64_t timerId, uint64_t /*userTag*/) {
   if (writer_.onTimer(timerId)) return;
   if (timerId == stuckTimer_) {
+    for (const std::string& task :
+         std::vector<std::string>(keepPending_.begin(), keepPending_.end()))
+      keepFacts(task);
     refreshStuck();
     finished_->tick();
   }
@@ -266,12 +269,24 @@ void TaskTimeline::keepFacts(const std::string& task) {
   for (const auto& [key, entry] : pods.items()) {
     json facts;
     board_.read(key, [&facts](const EntryFacts& f) { facts = f.toJson(); });
-    if (facts.empty()) continue; // not a pod of this host's
+    if (facts.empty() && board_.hasDomain(key.substr(0, key.find('/')))) {
+      keepPending_.insert(task); // a pod of this host's not on the board yet: later, all at once
+      return;
+    }
+    if (facts.empty()) continue; // another host's pod
     json k = model::keptFactsOf(facts, entry.is_object() ? entry.value("createTime", "") : "");
+    // Over what is kept of the same incarnation: a host restarted after the Events expired knows
+    // less than it did, and must not forget the rest.
+    if (const json* old = model::keptFor(entries, key, entry)) {
+      json merged = *old;
+      merged.update(k);
+      k = std::move(merged);
+    }
     if (entries.value(key, json()) == k) continue;
     entries[key] = std::move(k);
     changed = true;
   }
+  keepPending_.erase(task);
   if (!changed) return; // kept already (a host restarted, or another instance's answer)
   auto text = model::keptFactsText(entries);
   if (!text) {
@@ -643,6 +658,7 @@ void TaskTimeline::onTask(const sdk::Event& e) {
   std::string name(model::nameOf(e.key));
   if (e.type == KH_EVENT_DELETED) {
     tasks_.erase(name);
+    keepPending_.erase(name);
     summarized_.erase(name);
     writer_.forget(name);
     return;
@@ -838,7 +854,9 @@ void TaskTimeline::summarizeOnce(const std::string& task, std::string_view field
   auto s = model::timeline::summarize(created, entries, host().wallTimeNanos());
   if (!s.complete) return;
   summarized_.insert(task);
-  keepFacts(task); // the facts it started with, kept on it
+  // The facts it started with, kept on it at the next stuck timer: another local domain's
+  // instance may put its pods on the board after this one saw the task complete.
+  if (config_.keepFacts) keepPending_.insert(task);
   if (auto startup = s.startupSeconds()) taskStartup_.observe(*startup);
   for (const auto& p : s.criticalPath)
     if (double seconds = p.seconds().value_or(0); seconds > 0)

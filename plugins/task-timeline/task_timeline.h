@@ -284,6 +284,10 @@ private:
   std::unordered_set<std::string> summarized_; // held tasks already observed complete
   // Writes of kept facts on their way (request id -> task): one per task at a time.
   std::unordered_map<uint64_t, std::string> keeping_;
+  // Tasks whose facts are kept at the next stuck timer (every 5 s): those that started since,
+  // and those that wait for another local domain's instance to put its pods on the board (its
+  // events may come after this one saw the task complete).
+  std::unordered_set<std::string> keepPending_;
   bool loggedKeptFailure_ = false;
   std::optional<model::FinishedTasks> finished_; // what the host may forget
 

@@ -64,7 +64,8 @@ protected:
   // Starts with `coalesceMillis`, the task and its Ready pod delivered, and the window passed:
   // the write of the pod's entry is on its way (unanswered); its request id.
   uint64_t startWithWritePending(int64_t coalesceMillis) {
-    start(R"({"coalesceMillis": )" + std::to_string(coalesceMillis) + "}");
+    // Status writes alone: no facts kept (FillsPodAndServiceTimes... tests them).
+    start(R"({"keepFacts": false, "coalesceMillis": )" + std::to_string(coalesceMillis) + "}");
     deliver(host_, "kusciatasks", KH_EVENT_ADDED, task_);
     deliver(host_, "pods", KH_EVENT_ADDED, pod_);
     host_.advanceMillis(coalesceMillis);
@@ -187,7 +188,10 @@ TEST_F(TimelineTest, FillsPodAndServiceTimesWithMergePatchesOnTheStatus) {
               "readyTime":"2024-05-20T08:00:09Z"}}}})"));
   acceptWrites();
   // The task started: what the pod told beyond the status is kept on the task, in one merge patch
-  // of its metadata (not its status), and not again.
+  // of its metadata (not its status), at the next 5 s timer, and not again.
+  EXPECT_EQ(writes(), 2u);
+  host_.advanceMillis(5000);
+  acceptWrites();
   ASSERT_EQ(writes(), 3u);
   const auto& kept = host_.requests()[2];
   EXPECT_EQ(kept.subresource, "");
@@ -359,7 +363,7 @@ TEST_F(TimelineTest, AFlapMovesTheStatusReadyTimeAsKusciaDoesAndKeepsTheFirstInT
 }
 
 TEST_F(TimelineTest, AWriterThatKeepsReplacingAFieldWinsItAfterTwoReplacements) {
-  start();
+  start(R"({"coalesceMillis": 0, "keepFacts": false})"); // status writes alone
   deliver(host_, "kusciatasks", KH_EVENT_ADDED, task_);
   deliver(host_, "pods", KH_EVENT_ADDED, pod_);
   deliver(host_, "services", KH_EVENT_ADDED, svc_);
@@ -1065,6 +1069,8 @@ TEST_F(TimelineTest, FactsOutliveThePodTheEventsAndARestart) {
   deliver(host_, "events", KH_EVENT_ADDED, pulled);
   deliver(host_, "services", KH_EVENT_ADDED, svc_);
   acceptWrites();
+  host_.advanceMillis(5000); // kept at the next timer
+  acceptWrites();
   ASSERT_TRUE(task_["metadata"]["annotations"].contains(model::kKeptFactsAnnotation));
   const json before = *plugin().timeline(kTask);
   ASSERT_EQ(before["entries"][kPodKey]["times"]["imagePullEndTime"], "2024-05-20T08:00:03Z");
@@ -1088,6 +1094,21 @@ TEST_F(TimelineTest, FactsOutliveThePodTheEventsAndARestart) {
   EXPECT_EQ(again["summary"], before["summary"]);
   EXPECT_EQ(again["entries"][kPodKey]["times"], before["entries"][kPodKey]["times"]);
   EXPECT_TRUE(restarted.requests().empty()); // nothing of its own to write
+  // A host restarted while the pod is still there but its Events expired knows less than what
+  // was kept: it writes nothing, forgets nothing, and answers the same.
+  testing::FakeHost later("alice");
+  ASSERT_TRUE(later.create(descriptor(), R"({"coalesceMillis": 0})")) << later.error();
+  ASSERT_TRUE(later.start());
+  deliver(later, "kusciatasks", KH_EVENT_ADDED, task_);
+  deliver(later, "pods", KH_EVENT_ADDED, pod_);
+  deliver(later, "services", KH_EVENT_ADDED, svc_);
+  test::synced(later);
+  deliver(later, "kusciatasks", KH_EVENT_MODIFIED, task_);
+  later.advanceMillis(10000);
+  EXPECT_TRUE(later.requests().empty()) << later.requests().size() << " writes";
+  const json known = *sdk::pluginObject<TaskTimeline>(later.instance())->timeline(kTask);
+  EXPECT_EQ(known["summary"], before["summary"]);
+  EXPECT_EQ(known["entries"][kPodKey]["times"], before["entries"][kPodKey]["times"]);
 }
 
 TEST_F(TimelineTest, ImagePullAndReasonsComeFromEventsIntoTheTimelineNotTheStatus) {
