@@ -107,9 +107,7 @@ json DomainPods::withFacts(const std::string& task, json pods,
     if (held == nullptr) {
       if (keptFacts.empty()) continue;
       if (!kept) kept = keptEntries(keptFacts);
-      if (const json* k = keptFor(*kept, it.key(), *it))
-        for (const auto& [field, value] : k->items())
-          if (field != "createTime" && !it->contains(field)) (*it)[field] = value;
+      if (const json* k = keptFor(*kept, it.key(), *it)) addKeptFacts(*it, *k);
       continue;
     }
     const PodState& p = *held;

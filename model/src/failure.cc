@@ -1,6 +1,7 @@
 #include <kuscia_host/kube_text.hpp>
 #include <kuscia_model/failure.h>
 #include <kuscia_model/kept_facts.h>
+#include <kuscia_model/kuscia.h>
 
 #include <algorithm>
 #include <array>
@@ -112,8 +113,7 @@ Classification classify(const std::vector<Evidence>& evidence) {
     if (r != c.reason && r != Reason::kUnknown && (!c.cause || r < *c.cause)) c.cause = r;
   if (chosen == nullptr) return c;
   c.entry = chosen->entry;
-  c.party = std::string(chosen->entry.substr(0, chosen->entry.find('/')));
-  if (chosen->entry.find('/') == std::string::npos) c.party.clear();
+  c.party = std::string(namespaceOf(chosen->entry));
   c.since = chosen->at;
   std::string said = chosen->reason;
   if (!chosen->message.empty()) said += (said.empty() ? "" : ": ") + chosen->message;

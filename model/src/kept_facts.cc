@@ -100,6 +100,11 @@ const json* keptFor(const json& entries, const std::string& key, const json& sta
   return &*it;
 }
 
+void addKeptFacts(json& entry, const json& kept) {
+  for (const auto& [field, value] : kept.items())
+    if (field != "createTime" && !entry.contains(field)) entry[field] = value;
+}
+
 void applyKeptFacts(json& task) {
   if (!task.is_object()) return;
   const json meta = task.value("metadata", json::object());
@@ -112,10 +117,8 @@ void applyKeptFacts(json& task) {
   auto pods = status->find("podStatuses");
   if (pods == status->end() || !pods->is_object()) return;
   for (auto& [key, entry] : pods->items()) {
-    const json* kept = keptFor(entries, key, entry);
-    if (kept == nullptr || !entry.is_object()) continue;
-    for (const auto& [field, v] : kept->items())
-      if (field != "createTime" && !entry.contains(field)) entry[field] = v;
+    if (const json* kept = keptFor(entries, key, entry); kept != nullptr && entry.is_object())
+      addKeptFacts(entry, *kept);
   }
 }
 

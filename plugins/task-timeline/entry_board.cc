@@ -1,7 +1,5 @@
 #include "entry_board.h"
 
-#include <algorithm>
-
 #include <kuscia_host/kube_text.hpp>
 
 namespace kuscia_host::plugins::timeline {
@@ -49,8 +47,7 @@ void EntryBoard::removeDomain(const std::string& domain) {
 
 bool EntryBoard::hasDomain(std::string_view domain) const {
   std::lock_guard lock(mu_);
-  return std::any_of(domains_.begin(), domains_.end(),
-                     [domain](const std::string& d) { return d == domain; });
+  return domains_.find(domain) != domains_.end();
 }
 
 bool EntryBoard::keeps(const std::string& domain,

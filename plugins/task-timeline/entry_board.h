@@ -74,7 +74,7 @@ public:
 
 private:
   mutable std::mutex mu_;
-  std::multiset<std::string> domains_;
+  std::multiset<std::string, std::less<>> domains_;
   // An entry is 96 bytes: a copy of each key would add a string and its text (64 more). Hashed:
   // every instance of the process puts and reads its entries here on most events.
   std::unordered_map<std::string_view, EntryFacts> entries_;

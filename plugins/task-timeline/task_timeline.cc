@@ -262,14 +262,14 @@ void TaskTimeline::keepFacts(const std::string& task) {
   const json pods = whole->pods.toJson();
   std::set<std::string, std::less<>> domains;
   for (const auto& [key, entry] : pods.items())
-    domains.insert(key.substr(0, key.find('/')));
+    domains.emplace(model::namespaceOf(key));
   if (!board_.keeps(domain_, domains)) return;
   json entries = model::keptEntries(whole->kept);
   bool changed = false;
   for (const auto& [key, entry] : pods.items()) {
     json facts;
     board_.read(key, [&facts](const EntryFacts& f) { facts = f.toJson(); });
-    if (facts.empty() && board_.hasDomain(key.substr(0, key.find('/')))) {
+    if (facts.empty() && board_.hasDomain(model::namespaceOf(key))) {
       keepPending_.insert(task); // a pod of this host's not on the board yet: later, all at once
       return;
     }

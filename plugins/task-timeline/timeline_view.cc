@@ -40,11 +40,9 @@ json TaskTimeline::entryTimeline(const std::string& task, const std::string& key
   // for now), read from the entry board so that every instance answers alike; under them what
   // was kept on the task, so that the answer stays once the pod and its Events are gone.
   json own = entry.is_object() ? entry : json::object();
-  json facts = json::object();
-  if (const json* k = pod ? model::keptFor(kept, key, own) : nullptr)
-    for (const auto& [field, value] : k->items())
-      if (field != "createTime") facts[field] = value;
-  board_.read(key, [&facts](const EntryFacts& f) { facts.update(f.toJson()); });
+  if (const json* k = pod ? model::keptFor(kept, key, own) : nullptr) model::addKeptFacts(own, *k);
+  json facts;
+  board_.read(key, [&facts](const EntryFacts& f) { facts = f.toJson(); });
   json waiting;
   if (facts.is_object())
     for (auto& [field, value] : facts.items()) {

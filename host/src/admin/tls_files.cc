@@ -85,11 +85,11 @@ bool TlsFiles::check() {
   auto texts = read();
   std::lock_guard lock(mu_);
   if (!texts) {
-    if (refused_.cert != "unreadable")
-      logger_->warn("{} (the certificate in use stays)", texts.error());
-    refused_ = {"unreadable", "", ""};
+    if (!unreadable_) logger_->warn("{} (the certificate in use stays)", texts.error());
+    unreadable_ = true;
     return false;
   }
+  unreadable_ = false;
   if (*texts == loaded_ || *texts == refused_) return false;
   auto ctx = httpd::serverTlsContext(texts->cert, texts->key, texts->ca);
   if (!ctx) {

@@ -59,8 +59,9 @@ private:
   std::shared_ptr<spdlog::logger> logger_;
   MetricFamily* reloads_;
   std::mutex mu_;
-  Texts loaded_;  // what the context in use was made of
-  Texts refused_; // the last texts refused (logged once)
+  Texts loaded_;            // what the context in use was made of
+  Texts refused_;           // the last texts refused (logged once)
+  bool unreadable_ = false; // the files could not be read at the last check (logged once)
   Apply apply_;
   std::unique_ptr<boost::asio::steady_timer> timer_;
 };

@@ -156,8 +156,6 @@ Result<void> Daemon::createInstances() {
   return {};
 }
 
-namespace {} // namespace
-
 Result<std::shared_ptr<boost::asio::ssl::context>> Daemon::adminTls(const std::string& listen) {
   const AdminAccess& a = config_.adminAccess;
   if (!a.tls) return std::shared_ptr<boost::asio::ssl::context>();

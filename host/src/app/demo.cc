@@ -206,12 +206,9 @@ submitTasks(const DemoConfig& config, std::vector<DemoHost>& hosts,
 
 // The config's `show` command, from the plugin that declares it.
 Result<PluginCommand> findShowCommand(const DemoOptions& o, const DemoConfig& c) {
-  auto search = pluginSearch(o.pluginDirs, true);
-  if (!search) return makeError(search.error());
-  std::vector<std::string> dirs = search->extraPluginDirs;
-  dirs.insert(dirs.end(), search->defaultPluginDirs.begin(), search->defaultPluginDirs.end());
-  for (auto& command : findPluginCommands(dirs))
-    if (command.name == c.showCommand) return std::move(command);
+  auto dirs = commandPluginDirs(o.pluginDirs);
+  if (!dirs) return makeError(dirs.error());
+  if (auto command = findPluginCommand(c.showCommand, *dirs)) return std::move(*command);
   return makeError("no plugin declares the command " + c.showCommand +
                    " (show.command; build the plugins, or give --plugin-dir)");
 }

@@ -371,19 +371,18 @@ std::optional<int> runDeclaredCommand(int argc, char** argv, const std::vector<C
                        [&](const Command& c) { return c.app->get_name() == name; });
   };
   if (args[0] == "--help" || args[0] == "-h") {
-    if (auto dirs = commandPluginDirs(args))
+    if (auto dirs = takeCommandPluginDirs(args))
       own.front().app->get_parent()->footer("\n" + pluginCommandsHelp(findPluginCommands(*dirs)));
     return std::nullopt;
   }
   if (args[0].empty() || args[0][0] == '-' || isOwn(args[0])) return std::nullopt;
-  auto dirs = commandPluginDirs(args);
+  auto dirs = takeCommandPluginDirs(args);
   if (!dirs) {
     std::cerr << "kuscia-host: " << dirs.error() << "\n";
     return kExitUsage;
   }
-  for (const auto& c : findPluginCommands(*dirs))
-    if (c.name == args[0])
-      return runPluginCommand(c, args, std::cout, std::cerr, ::isatty(STDOUT_FILENO) != 0);
+  if (auto command = findPluginCommand(args[0], *dirs))
+    return runPluginCommand(*command, args, std::cout, std::cerr, ::isatty(STDOUT_FILENO) != 0);
   return std::nullopt;
 }
 

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <filesystem>
 #include <ostream>
+#include <utility>
 
 #include "app/cluster_reader.h"
 #include "app/plugin_search.h"
@@ -124,7 +125,22 @@ std::vector<PluginCommand> findPluginCommands(const std::vector<std::string>& di
   return found;
 }
 
-Result<std::vector<std::string>> commandPluginDirs(std::vector<std::string>& args) {
+std::optional<PluginCommand> findPluginCommand(const std::string& name,
+                                               const std::vector<std::string>& dirs) {
+  for (auto& command : findPluginCommands(dirs))
+    if (command.name == name) return std::move(command);
+  return std::nullopt;
+}
+
+Result<std::vector<std::string>> commandPluginDirs(const std::vector<std::string>& given) {
+  auto search = pluginSearch(given, true);
+  if (!search) return makeError(search.error());
+  std::vector<std::string> dirs = search->extraPluginDirs;
+  dirs.insert(dirs.end(), search->defaultPluginDirs.begin(), search->defaultPluginDirs.end());
+  return dirs;
+}
+
+Result<std::vector<std::string>> takeCommandPluginDirs(std::vector<std::string>& args) {
   std::vector<std::string> given;
   for (auto it = args.begin(); it != args.end();) {
     if (*it == "--plugin-dir" && std::next(it) != args.end()) {
@@ -137,11 +153,7 @@ Result<std::vector<std::string>> commandPluginDirs(std::vector<std::string>& arg
       ++it;
     }
   }
-  auto search = pluginSearch(given, true);
-  if (!search) return makeError(search.error());
-  std::vector<std::string> dirs = search->extraPluginDirs;
-  dirs.insert(dirs.end(), search->defaultPluginDirs.begin(), search->defaultPluginDirs.end());
-  return dirs;
+  return commandPluginDirs(given);
 }
 
 int runPluginCommand(const PluginCommand& command, const std::vector<std::string>& args,

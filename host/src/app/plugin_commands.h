@@ -6,6 +6,7 @@
 
 #include <iosfwd>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,9 +24,15 @@ struct PluginCommand {
 // load as plugins declare nothing (`run` and `check-config` report them where they are used).
 std::vector<PluginCommand> findPluginCommands(const std::vector<std::string>& dirs);
 
-// Where a plugin command is looked for: the --plugin-dir values of `args` (which it takes out),
-// then the directory beside the binary and the packaged one. An error for a relative one.
-Result<std::vector<std::string>> commandPluginDirs(std::vector<std::string>& args);
+// The command `name` of the first plugin in `dirs` that declares it; nullopt when none does.
+std::optional<PluginCommand> findPluginCommand(const std::string& name,
+                                               const std::vector<std::string>& dirs);
+
+// Where a plugin command is looked for: the directories `given` (absolute), then the directory
+// beside the binary and the packaged one. An error for a relative one.
+Result<std::vector<std::string>> commandPluginDirs(const std::vector<std::string>& given);
+// The same, with `given` the --plugin-dir values of `args`, which it takes out of them.
+Result<std::vector<std::string>> takeCommandPluginDirs(std::vector<std::string>& args);
 
 // Runs the command with `args` (args[0] its name); the exit status it returns.
 int runPluginCommand(const PluginCommand& command, const std::vector<std::string>& args,

@@ -56,6 +56,9 @@ std::string keptFactsPatch(const std::string& text);
 const nlohmann::json* keptFor(const nlohmann::json& entries, const std::string& key,
                               const nlohmann::json& status);
 
+// Adds to a status-like entry the kept facts (`kept`, from keptFor) it does not hold.
+void addKeptFacts(nlohmann::json& entry, const nlohmann::json& kept);
+
 // Adds to each pod entry of a KusciaTask object's status the kept facts of its incarnation that
 // the entry does not hold (a pod's own facts, when it is there, come over them afterwards).
 void applyKeptFacts(nlohmann::json& task);
