@@ -36,23 +36,25 @@ bool terminatedWith(std::string_view message, std::string_view reason) {
   return has(message, std::string("reason \"") + std::string(reason) + "\"");
 }
 
-std::string text(const json& obj, const char* key) {
-  if (!obj.is_object()) return {};
-  auto it = obj.find(key);
-  return it != obj.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
-
-int64_t timeOf(const json& obj, const char* key) {
-  return sdk::parseTime(text(obj, key)).value_or(0);
-}
-
-void add(std::vector<Evidence>& out, std::string entry, std::string reason, std::string message,
-         int64_t at) {
-  if (reason.empty() && message.empty()) return;
-  out.push_back({std::move(entry), std::move(reason), std::move(message), at});
-}
-
 } // namespace
+
+std::string excerpt(std::string_view text, std::size_t maxBytes) {
+  static constexpr std::string_view kGap = " ... ";
+  std::string clean = boundedText(text, text.size() + 8); // control characters dropped
+  if (clean.size() <= maxBytes) return clean;
+  if (maxBytes <= kGap.size() + 8) return boundedText(clean, maxBytes);
+  const std::size_t room = maxBytes - kGap.size();
+  std::size_t head = room / 4;
+  std::size_t tail = clean.size() - (room - head);
+  auto continuation = [&clean](std::size_t i) {
+    return i < clean.size() && (static_cast<unsigned char>(clean[i]) & 0xC0) == 0x80;
+  };
+  while (head > 0 && continuation(head))
+    --head;
+  while (continuation(tail))
+    ++tail;
+  return clean.substr(0, head) + std::string(kGap) + clean.substr(tail);
+}
 
 const char* name(Reason r) {
   return kNames.at(static_cast<std::size_t>(r));
@@ -84,7 +86,8 @@ Reason reasonOf(const Evidence& e) {
     return Reason::kPeerNetwork;
   if (oneOf(r, {"CrashLoopBackOff", "Error", "StartError", "ContainerCannotRun",
                 "RunContainerError", "PreStartHookError", "PostStartHookError"}) ||
-      terminatedWith(m, "Error") || terminatedWith(m, "StartError") || has(m, "CrashLoopBackOff"))
+      terminatedWith(m, "Error") || terminatedWith(m, "StartError") ||
+      anyIn(m, {"CrashLoopBackOff", "Back-off restarting failed container"}))
     return Reason::kCrashed;
   if (oneOf(r, {"Unhealthy", "ContainersNotReady"}) || has(m, "Readiness probe failed"))
     return Reason::kNotReady;
@@ -117,7 +120,7 @@ Classification classify(const std::vector<Evidence>& evidence) {
   c.since = chosen->at;
   std::string said = chosen->reason;
   if (!chosen->message.empty()) said += (said.empty() ? "" : ": ") + chosen->message;
-  c.excerpt = boundedText(said, kExcerptBytes);
+  c.excerpt = excerpt(said);
   return c;
 }
 
@@ -128,52 +131,6 @@ json toJson(const Classification& c) {
   if (!c.entry.empty()) out["entry"] = c.entry;
   if (c.since != 0) out["since"] = sdk::formatTime(c.since, sdk::TimePrecision::kAsGiven);
   if (!c.excerpt.empty()) out["excerpt"] = c.excerpt;
-  return out;
-}
-
-std::vector<Evidence> evidenceOfTask(const json& task) {
-  std::vector<Evidence> out;
-  const json status = task.is_object() ? task.value("status", json::object()) : json::object();
-  const int64_t at =
-      std::max(timeOf(status, "completionTime"), timeOf(status, "lastReconcileTime"));
-  const json pods = status.value("podStatuses", json::object());
-  for (const auto& [key, p] : pods.items()) {
-    const std::string reason = text(p, "reason");
-    const std::string log = text(p, "terminationLog");
-    if (!log.empty()) add(out, key, reason, log, 0);
-    const std::string message = text(p, "message");
-    if (!message.empty() || (log.empty() && !reason.empty())) add(out, key, reason, message, 0);
-  }
-  add(out, "", text(status, "reason"), text(status, "message"), at);
-  return out;
-}
-
-std::vector<Evidence> evidenceOfPod(const json& pod) {
-  std::vector<Evidence> out;
-  if (!pod.is_object()) return out;
-  const json meta = pod.value("metadata", json::object());
-  const std::string key = text(meta, "namespace") + "/" + text(meta, "name");
-  const json status = pod.value("status", json::object());
-  for (const auto& c : status.value("conditions", json::array()))
-    if (text(c, "type") == "PodScheduled" && text(c, "status") == "False")
-      add(out, key, text(c, "reason"), text(c, "message"), timeOf(c, "lastTransitionTime"));
-  for (const char* group : {"initContainerStatuses", "containerStatuses"})
-    for (const auto& c : status.value(group, json::array())) {
-      const json state = c.value("state", json::object());
-      if (state.contains("waiting")) {
-        const json& w = state["waiting"];
-        add(out, key, text(w, "reason"), text(w, "message"), 0);
-      }
-      for (const char* which : {"state", "lastState"}) {
-        const json t = c.value(which, json::object()).value("terminated", json::object());
-        if (t.empty() || text(t, "reason") == "Completed") continue;
-        std::string message = text(t, "message");
-        if (t.contains("exitCode") && t["exitCode"].is_number_integer())
-          message = "exit code " + std::to_string(t["exitCode"].get<int64_t>()) +
-                    (message.empty() ? "" : ": " + message);
-        add(out, key, text(t, "reason"), message, timeOf(t, "finishedAt"));
-      }
-    }
   return out;
 }
 

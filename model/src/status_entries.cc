@@ -1,4 +1,5 @@
 #include <kuscia_model/status_entries.h>
+#include <kuscia_model/timeline.h>
 
 #include <algorithm>
 #include <array>
@@ -513,6 +514,8 @@ std::optional<EntryFieldTexts> entryFieldTexts(std::string_view entryJson) {
   bool ok = forEachMember(entryJson, [&](std::string_view rawField, std::string_view v) {
     if (rawField.find('\\') != std::string_view::npos) return false; // the parser's to decode
     if (rawField == "reasons") return false;                         // read from a DOM
+    for (const char* evidence : model::timeline::kEvidenceFields)
+      if (rawField == evidence) return false; // excerpts of user data: the DOM's to write
     if (rawField == "podPhase") {
       // Copied as its text: a string the serializer writes as it is.
       if (v.size() < 2 || v.front() != '"' || v.back() != '"' ||
@@ -583,6 +586,15 @@ std::optional<std::vector<model::timeline::EntryTimes>> entryTimesOf(const Entry
             e.readReasons(parseJson(v));
             return true;
           }
+          for (auto [name, member] :
+               {std::pair{"reason", &model::timeline::EntryTimes::evidenceReason},
+                std::pair{"message", &model::timeline::EntryTimes::evidenceMessage},
+                std::pair{"terminationLog", &model::timeline::EntryTimes::terminationLog}})
+            if (rawField == name) {
+              auto text = stringView(v, decoded);
+              if (text) e.*member = failure::excerpt(*text);
+              return true;
+            }
           if (const auto member = model::timeline::EntryTimes::memberNamed(rawField)) {
             auto text = stringView(v, decoded);
             e.*member = text ? sdk::parseTime(*text) : std::nullopt;

@@ -68,10 +68,12 @@ void appendReasons(std::string& out,
 // One entry as entry() builds it and dump() writes it (members by name), and its times, from its
 // parts: `podPhase(out)` appends the podPhase's value (false: it has none), `reasons(out, times)`
 // the reasons' value and fills the times' (false: it has none).
+// `evidence` is the entry's (entry(): an object, or null when it has none), read into the times
+// as entryTimes() reads it.
 template <class PodPhase, class Reasons>
 void appendEntry(std::string& out, std::string_view key, timeline::detail::EntryParts p, bool pod,
                  const std::string* uid, timeline::EntryTimes& times, const PodPhase& podPhase,
-                 const Reasons& reasons) {
+                 const Reasons& reasons, const json& evidence = json()) {
   byName(p.durations, p.nDurations);
   out += "{\"durations\":{";
   for (std::size_t i = 0; i < p.nDurations; ++i) {
@@ -80,7 +82,13 @@ void appendEntry(std::string& out, std::string_view key, timeline::detail::Entry
     out += ':';
     appendJsonNumber(out, p.durations[i].second);
   }
-  out += pod ? R"(},"kind":"pod","missing":[)" : R"(},"kind":"service","missing":[)";
+  out += '}';
+  if (!evidence.is_null()) {
+    out += ",\"evidence\":";
+    appendJson(out, evidence);
+    times.readEvidence(evidence);
+  }
+  out += pod ? R"(,"kind":"pod","missing":[)" : R"(,"kind":"service","missing":[)";
   for (std::size_t i = 0; i < p.nMissing; ++i) {
     if (i > 0) out += ',';
     appendName(out, p.missing[i]);
@@ -128,7 +136,8 @@ void appendEntry(std::string& out, std::string_view key, timeline::detail::Entry
   out += '}';
 }
 
-// The document around its entries, members by name: `create(out)` and `phase(out)` append their
+// The document around its entries, members by name: `completionTime` and `evidence` are the
+// document's (null: none; timeline.h), `create(out)` and `phase(out)` append their
 // values (false: the document has none), `entry(out, source, entryUid, times)` each of `sources`
 // (entries by key; the later of two of one key wins, as fromParts() assigns a service's over a
 // pod's), with the UID `entryUids` gives its key (nullptr: none), whichever kind wins.
@@ -138,12 +147,17 @@ void appendDocument(TimelineText& text, std::string_view name, std::string_view 
                     std::vector<Source>& sources, const Create& create, const Phase& phase,
                     const Entry& entry,
                     const std::vector<std::pair<std::string, std::string>>& entryUids,
-                    std::string_view uid) {
+                    std::string_view uid, const json& completionTime, const json& evidence) {
   std::stable_sort(sources.begin(), sources.end(),
                    [](const Source& a, const Source& b) { return a.key < b.key; });
   std::string& out = text.json;
   out.reserve(512 + 400 * sources.size());
   out += '{';
+  if (completionTime.is_string()) {
+    out += "\"completionTime\":";
+    appendJson(out, completionTime);
+    out += ',';
+  }
   const std::size_t beforeCreate = out.size();
   out += "\"createTime\":";
   if (create(out))
@@ -164,7 +178,12 @@ void appendDocument(TimelineText& text, std::string_view name, std::string_view 
       if (key == s.key) entryUid = &u;
     entry(out, s, entryUid, text.entries.emplace_back());
   }
-  out += "},\"namespace\":";
+  out += '}';
+  if (!evidence.is_null()) {
+    out += ",\"evidence\":";
+    appendJson(out, evidence);
+  }
+  out += ",\"namespace\":";
   appendJsonString(out, namespaceName);
   const std::size_t before = out.size();
   out += ",\"phase\":";
@@ -176,6 +195,27 @@ void appendDocument(TimelineText& text, std::string_view name, std::string_view 
     appendJsonString(out, uid);
   }
   out += '}';
+}
+
+// The task's evidence, as timeline::taskEvidence() makes it of the same texts.
+json taskEvidence(const TaskTexts& t) {
+  const json message = t.message ? json(std::string(*t.message)) : json();
+  const json reason = t.reason ? json(std::string(*t.reason)) : json();
+  timeline::TaskParts parts;
+  parts.message = &message;
+  parts.reason = &reason;
+  return timeline::taskEvidence(parts);
+}
+
+timeline::TaskEnd taskEnd(const TaskTexts& t) {
+  timeline::TaskEnd end;
+  if (t.phase) end.phase = *t.phase;
+  if (t.completionTime) end.completionTime = sdk::parseTime(*t.completionTime);
+  if (const json evidence = taskEvidence(t); evidence.is_object()) {
+    end.reason = evidence.value("reason", "");
+    end.message = evidence.value("message", "");
+  }
+  return end;
 }
 
 } // namespace
@@ -215,13 +255,20 @@ TimelineText timelineText(const timeline::TaskParts& t,
               if (!appendValue(o, p.reasons)) return false;
               tm.readReasons(*p.reasons);
               return true;
-            });
+            },
+            timeline::detail::evidenceOf(timeline::kEvidenceFields, p.evidence));
       },
-      entryUids, uid);
+      entryUids, uid,
+      t.completionTime != nullptr && t.completionTime->is_string() ? *t.completionTime : json(),
+      timeline::taskEvidence(t));
   if (t.creationTimestamp != nullptr && t.creationTimestamp->is_string())
     text.createTime = t.creationTimestamp->get_ref<const std::string&>();
   if (t.phase != nullptr && t.phase->is_string())
     text.phase = t.phase->get_ref<const std::string&>();
+  text.end = timeline::TaskEnd::of(
+      json{{"phase", t.phase != nullptr ? *t.phase : json()},
+           {"completionTime", t.completionTime != nullptr ? *t.completionTime : json()},
+           {"evidence", timeline::taskEvidence(t)}});
   return text;
 }
 
@@ -263,9 +310,10 @@ TimelineText timelineTextOf(const TaskTexts& t, std::vector<EntryText>& entries,
               return true;
             });
       },
-      entryUids, uid);
+      entryUids, uid, t.completionTime ? json(*t.completionTime) : json(), taskEvidence(t));
   if (t.createTime) text.createTime = *t.createTime;
   if (t.phase) text.phase = *t.phase;
+  text.end = taskEnd(t);
   return text;
 }
 

@@ -44,6 +44,9 @@ json mergeEntry(const std::string& key, const json& stored, const json& incoming
   std::string podPhase = textOf(incoming, "podPhase");
   if (podPhase.empty()) podPhase = textOf(stored, "podPhase");
   if (!podPhase.empty()) flat["podPhase"] = podPhase;
+  // What the status says of the pod now: the incoming recording's (it reads the same status).
+  for (const auto& [field, text] : member(incoming, "evidence").items())
+    flat[field] = text;
   bool pod = textOf(incoming, "kind") == "pod" || textOf(stored, "kind") == "pod";
   json out = model::timeline::entry(key, flat, pod);
   std::string uid = textOf(incoming, "uid");
@@ -66,7 +69,7 @@ json mergeRecording(const json& stored, const json& incoming) {
   for (const auto& [key, e] : now.items())
     if (!entries.contains(key)) entries[key] = e;
   out["entries"] = std::move(entries);
-  for (const char* field : {"phase", "createTime"})
+  for (const char* field : {"phase", "createTime", "completionTime", "evidence"})
     if (!out.contains(field) && stored.contains(field)) out[field] = stored[field];
   return out;
 }
@@ -79,9 +82,11 @@ CombinedView combinedView(const std::vector<RecordingRef>& recordings) {
   if (const RecordingRef& latest = recordings[view.latestIndex]; latest.text != nullptr) {
     view.phase = latest.text->phase;
     view.createTime = latest.text->createTime;
+    view.end = latest.text->end;
   } else {
     view.phase = textOf(*latest.document, "phase");
     view.createTime = textOf(*latest.document, "createTime");
+    view.end = model::timeline::TaskEnd::of(*latest.document);
   }
   // Others' entries first, oldest recording first, so the latest wins; then each recorder's own.
   std::vector<std::size_t> order(recordings.size());
@@ -138,6 +143,7 @@ TaskRow taskRowOf(const json& document, int64_t nowNanos) {
   CombinedView view;
   view.phase = textOf(document, "phase");
   view.createTime = textOf(document, "createTime");
+  view.end = model::timeline::TaskEnd::of(document);
   const json& entries = member(document, "entries");
   view.entries.reserve(entries.size());
   for (auto e = entries.begin(); e != entries.end(); ++e)
@@ -159,13 +165,18 @@ TaskRow taskRowOf(const CombinedView& combined, int64_t nowNanos) {
     if (auto party = model::namespaceOf(e.key); !party.empty()) parties.emplace(party);
     entries.push_back(e.times != nullptr ? *e.times : model::timeline::entryTimes(e.key, *e.entry));
   }
-  const model::timeline::Summary s = model::timeline::summarize(created, entries, nowNanos);
+  const model::timeline::Summary s =
+      model::timeline::summarize(created, entries, nowNanos, combined.end);
   row.summary = model::timeline::toJson(s, nowNanos);
   row.complete = s.complete;
   row.startupSeconds = s.startupSeconds();
   if (s.blame) {
     row.blameParty = s.blame->party;
     row.blamePhase = s.blame->phase;
+  }
+  if (const auto& why = s.failure ? s.failure : s.stuck) {
+    row.reason = model::failure::name(why->reason);
+    row.reasonParty = why->party;
   }
   for (const auto& party : parties) {
     TaskRow::Party p{party, std::nullopt, {}};

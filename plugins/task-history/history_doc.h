@@ -46,6 +46,7 @@ struct RecordingRef {
 struct CombinedView {
   std::size_t latestIndex = 0;   // the latest recording's place among the recordings
   std::string phase, createTime; // its document's, when strings
+  model::timeline::TaskEnd end;  // what its document says of the task's end
   // The combined entries in key order, each the entry combine() takes (its document's entry, or
   // its times when the recording is text), with the place of the recording it is taken from.
   struct Entry {
@@ -75,6 +76,9 @@ struct TaskRow {
   bool complete = false;
   std::optional<double> startupSeconds;
   std::string blameParty, blamePhase;
+  // Why it failed (summary.failure) or is stuck (summary.stuck): the reason's name and the party
+  // of its evidence; "" when neither.
+  std::string reason, reasonParty;
   std::vector<Party> parties; // by name
   PathSeconds path{};         // the whole critical path (complete tasks)
   nlohmann::json summary;     // as the documents carry it (model::timeline::toJson)

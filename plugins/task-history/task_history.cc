@@ -29,6 +29,9 @@ enum TaskField : std::size_t {
   kTaskPhase,
   kTaskInitiator,
   kTaskParties,
+  kTaskCompletion, // the task's end, and why (what summary.failure reads beside the entries)
+  kTaskReason,
+  kTaskMessage,
   kTaskKept, // the facts kept on the task (kept_facts.h)
   kTaskPods,
   kTaskServices,
@@ -69,7 +72,8 @@ TaskHistory::TaskHistory(sdk::Host host, std::string_view domain, std::string_vi
   taskSub_ = host.subscribe(model::taskSubscription(
       config_.taskNamespace,
       {"/metadata/creationTimestamp", "/status/phase", "/spec/initiator", "/spec/parties",
-       model::kKeptFactsPointer, "/status/podStatuses", "/status/serviceStatuses"}));
+       "/status/completionTime", "/status/reason", "/status/message", model::kKeptFactsPointer,
+       "/status/podStatuses", "/status/serviceStatuses"}));
   podSub_ = host.subscribe(model::domainSubscription("pods", model::DomainPods::podFields()));
   eventSub_ = host.subscribe(model::podEventSubscription());
   host.registerRoute(std::string(kHistoryRoute));
@@ -204,11 +208,18 @@ bool TaskHistory::record(const std::string& task, std::string_view uid, std::str
     model::TaskTexts texts{task, config_.taskNamespace};
     if (!phase.empty()) texts.phase = phase;
     if (create) texts.createTime = *create;
+    // Views into the strings below, which live until the document is written.
+    const std::optional<std::string> completion = model::stringValue((*spans)[kTaskCompletion]);
+    const std::optional<std::string> reason = model::stringValue((*spans)[kTaskReason]);
+    const std::optional<std::string> message = model::stringValue((*spans)[kTaskMessage]);
+    if (completion) texts.completionTime = *completion;
+    if (reason) texts.reason = *reason;
+    if (message) texts.message = *message;
     keptFacts = model::stringValue((*spans)[kTaskKept]).value_or("");
     text = pods_.documentTextOf(texts, *podTexts, *serviceTexts, uid, keptFacts);
   }
   if (!text) {
-    json create, pods, services;
+    json create, pods, services, completion, reason, message;
     // An entry the scanner does not read as the parser would: the kept entries parsed.
     std::optional<json> scannedPods, scannedServices;
     if (serviceTexts) {
@@ -217,6 +228,9 @@ bool TaskHistory::record(const std::string& task, std::string_view uid, std::str
     }
     if (scannedServices) {
       create = model::parseJson((*spans)[kTaskCreate]);
+      completion = model::parseJson((*spans)[kTaskCompletion]);
+      reason = model::parseJson((*spans)[kTaskReason]);
+      message = model::parseJson((*spans)[kTaskMessage]);
       pods = std::move(*scannedPods);
       services = std::move(*scannedServices);
     } else {
@@ -231,12 +245,16 @@ bool TaskHistory::record(const std::string& task, std::string_view uid, std::str
           if (kept(key)) out[key] = std::move(entry);
       }
       create = std::move(f[kTaskCreate]);
+      completion = std::move(f[kTaskCompletion]);
+      reason = std::move(f[kTaskReason]);
+      message = std::move(f[kTaskMessage]);
       keptFacts = model::fieldString(f, kTaskKept);
       if (finished != nullptr) *finished = model::finishedPhase(phase);
       if (!mine) return true;
     }
-    text = pods_.documentText(
-        {task, config_.taskNamespace, phase, &create, nullptr, &services, &pods, keptFacts}, uid);
+    text = pods_.documentText({task, config_.taskNamespace, phase, &create, nullptr, &services,
+                               &pods, keptFacts, &completion, &reason, &message},
+                              uid);
   }
   // As text: the store writes it as it is and summarises the times that come with it.
   Recording r{task,   config_.taskNamespace, domain_, host().wallTimeNanos(),

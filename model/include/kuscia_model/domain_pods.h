@@ -36,6 +36,10 @@ struct TaskStatusView {
   // The facts kept on the task (kept_facts.h: its annotation's value, "" none): what the
   // document takes for a pod this domain no longer holds (deleted with its finished task).
   std::string_view keptFacts;
+  // The task's status: when it ended and why (strings, or absent).
+  const nlohmann::json* completionTime = nullptr;
+  const nlohmann::json* reason = nullptr;
+  const nlohmann::json* message = nullptr;
 };
 
 class DomainPods {

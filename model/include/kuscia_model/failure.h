@@ -44,6 +44,11 @@ std::optional<Reason> reasonNamed(std::string_view name);
 // The excerpt of evidence kept and shown: at most this many bytes.
 inline constexpr std::size_t kExcerptBytes = 512;
 
+// `text` fit to keep and show in at most `maxBytes` bytes: no control character but newline and
+// tab, and, when it is longer, its beginning and its end with " ... " between them (a log's last
+// lines say why it ended; its first line says which container). Cut at UTF-8 boundaries.
+std::string excerpt(std::string_view text, std::size_t maxBytes = kExcerptBytes);
+
 // One piece of evidence: what an object said, where and when.
 struct Evidence {
   std::string entry;   // "<ns>/<pod>"; "" for the task's own status
@@ -70,13 +75,5 @@ Classification classify(const std::vector<Evidence>& evidence);
 // {"reason", "party", "entry", "since", "excerpt"} (and "cause" when there is one); absent
 // fields are left out.
 nlohmann::json toJson(const Classification& c);
-
-// Evidence in a KusciaTask object: its podStatuses' reason, message and terminationLog (Kuscia's
-// task controller copies them from the pods, and keeps them after the pods are gone), and its own
-// status reason and message.
-std::vector<Evidence> evidenceOfTask(const nlohmann::json& task);
-// Evidence in a pod object: its containers' waiting and terminated states (the last terminated
-// too) and a PodScheduled=False condition.
-std::vector<Evidence> evidenceOfPod(const nlohmann::json& pod);
 
 } // namespace kuscia_host::model::failure

@@ -10,7 +10,9 @@
 //                                          "imagePullEndTime", "containersStartTime"},
 //                                "durations": {"createToStart": seconds, ...},
 //                                "missing": ["readyTime", ...], "negative": ["createToStart"],
-//                                "waiting": {"phase", "reason", "message", "since", "seconds"}}}}
+//                                "waiting": {"phase", "reason", "message", "since", "seconds"},
+//                                "evidence": {"reason", "message", "terminationLog"}}},
+//    "completionTime", "evidence": {"reason", "message"}}
 //
 // readyTime is the latest Ready=True (what the status holds, as Kuscia's controller writes it);
 // firstReadyTime, when the source knows it (task-timeline does for its own domain's pods), is the
@@ -22,12 +24,19 @@
 // the status (Kuscia's CRD has no such fields); "reasons" ({"<phase>": {"reason", "message"}})
 // keeps why each phase of the critical path waited (timeline_summary.h).
 //
+// "evidence" is what the status says of why a pod waits or ended (Kuscia's task controller copies
+// the pod's reason, message and terminationLog into podStatuses, and keeps them after it deletes
+// the pod), and at the top what it says of the task (its reason and message); each text an
+// excerpt (failure.h). With completionTime, they are what summary.failure and summary.stuck are
+// classified from (timeline_summary.h).
+//
 // Entries are an object keyed like the status maps, so that documents of several sources (the
 // instances of several domains) merge key by key.
 #ifndef KUSCIA_HOST_TIMELINE_HPP
 #define KUSCIA_HOST_TIMELINE_HPP
 
 #include <kuscia_host/kube_text.hpp>
+#include <kuscia_model/failure.h>
 
 #include <cstddef>
 #include <cstdint>
@@ -57,6 +66,8 @@ inline constexpr Span kServiceSpans[] = {{"createToReady", "createTime", "readyT
 // absence is never "missing".
 inline constexpr const char* kPodTimes[] = {"createTime", "scheduleTime", "startTime", "readyTime"};
 inline constexpr const char* kServiceTimes[] = {"createTime", "readyTime"};
+// What a status entry says of why its pod waits or ended, in name order: an entry's "evidence".
+inline constexpr const char* kEvidenceFields[] = {"message", "reason", "terminationLog"};
 
 namespace detail {
 // What entry() reads and derives of a status entry, before it is laid out: as a DOM (entry()),
@@ -72,6 +83,8 @@ struct EntryParts {
   std::size_t nNegative = 0;
   const nlohmann::json* podPhase = nullptr; // pods only
   const nlohmann::json* reasons = nullptr;  // an object, or null
+  // The status's reason, message and terminationLog (kEvidenceFields), each null when absent.
+  const nlohmann::json* evidence[3] = {nullptr, nullptr, nullptr};
 
   std::optional<int64_t> instant(std::string_view field) const {
     for (std::size_t i = 0; i < nTimes; ++i)
@@ -142,7 +155,22 @@ inline EntryParts entryParts(const nlohmann::json& status, bool pod) {
   if (pod) p.podPhase = member("podPhase");
   if (const json* reasons = member("reasons"); reasons != nullptr && reasons->is_object())
     p.reasons = reasons;
+  for (std::size_t i = 0; i < std::size(kEvidenceFields); ++i)
+    if (const json* v = member(kEvidenceFields[i]);
+        v != nullptr && v->is_string() && !v->get_ref<const std::string&>().empty())
+      p.evidence[i] = v;
   return p;
+}
+
+// {"<field>": excerpt, ...} of the texts given (null: absent), in the order of `names`; null
+// when none is given.
+template <std::size_t N>
+nlohmann::json evidenceOf(const char* const (&names)[N], const nlohmann::json* const (&texts)[N]) {
+  nlohmann::json out;
+  for (std::size_t i = 0; i < N; ++i)
+    if (texts[i] != nullptr && texts[i]->is_string())
+      out[names[i]] = failure::excerpt(texts[i]->template get_ref<const std::string&>());
+  return out;
 }
 } // namespace detail
 
@@ -173,6 +201,8 @@ inline nlohmann::json entry(std::string_view key, const nlohmann::json& status, 
   if (p.podPhase != nullptr) members.emplace("podPhase", *p.podPhase);
   members.emplace("times", std::move(times));
   members.emplace("durations", std::move(durations));
+  if (json evidence = detail::evidenceOf(kEvidenceFields, p.evidence); !evidence.is_null())
+    members.emplace("evidence", std::move(evidence));
   members.emplace("missing", std::move(missing));
   members.emplace("negative", std::move(negative));
   if (p.reasons != nullptr) members.emplace("reasons", *p.reasons);
@@ -186,7 +216,23 @@ struct TaskParts {
   const nlohmann::json* creationTimestamp = nullptr;
   const nlohmann::json* podStatuses = nullptr;     // entries only when an object
   const nlohmann::json* serviceStatuses = nullptr; // likewise
+  // The task's own status: when it ended, and why (each null when absent).
+  const nlohmann::json* completionTime = nullptr;
+  const nlohmann::json* reason = nullptr;
+  const nlohmann::json* message = nullptr;
 };
+
+// What a task's status says of it at the top of its document: "evidence" ({"message", "reason"},
+// excerpts), null when it says nothing.
+inline constexpr const char* kTaskEvidenceFields[] = {"message", "reason"};
+inline nlohmann::json taskEvidence(const TaskParts& t) {
+  auto given = [](const nlohmann::json* v) {
+    return v != nullptr && v->is_string() && !v->get_ref<const std::string&>().empty() ? v
+                                                                                       : nullptr;
+  };
+  const nlohmann::json* texts[] = {given(t.message), given(t.reason)};
+  return detail::evidenceOf(kTaskEvidenceFields, texts);
+}
 
 // The document of a task from its parts, read where they are (nothing copied but the entries).
 inline nlohmann::json fromParts(const TaskParts& t) {
@@ -196,6 +242,9 @@ inline nlohmann::json fromParts(const TaskParts& t) {
               {"entries", json::object()}};
   if (t.phase != nullptr) doc["phase"] = *t.phase;
   if (t.creationTimestamp != nullptr) doc["createTime"] = *t.creationTimestamp;
+  if (t.completionTime != nullptr && t.completionTime->is_string())
+    doc["completionTime"] = *t.completionTime;
+  if (json evidence = taskEvidence(t); !evidence.is_null()) doc["evidence"] = std::move(evidence);
   json& entries = doc["entries"];
   for (auto [group, pod] : {std::pair{t.podStatuses, true}, std::pair{t.serviceStatuses, false}})
     if (group != nullptr && group->is_object())
@@ -221,7 +270,8 @@ inline nlohmann::json fromTask(const nlohmann::json& task) {
   };
   return fromParts({text("name"), text("namespace"), member(status, "phase"),
                     member(meta, "creationTimestamp"), member(status, "podStatuses"),
-                    member(status, "serviceStatuses")});
+                    member(status, "serviceStatuses"), member(status, "completionTime"),
+                    member(status, "reason"), member(status, "message")});
 }
 
 } // namespace kuscia_host::model::timeline

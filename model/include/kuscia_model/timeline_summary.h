@@ -6,7 +6,9 @@
 //   "summary": {"complete": bool, "createTime", "allReadyTime", "startupSeconds",
 //               "parties": {"<party>": {"entries", "readyEntries", "readyTime", "startupSeconds"}},
 //               "lastParty", "criticalPath": [phase, ...], "blame": phase,
-//               "pending": [phase, ...]}
+//               "pending": [phase, ...],
+//               "failure": classification,   (a Failed task)
+//               "stuck": classification}     (a task still waiting, past stuckAfter)
 //   phase: {"entry": "<ns>/<name>", "party", "phase", "from", "to", "seconds", "reason",
 //           "message"}   ("ongoing": true and no "to" for a pending phase)
 // addPhases() also sets each entry's "phases" (the same objects), for drawing.
@@ -35,6 +37,12 @@
 //  5. blame is the longest phase on the path (the earliest of equals). An incomplete task has no
 //     path: each entry not ready yet has a pending phase, from the last time it reached to now,
 //     longest first, and blame is the longest of them (marked "ongoing").
+//  6. Why (failure.h, docs/design/failure.md): a Failed task's "failure", and a task neither
+//     complete nor finished whose longest pending phase began `stuckAfter` ago or more (or, with
+//     no entry, that was created so long ago) its "stuck": one reason of the vocabulary, from the
+//     evidence of its entries (what the status says of each: "evidence"; and why the pending
+//     phase of an entry not ready waits) and of the task itself (its reason and message). A
+//     stuck task's "since" is when its chosen entry began to wait, "seconds" how long ago.
 // Phases keep the reason they waited for when the document's entry has it
 // ("reasons": {"<phase>": {"reason", "message"}}). Negative seconds (clocks that disagree) are
 // kept as they are and never blamed over a positive phase.
@@ -42,6 +50,7 @@
 #define KUSCIA_HOST_TIMELINE_SUMMARY_HPP
 
 #include <kuscia_host/kube_text.hpp>
+#include <kuscia_model/failure.h>
 #include <kuscia_model/pod_events.h>
 
 #include <algorithm>
@@ -112,6 +121,8 @@ struct EntryTimes {
   // The source says the pod waits to be accepted ("waiting": {"phase": "starting"}): it was
   // scheduled, though no scheduleTime is known.
   bool waitingToStart = false;
+  // What the status says of why the pod waits or ended (the document entry's "evidence").
+  std::string evidenceReason, evidenceMessage, terminationLog;
 
   using Member = std::optional<int64_t> EntryTimes::*;
   // The time fields by their names in the documents (kPodTimes and the times only some sources
@@ -147,6 +158,16 @@ struct EntryTimes {
       if (const Member member = memberNamed(it.key()); member != nullptr)
         this->*member = it->is_string() ? sdk::parseTime(it->get_ref<const std::string&>())
                                         : std::optional<int64_t>();
+  }
+  // Sets the evidence `from` has: a document entry's "evidence", or a status entry itself (the
+  // same names: reason, message, terminationLog), each as an excerpt.
+  void readEvidence(const nlohmann::json& from) {
+    if (!from.is_object()) return;
+    for (auto [name, member] : {std::pair{"reason", &EntryTimes::evidenceReason},
+                                std::pair{"message", &EntryTimes::evidenceMessage},
+                                std::pair{"terminationLog", &EntryTimes::terminationLog}})
+      if (auto it = from.find(name); it != from.end() && it->is_string())
+        this->*member = failure::excerpt(it->get_ref<const std::string&>());
   }
   // Replaces the reasons with those of `from` ({"<phase>": {"reason", "message"}}) when it is an
   // object.
@@ -229,8 +250,33 @@ inline EntryTimes entryTimes(std::string_view key, const nlohmann::json& entry) 
   if (auto it = entry.find("reasons"); it != entry.end()) t.readReasons(*it);
   if (auto it = entry.find("waiting"); it != entry.end())
     t.waitingToStart = detail::text(*it, "phase") == "starting";
+  if (auto it = entry.find("evidence"); it != entry.end()) t.readEvidence(*it);
   return t;
 }
+
+// What the task's own status says beside its entries, for summary.failure and summary.stuck.
+struct TaskEnd {
+  std::string phase;                     // "Failed", "Succeeded", ...
+  std::optional<int64_t> completionTime; // when it ended
+  std::string reason, message;           // excerpts
+  // From the top of a document ("phase", "completionTime", "evidence": {"reason", "message"}).
+  static TaskEnd of(const nlohmann::json& doc) {
+    TaskEnd t;
+    t.phase = detail::text(doc, "phase");
+    if (auto at = detail::text(doc, "completionTime"); !at.empty())
+      t.completionTime = sdk::parseTime(at);
+    if (doc.is_object())
+      if (auto it = doc.find("evidence"); it != doc.end()) {
+        t.reason = detail::text(*it, "reason");
+        t.message = detail::text(*it, "message");
+      }
+    return t;
+  }
+};
+
+// A task is stuck once its longest wait began this long ago, unless the reader is told otherwise
+// (task-timeline's and otel-export's stuckAfterSeconds default).
+inline constexpr int64_t kStuckAfterNanos = int64_t{300} * 1000000000;
 
 // The time an entry's startup ended: its first ready (pods), its ready-time (services).
 inline std::optional<int64_t> readyOf(const EntryTimes& entry) {
@@ -322,6 +368,8 @@ struct Summary {
   std::vector<Phase> criticalPath; // earliest first (complete tasks)
   std::vector<Phase> pending;      // longest first (incomplete tasks)
   std::optional<Phase> blame;
+  // Why a Failed task failed; why a waiting one is stuck (step 6).
+  std::optional<failure::Classification> failure, stuck;
 
   // The task's creation to its last entry ready, in seconds (to the millisecond); none while the
   // task is incomplete or its creation is unknown.
@@ -419,13 +467,63 @@ inline std::vector<Phase> criticalPathFrom(const std::vector<const EntryTimes*>&
   return path;
 }
 
+// An entry's evidence: what its status says and, when it has a pending phase, why that waits.
+inline void addEvidence(std::vector<failure::Evidence>& out, const EntryTimes& e,
+                        const Phase* pending) {
+  if (!e.terminationLog.empty()) out.push_back({e.key, e.evidenceReason, e.terminationLog, 0});
+  if (!e.evidenceMessage.empty() || (e.terminationLog.empty() && !e.evidenceReason.empty()))
+    out.push_back({e.key, e.evidenceReason, e.evidenceMessage, 0});
+  if (pending != nullptr && (!pending->reason.empty() || !pending->message.empty()))
+    out.push_back({e.key, pending->reason, pending->message, pending->from});
+}
+
+// Step 6: the summary's failure or stuck classification.
+inline void diagnose(Summary& s, const std::vector<const EntryTimes*>& sorted, const TaskEnd& task,
+                     int64_t nowNanos, int64_t stuckAfterNanos) {
+  const bool failed = task.phase == "Failed";
+  if (!failed && (s.complete || task.phase == "Succeeded")) return;
+  auto pendingOf = [&s](std::string_view key) -> const Phase* {
+    for (const Phase& p : s.pending)
+      if (p.entry == key) return &p;
+    return nullptr;
+  };
+  const Phase* longest = s.blame && !s.complete ? &*s.blame : nullptr;
+  if (!failed) {
+    const std::optional<int64_t> waiting = longest != nullptr ? longest->from : s.createTime;
+    if (!waiting || sdk::elapsed(*waiting, nowNanos) < stuckAfterNanos) return;
+  }
+  std::vector<failure::Evidence> evidence;
+  for (const EntryTimes* e : sorted)
+    if (failed || !readyOf(*e)) addEvidence(evidence, *e, pendingOf(e->key));
+  if (!task.reason.empty() || !task.message.empty())
+    evidence.push_back(
+        {"", task.reason, task.message, failed ? task.completionTime.value_or(0) : 0});
+  failure::Classification c = failure::classify(evidence);
+  if (!failed && c.entry.empty() && longest != nullptr) {
+    // Nothing says why: where it waits longest is still a fact.
+    c.entry = longest->entry;
+    c.party = longest->party;
+  }
+  if (c.since == 0) {
+    const Phase* waits = pendingOf(c.entry);
+    if (failed)
+      c.since = task.completionTime.value_or(0);
+    else if (waits != nullptr)
+      c.since = waits->from;
+    else
+      c.since = longest != nullptr ? longest->from : s.createTime.value_or(0);
+  }
+  (failed ? s.failure : s.stuck) = std::move(c);
+}
+
 } // namespace detail
 
 // The summary of a task created at `taskCreate` (when known) with these entries; `nowNanos`
-// dates the pending phases of an incomplete task. The entries are taken in key order, whatever
-// order they come in.
+// dates the pending phases of an incomplete task, and tells whether it is stuck (`stuckAfter`).
+// The entries are taken in key order, whatever order they come in.
 inline Summary summarize(std::optional<int64_t> taskCreate, const std::vector<EntryTimes>& entries,
-                         int64_t nowNanos) {
+                         int64_t nowNanos, const TaskEnd& task = {},
+                         int64_t stuckAfterNanos = kStuckAfterNanos) {
   Summary out;
   out.createTime = taskCreate;
   const std::vector<const EntryTimes*> sorted = detail::sortedByKey(entries);
@@ -468,6 +566,7 @@ inline Summary summarize(std::optional<int64_t> taskCreate, const std::vector<En
       return sdk::elapsed(a.from, nowNanos) > sdk::elapsed(b.from, nowNanos);
     });
     out.blame = detail::longestPhase(out.pending, nowNanos);
+    detail::diagnose(out, sorted, task, nowNanos, stuckAfterNanos);
     return out;
   }
   out.criticalPath = detail::criticalPathFrom(sorted, last, *allReady, taskCreate);
@@ -475,6 +574,7 @@ inline Summary summarize(std::optional<int64_t> taskCreate, const std::vector<En
   out.allReadyTime = allReady;
   out.lastParty = detail::partyOf(last->key);
   out.blame = detail::longestPhase(out.criticalPath, *allReady);
+  detail::diagnose(out, sorted, task, nowNanos, stuckAfterNanos);
   return out;
 }
 
@@ -495,6 +595,12 @@ inline nlohmann::json toJson(const Summary& s, int64_t nowNanos) {
     parties[party] = std::move(j);
   }
   out["parties"] = std::move(parties);
+  if (s.failure) out["failure"] = failure::toJson(*s.failure);
+  if (s.stuck) {
+    json stuck = failure::toJson(*s.stuck);
+    if (s.stuck->since != 0) stuck["seconds"] = detail::seconds(s.stuck->since, nowNanos);
+    out["stuck"] = std::move(stuck);
+  }
   if (!s.complete) {
     json list = json::array();
     for (const Phase& p : s.pending)
@@ -514,9 +620,11 @@ inline nlohmann::json toJson(const Summary& s, int64_t nowNanos) {
   return out;
 }
 
-// The summary of a timeline document ({"createTime", "entries"}); `nowNanos` dates the pending
-// phases of an incomplete task.
-inline nlohmann::json summarize(const nlohmann::json& doc, int64_t nowNanos) {
+// The summary of a timeline document ({"createTime", "entries"}, and what its status says:
+// "phase", "completionTime", "evidence"); `nowNanos` dates the pending phases of an incomplete
+// task.
+inline nlohmann::json summarize(const nlohmann::json& doc, int64_t nowNanos,
+                                int64_t stuckAfterNanos = kStuckAfterNanos) {
   std::optional<int64_t> taskCreate;
   if (doc.contains("createTime") && doc["createTime"].is_string())
     taskCreate = sdk::parseTime(doc["createTime"].get<std::string>());
@@ -524,7 +632,8 @@ inline nlohmann::json summarize(const nlohmann::json& doc, int64_t nowNanos) {
   if (doc.contains("entries") && doc["entries"].is_object())
     for (const auto& [key, entry] : doc["entries"].items())
       entries.push_back(entryTimes(key, entry));
-  return toJson(summarize(taskCreate, entries, nowNanos), nowNanos);
+  return toJson(summarize(taskCreate, entries, nowNanos, TaskEnd::of(doc), stuckAfterNanos),
+                nowNanos);
 }
 
 } // namespace kuscia_host::model::timeline

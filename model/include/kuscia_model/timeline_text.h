@@ -23,6 +23,7 @@ namespace kuscia_host::model {
 struct TimelineText {
   std::string json;              // dumpJson() of the document
   std::string phase, createTime; // the document's "phase" and "createTime" when strings, else ""
+  model::timeline::TaskEnd end;  // what the document says of the task's end (TaskEnd::of)
   // entryTimes() of each of the document's entries, in the entries' (key) order.
   std::vector<model::timeline::EntryTimes> entries;
 };
@@ -37,8 +38,11 @@ TimelineText timelineText(const model::timeline::TaskParts& t,
 struct TaskTexts {
   std::string_view name, namespaceName;
   std::optional<std::string_view> phase, createTime; // none: the document has none
+  // The task's status: when it ended and why (none: it says nothing).
+  std::optional<std::string_view> completionTime, reason, message;
 };
-// One status entry as its text gives it (status_entries.h, entryFields()), with what a domain
+// One status entry as its text gives it (status_entries.h, entryFieldTexts(): none with
+// evidence, which the DOM path writes), with what a domain
 // knows beyond it merged (DomainPods): what the document's entry is built from.
 struct EntryText {
   std::string key;  // decoded

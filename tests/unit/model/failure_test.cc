@@ -1,7 +1,10 @@
 // Why a task failed or is stuck (kuscia_model/failure.h): each reason of the vocabulary from the
 // texts Kubernetes, Kuscia's agent, its scheduler and its task controller really write, and the
 // precedence between them.
+#include <kuscia_host/kube_text.hpp>
 #include <kuscia_model/failure.h>
+#include <kuscia_model/timeline.h>
+#include <kuscia_model/timeline_summary.h>
 
 #include <gtest/gtest.h>
 
@@ -122,47 +125,188 @@ TEST(FailureTest, TheExcerptIsBoundedAndHoldsNoControlCharacters) {
     EXPECT_TRUE(static_cast<unsigned char>(ch) >= 0x20 || ch == '\n' || ch == '\t');
 }
 
-TEST(FailureTest, EvidenceFromATaskAndFromAPodAsTheirWritersLeaveThem) {
-  json task = {
-      {"status",
-       {{"phase", "Failed"},
-        {"message", "The task was not scheduled within 300 seconds of its entire lifecycle"},
-        {"completionTime", "2024-05-20T08:05:00Z"},
-        {"podStatuses",
-         {{"bob/t-0",
-           {{"podPhase", "Failed"},
-            {"reason", "OOMKilled"},
-            {"terminationLog",
-             "container[secretflow] terminated state reason \"OOMKilled\", message: \"\""}}},
-          {"alice/t-0", {{"podPhase", "Failed"}}}}}}}};
-  Classification fromTask = classify(evidenceOfTask(task));
-  EXPECT_EQ(fromTask.reason, Reason::kOOMKilled);
-  EXPECT_EQ(fromTask.party, "bob");
-  EXPECT_EQ(*fromTask.cause, Reason::kTimeout);
-  json pod = {{"metadata", {{"namespace", "alice"}, {"name", "t-0"}}},
-              {"status",
-               {{"conditions",
-                 {{{"type", "PodScheduled"},
-                   {"status", "False"},
-                   {"reason", "Unschedulable"},
-                   {"message", "0/1 nodes are available: 1 Insufficient memory."},
-                   {"lastTransitionTime", "2024-05-20T08:00:01Z"}}}},
-                {"containerStatuses",
-                 {{{"name", "secretflow"},
-                   {"state", {{"waiting", {{"reason", "CrashLoopBackOff"}}}}},
-                   {"lastState",
-                    {{"terminated",
-                      {{"reason", "Error"},
-                       {"exitCode", 2},
-                       {"finishedAt", "2024-05-20T08:00:09Z"}}}}}}}}}}};
-  std::vector<Evidence> e = evidenceOfPod(pod);
-  ASSERT_EQ(e.size(), 3u);
-  EXPECT_EQ(e[0].entry, "alice/t-0");
-  EXPECT_EQ(e[2].message, "exit code 2");
-  Classification fromPod = classify(e);
-  EXPECT_EQ(fromPod.reason, Reason::kUnschedulable);
-  EXPECT_EQ(*fromPod.cause, Reason::kCrashed);
-  EXPECT_EQ(toJson(fromPod)["since"], "2024-05-20T08:00:01Z");
+// A log's end says why it ended: a long terminationLog keeps its first line and its last.
+TEST(FailureTest, ALongLogKeepsItsBeginningAndItsEnd) {
+  std::string log = "container[secretflow] terminated state reason \"Error\", message: \"" +
+                    std::string(8000, 'x') +
+                    "\nRuntimeError: HTTP 503: delayed connect error: 111\"";
+  std::string cut = excerpt(log);
+  EXPECT_LE(cut.size(), kExcerptBytes);
+  EXPECT_EQ(cut.rfind("container[secretflow]", 0), 0u);
+  EXPECT_NE(cut.find(" ... "), std::string::npos);
+  EXPECT_TRUE(cut.ends_with("delayed connect error: 111\""));
+  EXPECT_EQ(reasonOf({"alice/t-0", "", cut, 0}), Reason::kPeerNetwork);
+  // Multi-byte sequences are never split.
+  std::string wide;
+  for (int i = 0; i < 400; ++i)
+    wide += "é";
+  std::string w = excerpt(wide, 100);
+  EXPECT_LE(w.size(), 100u);
+  EXPECT_EQ(nlohmann::json(w).dump().find("\\u"), std::string::npos);
+  EXPECT_NO_THROW((void)nlohmann::json(w).dump());
+}
+
+namespace tl = kuscia_host::model::timeline;
+
+// A timeline document as the sources build it: entries from status entries, the task's end.
+struct Task {
+  json doc = {{"task", "t"}, {"createTime", "2024-05-20T08:00:00Z"}, {"entries", json::object()}};
+  Task& entry(const std::string& key, json status, bool pod = true) {
+    doc["entries"][key] = tl::entry(key, status, pod);
+    return *this;
+  }
+  Task& ended(const std::string& phase, const std::string& reason, const std::string& message) {
+    doc["phase"] = phase;
+    doc["completionTime"] = "2024-05-20T08:05:00Z";
+    tl::TaskParts parts;
+    const json r = reason, m = message;
+    parts.reason = &r;
+    parts.message = &m;
+    doc["evidence"] = tl::taskEvidence(parts);
+    return *this;
+  }
+  json summary(const std::string& now, int64_t stuckAfterSeconds = 300) const {
+    return tl::summarize(doc, *sdk::parseTime(now), stuckAfterSeconds * 1000000000);
+  }
+};
+
+// The summary says why a Failed task failed, from what Kuscia's status keeps (after the pods are
+// gone): the evidence's party, not Kuscia's failed parties; when it ended.
+TEST(FailureSummaryTest, AFailedTaskSaysWhyFromTheStatusItKeeps) {
+  Task t;
+  t.entry("alice/t-0", {{"createTime", "2024-05-20T08:00:01Z"},
+                        {"startTime", "2024-05-20T08:00:02Z"},
+                        {"readyTime", "2024-05-20T08:00:04Z"},
+                        {"podPhase", "Failed"}})
+      .entry(
+          "bob/t-0",
+          {{"createTime", "2024-05-20T08:00:01Z"},
+           {"startTime", "2024-05-20T08:00:02Z"},
+           {"imagePullStartTime", "2024-05-20T08:00:02Z"},
+           {"imagePullEndTime", "2024-05-20T08:00:09Z"},
+           {"containersStartTime", "2024-05-20T08:00:10Z"},
+           {"podPhase", "Failed"},
+           {"reason", "OOMKilled"},
+           {"terminationLog", "container[secretflow] terminated state reason "
+                              "\"OOMKilled\", message: \"\""},
+           {"reasons",
+            {{"pulling", {{"reason", "BackOff"}, {"message", "Back-off pulling image \"sf\""}}}}}})
+      .ended("Failed", "",
+             "The remaining no-failed party task counts 0 are less than the task "
+             "success threshold 2. failed party[alice bob]");
+  json s = t.summary("2024-05-20T08:06:00Z");
+  ASSERT_TRUE(s.contains("failure")) << s.dump();
+  EXPECT_FALSE(s.contains("stuck"));
+  EXPECT_EQ(s["failure"]["reason"], "OOMKilled");
+  EXPECT_EQ(s["failure"]["party"], "bob");
+  EXPECT_EQ(s["failure"]["entry"], "bob/t-0");
+  EXPECT_EQ(s["failure"]["since"], "2024-05-20T08:05:00Z");
+  EXPECT_EQ(
+      s["failure"]["excerpt"],
+      "OOMKilled: container[secretflow] terminated state reason \"OOMKilled\", message: \"\"");
+  // bob's pull waited once and went on: its Events' reason is not why the task failed...
+  EXPECT_FALSE(s["failure"].contains("cause"));
+  // ...while a pod that never got past its pull is.
+  t.entry("carol/t-0", {{"createTime", "2024-05-20T08:00:01Z"},
+                        {"startTime", "2024-05-20T08:00:02Z"},
+                        {"reasons",
+                         {{"pulling",
+                           {{"reason", "Failed"},
+                            {"message", "Failed to pull image \"sf\": "
+                                        "not found"}}}}}});
+  s = t.summary("2024-05-20T08:06:00Z");
+  EXPECT_EQ(s["failure"]["reason"], "ImagePull");
+  EXPECT_EQ(s["failure"]["party"], "carol");
+  EXPECT_EQ(s["failure"]["cause"], "OOMKilled");
+  // A pre-check failure: no entry at all, the task's message is the evidence.
+  Task precheck;
+  precheck.ended("Failed", "",
+                 "KusciaTask failed after 3x retry, last error: failed to get appImage "
+                 "\"secretflow-image\" from cache, appimage \"secretflow-image\" not found");
+  s = precheck.summary("2024-05-20T08:06:00Z");
+  EXPECT_EQ(s["failure"]["reason"], "Misconfigured");
+  EXPECT_FALSE(s["failure"].contains("party"));
+  EXPECT_EQ(s["failure"]["since"], "2024-05-20T08:05:00Z");
+  // The scheduler's word beside Kuscia's lifecycle: the actionable one first.
+  Task late;
+  late.entry("bob/t-0", {{"createTime", "2024-05-20T08:00:01Z"},
+                         {"podPhase", "Failed"},
+                         {"reason", "Unschedulable"},
+                         {"message", "0/1 nodes are available: 1 Insufficient cpu."}})
+      .ended("Failed", "TaskResourceGroupPhaseFailed",
+             "The task was not scheduled within 300 seconds of its entire lifecycle");
+  s = late.summary("2024-05-20T08:06:00Z");
+  EXPECT_EQ(s["failure"]["reason"], "Unschedulable");
+  EXPECT_EQ(s["failure"]["cause"], "Timeout");
+  EXPECT_EQ(s["failure"]["party"], "bob");
+}
+
+// A task waiting past stuckAfter says why it waits; before, it does not; a finished one never.
+TEST(FailureSummaryTest, AWaitingTaskIsStuckPastTheThresholdWithItsReason) {
+  Task t;
+  t.entry("alice/t-0", {{"createTime", "2024-05-20T08:00:01Z"},
+                        {"startTime", "2024-05-20T08:00:02Z"},
+                        {"readyTime", "2024-05-20T08:00:04Z"}})
+      .entry(
+          "bob/t-0",
+          {{"createTime", "2024-05-20T08:00:01Z"},
+           {"startTime", "2024-05-20T08:00:03Z"},
+           {"imagePullStartTime", "2024-05-20T08:00:03Z"},
+           {"podPhase", "Pending"},
+           {"message", "container[secretflow] waiting state reason: \"ImagePullBackOff\", "
+                       "message: \"Back-off pulling image \\\"sf\\\"\""},
+           {"reasons",
+            {{"pulling", {{"reason", "BackOff"}, {"message", "Back-off pulling image \"sf\""}}}}}});
+  t.doc["phase"] = "Running";
+  EXPECT_FALSE(t.summary("2024-05-20T08:05:02Z").contains("stuck")); // 299 s
+  json s = t.summary("2024-05-20T08:05:03Z");
+  ASSERT_TRUE(s.contains("stuck")) << s.dump();
+  EXPECT_FALSE(s.contains("failure"));
+  EXPECT_EQ(s["stuck"]["reason"], "ImagePull");
+  EXPECT_EQ(s["stuck"]["party"], "bob");
+  EXPECT_EQ(s["stuck"]["since"], "2024-05-20T08:00:03Z"); // its pull began
+  EXPECT_EQ(s["stuck"]["seconds"], 300);
+  EXPECT_EQ(t.summary("2024-05-20T08:00:40Z", 30)["stuck"]["reason"], "ImagePull");
+  // Nothing says why: Unknown, where it waits longest.
+  Task quiet;
+  quiet.entry("bob/t-0", {{"createTime", "2024-05-20T08:00:01Z"}});
+  s = quiet.summary("2024-05-20T09:00:00Z");
+  EXPECT_EQ(s["stuck"]["reason"], "Unknown");
+  EXPECT_EQ(s["stuck"]["entry"], "bob/t-0");
+  EXPECT_EQ(s["stuck"]["since"], "2024-05-20T08:00:01Z");
+  EXPECT_FALSE(s["stuck"].contains("excerpt"));
+  // A task with no entry yet waits since its creation.
+  EXPECT_EQ(Task().summary("2024-05-20T09:00:00Z")["stuck"]["since"], "2024-05-20T08:00:00Z");
+  // Finished: no stuck.
+  quiet.doc["phase"] = "Succeeded";
+  EXPECT_FALSE(quiet.summary("2024-05-20T09:00:00Z").contains("stuck"));
+  // A complete task is not stuck however old.
+  Task done;
+  done.entry("alice/t-0", {{"createTime", "2024-05-20T08:00:01Z"},
+                           {"startTime", "2024-05-20T08:00:02Z"},
+                           {"readyTime", "2024-05-20T08:00:04Z"}});
+  EXPECT_FALSE(done.summary("2024-05-21T08:00:00Z").contains("stuck"));
+}
+
+// The values' summary (what task-history and task-timeline's metrics use) says what the
+// document's does.
+TEST(FailureSummaryTest, TheValuesSayWhatTheDocumentSays) {
+  Task t;
+  t.entry("bob/t-0", {{"createTime", "2024-05-20T08:00:01Z"},
+                      {"startTime", "2024-05-20T08:00:02Z"},
+                      {"reason", "Error"},
+                      {"terminationLog", "container[c] terminated state reason \"Error\", "
+                                         "message: \"upstream connect error\""}})
+      .ended("Failed", "", "");
+  const int64_t now = *sdk::parseTime("2024-05-20T08:06:00Z");
+  std::vector<tl::EntryTimes> entries;
+  for (const auto& [key, e] : t.doc["entries"].items())
+    entries.push_back(tl::entryTimes(key, e));
+  tl::Summary s =
+      tl::summarize(sdk::parseTime("2024-05-20T08:00:00Z"), entries, now, tl::TaskEnd::of(t.doc));
+  ASSERT_TRUE(s.failure);
+  EXPECT_EQ(s.failure->reason, Reason::kPeerNetwork);
+  EXPECT_EQ(tl::toJson(s, now), tl::summarize(t.doc, now));
 }
 
 } // namespace

@@ -479,7 +479,9 @@ TEST(TimelineTextTest, TheTextIsTheDumpOfTheDocumentAndTheTimesItsEntries) {
                                             "since": "2024-05-20T08:00:02Z"},
                               "starting": 7}},
     "alice/p-1": {"createTime": "2024-05-20T08:00:05Z", "startTime": "2024-05-20T08:00:04Z",
-                  "readyTime": 12, "podPhase": {"odd": true}},
+                  "readyTime": 12, "podPhase": {"odd": true}, "reason": "OOMKilled",
+                  "terminationLog": "container[c] terminated state reason \"OOMKilled\"\u0007",
+                  "message": 5},
     "alice/shared": {"createTime": "2024-05-20T08:00:00Z"},
     "bob/p-0": {"createTime": "not a time"},
     "carol/é-0": "not an object",
@@ -491,6 +493,9 @@ TEST(TimelineTextTest, TheTextIsTheDumpOfTheDocumentAndTheTimesItsEntries) {
     "bob/svc": {"readyTime": "2024-05-20T08:00:03Z"}
   })");
   const json running = "Running", number = 3, created = "2024-05-20T07:59:58Z";
+  const json failed = "Failed", ended = "2024-05-20T08:01:00Z",
+             why = "TaskResourceGroupPhaseFailed",
+             said = "The task was not scheduled within 300 seconds of its entire lifecycle";
   const std::vector<std::pair<std::string, std::string>> uids = {{"alice/p-0", "u\"0"},
                                                                  {"alice/shared", "u-1"}};
   struct Case {
@@ -499,6 +504,8 @@ TEST(TimelineTextTest, TheTextIsTheDumpOfTheDocumentAndTheTimesItsEntries) {
   };
   const Case cases[] = {
       {{"t-1", "cross-domain", &running, &created, &pods, &services}, "uid-1"},
+      {{"t-5", "cross-domain", &failed, &created, &pods, &services, &ended, &why, &said}, ""},
+      {{"t-6", "cross-domain", &failed, nullptr, nullptr, nullptr, &number, &number, &said}, ""},
       {{"t-2", "cross-domain", &number, nullptr, &pods, nullptr}, ""},
       {{"t-3", "cross-domain", nullptr, &number, nullptr, &services}, "x"},
       {{"t-4", "cross-domain", nullptr, nullptr, nullptr, nullptr}, ""},
@@ -525,8 +532,26 @@ TEST(TimelineTextTest, TheTextIsTheDumpOfTheDocumentAndTheTimesItsEntries) {
         EXPECT_EQ(got.*member, want.*member) << key << " " << name;
       EXPECT_EQ(got.reasons, want.reasons) << key;
       EXPECT_EQ(got.waitingToStart, want.waitingToStart) << key;
+      EXPECT_EQ(got.evidenceReason, want.evidenceReason) << key;
+      EXPECT_EQ(got.evidenceMessage, want.evidenceMessage) << key;
+      EXPECT_EQ(got.terminationLog, want.terminationLog) << key;
     }
+    const timeline::TaskEnd end = timeline::TaskEnd::of(doc);
+    EXPECT_EQ(text.end.phase, end.phase) << c.parts.name;
+    EXPECT_EQ(text.end.completionTime, end.completionTime) << c.parts.name;
+    EXPECT_EQ(text.end.reason, end.reason) << c.parts.name;
+    EXPECT_EQ(text.end.message, end.message) << c.parts.name;
   }
+  // What the status says of a pod and of the task is kept as excerpts (no control character),
+  // only where it is a text.
+  const json failedDoc = json::parse(timelineText(cases[1].parts, uids, "").json);
+  EXPECT_EQ(failedDoc["entries"]["alice/p-1"]["evidence"],
+            json({{"reason", "OOMKilled"},
+                  {"terminationLog", "container[c] terminated state reason \"OOMKilled\""}}));
+  EXPECT_EQ(failedDoc["evidence"], json({{"reason", why}, {"message", said}}));
+  EXPECT_EQ(failedDoc["completionTime"], ended);
+  EXPECT_FALSE(failedDoc["entries"]["alice/p-0"].contains("evidence"));
+  EXPECT_FALSE(json::parse(timelineText(cases[2].parts, uids, "").json).contains("completionTime"));
   // The cases above hold what they are meant to: a negative duration, a missing time, a service
   // that replaces the pod of its key, an escaped uid.
   const json doc = json::parse(timelineText(cases[0].parts, uids, "").json);
@@ -610,6 +635,9 @@ TEST(TimelineTextTest, TheDocumentFromTheEntriesTextsIsTheOneFromTheEntriesParse
        "{}", false},
       {R"({"alice/p-1":{"createTime":1716192000}})", "{}", false},
       {R"({"alice/p-1":{"create\u0054ime":"2024-05-20T08:00:00Z"}})", "{}", false},
+      // What the status says of a pod (user data: excerpts the DOM writes).
+      {R"({"alice/p-1":{"createTime":"2024-05-20T08:00:00Z","reason":"Unschedulable"}})", "{}",
+       false},
   };
   const auto keep = [](std::string_view key) { return key.substr(0, 6) == "alice/"; };
   for (const Case& c : cases) {
@@ -622,16 +650,34 @@ TEST(TimelineTextTest, TheDocumentFromTheEntriesTextsIsTheOneFromTheEntriesParse
         TaskTexts texts{"t-1", "cross-domain"};
         if (*phase != 0) texts.phase = phase;
         if (*create != 0) texts.createTime = create;
+        // The task's end, when it has one, in both.
+        const json ended = "2024-05-20T08:01:00Z", said = "failed party[\"bob\"]\n";
+        if (*phase == 0) {
+          texts.completionTime = ended.get_ref<const std::string&>();
+          texts.message = said.get_ref<const std::string&>();
+        }
         const auto fromTexts = facts.documentTextOf(texts, *podTexts, *serviceTexts, "uid-1");
         ASSERT_EQ(fromTexts.has_value(), c.texts);
         if (!fromTexts) continue;
         json pods = *entriesWhere(c.pods, keep), services = *entriesWhere(c.services, keep);
         const json createJson = *create != 0 ? json(create) : json();
-        const TimelineText want = facts.documentText(
-            {"t-1", "cross-domain", phase, &createJson, nullptr, &services, &pods}, "uid-1");
+        const TimelineText want = facts.documentText({"t-1",
+                                                      "cross-domain",
+                                                      phase,
+                                                      &createJson,
+                                                      nullptr,
+                                                      &services,
+                                                      &pods,
+                                                      {},
+                                                      *phase == 0 ? &ended : nullptr,
+                                                      nullptr,
+                                                      *phase == 0 ? &said : nullptr},
+                                                     "uid-1");
         EXPECT_EQ(fromTexts->json, want.json);
         EXPECT_EQ(fromTexts->phase, want.phase);
         EXPECT_EQ(fromTexts->createTime, want.createTime);
+        EXPECT_EQ(fromTexts->end.completionTime, want.end.completionTime);
+        EXPECT_EQ(fromTexts->end.message, want.end.message);
         ASSERT_EQ(fromTexts->entries.size(), want.entries.size());
         for (std::size_t i = 0; i < want.entries.size(); ++i) {
           const timeline::EntryTimes &got = fromTexts->entries[i], &w = want.entries[i];
