@@ -38,9 +38,42 @@ bool terminatedWith(std::string_view message, std::string_view reason) {
 
 } // namespace
 
+namespace {
+
+// The length of the well-formed UTF-8 sequence at `i` (RFC 3629: no overlong form, no
+// surrogate), 0 when there is none.
+std::size_t sequenceAt(std::string_view t, std::size_t i) {
+  const auto b = [&t](std::size_t k) { return static_cast<unsigned char>(t[k]); };
+  const unsigned char c = b(i);
+  if (c < 0x80) return 1;
+  std::size_t n = c >= 0xC2 && c <= 0xDF   ? 2
+                  : c >= 0xE0 && c <= 0xEF ? 3
+                  : c >= 0xF0 && c <= 0xF4 ? 4
+                                           : 0;
+  if (n == 0 || i + n > t.size()) return 0;
+  // The second byte's range depends on the first; the others are continuation bytes.
+  const unsigned char lo = c == 0xE0 ? 0xA0 : c == 0xF0 ? 0x90 : 0x80;
+  const unsigned char hi = c == 0xED ? 0x9F : c == 0xF4 ? 0x8F : 0xBF;
+  if (b(i + 1) < lo || b(i + 1) > hi) return 0;
+  for (std::size_t k = 2; k < n; ++k)
+    if ((b(i + k) & 0xC0) != 0x80) return 0;
+  return n;
+}
+
+} // namespace
+
 std::string excerpt(std::string_view text, std::size_t maxBytes) {
   static constexpr std::string_view kGap = " ... ";
-  std::string clean = boundedText(text, text.size() + 8); // control characters dropped
+  // Whole sequences only (bytes that are no UTF-8 are dropped: the excerpt is put in JSON), no
+  // control character but newline and tab.
+  std::string valid;
+  valid.reserve(text.size());
+  for (std::size_t i = 0; i < text.size();) {
+    const std::size_t n = sequenceAt(text, i);
+    if (n > 0) valid.append(text.substr(i, n));
+    i += n > 0 ? n : 1;
+  }
+  std::string clean = boundedText(valid, valid.size() + 8);
   if (clean.size() <= maxBytes) return clean;
   if (maxBytes <= kGap.size() + 8) return boundedText(clean, maxBytes);
   const std::size_t room = maxBytes - kGap.size();

@@ -185,6 +185,22 @@ for u in ("http://collector:4318", "https://tempo/otlp/v1/traces", "http://[::1]
 for d in fixture("otel-timeline.json")["documents"].values():
     seed("fuzz_otlp", b"\x04" + dump(d).encode())
 
+# Why a task failed: byte 0 picks which texts a pod's status entry holds (bit 0..2) and whether
+# the task Failed (bit 3); then reason, message, terminationLog and the task's message, cut at NUL.
+for flags, parts in (
+        (0x0f, ["OOMKilled", "exit code 137",
+                'container[secretflow] terminated state reason "OOMKilled", message: ""',
+                "The remaining no-failed party task counts 1"]),
+        (0x03, ["ImagePullBackOff",
+                'container[secretflow] waiting state reason: "ImagePullBackOff", message: "Back-off pulling image"',
+                "", ""]),
+        (0x0c, ["Error", "", 'container[c] terminated state reason "Error", message: "' + "x" * 900 +
+                '\u00e9 delayed connect error: 111"', ""]),
+        (0x09, ["Unschedulable", "0/1 nodes are available: 1 Insufficient cpu.", "",
+                "The task was not scheduled within 300 seconds of its entire lifecycle"])):
+    seed("fuzz_failure", bytes([flags]) + "\0".join(parts).encode())
+seed("fuzz_failure", b"\x0f\x01\x02\x1b[31m\x00\xff\xfe bad utf8\x00\xe9\xe9\xe9\x00\x7f")
+
 shutil.rmtree(out, ignore_errors=True)
 for harness, seeds in sorted(corpora.items()):
     os.makedirs(os.path.join(out, harness))
