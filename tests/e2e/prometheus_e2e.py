@@ -170,6 +170,7 @@ try:
     groups = json.loads(get(api + "rules"))["data"]["groups"]
     names = {r["name"]: r.get("state") for g in groups for r in g["rules"] if r["type"] == "alerting"}
     check(set(names) == {"KusciaTaskEntriesStuck", "KusciaTaskStartupSlow", "KusciaPartyBlameJump",
+                         "KusciaPartyFailingForOneReason", "KusciaTasksStuck",
                          "KusciaTraceExportFailing", "KusciaHostFallingBehind",
                          "KusciaTaskStartupSLOBurningFast", "KusciaTaskStartupSLOBurningSlowly"}
           and set(names.values()) == {"inactive"}, "Prometheus loaded the alerting rules: %s" % names)
