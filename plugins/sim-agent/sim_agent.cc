@@ -15,7 +15,7 @@ using nlohmann::json;
 
 namespace {
 
-enum TaskField { kParties, kInitiator, kPhase, kTaskFieldCount };
+enum TaskField { kParties, kInitiator, kPhase, kCreate, kLifecycle, kFault, kTaskFieldCount };
 enum PodField {
   kPodTask,
   kPodPhase,
@@ -23,8 +23,84 @@ enum PodField {
   kPodStart,
   kPodIp,
   kPodContainers,
+  kPodReason,
+  kPodMessage,
   kPodFieldCount
 };
+
+// The annotation that has a party's pods play a fault: "<party>=<kind>".
+constexpr const char* kFaultPointer = "/metadata/annotations/sim.kuscia-host~1fault";
+
+std::string textOf(const json& obj, const char* key) {
+  return obj.is_object() && obj.contains(key) && obj[key].is_string() ? obj[key].get<std::string>()
+                                                                      : std::string();
+}
+
+// What Kuscia's task controller copies of a pod into its podStatuses entry (kt/handler/common.go:
+// the pod's reason and message; the first terminated container's reason and its terminationLog;
+// else PodScheduled=False's reason and message; else the first waiting container's), as
+// {"reason", "message", "terminationLog"} with null for what it does not say. A container still
+// being created is left out (Kuscia writes it too, with an empty message).
+json kusciaPodStatus(const json& f) {
+  std::string reason = model::fieldString(f, kPodReason),
+              message = model::fieldString(f, kPodMessage);
+  std::string log;
+  const json containers = f[kPodContainers].is_array() ? f[kPodContainers] : json::array();
+  auto out = [&] {
+    auto orNull = [](const std::string& v) { return v.empty() ? json() : json(v); };
+    return json{
+        {"reason", orNull(reason)}, {"message", orNull(message)}, {"terminationLog", orNull(log)}};
+  };
+  for (const auto& c : containers) {
+    for (const char* which : {"state", "lastState"}) {
+      const json t = c.value(which, json::object()).value("terminated", json());
+      if (!t.is_object()) continue;
+      if (reason.empty()) reason = textOf(t, "reason");
+      log = "container[" + textOf(c, "name") + "] " +
+            (std::string(which) == "state" ? "" : "last ") + "terminated state reason \"" +
+            textOf(t, "reason") + "\", message: \"" + textOf(t, "message") + "\"";
+      return out();
+    }
+  }
+  if (const json* c = model::findCondition(f[kPodConditions], "PodScheduled");
+      c != nullptr && c->value("status", "") == "False") {
+    if (reason.empty()) reason = textOf(*c, "reason");
+    message = textOf(*c, "message");
+    return out();
+  }
+  for (const auto& c : containers) {
+    const json w = c.value("state", json::object()).value("waiting", json());
+    if (!w.is_object() || textOf(w, "reason") == "ContainerCreating") continue;
+    if (reason.empty()) reason = textOf(w, "reason");
+    message = "container[" + textOf(c, "name") + "] waiting state reason: \"" +
+              textOf(w, "reason") + "\", message: \"" + textOf(w, "message") + "\"";
+    break;
+  }
+  return out();
+}
+
+// A container that ended: how each fault's container ends.
+json terminatedContainer(const std::string& fault, const std::string& startedAt,
+                         const std::string& at) {
+  json t = {{"startedAt", startedAt}, {"finishedAt", at}};
+  if (fault == "oom") {
+    t["reason"] = "OOMKilled";
+    t["exitCode"] = 137;
+  } else {
+    t["reason"] = "Error";
+    t["exitCode"] = 1;
+    t["message"] =
+        fault == "peer-network"
+            ? "Traceback (most recent call last):\n  File \"/root/psi.py\", line 88, in run\n"
+              "grpc._channel._InactiveRpcError: status = StatusCode.UNAVAILABLE, details = \"HTTP "
+              "503: upstream connect error or disconnect/reset before headers. reset reason: "
+              "connection failure, transport failure reason: delayed connect error: 111\""
+            : "Traceback (most recent call last):\n  File \"/root/psi.py\", line 42, in "
+              "<module>\nValueError: input table 'alice_table' has no column 'id'";
+  }
+  return {{"name", "secretflow"}, {"ready", false},        {"started", false},
+          {"restartCount", 0},    {"image", "secretflow"}, {"state", {{"terminated", t}}}};
+}
 
 // Merges `add` into a conditions array by type (what a strategic merge patch would do).
 json withConditions(json conditions, const json& add) {
@@ -67,15 +143,18 @@ SimAgent::SimAgent(sdk::Host host, std::string_view domain, std::string_view con
       p2p_(host.deploymentMode() == "p2p"),
       rng_(static_cast<uint64_t>(config_.seed) ^ std::hash<std::string_view>{}(domain)) {
   taskSub_ = host.subscribe(model::taskSubscription(
-      config_.taskNamespace, {"/spec/parties", "/spec/initiator", "/status/phase"}));
+      config_.taskNamespace,
+      {"/spec/parties", "/spec/initiator", "/status/phase", "/metadata/creationTimestamp",
+       "/spec/scheduleConfig/lifecycleSeconds", kFaultPointer}));
   // Every party's pods: the initiator's instance decides the task's phase from all of them.
   sdk::Subscription pods;
   pods.version = "v1";
   pods.resource = "pods";
   pods.scope = KH_SCOPE_ALL;
   pods.labelSelector = "kuscia.secretflow/controller=kusciatask";
-  pods.fields = {model::kTaskIdPointer, "/status/phase", "/status/conditions",
-                 "/status/startTime",   "/status/podIP", "/status/containerStatuses"};
+  pods.fields = {model::kTaskIdPointer, "/status/phase",  "/status/conditions",
+                 "/status/startTime",   "/status/podIP",  "/status/containerStatuses",
+                 "/status/reason",      "/status/message"};
   podSub_ = host.subscribe(pods);
   sdk::Subscription services;
   services.version = "v1";
@@ -141,6 +220,25 @@ void SimAgent::onTask(const sdk::Event& e) {
   t.parties = f[kParties].is_array() ? f[kParties] : json::array();
   t.initiator = model::fieldString(f, kInitiator);
   t.phase = model::fieldString(f, kPhase);
+  t.createNanos = model::parseTime(model::fieldString(f, kCreate)).value_or(0);
+  if (f[kLifecycle].is_number_integer() && f[kLifecycle].get<int64_t>() > 0)
+    t.lifecycleSeconds = f[kLifecycle].get<int64_t>();
+  const std::string fault = model::fieldString(f, kFault);
+  if (auto eq = fault.find('='); eq != std::string::npos) {
+    t.faultParty = fault.substr(0, eq);
+    t.fault = fault.substr(eq + 1);
+  }
+  // Kuscia's TaskResourceGroup expires lifecycleSeconds after its creation (the task's, here).
+  if (t.fault == "unschedulable" && t.expiryTimer == 0 && t.createNanos > 0 &&
+      !model::finishedPhase(t.phase) && (p2p_ ? t.faultParty == domain_ : t.initiator == domain_)) {
+    const int64_t left = t.createNanos + t.lifecycleSeconds * 1000000000 - host().wallTimeNanos();
+    try {
+      t.expiryTimer = host().startTimer(static_cast<uint64_t>(std::max<int64_t>(left / 1000000, 0)),
+                                        0, kExpiry);
+      timers_[t.expiryTimer] = name;
+    } catch (const sdk::HostError&) {
+    }
+  }
   t.mine = false;
   for (const auto& p : t.parties)
     t.mine = t.mine || (p.is_object() && p.value("domainID", "") == domain_);
@@ -316,6 +414,20 @@ void SimAgent::onPod(const sdk::Event& e) {
   const json& conds = f[kPodConditions];
   p.conditions = conds.is_array() ? conds.dump() : "[]";
   p.phase = model::fieldString(f, kPodPhase);
+  p.said = kusciaPodStatus(f);
+  if (auto t = tasks_.find(p.task); t != tasks_.end() && t->second.faultParty == p.namespaceName)
+    p.fault = t->second.fault;
+  // A fault that waits for good: unschedulable, or the image that cannot be pulled.
+  p.stalled = false;
+  if (const json* c = model::findCondition(conds, "PodScheduled");
+      c != nullptr && c->value("status", "") == "False")
+    p.stalled = true;
+  if (f[kPodContainers].is_array())
+    for (const auto& c : f[kPodContainers]) {
+      const std::string waiting =
+          textOf(c.value("state", json::object()).value("waiting", json::object()), "reason");
+      p.stalled = p.stalled || waiting == "ErrImagePull" || waiting == "ImagePullBackOff";
+    }
   auto isTrue = [&](const char* type) {
     const json* c = model::findCondition(conds, type);
     return c != nullptr && c->value("status", "") == "True";
@@ -346,14 +458,14 @@ void SimAgent::onPod(const sdk::Event& e) {
     creating_.erase(key);
     if (!known && !p.task.empty()) createServices(p.name, p.uid, p.task);
     advance(key);
-    writePodPhase(p);
+    writePodStatus(p);
   }
   if (!p.task.empty()) settlePhase(p.task);
 }
 
 void SimAgent::advance(const std::string& key) {
   Pod& p = pods_[key];
-  if (p.stage == Stage::kFailed) return;
+  if (p.stage == Stage::kFailed || p.stalled) return;
   if (p.timer == 0 && p.stage != Stage::kReady) {
     int64_t ms = p.stage == Stage::kCreated     ? config_.scheduleMillis
                  : p.stage == Stage::kScheduled ? config_.startMillis
@@ -382,6 +494,7 @@ void SimAgent::onTimer(uint64_t timerId, uint64_t userTag) {
   std::string target = std::move(it->second);
   timers_.erase(it);
   if (userTag == kCleanup) return cleanup(target);
+  if (userTag == kExpiry) return expire(target);
   if (userTag == kFinish) {
     auto t = tasks_.find(target);
     if (t == tasks_.end()) return;
@@ -408,6 +521,10 @@ void SimAgent::step(const std::string& key) {
   r.name = p.name;
   r.subresource = "status";
   json status;
+  if (faultStep(p, t, status)) {
+    r.body = json{{"status", status}}.dump();
+    return send(r);
+  }
   switch (p.stage) {
   case Stage::kCreated: {
     // The scheduler binds the pod to the domain's node.
@@ -527,10 +644,80 @@ void SimAgent::recordEvent(const Pod& p, const std::string& reason, const std::s
   createObject("events", p.namespaceName, event);
 }
 
-void SimAgent::writePodPhase(Pod& p) {
-  if (p.task.empty() || p.phase.empty() || p.phase == p.writtenPhase) return;
-  p.writtenPhase = p.phase;
+bool SimAgent::faultStep(Pod& p, const std::string& at, json& status) {
+  if (p.fault == "unschedulable" && p.stage == Stage::kCreated) {
+    const std::string why = "0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 nodes "
+                            "are available: 1 No preemption victims found for incoming pod.";
+    json unscheduled = condition("PodScheduled", at);
+    unscheduled["status"] = "False";
+    unscheduled["reason"] = "Unschedulable";
+    unscheduled["message"] = why;
+    status = {
+        {"phase", "Pending"},
+        {"conditions", withConditions(json::parse(p.conditions), json::array({unscheduled}))}};
+    recordEvent(p, "FailedScheduling", why, at, "Warning");
+    return true;
+  }
+  if (p.fault == "image-missing" && p.stage == Stage::kScheduled) {
+    const std::string image = "secretflow/secretflow-missing:1.11";
+    recordEvent(p, "Pulling", "Pulling image \"" + image + "\"", at);
+    recordEvent(p, "Failed",
+                "Failed to pull image \"" + image +
+                    "\": rpc error: code = NotFound desc = "
+                    "failed to pull and unpack image \"" +
+                    image + "\": not found",
+                at, "Warning");
+    recordEvent(p, "BackOff", "Back-off pulling image \"" + image + "\"", at);
+    json waiting = creatingContainer();
+    waiting["state"] = {{"waiting",
+                         {{"reason", "ImagePullBackOff"},
+                          {"message", "Back-off pulling image \"" + image + "\""}}}};
+    status = {{"phase", "Pending"},
+              {"startTime", at},
+              {"hostIP", "172.18.0.2"},
+              {"conditions", withConditions(json::parse(p.conditions),
+                                            json::array({condition("Initialized", at)}))},
+              {"containerStatuses", json::array({waiting})}};
+    return true;
+  }
+  if ((p.fault == "oom" || p.fault == "crash" || p.fault == "peer-network") &&
+      p.stage == Stage::kRunning) {
+    status = {
+        {"phase", "Failed"},
+        {"containerStatuses",
+         json::array({terminatedContainer(p.fault, p.startedAt.empty() ? at : p.startedAt, at)})}};
+    return true;
+  }
+  return false;
+}
+
+void SimAgent::expire(const std::string& task) {
+  auto it = tasks_.find(task);
+  if (it == tasks_.end() || model::finishedPhase(it->second.phase)) return;
+  Task& t = it->second;
+  t.expiryTimer = 0;
+  bool reserved = true;
+  for (const auto& [key, p] : pods_)
+    if (p.task == task) reserved = reserved && p.stage != Stage::kCreated;
+  if (reserved) return;
+  t.phase = "Failed";
+  send(model::taskStatusPatch(
+      config_.taskNamespace, task,
+      {{"phase", "Failed"},
+       {"reason", "TaskResourceGroupPhaseFailed"},
+       {"message", "The task was not scheduled within " + std::to_string(t.lifecycleSeconds) +
+                       " seconds of its entire lifecycle"},
+       {"completionTime", now()},
+       {"lastReconcileTime", now()}}));
+}
+
+void SimAgent::writePodStatus(Pod& p) {
+  if (p.task.empty() || p.phase.empty()) return;
   json entry = {{"namespace", p.namespaceName}, {"podName", p.name}, {"podPhase", p.phase}};
+  entry.update(p.said); // nulls remove what no longer holds
+  std::string text = entry.dump();
+  if (text == p.written) return;
+  p.written = std::move(text);
   send(model::taskStatusPatch(config_.taskNamespace, p.task,
                               {{"podStatuses", {{p.namespaceName + "/" + p.name, entry}}}}));
 }
@@ -579,16 +766,36 @@ void SimAgent::settlePhase(const std::string& task) {
     parties += p.is_object() && (!p2p_ || p.value("domainID", "") == domain_);
   std::size_t expected = parties * static_cast<std::size_t>(config_.podsPerParty);
   std::size_t ready = 0;
-  bool failed = false;
+  std::set<std::string> failed; // the parties of failed pods
   for (const auto& [key, p] : pods_) {
     if (p.task != task) continue;
     ready += p.stage == Stage::kReady;
-    failed = failed || p.stage == Stage::kFailed;
+    if (p.stage == Stage::kFailed) failed.insert(p.namespaceName);
   }
-  if (failed) {
+  if (!failed.empty()) {
     t.phase = "Failed";
+    // As Kuscia's task controller words it (kt/handler/pending_handler.go:258-280).
+    std::string names;
+    for (const auto& party : failed)
+      names += (names.empty() ? "" : " ") + party;
+    const std::string message = "The remaining no-failed party task counts " +
+                                std::to_string(parties - failed.size()) +
+                                " are less than the task success threshold " +
+                                std::to_string(parties) + ". failed party[" + names + "]";
+    // In the same write, as Kuscia's controller refreshes podStatuses with the phase: what the
+    // failed pods say.
+    json podStatuses = json::object();
+    for (const auto& [key, p] : pods_)
+      if (p.task == task && p.stage == Stage::kFailed) {
+        json entry = {{"namespace", p.namespaceName}, {"podName", p.name}, {"podPhase", "Failed"}};
+        entry.update(p.said);
+        podStatuses[key] = std::move(entry);
+      }
     return send(model::taskStatusPatch(config_.taskNamespace, task,
-                                       {{"phase", "Failed"}, {"completionTime", now()}}));
+                                       {{"phase", "Failed"},
+                                        {"message", message},
+                                        {"completionTime", now()},
+                                        {"podStatuses", std::move(podStatuses)}}));
   }
   if (ready < expected || expected == 0) return;
   if (t.phase != "Running") {

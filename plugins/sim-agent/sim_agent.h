@@ -12,6 +12,16 @@
 // after runMillis (Failed when a pod failed); with cleanupMillis set, a finished task's pods and
 // services are deleted, as Kuscia does.
 //
+// A task annotated `sim.kuscia-host/fault: <party>=<kind>` has that party's pods play a fault the
+// way Kubernetes and Kuscia show it (docs/design/failure.md): `unschedulable` (PodScheduled=False
+// with the scheduler's message, a FailedScheduling Event; the task fails once its
+// spec.scheduleConfig.lifecycleSeconds ran out, as Kuscia's TaskResourceGroup expires),
+// `image-missing` (ErrImagePull, then ImagePullBackOff with their Events: the pod waits forever,
+// as Kuscia lets it), `oom`, `crash` and `peer-network` (the container ends OOMKilled, with a
+// traceback, or with the gateway's connection error in its log: the pod and the task fail).
+// Like Kuscia's task controller it copies each pod's reason, message and terminationLog into the
+// task's podStatuses (kt/handler/common.go), which keeps them after the pods are deleted.
+//
 // It is level-triggered like the others: a restarted host continues each pod from the stage its
 // status shows.
 #pragma once
@@ -47,19 +57,25 @@ private:
     std::string conditions = "[]"; // as last seen (JSON): a merge patch replaces the whole list
     std::string phase;             // status.phase as last seen
     std::string startedAt;         // its container's start, kept when it becomes ready
-    std::string writtenPhase;      // the podPhase last written to the task's podStatuses
+    std::string written;           // the podStatuses entry last written (JSON)
+    std::string fault;             // the fault it plays ("" none)
+    bool stalled = false;          // waits for good (a fault): no next step
+    nlohmann::json said;           // what Kuscia copies of it: reason, message, terminationLog
     bool endpoints = false;        // its services' Endpoints are written
     uint64_t timer = 0;            // the next step is scheduled
   };
   struct Task {
     std::string uid, initiator, phase, resourceVersion;
+    std::string faultParty, fault; // its annotation's
+    int64_t createNanos = 0, lifecycleSeconds = 300;
+    uint64_t expiryTimer = 0;
     nlohmann::json parties = nlohmann::json::array();
     bool mine = false;        // lists this domain as a party
     uint64_t finishTimer = 0; // Running -> Succeeded
     uint64_t cleanupTimer = 0;
     bool cleaned = false;
   };
-  enum Tag : uint64_t { kStep = 1, kEndpoints = 2, kFinish = 3, kCleanup = 4 };
+  enum Tag : uint64_t { kStep = 1, kEndpoints = 2, kFinish = 3, kCleanup = 4, kExpiry = 5 };
 
   void onTask(const sdk::Event& e);
   // The host may forget the task (ABI 1.3): it is finished and cleaned up.
@@ -78,8 +94,14 @@ private:
   // An Event on the pod, as kubelet records it.
   void recordEvent(const Pod& p, const std::string& reason, const std::string& message,
                    const std::string& at, const std::string& type = "Normal");
-  // The pod's podPhase in the task's podStatuses, as Kuscia's task controller keeps it.
-  void writePodPhase(Pod& p);
+  // The pod's podPhase, reason, message and terminationLog in the task's podStatuses, as
+  // Kuscia's task controller keeps them.
+  void writePodStatus(Pod& p);
+  // The fault step of a pod that plays one; false when it has none at this stage.
+  bool faultStep(Pod& p, const std::string& at, nlohmann::json& status);
+  // The task's lifecycle ran out: Failed, as Kuscia's TaskResourceGroup expires, unless every
+  // pod was scheduled (then it was reserved, and nothing expires).
+  void expire(const std::string& task);
   // Deletes a finished task's pods and services of this domain (after cleanupMillis).
   void cleanup(const std::string& task);
   // The task's phase from its pods: Running, then Succeeded after runMillis, or Failed.

@@ -41,6 +41,12 @@ struct DemoConfig {
   std::string showCommand;     // a plugin's command that shows the objects
   std::vector<std::string> showArgs;
   std::string after, whileServing; // templates
+  // --scenario NAME: what it says, and what the objects play in turn (${fault}).
+  struct Scenario {
+    std::string says;
+    std::vector<std::string> faults;
+  };
+  std::map<std::string, Scenario> scenarios;
 };
 
 Result<DemoConfig> loadDemoConfig(const DemoOptions& o) {
@@ -87,6 +93,17 @@ Result<DemoConfig> loadDemoConfig(const DemoOptions& o) {
   }
   if (!objects.contains("template") || !objects["template"].is_object())
     return makeError(where + ": objects.template must be a mapping");
+  const json scenarios = doc.value("scenarios", json::object());
+  for (const auto& [name, sc] : scenarios.items()) {
+    DemoConfig::Scenario& to = c.scenarios[name];
+    if (!sc.is_object() || !sc.value("says", json()).is_string() ||
+        !sc.value("faults", json()).is_array() || sc["faults"].empty())
+      return makeError(where + ": scenarios." + name +
+                       " must have says (a text) and faults (a list)");
+    to.says = sc["says"].get<std::string>();
+    for (const auto& f : sc["faults"])
+      to.faults.push_back(f.is_string() ? f.get<std::string>() : f.dump());
+  }
   c.objectTemplate = objects["template"].dump();
   return c;
 }
@@ -107,9 +124,18 @@ struct DemoHost {
   std::unique_ptr<Daemon> daemon;
 };
 
-// The object the demo submits for a task named `name`.
-json taskObject(const DemoConfig& c, const std::string& name) {
-  return json::parse(fill(c.objectTemplate, {{"name", name}}));
+// The object the demo submits for a task named `name`, playing `fault` (its ${fault}).
+json taskObject(const DemoConfig& c, const std::string& name, const std::string& fault) {
+  return json::parse(fill(c.objectTemplate, {{"name", name}, {"fault", fault}}));
+}
+
+// What the `index`th object (from 0) plays with the scenario: its faults in turn, ${party} the
+// last party; "" nothing.
+std::string faultOf(const DemoConfig& c, const std::string& scenario, std::size_t index) {
+  auto it = c.scenarios.find(scenario);
+  if (it == c.scenarios.end()) return "";
+  const auto& faults = it->second.faults;
+  return fill(faults[index % faults.size()], {{"party", c.domains.back()}});
 }
 
 // The address with its port moved by `delta` (the second host of --p2p), unless it is 0.
@@ -118,6 +144,12 @@ std::string shiftPort(const std::string& listen, int delta) {
   unsigned short port = 0;
   if (!parseListenAddress(listen, host, port) || port == 0) return listen;
   return host + ":" + std::to_string(port + delta);
+}
+
+// A demo task waiting ten phases is stuck, and never sooner than 15 s: the times an entry's
+// phases start from may be written up to 5 s after the fact (deferred writes).
+int stuckSeconds(const DemoOptions& o) {
+  return std::max(15, 10 * o.phaseMillis / 1000);
 }
 
 // Loads and starts the hosts: one for both domains, or one per domain with its own cluster.
@@ -144,6 +176,7 @@ Result<std::vector<DemoHost>> startHosts(const DemoOptions& o, const DemoConfig&
               : "";
       domains += fill(c.domain, {{"domain", d},
                                  {"phaseMillis", std::to_string(o.phaseMillis)},
+                                 {"stuckSeconds", std::to_string(stuckSeconds(o))},
                                  {"cleanupMillis", std::to_string(2 * o.phaseMillis)},
                                  {"simExtra", extra},
                                  {"historyDb", (work / "history.db").string()},
@@ -174,7 +207,7 @@ Result<std::vector<DemoHost>> startHosts(const DemoOptions& o, const DemoConfig&
 // The clusters' namespaces, then the tasks (in every cluster in p2p, as interconnection does).
 Result<std::vector<std::unique_ptr<ClusterReader>>>
 submitTasks(const DemoConfig& config, std::vector<DemoHost>& hosts,
-            const std::vector<std::string>& tasks) {
+            const std::vector<std::string>& tasks, const std::string& scenario) {
   std::vector<std::unique_ptr<ClusterReader>> clusters;
   auto post = [](ClusterReader& c, const std::string& path, const json& body,
                  const std::string& what) -> Result<void> {
@@ -197,10 +230,12 @@ submitTasks(const DemoConfig& config, std::vector<DemoHost>& hosts,
         return makeError(r.error());
     clusters.push_back(std::move(reader.value()));
   }
-  for (const auto& t : tasks)
-    for (auto& c : clusters)
-      if (auto r = post(*c, config.collection, taskObject(config, t), "submitting " + t); !r)
+  for (std::size_t i = 0; i < tasks.size(); ++i)
+    for (auto& c : clusters) {
+      const json object = taskObject(config, tasks[i], faultOf(config, scenario, i));
+      if (auto r = post(*c, config.collection, object, "submitting " + tasks[i]); !r)
         return makeError(r.error());
+    }
   return clusters;
 }
 
@@ -219,8 +254,9 @@ int show(const DemoOptions& o, const DemoConfig& c, const PluginCommand& command
          std::ostream& out, std::ostream& err) {
   std::vector<std::string> args = {c.showCommand};
   for (const auto& a : c.showArgs)
-    args.push_back(fill(
-        a, {{"timeoutSeconds", std::to_string(o.timeoutSeconds)}, {"outputDir", o.outputDir}}));
+    args.push_back(fill(a, {{"timeoutSeconds", std::to_string(o.timeoutSeconds)},
+                            {"outputDir", o.outputDir},
+                            {"stuckSeconds", std::to_string(stuckSeconds(o))}}));
   args.insert(args.end(), names.begin(), names.end());
   for (const auto& h : hosts)
     args.insert(args.end(), {"--kubeconfig", h.kubeconfig});
@@ -241,6 +277,15 @@ void printHints(const DemoOptions& o, const DemoConfig& c, const std::vector<Dem
                                  {"admin", admin},
                                  {"first", first}});
   }
+}
+
+// ", slow-party: bob's image pulls are slow" and the like: what the scenario plays.
+std::string scenarioText(const DemoOptions& o, const DemoConfig& c) {
+  if (o.scenario == "slow-party")
+    return ", slow-party: " + c.domains.back() + "'s image pulls are slow";
+  auto it = c.scenarios.find(o.scenario);
+  if (it == c.scenarios.end()) return "";
+  return ", " + o.scenario + ": " + fill(it->second.says, {{"party", c.domains.back()}});
 }
 
 // Until SIGINT or SIGTERM. Before the line that tells a caller it may press Ctrl-C: a signal
@@ -276,6 +321,15 @@ int runDemo(const DemoOptions& o, std::ostream& out, std::ostream& err) {
     err << "kuscia-host: demo: " << config.error() << "\n";
     return 1;
   }
+  if (o.scenario != "default" && o.scenario != "slow-party" &&
+      config->scenarios.count(o.scenario) == 0) {
+    std::string known = "default, slow-party";
+    for (const auto& [name, sc] : config->scenarios)
+      known += ", " + name;
+    err << "kuscia-host: demo: --scenario " << o.scenario << ": no such scenario (" << known
+        << ")\n";
+    return 2;
+  }
   auto showCommand = findShowCommand(o, *config);
   if (!showCommand) {
     err << "kuscia-host: demo: " << showCommand.error() << "\n";
@@ -290,7 +344,7 @@ int runDemo(const DemoOptions& o, std::ostream& out, std::ostream& err) {
   std::vector<std::string> tasks;
   for (int i = 1; i <= o.tasks; ++i)
     tasks.push_back("demo-task-" + std::to_string(i));
-  auto clusters = submitTasks(*config, *hosts, tasks);
+  auto clusters = submitTasks(*config, *hosts, tasks, o.scenario);
   if (!clusters) {
     err << "kuscia-host: demo: " << clusters.error() << "\n";
     return 1;
@@ -302,10 +356,8 @@ int runDemo(const DemoOptions& o, std::ostream& out, std::ostream& err) {
                                                   : ", ") +
                config->domains[i];
   out << "kuscia-host " << kVersion << " demo (" << (o.p2p ? "p2p" : "centralized")
-      << (o.scenario == "slow-party"
-              ? ", slow-party: " + config->domains.back() + "'s image pulls are slow"
-              : "")
-      << "): " << o.tasks << " two-party task(s) submitted to domains " << parties << "\n";
+      << scenarioText(o, *config) << "): " << o.tasks << " two-party task(s) submitted to domains "
+      << parties << "\n";
   if (!o.otlpEndpoint.empty())
     out << "traces of every task's startup go to " << o.otlpEndpoint
         << " (OTLP/HTTP, protobuf; one trace per task, every party's spans in it)\n";

@@ -25,9 +25,11 @@ struct DemoOptions {
   std::string workDir;    // kubeconfigs and the log; default /tmp/kuscia-host-demo-<uid>
   int phaseMillis = 1000; // the simulated agent's pace: about this long per phase
   int timeoutSeconds = 120;
-  std::string scenario = "default"; // or "slow-party": bob's image pulls are slow
-  std::string otlpEndpoint;         // when set, every domain also exports traces to it
-  std::string demoConfig;           // the demo's config file; empty: the one compiled in
+  // "default"; "slow-party": bob's image pulls are slow; or one of the config's `scenarios`
+  // (what the objects play in turn).
+  std::string scenario = "default";
+  std::string otlpEndpoint; // when set, every domain also exports traces to it
+  std::string demoConfig;   // the demo's config file; empty: the one compiled in
 };
 
 // config/demo/demo.yaml as it was at build time.

@@ -295,7 +295,9 @@ Command addDemo(CLI::App& app) {
       ->capture_default_str()
       ->check(CLI::Range(1, 1000));
   cmd->add_flag("--exit-when-done", demo->exitWhenDone,
-                "Exit once every task is shown (default: serve until Ctrl-C)");
+                "Exit once every task is shown: ready, failed or stuck, each with its outcome "
+                "(default: serve until Ctrl-C). Exit status 0: all ready; 3: some failed or "
+                "stuck; 1: the time ran out");
   cmd->add_option("--output", demo->outputDir, "Write each task's document as DIR/<task>.json");
   cmd->add_option("--plugin-dir", demo->pluginDirs,
                   "Directory searched first for the plugins (absolute; repeatable)");
@@ -313,10 +315,12 @@ Command addDemo(CLI::App& app) {
       ->capture_default_str()
       ->check(CLI::Range(1, 3600));
   cmd->add_option("--scenario", demo->scenario,
-                  "default, or slow-party: bob's image pulls take eight phases, so the summary "
-                  "blames bob's pulling")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"default", "slow-party"}));
+                  "default; slow-party: bob's image pulls take eight phases, so the summary "
+                  "blames bob's pulling; or a scenario of the demo's config (the built-in one's: "
+                  "image-missing, oom, crash, peer-network or unschedulable, every task's bob "
+                  "pod plays that failure and the summary says why the task failed or is "
+                  "stuck; mixed: some of those beside normal tasks)")
+      ->capture_default_str();
   cmd->add_option(
       "--otlp-endpoint", demo->otlpEndpoint,
       "Also send every task's startup as a trace to this OTLP/HTTP receiver "
