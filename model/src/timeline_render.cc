@@ -81,6 +81,32 @@ std::string phaseText(const json& p, bool withEntry) {
   return out;
 }
 
+// "failed: OOMKilled in bob (bob/t-0) at 10:05:00, cause Timeout" and the excerpt below it, each
+// of its lines indented; "" without the classification.
+std::string whyText(const json& s, const char* which) {
+  if (!s.contains(which) || !s[which].is_object()) return "";
+  const json& c = s[which];
+  const bool stuck = std::string_view(which) == "stuck";
+  std::string out = stuck ? "stuck" : "failed";
+  if (stuck && c.contains("seconds") && c["seconds"].is_number())
+    out += " " + seconds(c["seconds"].get<double>());
+  out += ": " + c.value("reason", std::string("Unknown"));
+  if (c.contains("party")) out += " in " + c.value("party", std::string());
+  if (c.contains("entry")) out += " (" + c.value("entry", std::string()) + ")";
+  if (c.contains("since"))
+    out += std::string(stuck ? " since " : " at ") + clock(c.value("since", std::string()));
+  if (c.contains("cause")) out += ", cause " + c.value("cause", std::string());
+  out += "\n";
+  std::string excerpt = c.value("excerpt", std::string());
+  for (std::size_t at = 0; !excerpt.empty() && at <= excerpt.size();) {
+    std::size_t nl = excerpt.find('\n', at);
+    if (nl == std::string::npos) nl = excerpt.size();
+    out += "  | " + excerpt.substr(at, nl - at) + "\n";
+    at = nl + 1;
+  }
+  return out;
+}
+
 // The critical path's phases of each entry, in order.
 std::map<std::string, std::vector<std::string>> criticalPhases(const json& summary) {
   std::map<std::string, std::vector<std::string>> out;
@@ -100,6 +126,7 @@ std::string renderTimelineSummary(const json& doc) {
     entries += p.value("entries", 0);
     ready += p.value("readyEntries", 0);
   }
+  out += whyText(s, "failure") + whyText(s, "stuck");
   if (s.value("complete", false)) {
     out += "startup " +
            (s.contains("startupSeconds") ? seconds(s["startupSeconds"].get<double>())

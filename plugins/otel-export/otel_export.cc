@@ -101,10 +101,11 @@ void OtelExport::onTask(const sdk::Event& e) {
 
 json OtelExport::documentOf(const TaskFacts& t, const json& fields) const {
   const json& kept = fields[kTaskKept];
-  return pods_.document({t.name, t.namespaceName, t.phase, &fields[kTaskCreate],
-                         &fields[kTaskPodStatuses], &fields[kTaskServiceStatuses], nullptr,
-                         kept.is_string() ? std::string_view(kept.get_ref<const std::string&>())
-                                          : std::string_view()});
+  return pods_.document(
+      {t.name, t.namespaceName, t.phase, &fields[kTaskCreate], &fields[kTaskPodStatuses],
+       &fields[kTaskServiceStatuses], nullptr,
+       kept.is_string() ? std::string_view(kept.get_ref<const std::string&>()) : std::string_view(),
+       &fields[kTaskCompletion], &fields[kTaskReason], &fields[kTaskMessage]});
 }
 
 std::optional<json> OtelExport::document(const std::string& task) const {

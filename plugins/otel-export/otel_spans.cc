@@ -125,10 +125,15 @@ public:
   SpanPlanner(const json& doc, const TaskFacts& task, const std::string& domain, int64_t nowNanos,
               int64_t stuckAfterNanos, bool p2p)
       : doc_(doc), task_(task), domain_(domain), now_(nowNanos), stuckAfter_(stuckAfterNanos),
-        p2p_(p2p), trace_(traceIdOf(task.name)), summary_(tl::summarize(doc, nowNanos)),
+        p2p_(p2p), trace_(traceIdOf(task.name)),
+        summary_(tl::summarize(doc, nowNanos, stuckAfterNanos)),
         complete_(summary_.value("complete", false)), taskCreate_(timeIn(doc, "createTime")),
         rootId_(spanIdOf(trace_, "", "", "", "task")),
         partyId_(spanIdOf(trace_, domain, "", "", "party")) {
+    if (summary_.contains("failure")) {
+      failure_ = summary_["failure"];
+      ended_ = timeIn(doc, "completionTime").value_or(nowNanos);
+    }
     if (!complete_) return;
     for (const auto& p : summary_.value("criticalPath", json::array()))
       critical_.emplace(textOf(p, "entry"), textOf(p, "phase"));
@@ -186,7 +191,7 @@ private:
         add(std::move(*s));
       }
     auto ready = tl::readyOf(entry);
-    if (!ready) {
+    if (!ready && !ended_) {
       owed_ = false;
       return;
     }
@@ -197,7 +202,8 @@ private:
     s.parent = partyId_;
     s.name = pod ? "kuscia.pod.startup" : "kuscia.service.startup";
     s.startNanos = *create;
-    s.endNanos = *ready;
+    s.endNanos = ready ? *ready : std::max(*ended_, *create);
+    if (!ready) failed(s, key);
     s.attributes = {{"kuscia.party", domain_},
                     {"kuscia.entry", key},
                     {"k8s.namespace.name", textOf(entry, "namespace")}};
@@ -220,6 +226,9 @@ private:
     s.startNanos = ph.from;
     if (ph.to) {
       s.endNanos = *ph.to;
+    } else if (ended_) {
+      s.endNanos = std::max(*ended_, ph.from);
+      failed(s, key);
     } else if (sdk::elapsed(ph.from, now_) >= stuckAfter_) {
       s.endNanos = now_;
       s.pending = true;
@@ -251,13 +260,24 @@ private:
     return s;
   }
 
-  // This domain's span, once every entry of it is ready; whether it was added.
+  // A span that ended with the failed task: ERROR, with the reason where its entry is the
+  // failure's evidence.
+  void failed(SpanData& s, const std::string& entry) const {
+    s.status = StatusCode::kError;
+    s.statusMessage = textOf(failure_, "entry") == entry
+                          ? textOf(failure_, "reason")
+                          : "ended with the task (" + textOf(failure_, "reason") + ")";
+  }
+
+  // This domain's span, once every entry of it is ready (or the task failed); whether it was
+  // added.
   bool partySpan(bool hasEntries) {
     const json& partySummary = objectAt(objectAt(summary_, "parties"), domain_);
-    const auto partyReady = timeIn(partySummary, "readyTime");
-    if (!hasEntries || !taskCreate_ || !partyReady ||
-        partySummary.value("readyEntries", 0) != partySummary.value("entries", -1))
-      return false;
+    auto partyReady = timeIn(partySummary, "readyTime");
+    const bool allReady =
+        partyReady && partySummary.value("readyEntries", 0) == partySummary.value("entries", -1);
+    if (!hasEntries || !taskCreate_ || (!allReady && !ended_)) return false;
+    if (!allReady) partyReady = std::max(*ended_, *taskCreate_);
     SpanData s;
     s.spanId = partyId_;
     s.parent = rootId_;
@@ -268,8 +288,31 @@ private:
     s.attributes = {{"kuscia.party", domain_},
                     {"kuscia.party.entries", int64_t{partySummary.value("entries", 0)}}};
     if (blame_.first.rfind(domain_ + "/", 0) == 0) blameAttributes(s.attributes);
+    if (!allReady) {
+      s.status = StatusCode::kError;
+      s.statusMessage = textOf(failure_, "reason");
+    }
     add(std::move(s));
     return true;
+  }
+
+  // The reason of a failed or stuck task on its root span: the status, its attributes, and the
+  // excerpt as the "kuscia.failure" event.
+  static void whyAttributes(SpanData& s, const json& why) {
+    s.status = StatusCode::kError;
+    s.statusMessage = textOf(why, "reason");
+    s.attributes.push_back({"kuscia.failure.reason", textOf(why, "reason")});
+    for (auto [field, key] :
+         {std::pair{"party", "kuscia.failure.party"}, std::pair{"entry", "kuscia.failure.entry"},
+          std::pair{"cause", "kuscia.failure.cause"}})
+      if (std::string v = textOf(why, field); !v.empty()) s.attributes.push_back({key, v});
+    SpanEvent ev;
+    ev.timeNanos = timeIn(why, "since").value_or(s.endNanos);
+    ev.name = "kuscia.failure";
+    ev.attributes.push_back({"kuscia.failure.reason", textOf(why, "reason")});
+    if (std::string excerpt = textOf(why, "excerpt"); !excerpt.empty())
+      ev.attributes.push_back({"kuscia.failure.excerpt", excerpt});
+    s.events.push_back(std::move(ev));
   }
 
   // The task's root span (the initiator's), once its end is known; whether it was added. The
@@ -283,7 +326,18 @@ private:
       seesEveryParty = seesEveryParty && objectAt(parties, p).value("entries", 0) > 0;
     std::optional<int64_t> end;
     std::string how;
-    if (seesEveryParty && complete_) {
+    const json* why = nullptr;
+    bool pending = false;
+    if (ended_) {
+      end = ended_;
+      how = "failed";
+      why = &failure_;
+    } else if (summary_.contains("stuck")) {
+      end = now_;
+      how = "stuck";
+      why = &summary_["stuck"];
+      pending = true;
+    } else if (seesEveryParty && complete_) {
       end = timeIn(summary_, "allReadyTime");
       how = "all_ready";
     } else if (!seesEveryParty && task_.partiesRunning) {
@@ -311,8 +365,10 @@ private:
     if (std::string last = textOf(summary_, "lastParty"); !last.empty() && how == "all_ready")
       s.attributes.push_back({"kuscia.task.last_party", last});
     blameAttributes(s.attributes);
+    if (why != nullptr) whyAttributes(s, *why);
+    s.pending = pending;
     add(std::move(s));
-    return true;
+    return !pending;
   }
 
   const json& doc_;
@@ -327,7 +383,9 @@ private:
   const SpanId rootId_, partyId_;
   std::set<std::pair<std::string, std::string>> critical_;
   std::pair<std::string, std::string> blame_;
-  bool owed_ = true; // every span owed has ended
+  json failure_;                 // summary.failure, when the task failed
+  std::optional<int64_t> ended_; // then: when it ended
+  bool owed_ = true;             // every span owed has ended
   Plan plan_;
 };
 

@@ -77,7 +77,10 @@ inline constexpr const char* kTaskFields[] = {
     "/status/serviceStatuses",
     "/metadata/annotations/kuscia.secretflow~1job-id",
     "/metadata/annotations/kuscia.secretflow~1task-alias",
-    "/metadata/annotations/kuscia-host~1facts"}; // kuscia_model/kept_facts.h
+    "/metadata/annotations/kuscia-host~1facts", // kuscia_model/kept_facts.h
+    "/status/completionTime",
+    "/status/reason",
+    "/status/message"};
 enum TaskField : std::size_t {
   kTaskCreate,
   kTaskInitiator,
@@ -90,6 +93,9 @@ enum TaskField : std::size_t {
   kTaskJob,
   kTaskAlias,
   kTaskKept,
+  kTaskCompletion,
+  kTaskReason,
+  kTaskMessage,
   kTaskFieldCount
 };
 
@@ -118,6 +124,10 @@ struct Plan {
 // carry "since", the time the reason was first seen, in nanoseconds). Critical-path phases carry
 // kuscia.critical_path, the blamed one kuscia.blame, once the task is complete in `doc`.
 // `p2p`: the root is another process's (the initiator's host), so a party's parent is remote.
+// A failed task (summary.failure) ends where it ended: its open phases, its entries not ready,
+// its party and its root end at its completionTime with status ERROR, the root's message the
+// reason and its "kuscia.failure" event the excerpt. A stuck one (summary.stuck) sends its root
+// as a pending span in ERROR with the reason, like a stuck phase.
 Plan planSpans(const nlohmann::json& doc, const TaskFacts& task, const std::string& domain,
                int64_t nowNanos, int64_t stuckAfterNanos, bool p2p = false);
 

@@ -21,6 +21,15 @@ using nlohmann::json;
 
 namespace {
 
+// "Misconfigured, ImagePull, ...": the reasons a filter takes.
+std::string reasonNames() {
+  std::string out;
+  for (std::size_t i = 0; i < model::failure::kReasonCount; ++i)
+    out += std::string(i > 0 ? ", " : "") +
+           model::failure::name(static_cast<model::failure::Reason>(i));
+  return out;
+}
+
 constexpr int64_t kDay = 86400 * model::kSecond;
 
 json message(std::string text) {
@@ -96,6 +105,9 @@ void serveList(HistoryStore& store, const std::map<std::string, std::string>& qu
       q.phase = value;
     } else if (key == "blamePhase") {
       q.blamePhase = value;
+    } else if (key == "reason") {
+      if (!model::failure::reasonNamed(value)) bad = "reason must be one of " + reasonNames();
+      q.reason = value;
     } else if (key == "q") {
       q.prefix = value;
     } else if (key == "minStartupSeconds") {
@@ -117,8 +129,8 @@ void serveList(HistoryStore& store, const std::map<std::string, std::string>& qu
       if (k) q.after = std::pair{k->created, k->name};
     } else {
       bad = "unknown parameter " + key +
-            " (since, until, party, phase, blamePhase, minStartupSeconds, q, order, limit, "
-            "continue)";
+            " (since, until, party, phase, blamePhase, reason, minStartupSeconds, q, order, "
+            "limit, continue)";
     }
     if (!bad.empty()) return answer(response, 400, message(bad));
   }
@@ -150,9 +162,9 @@ void serveStats(HistoryStore& store, const std::map<std::string, std::string>& q
       (key == "since" ? since : until) = t.value_or(0);
     } else if (key == "groupBy") {
       groupBy = value;
-      if (groupBy != "party" && groupBy != "blamePhase" && groupBy != "day" &&
-          groupBy != "day,party")
-        bad = "groupBy must be party, blamePhase, day or day,party";
+      if (groupBy != "party" && groupBy != "blamePhase" && groupBy != "reason" &&
+          groupBy != "day" && groupBy != "day,party")
+        bad = "groupBy must be party, blamePhase, reason, day or day,party";
     } else {
       bad = "unknown parameter " + key + " (since, until, groupBy)";
     }
@@ -182,7 +194,7 @@ void serveHistory(HistoryStore& store, const sdk::HttpRequest& request, sdk::Htt
     int64_t at = nowNanos;
     if (doc->contains("recordedTime"))
       at = sdk::parseTime(doc->value("recordedTime", "")).value_or(nowNanos);
-    (*doc)["summary"] = model::timeline::summarize(*doc, at);
+    if (!doc->contains("summary")) (*doc)["summary"] = model::timeline::summarize(*doc, at);
     model::timeline::addPhases(*doc, at);
     answer(response, 200, *doc);
   } catch (const StoreError& e) {

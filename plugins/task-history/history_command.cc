@@ -27,8 +27,8 @@ constexpr const char* kDefaultServer = "http://127.0.0.1:9464";
 struct Options {
   std::string task; // one task's stored timeline instead of the list
   bool stats = false;
-  std::string groupBy; // with stats: party, blamePhase or day
-  std::string since = "7d", until, party, phase, blamePhase, namePrefix;
+  std::string groupBy; // with stats: party, blamePhase, reason or day
+  std::string since = "7d", until, party, phase, blamePhase, reason, namePrefix;
   std::optional<double> minStartupSeconds;
   int slowest = 0;              // the N slowest complete tasks instead of the newest
   int limit = 50;               // tasks listed (pages of at most 500 are fetched until then)
@@ -84,6 +84,7 @@ std::string listQuery(const Options& o) {
   add(q, "party", o.party);
   add(q, "phase", o.phase);
   add(q, "blamePhase", o.blamePhase);
+  add(q, "reason", o.reason);
   add(q, "q", o.namePrefix);
   if (o.minStartupSeconds) {
     std::ostringstream s;
@@ -195,6 +196,9 @@ void declare(CLI::App& app, Options& o) {
   app.add_option("--phase", o.phase, "Tasks in this phase (Running, Succeeded, Failed...)");
   app.add_option("--blame-phase", o.blamePhase,
                  "Tasks whose blamed critical-path phase is this (pulling, scheduling...)");
+  app.add_option("--reason", o.reason,
+                 "Tasks that failed or are stuck for this reason (Misconfigured, ImagePull, "
+                 "Unschedulable, OOMKilled, PeerNetwork, Crashed, NotReady, Timeout, Unknown)");
   app.add_option("--min-startup", o.minStartupSeconds,
                  "Tasks that took at least this many seconds to start");
   app.add_option("--name-prefix", o.namePrefix, "Tasks whose name starts so");
@@ -206,8 +210,8 @@ void declare(CLI::App& app, Options& o) {
   app.add_flag("--stats", o.stats,
                "Count, p50/p90/p99 of startup and seconds per critical-path phase (default "
                "--since 30d with --stats)");
-  app.add_option("--group-by", o.groupBy, "With --stats: party, blamePhase or day")
-      ->check(CLI::IsMember({"party", "blamePhase", "day"}));
+  app.add_option("--group-by", o.groupBy, "With --stats: party, blamePhase, reason or day")
+      ->check(CLI::IsMember({"party", "blamePhase", "reason", "day"}));
   app.add_option("-o,--output", o.output, "table, json or csv")
       ->capture_default_str()
       ->check(CLI::IsMember({"table", "json", "csv"}));
@@ -217,7 +221,7 @@ void declare(CLI::App& app, Options& o) {
 
 std::string renderHistoryTable(const json& items, bool csv) {
   std::vector<std::vector<std::string>> rows = {
-      {"TASK", "CREATED", "PHASE", "STARTUP", "LAST PARTY", "BLAME"}};
+      {"TASK", "CREATED", "PHASE", "STARTUP", "LAST PARTY", "BLAME", "WHY"}};
   for (const auto& it : items) {
     const json& s = it.value("summary", json::object());
     std::string blame;
@@ -232,10 +236,18 @@ std::string renderHistoryTable(const json& items, bool csv) {
       }
       if (!why.empty()) blame += " (" + why + ")";
     }
+    // Why it failed or is stuck: the reason and its party (the excerpt is in the task's view).
+    std::string why;
+    for (const char* which : {"failure", "stuck"})
+      if (s.contains(which) && s[which].is_object() && why.empty()) {
+        why = std::string(which == std::string("stuck") ? "stuck: " : "failed: ") +
+              text(s[which], "reason");
+        if (std::string party = text(s[which], "party"); !party.empty()) why += " in " + party;
+      }
     bool complete = s.value("complete", false);
     rows.push_back({text(it, "task"), text(it, "createTime"), text(it, "phase"),
                     complete ? seconds(s.value("startupSeconds", json())) : "not ready",
-                    text(s, "lastParty"), blame});
+                    text(s, "lastParty"), blame, why});
   }
   if (!csv) return columns(rows);
   std::ostringstream out;

@@ -23,6 +23,10 @@ const std::vector<sdk::ConfigKey>& historyConfigKeys() {
       {"recordDelaySeconds", "integer", "5",
        "a changed task is recorded this long after its first change, with every change since "
        "(0..300)"},
+      {"stuckAfterSeconds", "integer", "300",
+       "a task not ready whose longest wait began this long ago is stuck, and its row says why "
+       "(summary.stuck, the reason filter): recorded again this long after its last change; "
+       "keep it equal to task-timeline's (1..86400)"},
   };
   return keys;
 }
@@ -38,6 +42,7 @@ HistoryConfig parseHistoryConfig(std::string_view json) {
   c.maxTasks = r.integer("maxTasks", c.maxTasks, 0, 1000000000);
   c.queueSize = r.integer("queueSize", c.queueSize, 100, 1000000);
   c.recordDelaySeconds = r.integer("recordDelaySeconds", c.recordDelaySeconds, 0, 300);
+  c.stuckAfterSeconds = r.integer("stuckAfterSeconds", c.stuckAfterSeconds, 1, 86400);
   std::string passwordFile = r.string("passwordFile", "");
   if (!passwordFile.empty()) {
     std::ifstream in(passwordFile);

@@ -20,6 +20,7 @@ struct HistoryConfig {
   int64_t maxTasks = 0; // 0: no cap
   int64_t queueSize = 10000;
   int64_t recordDelaySeconds = 5;
+  int64_t stuckAfterSeconds = 300;
 };
 
 const std::vector<sdk::ConfigKey>& historyConfigKeys();

@@ -139,7 +139,7 @@ json combine(std::vector<StoredRecording> recordings) {
   return doc;
 }
 
-TaskRow taskRowOf(const json& document, int64_t nowNanos) {
+TaskRow taskRowOf(const json& document, int64_t nowNanos, int64_t stuckAfterNanos) {
   CombinedView view;
   view.phase = textOf(document, "phase");
   view.createTime = textOf(document, "createTime");
@@ -148,10 +148,10 @@ TaskRow taskRowOf(const json& document, int64_t nowNanos) {
   view.entries.reserve(entries.size());
   for (auto e = entries.begin(); e != entries.end(); ++e)
     view.entries.push_back({e.key(), &*e, nullptr, 0});
-  return taskRowOf(view, nowNanos);
+  return taskRowOf(view, nowNanos, stuckAfterNanos);
 }
 
-TaskRow taskRowOf(const CombinedView& combined, int64_t nowNanos) {
+TaskRow taskRowOf(const CombinedView& combined, int64_t nowNanos, int64_t stuckAfterNanos) {
   TaskRow row;
   row.phase = combined.phase;
   std::optional<int64_t> created = sdk::parseTime(combined.createTime);
@@ -166,7 +166,7 @@ TaskRow taskRowOf(const CombinedView& combined, int64_t nowNanos) {
     entries.push_back(e.times != nullptr ? *e.times : model::timeline::entryTimes(e.key, *e.entry));
   }
   const model::timeline::Summary s =
-      model::timeline::summarize(created, entries, nowNanos, combined.end);
+      model::timeline::summarize(created, entries, nowNanos, combined.end, stuckAfterNanos);
   row.summary = model::timeline::toJson(s, nowNanos);
   row.complete = s.complete;
   row.startupSeconds = s.startupSeconds();

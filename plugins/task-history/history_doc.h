@@ -83,8 +83,10 @@ struct TaskRow {
   PathSeconds path{};         // the whole critical path (complete tasks)
   nlohmann::json summary;     // as the documents carry it (model::timeline::toJson)
 };
-TaskRow taskRowOf(const nlohmann::json& document, int64_t nowNanos);
+TaskRow taskRowOf(const nlohmann::json& document, int64_t nowNanos,
+                  int64_t stuckAfterNanos = model::timeline::kStuckAfterNanos);
 // The same of recordings combined in place: no combined document is built.
-TaskRow taskRowOf(const CombinedView& combined, int64_t nowNanos);
+TaskRow taskRowOf(const CombinedView& combined, int64_t nowNanos,
+                  int64_t stuckAfterNanos = model::timeline::kStuckAfterNanos);
 
 } // namespace kuscia_host::plugins::history

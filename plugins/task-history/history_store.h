@@ -45,12 +45,18 @@ struct Recording {
   // `document` null. A store writes the text as it is and summarises the times; it parses the
   // text only to merge it into a recording it holds of the same recorder.
   std::optional<model::TimelineText> text;
+  // A task not ready whose longest wait began this long before the recording is stuck.
+  int64_t stuckAfterNanos = model::timeline::kStuckAfterNanos;
+  // The task's row is summarised again even when the recording changes nothing stored (time
+  // passed: a task may be stuck now).
+  bool refresh = false;
 };
 
 // GET /api/v1/history's filters. Times in nanoseconds since the epoch.
 struct HistoryQuery {
   std::optional<int64_t> since, until; // the task's creation in [since, until)
   std::string party, phase, blamePhase, prefix;
+  std::string reason; // why it failed or is stuck (failure.h's names)
   std::optional<double> minStartupSeconds;
   std::size_t limit = 100;
   // The slowest complete tasks first (by startup seconds), one page: no keyset.
@@ -96,11 +102,13 @@ public:
   // One recording; false when nothing changed.
   bool record(const Recording& r) { return recordTogether({&r}).front(); }
   virtual HistoryPage list(const HistoryQuery& q) = 0;
-  // The task's document, its recordings combined (no summary); nullopt when unknown.
+  // The task's document, its recordings combined, with the summary its row holds; nullopt when
+  // unknown.
   virtual std::optional<nlohmann::json> document(const std::string& task) = 0;
   // The tasks created in [since, until), grouped by `groupBy`: "" (one group "all"), "party" (a
   // task counts in each of its parties, with that party's startup and part of the critical
-  // path), "blamePhase", "day" (UTC) or "day,party". Groups in key order.
+  // path), "blamePhase", "reason" (the tasks that failed or are stuck, by why), "day" (UTC) or
+  // "day,party". Groups in key order.
   virtual std::vector<StatsGroup> stats(int64_t since, int64_t until,
                                         const std::string& groupBy) = 0;
   // Deletes at most `batch` tasks created before `before`, or beyond the newest `maxTasks`

@@ -72,7 +72,12 @@ const std::vector<std::string>& migrations() {
       // 2: documents and summaries may be packed against the built-in dictionary (Packer), which
       // a kuscia-host of schema 1 cannot read: by this version it refuses the database by name
       // instead of skipping every such row. No table changes.
-      "SELECT 1"};
+      "SELECT 1",
+      // 3: why a task failed or is stuck (summary.failure or summary.stuck): its reason and the
+      // party of its evidence, "" for neither; filtered and grouped by (stats kind "reason").
+      "ALTER TABLE tasks ADD COLUMN reason TEXT NOT NULL DEFAULT '';"
+      "ALTER TABLE tasks ADD COLUMN reason_party TEXT NOT NULL DEFAULT '';"
+      "CREATE INDEX tasks_by_reason ON tasks (reason, create_ns, task);"};
   return m;
 }
 
@@ -212,7 +217,8 @@ json unpackJson(const std::string& packed) {
 }
 
 // stats_days: what `stats` reads instead of the tasks. Per UTC day, one row per (kind, dim,
-// bucket): kind "all" (dim ""), "blame" (dim: the blamed phase) and "party" (dim: the party, with
+// bucket): kind "all" (dim ""), "blame" (dim: the blamed phase), "reason" (dim: why it failed
+// or is stuck; tasks with neither have no such row) and "party" (dim: the party, with
 // that party's startup and part of the critical path); bucket: the startup in tenths of a second
 // (-1: not complete); tasks and the critical path's seconds per phase added up. record() and
 // prune() keep it in step (the old contribution out, the new in); stats over days read it, and
@@ -235,15 +241,21 @@ std::string bucketOf(const std::string& startup) {
 // party at a time ($3), along task_parties_by_party.
 std::string contributionSelect(const std::string& kind) {
   const std::string sums = pathColumns(", sum(", ")");
-  const std::string dim = kind == "party" ? "party" : kind == "blame" ? "blame_phase" : "''";
+  const std::string dim = kind == "party"    ? "party"
+                          : kind == "blame"  ? "blame_phase"
+                          : kind == "reason" ? "reason"
+                                             : "''";
   return "SELECT '" + kind + "', create_ns / " + std::to_string(kDayNanos) + ", " + dim + ", " +
          bucketOf("startup_seconds") + ", count(*)" + sums + " FROM " +
-         (kind == "party" ? "task_parties" : "tasks") + " WHERE create_ns >= $1 AND create_ns < $2";
+         (kind == "party" ? "task_parties" : "tasks") +
+         " WHERE create_ns >= $1 AND create_ns < $2" +
+         (kind == "reason" ? " AND reason <> ''" : "");
 }
 
 // The statements a recording runs, built once (the store runs thousands a minute).
 struct RecordSql {
-  std::string upsertTask, insertParty, taskContribution, partyContribution, addContribution;
+  std::string upsertTask, insertParty, taskContribution, reasonContribution, partyContribution,
+      addContribution;
 };
 
 const RecordSql& recordSql() {
@@ -266,18 +278,23 @@ const RecordSql& recordSql() {
     r.upsertTask =
         "INSERT INTO tasks (task, namespace, phase, create_ns, complete, startup_seconds,"
         " blame_party, blame_phase, updated_ns, summary" +
-        cols + ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10" + params(11) +
+        cols + ", reason, reason_party) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10" +
+        params(11) + ", $" + std::to_string(11 + kPathPhases.size()) + ", $" +
+        std::to_string(12 + kPathPhases.size()) +
         ") ON CONFLICT (task) DO UPDATE SET namespace = excluded.namespace,"
         " phase = excluded.phase, create_ns = excluded.create_ns,"
         " complete = excluded.complete, startup_seconds = excluded.startup_seconds,"
         " blame_party = excluded.blame_party, blame_phase = excluded.blame_phase,"
-        " updated_ns = excluded.updated_ns, summary = excluded.summary" +
+        " updated_ns = excluded.updated_ns, summary = excluded.summary,"
+        " reason = excluded.reason, reason_party = excluded.reason_party" +
         sets;
     r.insertParty = "INSERT INTO task_parties (task, party, create_ns, startup_seconds" + cols +
                     ") VALUES ($1, $2, $3, $4" + params(5) + ")";
     const std::string day = "create_ns / " + std::to_string(kDayNanos);
     r.taskContribution = "SELECT " + day + ", blame_phase, " + bucketOf("startup_seconds") + cols +
                          " FROM tasks WHERE task = $1";
+    r.reasonContribution = "SELECT " + day + ", reason, " + bucketOf("startup_seconds") + cols +
+                           " FROM tasks WHERE task = $1 AND reason <> ''";
     r.partyContribution = "SELECT " + day + ", party, " + bucketOf("startup_seconds") + cols +
                           " FROM task_parties WHERE task = $1";
     r.addContribution = "INSERT INTO stats_days (kind, day, dim, bucket, tasks" + cols +
@@ -337,7 +354,7 @@ public:
     Transaction tx(*db_);
     db_->run("DELETE FROM stats_days", {});
     const std::string cols = pathColumns(", ", "");
-    for (const char* kind : {"all", "blame", "party"})
+    for (const char* kind : {"all", "blame", "reason", "party"})
       db_->run("INSERT INTO stats_days (kind, day, dim, bucket, tasks" + cols + ") " +
                    contributionSelect(kind) + " GROUP BY 2, 3, 4",
                {std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max()});
@@ -372,13 +389,21 @@ public:
       latest = std::max(latest, r.atNanos);
     json doc = combine(std::move(all));
     doc["recordedTime"] = sdk::formatTime(latest, sdk::TimePrecision::kAsGiven);
+    // The summary its row holds: what the list says of it (summarised when it was last looked
+    // at, which may be after its last recording: a task stuck since).
+    db_->run("SELECT summary FROM tasks WHERE task = $1", {task}, [&doc](const SqlRow& row) {
+      if (json s = unpackJson(row.bytes(0)); s.is_object()) doc["summary"] = std::move(s);
+    });
     return doc;
   }
 
   std::vector<StatsGroup> stats(int64_t since, int64_t until, const std::string& groupBy) override {
     const bool byParty = groupBy == "party" || groupBy == "day,party";
     const bool byDay = groupBy == "day" || groupBy == "day,party";
-    const std::string kind = byParty ? "party" : groupBy == "blamePhase" ? "blame" : "all";
+    const std::string kind = byParty                   ? "party"
+                             : groupBy == "blamePhase" ? "blame"
+                             : groupBy == "reason"     ? "reason"
+                                                       : "all";
     // Per group: tasks and critical-path sums, and tasks per startup bucket.
     struct Acc {
       std::string day, dim;
@@ -563,6 +588,7 @@ private:
     if (q.until) where += " AND " + created + " < " + params.add(*q.until);
     if (!q.phase.empty()) where += " AND t.phase = " + params.add(q.phase);
     if (!q.blamePhase.empty()) where += " AND t.blame_phase = " + params.add(q.blamePhase);
+    if (!q.reason.empty()) where += " AND t.reason = " + params.add(q.reason);
     if (q.minStartupSeconds)
       where += " AND t.startup_seconds >= " + params.add(*q.minStartupSeconds);
     if (!q.prefix.empty()) {
@@ -601,8 +627,8 @@ private:
     // transaction): the page's rows are then neighbours in the creation index, a few of its
     // pages, where the name's index scatters them over a hundred (PostgreSQL, 1,000,000 tasks,
     // pages not in its buffers: 100 pages read and 8 ms, against 8 pages and 1.3 ms).
-    const bool keysFirst =
-        !q.slowest && q.phase.empty() && q.blamePhase.empty() && !q.minStartupSeconds;
+    const bool keysFirst = !q.slowest && q.phase.empty() && q.blamePhase.empty() &&
+                           q.reason.empty() && !q.minStartupSeconds;
     const std::string columns = "SELECT t.task, t.namespace, t.phase, t.create_ns, t.summary";
     const std::string rows =
         std::string(" FROM ") +
@@ -648,7 +674,7 @@ private:
     bool any = false;
     for (std::size_t i = 0; i < rs.size(); ++i) {
       changed[i] = storeRecording(*rs[i], stored, docs);
-      any = any || changed[i];
+      any = any || changed[i] || (rs[i]->refresh && known);
     }
     if (!any) return changed;
     // What the task counted in stats_days before (nothing when it is new: a task's rows go with
@@ -715,7 +741,8 @@ private:
     // The summary is dated by the latest recording, which the view has found.
     const CombinedView view = combinedView(parts);
     const int64_t latest = std::max<int64_t>(0, parts[view.latestIndex].atNanos);
-    TaskRow row = taskRowOf(view, latest);
+    TaskRow row =
+        taskRowOf(view, std::max(latest, first.refresh ? first.atNanos : 0), first.stuckAfterNanos);
     std::vector<SqlValue> p = {first.task,
                                first.namespaceName,
                                row.phase,
@@ -728,6 +755,8 @@ private:
                                packer_.pack(model::dumpJson(row.summary))};
     for (double s : row.path)
       p.emplace_back(s);
+    p.emplace_back(row.reason);
+    p.emplace_back(row.reasonParty);
     const RecordSql& sql = recordSql();
     db_->run(sql.upsertTask, p);
     if (known) db_->run("DELETE FROM task_parties WHERE task = $1", {first.task});
@@ -777,6 +806,7 @@ private:
       take("all", std::string())(row);
       take("blame", std::nullopt)(row);
     });
+    db_->run(recordSql().reasonContribution, {task}, take("reason", std::nullopt));
     db_->run(recordSql().partyContribution, {task}, take("party", std::nullopt));
     return out;
   }

@@ -147,6 +147,7 @@ void TaskHistory::onTask(const sdk::Event& e) {
     readPending(); // its pods' last facts
     // Its last state, when a recording was due; then nothing of it is held.
     if (due_.erase(name) > 0) record(name, e.uid, e.fieldsJson);
+    stuckChecks_.erase(name);
     pods_.forgetTask(name);
     return;
   }
@@ -169,10 +170,40 @@ bool partyOf(const json& parties, const std::string& domain) {
   return false;
 }
 
+// The entries `keep` accepts of the parsed fields' status maps, moved out of them.
+template <class Keep> void takeEntries(json& fields, const Keep& keep, json& pods, json& services) {
+  for (std::size_t group : {kTaskPods, kTaskServices}) {
+    if (!fields[group].is_object()) continue;
+    json& out = group == kTaskPods ? pods : services;
+    for (auto& [key, entry] : fields[group].items())
+      if (keep(key)) out[key] = std::move(entry);
+  }
+}
+
+// The task's end among its fields (completionTime, reason, message), as JSON values.
+// (nlohmann::json's implicit noexcept move: see TaskRow in history_doc.h.)
+// NOLINTNEXTLINE(bugprone-exception-escape)
+struct EndFields {
+  json completion, reason, message;
+  template <class Get> static EndFields of(const Get& get) {
+    return {get(kTaskCompletion), get(kTaskReason), get(kTaskMessage)};
+  }
+  // Views of them for a document written from texts (valid while this lives).
+  void into(model::TaskTexts& t) const {
+    auto view = [](const json& v) {
+      return v.is_string() ? std::optional<std::string_view>(v.get_ref<const std::string&>())
+                           : std::nullopt;
+    };
+    t.completionTime = view(completion);
+    t.reason = view(reason);
+    t.message = view(message);
+  }
+};
+
 } // namespace
 
 bool TaskHistory::record(const std::string& task, std::string_view uid, std::string_view fieldsJson,
-                         bool* finished) {
+                         bool* finished, bool refresh) {
   // The entries of a domain that records into the same writer are in that domain's recording,
   // written with this one (a centralized host records each domain with an instance): this one
   // leaves them out, unparsed. Another party's entries are kept when nothing here records them.
@@ -208,18 +239,15 @@ bool TaskHistory::record(const std::string& task, std::string_view uid, std::str
     model::TaskTexts texts{task, config_.taskNamespace};
     if (!phase.empty()) texts.phase = phase;
     if (create) texts.createTime = *create;
-    // Views into the strings below, which live until the document is written.
-    const std::optional<std::string> completion = model::stringValue((*spans)[kTaskCompletion]);
-    const std::optional<std::string> reason = model::stringValue((*spans)[kTaskReason]);
-    const std::optional<std::string> message = model::stringValue((*spans)[kTaskMessage]);
-    if (completion) texts.completionTime = *completion;
-    if (reason) texts.reason = *reason;
-    if (message) texts.message = *message;
+    const EndFields end =
+        EndFields::of([&](std::size_t i) { return model::parseJson((*spans)[i]); });
+    end.into(texts);
     keptFacts = model::stringValue((*spans)[kTaskKept]).value_or("");
     text = pods_.documentTextOf(texts, *podTexts, *serviceTexts, uid, keptFacts);
   }
   if (!text) {
-    json create, pods, services, completion, reason, message;
+    json create, pods, services;
+    EndFields end;
     // An entry the scanner does not read as the parser would: the kept entries parsed.
     std::optional<json> scannedPods, scannedServices;
     if (serviceTexts) {
@@ -228,9 +256,7 @@ bool TaskHistory::record(const std::string& task, std::string_view uid, std::str
     }
     if (scannedServices) {
       create = model::parseJson((*spans)[kTaskCreate]);
-      completion = model::parseJson((*spans)[kTaskCompletion]);
-      reason = model::parseJson((*spans)[kTaskReason]);
-      message = model::parseJson((*spans)[kTaskMessage]);
+      end = EndFields::of([&](std::size_t i) { return model::parseJson((*spans)[i]); });
       pods = std::move(*scannedPods);
       services = std::move(*scannedServices);
     } else {
@@ -238,39 +264,43 @@ bool TaskHistory::record(const std::string& task, std::string_view uid, std::str
       json f = model::parseFields(fieldsJson, kTaskFieldCount);
       phase = model::fieldString(f, kTaskPhase);
       mine = model::fieldString(f, kTaskInitiator) == domain_ || namesDomain(f[kTaskParties]);
-      for (std::size_t group : {kTaskPods, kTaskServices}) {
-        if (!f[group].is_object()) continue;
-        json& out = group == kTaskPods ? pods : services;
-        for (auto& [key, entry] : f[group].items())
-          if (kept(key)) out[key] = std::move(entry);
-      }
+      takeEntries(f, kept, pods, services);
       create = std::move(f[kTaskCreate]);
-      completion = std::move(f[kTaskCompletion]);
-      reason = std::move(f[kTaskReason]);
-      message = std::move(f[kTaskMessage]);
+      end = EndFields::of([&f](std::size_t i) { return std::move(f[i]); });
       keptFacts = model::fieldString(f, kTaskKept);
       if (finished != nullptr) *finished = model::finishedPhase(phase);
       if (!mine) return true;
     }
     text = pods_.documentText({task, config_.taskNamespace, phase, &create, nullptr, &services,
-                               &pods, keptFacts, &completion, &reason, &message},
+                               &pods, keptFacts, &end.completion, &end.reason, &end.message},
                               uid);
   }
+  return enqueue(task, std::move(*text), phase, refresh);
+}
+
+bool TaskHistory::enqueue(const std::string& task, model::TimelineText text,
+                          const std::string& phase, bool refresh) {
   // As text: the store writes it as it is and summarises the times that come with it.
-  Recording r{task,   config_.taskNamespace, domain_, host().wallTimeNanos(),
-              json(), std::move(*text)};
+  const int64_t now = host().wallTimeNanos();
+  Recording r{task, config_.taskNamespace, domain_, now, json(), std::move(text)};
+  r.stuckAfterNanos = config_.stuckAfterSeconds * model::kSecond;
+  // Not finished: looked at again once it may be stuck (the row summarised at that time), unless
+  // this is that look.
+  r.refresh = refresh;
+  if (!model::finishedPhase(phase) && !refresh)
+    stuckChecks_[task] = now + r.stuckAfterNanos + model::kSecond;
   if (writer_->enqueue(user_, std::move(r))) return true;
   droppedSinceResync_ = true;
   return false;
 }
 
-bool TaskHistory::recordCached(const std::string& task) {
+bool TaskHistory::recordCached(const std::string& task, bool refresh) {
   bool ok = true;
   std::string key = config_.taskNamespace + "/" + task;
   std::string finishedRv, recorded;
   host().cacheGet(taskSub_, key, [&](const sdk::Object& o) {
     bool finished = false;
-    ok = record(task, o.uid, o.fieldsJson, &finished);
+    ok = record(task, o.uid, o.fieldsJson, &finished, refresh);
     if (ok && finished) {
       finishedRv = std::string(o.resourceVersion);
       recorded = std::string(o.fieldsJson);
@@ -299,6 +329,15 @@ void TaskHistory::tick() {
     }
     recordCached(it->first);
     it = due_.erase(it);
+  }
+  for (auto it = stuckChecks_.begin(); it != stuckChecks_.end();) {
+    if (it->second > now || due_.count(it->first) > 0) { // a recording on its way looks anyway
+      ++it;
+      continue;
+    }
+    const std::string task = it->first;
+    it = stuckChecks_.erase(it);
+    recordCached(task, true);
   }
   // A deleted task's pods went with it (onTask); what is left to drop: deleted pods no
   // recording waits for, and Events of pods never seen.

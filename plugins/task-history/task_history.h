@@ -78,9 +78,13 @@ private:
   // Queues this domain's recording of the task from its projected fields; false when the queue
   // is full (a task not this domain's is not recorded, and answers true). `finished`, when
   // given, tells whether the task's phase is final.
+  // `refresh`: the look at a task that may be stuck now (Recording::refresh).
   bool record(const std::string& task, std::string_view uid, std::string_view fieldsJson,
-              bool* finished = nullptr);
-  bool recordCached(const std::string& task);
+              bool* finished = nullptr, bool refresh = false);
+  bool recordCached(const std::string& task, bool refresh = false);
+  // Queues the recording of a document; false when the queue is full.
+  bool enqueue(const std::string& task, model::TimelineText text, const std::string& phase,
+               bool refresh);
   void tick();
   void resyncSome();
   void startResync();
@@ -101,7 +105,10 @@ private:
   };
   std::vector<PendingEvent> pending_;
   std::map<std::string, int64_t> due_; // task -> when its recording is due (wall ns)
-  std::vector<std::string> resync_;    // task names to look at again
+  // Unfinished tasks -> when to look whether they are stuck (stuckAfterSeconds after their last
+  // recording).
+  std::map<std::string, int64_t> stuckChecks_;
+  std::vector<std::string> resync_; // task names to look at again
   std::size_t resyncNext_ = 0;
   std::shared_ptr<HistoryWriter> writer_; // shared with the host's other instances
   HistoryWriter::User user_ = 0;          // this instance's attachment (from onStart)

@@ -50,6 +50,11 @@ bool EntryBoard::hasDomain(std::string_view domain) const {
   return domains_.find(domain) != domains_.end();
 }
 
+bool EntryBoard::isFirst(std::string_view domain) const {
+  std::lock_guard lock(mu_);
+  return !domains_.empty() && *domains_.begin() == domain;
+}
+
 bool EntryBoard::keeps(const std::string& domain,
                        const std::set<std::string, std::less<>>& taskDomains) const {
   std::lock_guard lock(mu_);

@@ -68,6 +68,8 @@ public:
   void addDomain(const std::string& domain);
   void removeDomain(const std::string& domain);
   bool hasDomain(std::string_view domain) const;
+  // Whether `domain` is the first of the host's domains (in name order).
+  bool isFirst(std::string_view domain) const;
   // Whether `domain` keeps the facts of a task with entries of `taskDomains`.
   bool keeps(const std::string& domain,
              const std::set<std::string, std::less<>>& taskDomains) const;

@@ -27,6 +27,9 @@ enum ServiceField { kSvcTask, kSvcCreate, kSvcReadyTime, kSvcFieldCount };
 // How long the Events of a pod this instance does not know are kept (a pod that is no task's, or
 // one whose Events came before it).
 constexpr int64_t kOrphanEventsNanos = 600LL * 1000000000;
+constexpr int64_t kSecondNanos = 1000000000;
+// A failed task is counted once: its name is remembered this long after it ended.
+constexpr int64_t kFailureMemoryNanos = 3600 * kSecondNanos;
 // The userTag of the writes of kept facts (the status writer's are 0).
 constexpr uint64_t kKeptFactsTag = 1;
 
@@ -173,6 +176,14 @@ TaskTimeline::TaskTimeline(sdk::Host host, std::string_view domain, std::string_
                                "Writes of a task's pods' facts onto the task, so that they outlive "
                                "the pods (ok, gone, failed, too_large)",
                                {"outcome"})),
+      failures_(host.counter("kuscia_timeline_task_failures_total",
+                             "Tasks that failed, by the party and the reason of summary.failure "
+                             "(docs/design/failure.md)",
+                             {"party", "reason"})),
+      stuckTasks_(host.gauge("kuscia_timeline_tasks_stuck",
+                             "Tasks not ready past stuckAfterSeconds, by the party and the reason "
+                             "of summary.stuck",
+                             {"party", "reason"})),
       writer_(
           host, config_, "kuscia_timeline", [this](const std::string& task) { return diff(task); },
           [this](const std::string& task, const model::StatusPatch& status, uint64_t version) {
@@ -193,8 +204,9 @@ TaskTimeline::TaskTimeline(sdk::Host host, std::string_view domain, std::string_
   eventSub_ = host.subscribe(model::podEventSubscription());
   taskSub_ = host.subscribe(model::taskSubscription(
       config_.taskNamespace,
-      {"/status/phase", "/metadata/creationTimestamp", "/status/completionTime",
-       model::kKeptFactsPointer, "/status/podStatuses", "/status/serviceStatuses"}));
+      {"/status/phase", "/metadata/creationTimestamp", "/status/completionTime", "/status/reason",
+       "/status/message", model::kKeptFactsPointer, "/status/podStatuses",
+       "/status/serviceStatuses"}));
   finished_.emplace(host, taskSub_, config_.taskNamespace, kTaskPhase, kTaskCompletion,
                     config_.keepFinishedSeconds,
                     [this](const std::string& task) { return busy(task); });
@@ -222,7 +234,12 @@ void TaskTimeline::onStart() {
     stuck_.set(0, {phase});
   for (const char* phase : model::timeline::kPhaseNames)
     criticalPath_.add(0, {phase});
+  // This domain's failures from 0, so that the first one is an increase.
+  for (std::size_t r = 0; r < model::failure::kReasonCount; ++r)
+    failures_.add(0,
+                  {domain_.c_str(), model::failure::name(static_cast<model::failure::Reason>(r))});
   stuckTimer_ = host().startTimer(5000, 5000);
+  startedNanos_ = host().wallTimeNanos();
 }
 
 void TaskTimeline::onEvent(const sdk::Event& e) {
@@ -244,6 +261,14 @@ void TaskTimeline::onTimer(uint64_t timerId, uint64_t /*userTag*/) {
          std::vector<std::string>(keepPending_.begin(), keepPending_.end()))
       keepFacts(task);
     refreshStuck();
+    for (const std::string& task :
+         std::vector<std::string>(failuresDue_.begin(), failuresDue_.end())) {
+      failuresDue_.erase(task);
+      host().cacheGet(taskSub_, config_.taskNamespace + "/" + task,
+                      [&](const sdk::Object& o) { noteFailure(task, o.fieldsJson, true); });
+    }
+    // Every 30 s: a summary per task not ready yet.
+    if (++stuckTicks_ % 6 == 1) refreshStuckTasks();
     finished_->tick();
   }
 }
@@ -638,6 +663,9 @@ TaskTimeline::Task TaskTimeline::taskFrom(std::string_view fieldsJson, std::stri
                          fields->services.othersReady;
       t.phase = model::stringValue(fields->leading[kTaskPhase]).value_or("");
       t.createTime = model::stringValue(fields->leading[kTaskCreate]).value_or("");
+      t.completionTime = model::stringValue(fields->leading[kTaskCompletion]).value_or("");
+      t.reason = model::stringValue(fields->leading[kTaskReason]).value_or("");
+      t.message = model::stringValue(fields->leading[kTaskMessage]).value_or("");
       t.kept = model::stringValue(fields->leading[kTaskKept]).value_or("");
       return t;
     }
@@ -650,6 +678,9 @@ TaskTimeline::Task TaskTimeline::taskFrom(std::string_view fieldsJson, std::stri
   t.othersNotReady = pods.others - pods.othersReady + services.others - services.othersReady;
   t.phase = model::fieldString(f, kTaskPhase);
   t.createTime = model::fieldString(f, kTaskCreate);
+  t.completionTime = model::fieldString(f, kTaskCompletion);
+  t.reason = model::fieldString(f, kTaskReason);
+  t.message = model::fieldString(f, kTaskMessage);
   t.kept = model::fieldString(f, kTaskKept);
   return t;
 }
@@ -660,12 +691,17 @@ void TaskTimeline::onTask(const sdk::Event& e) {
     tasks_.erase(name);
     keepPending_.erase(name);
     summarized_.erase(name);
+    failuresCounted_.erase(name);
+    failuresDue_.erase(name);
     writer_.forget(name);
     return;
   }
   // A task without an object of this domain in memory has nothing for this instance to write:
   // it is not held (the routes read it from the host's cache when asked).
-  if (pods_.members(name).empty() && services_.members(name).empty()) return release(name);
+  if (pods_.members(name).empty() && services_.members(name).empty()) {
+    noteFailure(name, e.fieldsJson);
+    return release(name);
+  }
   const uint64_t version = model::versionNumber(e.resourceVersion);
   Task& t = tasks_.try_emplace(name).first->second; // one look-up: a new task answered nothing
   if (version != 0 && version < t.answered) return; // older than the write answered last
@@ -674,6 +710,7 @@ void TaskTimeline::onTask(const sdk::Event& e) {
   OtherTexts others;
   t = taskFrom(e.fieldsJson, ownPrefix_, &t, &others);
   t.version = version;
+  noteFailure(name, e.fieldsJson);
   // Own entries that digest as held (another party wrote, or the echo of this instance's own
   // write came back, which the held entries were merged with) hold every field this instance
   // wrote, as it wrote it: no other writer changed them, and nothing needs comparing.
@@ -692,6 +729,71 @@ void TaskTimeline::onTask(const sdk::Event& e) {
   // Ended (a failed task may never have started): its facts kept before Kuscia deletes its pods.
   if (model::finishedPhase(t.phase)) keepFacts(name);
   settle(name);
+}
+
+bool TaskTimeline::counts(const std::string& party) const {
+  if (!party.empty() && board_.hasDomain(party)) return party == domain_;
+  return board_.isFirst(domain_);
+}
+
+void TaskTimeline::noteFailure(const std::string& task, std::string_view fieldsJson, bool last) {
+  // The phase and the completion lead the fields: read alone, nothing else parsed.
+  const auto lead = model::leadingStrings(fieldsJson, kTaskCompletion + 1);
+  if (lead[kTaskPhase] != "Failed" || failuresCounted_.count(task) > 0) return;
+  // Failed while this host ran (a restarted host does not count again what it counted before),
+  // and within the hour the count is remembered.
+  const int64_t now = host().wallTimeNanos();
+  const int64_t ended = model::parseTime(lead[kTaskCompletion]).value_or(now);
+  if (ended < startedNanos_ - kSecondNanos || now - ended > kFailureMemoryNanos) return;
+  auto doc = timeline(task, false);
+  if (!doc || !(*doc)["summary"].contains("failure")) return;
+  const json& failure = (*doc)["summary"]["failure"];
+  const std::string reason = failure.value("reason", "Unknown");
+  // Kuscia writes a pod's evidence with the phase; a writer that does it in two writes gets
+  // until the next timer.
+  if (reason == "Unknown" && !last) {
+    failuresDue_.insert(task);
+    return;
+  }
+  failuresDue_.erase(task);
+  failuresCounted_[task] = ended;
+  const std::string party = failure.value("party", "");
+  if (counts(party)) failures_.add(1, {party.c_str(), reason.c_str()});
+}
+
+void TaskTimeline::refreshStuckTasks() {
+  const int64_t now = host().wallTimeNanos();
+  for (auto it = failuresCounted_.begin(); it != failuresCounted_.end();)
+    it = now - it->second > kFailureMemoryNanos ? failuresCounted_.erase(it) : std::next(it);
+  // Tasks not finished, created longer than stuckAfterSeconds ago, not seen complete: their
+  // summaries say whether they are stuck and why.
+  const int64_t limit = config_.stuckAfterSeconds * kSecondNanos;
+  std::vector<std::string> candidates;
+  host().cacheList(taskSub_, "", [&](const sdk::Object& o) {
+    auto lead = model::leadingStrings(o.fieldsJson, kTaskCreate + 1);
+    auto created = model::parseTime(lead[kTaskCreate]);
+    std::string name(model::nameOf(o.key));
+    if (!model::finishedPhase(lead[kTaskPhase]) && created && now - *created >= limit &&
+        summarized_.count(name) == 0)
+      candidates.push_back(std::move(name));
+    return false;
+  });
+  std::map<std::pair<std::string, std::string>, int> counted;
+  for (const auto& task : candidates) {
+    auto doc = timeline(task, false);
+    if (!doc || !(*doc)["summary"].contains("stuck")) continue;
+    const json& stuck = (*doc)["summary"]["stuck"];
+    const std::string party = stuck.value("party", "");
+    if (counts(party)) ++counted[{party, stuck.value("reason", "Unknown")}];
+  }
+  for (const auto& labels : stuckLabels_)
+    if (counted.count(labels) == 0)
+      stuckTasks_.set(0, {labels.first.c_str(), labels.second.c_str()});
+  stuckLabels_.clear();
+  for (const auto& [labels, n] : counted) {
+    stuckTasks_.set(n, {labels.first.c_str(), labels.second.c_str()});
+    stuckLabels_.insert(labels);
+  }
 }
 
 void TaskTimeline::settle(const std::string& name) {

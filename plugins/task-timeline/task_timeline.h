@@ -140,6 +140,8 @@ private:
     kTaskPhase,
     kTaskCreate,
     kTaskCompletion,
+    kTaskReason, // why it ended: what summary.failure reads beside the entries
+    kTaskMessage,
     kTaskKept, // the facts kept on the task (kuscia_model/kept_facts.h)
     kTaskPods,
     kTaskServices,
@@ -155,7 +157,8 @@ private:
     std::size_t othersNotReady = 0;
     std::string phase;
     std::string createTime;
-    std::string kept; // the kept facts' annotation ("": none yet)
+    std::string completionTime, reason, message; // the status's ("": none)
+    std::string kept;                            // the kept facts' annotation ("": none yet)
     // The resourceVersion of the task as last seen (versionNumber(); 0: not known).
     uint64_t version = 0;
     // The resourceVersion this instance's last write was answered with, when the entries were
@@ -260,6 +263,14 @@ private:
                                          bool pod) const;
   // Adds what the entry board has for the entry, over what its status says.
   void withBoardFacts(model::timeline::EntryTimes& e) const;
+  // Whether this instance counts a failed or stuck task of `party` in the metrics: the instance
+  // of the party's domain when this host has it, else the host's first domain's.
+  bool counts(const std::string& party) const;
+  // Counts a task that failed while this host ran, once (kuscia_timeline_task_failures_total);
+  // one whose evidence is not in yet, at the next timer (`last`: then as it is).
+  void noteFailure(const std::string& task, std::string_view fieldsJson, bool last = false);
+  // The tasks stuck now, by party and reason (kuscia_timeline_tasks_stuck).
+  void refreshStuckTasks();
 
   TimelineConfig config_;
   // What this host's instances know of their entries (shared by the domains of one host).
@@ -289,12 +300,18 @@ private:
   // events may come after this one saw the task complete).
   std::unordered_set<std::string> keepPending_;
   bool loggedKeptFailure_ = false;
-  std::optional<model::FinishedTasks> finished_; // what the host may forget
+  // Failed tasks counted (task -> its completion), for an hour: each is counted once.
+  std::map<std::string, int64_t> failuresCounted_;
+  std::set<std::string> failuresDue_; // failed without evidence yet: counted at the next timer
+  int64_t startedNanos_ = 0;
+  int stuckTicks_ = 0;
+  std::set<std::pair<std::string, std::string>> stuckLabels_; // set last time (party, reason)
+  std::optional<model::FinishedTasks> finished_;              // what the host may forget
 
   sdk::Metric createToSchedule_, createToStart_, startToReady_, createToReady_;
   sdk::Metric serviceCreateToReady_;
   sdk::Metric imagePull_, containersStart_, taskStartup_, criticalPath_, blamed_;
-  sdk::Metric negative_, malformed_, stuck_, keptWrites_;
+  sdk::Metric negative_, malformed_, stuck_, keptWrites_, failures_, stuckTasks_;
   model::StatusWriter writer_;
 };
 

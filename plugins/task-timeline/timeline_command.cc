@@ -33,6 +33,7 @@ struct Options {
   int waitSeconds = 0; // wait until every task is complete
   std::size_t minEntries = 0;
   std::string saveDir;
+  int stuckAfterSeconds = 300; // summary.stuck, where the command summarises
 };
 
 int64_t wallNanos() {
@@ -116,10 +117,10 @@ json clusterTimeline(const sdk::CommandEnv& env, int32_t reader, const std::stri
 
 // One document from the parties' clusters (p2p: each holds its own entries), with the summary
 // of the whole task and each entry's phases, as of now.
-json summarized(const std::vector<json>& docs) {
+json summarized(const std::vector<json>& docs, int stuckAfterSeconds) {
   json doc = tl::mergeTimelines(docs);
   int64_t now = wallNanos();
-  doc["summary"] = tl::summarize(doc, now);
+  doc["summary"] = tl::summarize(doc, now, int64_t{stuckAfterSeconds} * 1000000000);
   tl::addPhases(doc, now);
   return doc;
 }
@@ -155,7 +156,7 @@ public:
       }
     }
     if (docs.empty()) return std::nullopt;
-    return summarized(docs);
+    return summarized(docs, o_.stuckAfterSeconds);
   }
 
 private:
@@ -177,6 +178,32 @@ bool settled(const json& doc) {
   std::string phase = doc.value("phase", "");
   return doc.value("summary", json::object()).value("complete", false) || phase == "Failed" ||
          phase == "Succeeded";
+}
+
+// Where a task stands for --wait: ready (every entry has its times, at least `minEntries` of
+// them), failed or stuck (the summary says why), or still on its way ("").
+std::string standing(const json& doc, std::size_t minEntries) {
+  const json summary = doc.value("summary", json::object());
+  if (summary.contains("failure")) return "failed";
+  if (doc.contains("entries") && tl::timelineComplete(doc) && doc["entries"].size() >= minEntries)
+    return "ready";
+  if (summary.contains("stuck")) return "stuck";
+  return "";
+}
+
+// "failed: OOMKilled in bob" / "stuck: ImagePull in bob" / "ready in 12.0s" of a settled task.
+std::string outcome(const json& doc, const std::string& standing) {
+  const json summary = doc.value("summary", json::object());
+  if (standing == "ready") {
+    if (!summary.contains("startupSeconds")) return "ready";
+    char buf[48];
+    std::snprintf(buf, sizeof buf, "ready in %.1fs", summary["startupSeconds"].get<double>());
+    return buf;
+  }
+  const json why = summary.value(standing == "failed" ? "failure" : "stuck", json::object());
+  std::string out = standing + ": " + why.value("reason", std::string("Unknown"));
+  if (why.contains("party")) out += " in " + why.value("party", std::string());
+  return out;
 }
 
 // --watch, or once: the first task's timeline, redrawn until it settles.
@@ -201,21 +228,25 @@ int waitForAll(const sdk::CommandEnv& env, const Options& o, Sources& sources) {
   const bool tty = env.stdoutIsTty();
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(o.waitSeconds);
   std::map<std::string, json> docs;
-  std::size_t ready = 0;
-  for (int last = -1;; std::this_thread::sleep_for(std::chrono::milliseconds(200))) {
-    ready = 0;
+  std::map<std::string, std::string> standings;
+  std::map<std::string, std::size_t> counts;
+  for (std::string last;; std::this_thread::sleep_for(std::chrono::milliseconds(200))) {
+    counts.clear();
     for (const auto& t : o.tasks) {
-      std::vector<std::string> problems; // not there yet: counted as not ready
+      std::vector<std::string> problems; // not there yet: counted as on its way
       auto doc = sources.timeline(t, problems);
       docs[t] = doc ? std::move(*doc) : json::object();
-      ready += doc && tl::timelineComplete(docs[t]) && docs[t]["entries"].size() >= o.minEntries;
+      standings[t] = standing(docs[t], o.minEntries);
+      ++counts[standings[t]];
     }
     std::string line =
-        "  tasks ready " + std::to_string(ready) + "/" + std::to_string(o.tasks.size());
+        "  tasks ready " + std::to_string(counts["ready"]) + "/" + std::to_string(o.tasks.size());
+    for (const char* other : {"failed", "stuck"})
+      if (counts[other] > 0) line += ", " + std::to_string(counts[other]) + " " + other;
     if (tty) env.out("\r" + line);
-    if (!tty && int(ready) != last) env.out(line + "\n");
-    last = int(ready);
-    if (ready == o.tasks.size() || std::chrono::steady_clock::now() > deadline) break;
+    if (!tty && line != last) env.out(line + "\n");
+    last = line;
+    if (counts[""] == 0 || std::chrono::steady_clock::now() > deadline) break;
   }
   if (tty) env.out("\n");
   for (const auto& t : o.tasks) {
@@ -227,11 +258,16 @@ int waitForAll(const sdk::CommandEnv& env, const Options& o, Sources& sources) {
   }
   env.out("\n");
   if (!o.saveDir.empty()) env.out("timelines written to " + o.saveDir + "/<task>.json\n");
-  if (ready == o.tasks.size()) return 0;
-  env.err("kuscia-host: timeline: only " + std::to_string(ready) + " of " +
-          std::to_string(o.tasks.size()) + " task(s) started within " +
-          std::to_string(o.waitSeconds) + " s\n");
-  return 1;
+  for (const auto& t : o.tasks)
+    env.out("  " + t + ": " +
+            (standings[t].empty() ? "not ready" : outcome(docs[t], standings[t])) + "\n");
+  if (counts[""] > 0) {
+    env.err("kuscia-host: timeline: " + std::to_string(counts[""]) + " of " +
+            std::to_string(o.tasks.size()) + " task(s) neither ready, failed nor stuck within " +
+            std::to_string(o.waitSeconds) + " s\n");
+    return 1;
+  }
+  return counts["ready"] == o.tasks.size() ? 0 : 3;
 }
 
 void declare(CLI::App& app, Options& o) {
@@ -260,13 +296,21 @@ void declare(CLI::App& app, Options& o) {
       app.add_flag("-w,--watch", o.watch,
                    "Redraw every second until the task is ready (or it failed or finished)");
   app.add_option("--wait", o.waitSeconds,
-                 "Wait up to this many seconds until every task named is complete (every pod and "
-                 "service with all its times), showing how many are; then print each")
+                 "Wait up to this many seconds until every task named is ready (every pod and "
+                 "service with all its times), failed or stuck, showing how many are; then print "
+                 "each, and each one's outcome. Exit status 0: all ready; 3: some failed or "
+                 "stuck; 1: the time ran out")
       ->check(CLI::Range(1, 86400))
       ->excludes(watch);
   app.add_option(
       "--min-entries", o.minEntries,
       "With --wait: a task is complete once it has at least this many pods and services");
+  app.add_option("--stuck-after", o.stuckAfterSeconds,
+                 "Summarising from the clusters: a task not ready whose longest wait began this "
+                 "many seconds ago is stuck, and the summary says why (task-timeline's "
+                 "stuckAfterSeconds)")
+      ->check(CLI::Range(1, 86400))
+      ->capture_default_str();
   app.add_option("--save-dir", o.saveDir,
                  "With --wait: also write each task's document as "
                  "DIR/<task>.json");

@@ -14,7 +14,8 @@ const std::vector<sdk::ConfigKey>& timelineConfigKeys() {
                              "write (0..600000; 0: within coalesceMillis like any other)"});
     k.push_back({"stuckAfterSeconds", "integer", "300",
                  "an entry waiting in a phase longer than this counts in "
-                 "kuscia_timeline_stuck_entries (1..86400)"});
+                 "kuscia_timeline_stuck_entries; a task whose longest wait began longer ago is "
+                 "stuck, and its summary says why (summary.stuck) (1..86400)"});
     k.push_back({"keepFinishedSeconds", "integer", "3600",
                  "a finished task stays in the host's cache (listed by the timelines API and "
                  "page) this long after its completionTime; then the host may forget it "

@@ -109,6 +109,13 @@ std::optional<json> TaskTimeline::timeline(const std::string& task, bool phases)
   if (t != nullptr && t->exists) {
     if (!t->phase.empty()) doc["phase"] = t->phase;
     if (!t->createTime.empty()) doc["createTime"] = t->createTime;
+    if (!t->completionTime.empty()) doc["completionTime"] = t->completionTime;
+    const json reason = t->reason, message = t->message;
+    model::timeline::TaskParts said;
+    said.reason = &reason;
+    said.message = &message;
+    if (json evidence = model::timeline::taskEvidence(said); !evidence.is_null())
+      doc["evidence"] = std::move(evidence);
     for (const ParsedEntries& from :
          {ParsedEntries{t->pods.toJson(), t->services.toJson()}, std::move(others)}) {
       for (const auto& [key, entry] : from.podStatuses.items())
@@ -139,7 +146,8 @@ std::optional<json> TaskTimeline::timeline(const std::string& task, bool phases)
       entries[key] = entryTimeline(task, key, e, false, kept);
     }
   doc["entries"] = std::move(entries);
-  doc["summary"] = model::timeline::summarize(doc, host().wallTimeNanos());
+  doc["summary"] = model::timeline::summarize(doc, host().wallTimeNanos(),
+                                              config_.stuckAfterSeconds * int64_t{1000000000});
   if (phases) model::timeline::addPhases(doc, host().wallTimeNanos());
   return doc;
 }

@@ -43,6 +43,7 @@ function drawMissing(name, recorded) {
   document.getElementById("title").textContent = "No task " + name;
   for (const id of ["startup", "blame", "parties", "axis", "chart"])
     document.getElementById(id).replaceChildren();
+  document.getElementById("failure").hidden = true;
   const table = document.getElementById("table");
   table.tHead.replaceChildren();
   table.tBodies[0].replaceChildren();
@@ -115,8 +116,37 @@ function phaseText(p) {
       (p.ongoing ? " so far" : "");
 }
 
+// "Failed: OOMKilled in bob (bob/t-0) at ..., cause Timeout" of summary.failure or .stuck.
+function whyTitle(c, stuck) {
+  return (stuck ? "Stuck" + (c.seconds === undefined ? "" : " " + secs(c.seconds)) : "Failed") +
+      ": " + c.reason + (c.party ? " in " + c.party : "") + (c.entry ? " (" + c.entry + ")" : "") +
+      (c.since ? (stuck ? " since " : " at ") + c.since : "") + (c.cause ? ", cause " + c.cause : "");
+}
+function whyShort(s) {
+  const c = s.failure || s.stuck;
+  return c ? (s.failure ? "failed: " : "stuck: ") + c.reason + (c.party ? " in " + c.party : "") : "";
+}
+
+// Why the task failed or is stuck, at the top: the reason, the party and the evidence (text).
+function drawFailure(s) {
+  const box = document.getElementById("failure");
+  const c = s.failure || s.stuck;
+  box.hidden = !c;
+  if (!c) {
+    box.removeAttribute("data-reason");
+    return;
+  }
+  box.className = "failure" + (s.failure ? "" : " stuck");
+  box.setAttribute("data-reason", c.reason);
+  box.setAttribute("data-party", c.party || "");
+  box.setAttribute("data-kind", s.failure ? "failure" : "stuck");
+  document.getElementById("failureTitle").textContent = whyTitle(c, !s.failure);
+  document.getElementById("failureExcerpt").textContent = c.excerpt || "";
+}
+
 function drawSummary(doc) {
   const s = doc.summary || {};
+  drawFailure(s);
   const box = document.getElementById("summary");
   box.className = "summary" + (s.complete ? "" : " incomplete");
   const startup = document.getElementById("startup");
@@ -315,6 +345,9 @@ async function loadHistory(more) {
       tr.appendChild(el("td", {}, s.lastParty || ""));
       tr.appendChild(el("td", {}, s.blame ? phaseText(s.blame) + (why(s.blame) ? " \u2014 " +
                                             why(s.blame) : "") : ""));
+      const reason = (s.failure || s.stuck || {}).reason || "";
+      tr.appendChild(el("td", {"data-reason": reason, title: (s.failure || s.stuck || {}).excerpt || ""},
+                        whyShort(s)));
       tr.addEventListener("click", () => {
         location.hash = "history/" + encodeURIComponent(it.task);
       });

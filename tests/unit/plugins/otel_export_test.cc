@@ -452,8 +452,20 @@ TEST(OtelExportTest, AStuckTaskSendsItsPendingPhaseThenItsEnd) {
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
   std::string pendingId;
   for (const auto& s : receiver.spans())
-    if (s.value("status", json::object()).value("code", 0) == 2) pendingId = s["spanId"];
+    if (s.value("status", json::object()).value("code", 0) == 2 && s["name"] == "starting")
+      pendingId = s["spanId"];
   ASSERT_FALSE(pendingId.empty()) << json(receiver.spans()).dump();
+  // The task's root goes out pending too, in ERROR with why it is stuck (summary.stuck).
+  bool rootStuck = false;
+  for (const auto& s : receiver.spans())
+    if (s["name"] == "kuscia.task.startup") {
+      rootStuck = true;
+      EXPECT_EQ(s["status"]["code"], 2);
+      EXPECT_EQ(s["status"]["message"], "Crashed");
+      ASSERT_EQ(s["events"].size(), 1u);
+      EXPECT_EQ(s["events"][0]["name"], "kuscia.failure");
+    }
+  EXPECT_TRUE(rootStuck) << json(receiver.spans()).dump();
   for (const auto& s : receiver.spans())
     if (s["spanId"] == pendingId) {
       EXPECT_EQ(s["name"], "starting");
