@@ -186,6 +186,62 @@ def apiserver(host_bin, work, procs):
     return kubeconfig
 
 
+def kubectl(kubeconfig, *args):
+    """kubectl against `kubeconfig`: its completed process (output as text)."""
+    import subprocess
+    return subprocess.run(["kubectl", "--kubeconfig", kubeconfig, *args], capture_output=True, text=True,
+                          timeout=60)
+
+
+def delete_events(kubeconfig, namespaces=("alice", "bob")):
+    """Deletes every Event of the namespaces, as they expire on a real cluster (checked)."""
+    import json
+    for ns in namespaces:
+        r = kubectl(kubeconfig, "get", "events", "-n", ns, "-o", "json")
+        check(r.returncode == 0, "events listed: " + r.stderr)
+        for e in json.loads(r.stdout)["items"]:
+            kubectl(kubeconfig, "delete", "event", "-n", ns, e["metadata"]["name"])
+        r = kubectl(kubeconfig, "get", "events", "-n", ns, "-o", "json")
+        check(json.loads(r.stdout)["items"] == [], "%s's Events deleted" % ns)
+
+
+class RunningHost:
+    """`kuscia-host run --config CONFIG` on any admin port, its output appended to `log`: start()
+    waits until it serves (url), kill() sends SIGKILL; get() and text() read its admin server
+    (None when it does not answer). Each process goes into `procs`."""
+
+    def __init__(self, host_bin, config, log, procs):
+        self.host_bin, self.config, self.log, self.procs, self.proc = host_bin, config, log, procs, None
+
+    def start(self):
+        import subprocess
+        self.proc = subprocess.Popen([self.host_bin, "run", "--config", self.config, "--admin-listen", "127.0.0.1:0"],
+                                     stdout=open(self.log, "a"), stderr=subprocess.STDOUT)
+        self.procs.append(self.proc)
+        seen = lambda: re.findall(r"admin server listening on (127\.0\.0\.1:\d+)", open(self.log).read())
+        before = len(seen())
+        check(eventually(lambda: len(seen()) > before, 60), "the host serves: " + open(self.log).read()[-800:])
+        self.url = "http://" + seen()[-1]
+
+    def kill(self):
+        import signal
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait(timeout=30)
+
+    def text(self, path):
+        import urllib.request
+        try:
+            with urllib.request.urlopen(self.url + path, timeout=10) as r:
+                return r.read().decode()
+        except Exception:
+            return None
+
+    def get(self, path):
+        import json
+        t = self.text(path)
+        return json.loads(t) if t is not None else None
+
+
 def sim_cluster(host_bin, work, extra, phase_millis, procs):
     """`kuscia-host apiserver` with the namespaces alice, bob and cross-domain, and a centralized
     host config against it for both domains: sim-agent at `phase_millis`, task-timeline,

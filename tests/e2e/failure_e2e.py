@@ -18,16 +18,14 @@ import json
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
-import urllib.request
 
 here = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(here, "../otel"))
 from otlp_support import Capture  # noqa: E402
-from e2e_support import apiserver, check, eventually  # noqa: E402
+from e2e_support import RunningHost, apiserver, check, delete_events, eventually, kubectl  # noqa: E402
 
 host_bin, plugin_dir = sys.argv[1], sys.argv[2]
 work = tempfile.mkdtemp()
@@ -48,11 +46,6 @@ EVIDENCE = {"ImagePull": "ImagePullBackOff", "OOMKilled": 'reason "OOMKilled"',
             "Unschedulable": "Insufficient cpu"}
 
 
-def kubectl(kubeconfig, *args):
-    return subprocess.run(["kubectl", "--kubeconfig", kubeconfig, *args], capture_output=True,
-                          text=True, timeout=60)
-
-
 def host_config(kubeconfig, history_db, endpoint):
     path = os.path.join(work, "host.yaml")
     with open(path, "w") as f:
@@ -68,35 +61,6 @@ def host_config(kubeconfig, history_db, endpoint):
                     "      - name: task-history\n        config: { database: \"%s\", recordDelaySeconds: 1, stuckAfterSeconds: %d }\n"
                     % (d, STUCK_AFTER, endpoint, STUCK_AFTER, history_db, STUCK_AFTER))
     return path
-
-
-class Host:
-    def __init__(self, config, log):
-        self.config, self.log, self.proc = config, log, None
-
-    def start(self):
-        self.proc = subprocess.Popen([host_bin, "run", "--config", self.config, "--admin-listen", "127.0.0.1:0"],
-                                     stdout=open(self.log, "a"), stderr=subprocess.STDOUT)
-        procs.append(self.proc)
-        seen = lambda: re.findall(r"admin server listening on (127\.0\.0\.1:\d+)", open(self.log).read())
-        before = len(seen())
-        check(eventually(lambda: len(seen()) > before, 60), "the host serves: " + open(self.log).read()[-800:])
-        self.url = "http://" + seen()[-1]
-
-    def kill(self):
-        self.proc.send_signal(signal.SIGKILL)
-        self.proc.wait(timeout=30)
-
-    def text(self, path):
-        try:
-            with urllib.request.urlopen(self.url + path, timeout=10) as r:
-                return r.read().decode()
-        except Exception:
-            return None
-
-    def get(self, path):
-        t = self.text(path)
-        return json.loads(t) if t is not None else None
 
 
 def submit(kubeconfig):
@@ -165,16 +129,6 @@ def pods_gone(kubeconfig, tasks):
                                          for p in json.loads(r.stdout)["items"])
 
 
-def delete_events(kubeconfig):
-    for ns in ("alice", "bob"):
-        r = kubectl(kubeconfig, "get", "events", "-n", ns, "-o", "json")
-        check(r.returncode == 0, "events listed: " + r.stderr)
-        for e in json.loads(r.stdout)["items"]:
-            kubectl(kubeconfig, "delete", "event", "-n", ns, e["metadata"]["name"])
-        r = kubectl(kubeconfig, "get", "events", "-n", ns, "-o", "json")
-        check(json.loads(r.stdout)["items"] == [], "%s's Events deleted" % ns)
-
-
 def page(url, task):
     chromium = shutil.which("chromium")
     check(chromium is not None, "chromium is installed")
@@ -215,7 +169,7 @@ try:
     kubeconfig = apiserver(host_bin, work, procs)
     cap = Capture()
     db = os.path.join(work, "history.db")
-    host = Host(host_config(kubeconfig, db, cap.url), os.path.join(work, "host.log"))
+    host = RunningHost(host_bin, host_config(kubeconfig, db, cap.url), os.path.join(work, "host.log"), procs)
     host.start()
     submit(kubeconfig)
     check(eventually(lambda: settled(host), 90), "every task settled: " + json.dumps(

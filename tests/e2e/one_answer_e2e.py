@@ -16,28 +16,20 @@ import json
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
-import urllib.request
 
 here = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(here, "../otel"))
 from otlp_support import Capture  # noqa: E402
-from e2e_support import apiserver, check, eventually  # noqa: E402
+from e2e_support import RunningHost, apiserver, check, delete_events, eventually, kubectl  # noqa: E402
 
 host_bin, plugin_dir = sys.argv[1], sys.argv[2]
 work = tempfile.mkdtemp()
 procs = []
 TASK = "one-answer-1"
 SUMMARY_KEYS = ("complete", "startupSeconds", "lastParty", "blame", "criticalPath", "parties")
-
-
-def kubectl(kubeconfig, *args):
-    r = subprocess.run(["kubectl", "--kubeconfig", kubeconfig, *args], capture_output=True, text=True,
-                       timeout=60)
-    return r
 
 
 def host_config(kubeconfig, name, history_db, endpoint):
@@ -56,31 +48,6 @@ def host_config(kubeconfig, name, history_db, endpoint):
                 f.write("      - name: task-history\n        config: { database: \"%s\", recordDelaySeconds: 1 }\n"
                         % history_db)
     return path
-
-
-class Host:
-    def __init__(self, config, log):
-        self.config, self.log, self.proc = config, log, None
-
-    def start(self):
-        self.proc = subprocess.Popen([host_bin, "run", "--config", self.config, "--admin-listen", "127.0.0.1:0"],
-                                     stdout=open(self.log, "a"), stderr=subprocess.STDOUT)
-        procs.append(self.proc)
-        seen = lambda: re.findall(r"admin server listening on (127\.0\.0\.1:\d+)", open(self.log).read())
-        before = len(seen())
-        check(eventually(lambda: len(seen()) > before, 60), "the host serves: " + open(self.log).read()[-800:])
-        self.url = "http://" + seen()[-1]
-
-    def kill(self):
-        self.proc.send_signal(signal.SIGKILL)
-        self.proc.wait(timeout=30)
-
-    def get(self, path):
-        try:
-            with urllib.request.urlopen(self.url + path, timeout=10) as r:
-                return json.loads(r.read())
-        except Exception:
-            return None
 
 
 def submit(kubeconfig):
@@ -107,16 +74,6 @@ def task_pods_gone(kubeconfig):
         if r.returncode != 0 or any(TASK in p["metadata"]["name"] for p in json.loads(r.stdout)["items"]):
             return False
     return True
-
-
-def delete_events(kubeconfig):
-    for ns in ("alice", "bob"):
-        r = kubectl(kubeconfig, "get", "events", "-n", ns, "-o", "json")
-        check(r.returncode == 0, "events listed: " + r.stderr)
-        for e in json.loads(r.stdout)["items"]:
-            kubectl(kubeconfig, "delete", "event", "-n", ns, e["metadata"]["name"])
-        r = kubectl(kubeconfig, "get", "events", "-n", ns, "-o", "json")
-        check(json.loads(r.stdout)["items"] == [], "%s's Events deleted" % ns)
 
 
 def page_blame(url):
@@ -155,7 +112,7 @@ def run(with_history):
     cap = Capture()
     db = os.path.join(work, "history-%d.db" % with_history) if with_history else None
     config = host_config(kubeconfig, "host-%d" % with_history, db, cap.url)
-    host = Host(config, os.path.join(work, "host-%d.log" % with_history))
+    host = RunningHost(host_bin, config, os.path.join(work, "host-%d.log" % with_history), procs)
     host.start()
     submit(kubeconfig)
     check(eventually(lambda: (host.get("/api/v1/timelines/" + TASK) or {}).get("summary", {}).get("complete"), 60),

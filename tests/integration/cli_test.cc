@@ -140,6 +140,31 @@ TEST(CliTest, DemoRunsWhatItsConfigFileSays) {
   EXPECT_NE(none.err.find("no plugin declares the command nosuch"), std::string::npos) << none.err;
 }
 
+// The demo's failure scenarios end with each task's outcome: a task that starts, one whose bob
+// container is killed for memory, one whose image never comes (stuck after 8 s, as the demo
+// counts ten phases, at least 8 s); exit 3 (some failed or are stuck). A scenario the config does
+// not have is refused with the ones it has.
+TEST(CliTest, DemoScenariosEndWithEachTasksOutcome) {
+  test::TempDir dir;
+  auto r = runCommand(hostCmd({"demo", "--scenario", "mixed", "--tasks", "3", "--phase-millis",
+                               "200", "--exit-when-done", "--admin-listen", "127.0.0.1:0",
+                               "--work-dir", dir.file("work"), "--plugin-dir", KH_PLUGIN_DIR}));
+  EXPECT_EQ(r.code, 3) << r.out << r.err;
+  EXPECT_NE(r.out.find("mixed: some tasks fail or get stuck in bob"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("  demo-task-1: ready in "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("  demo-task-2: failed: OOMKilled in bob"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("  demo-task-3: stuck: ImagePull in bob"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("  | OOMKilled: container[secretflow] terminated state reason"),
+            std::string::npos)
+      << r.out;
+  auto unknown = runCommand(hostCmd({"demo", "--scenario", "flaky", "--work-dir", dir.file("work"),
+                                     "--plugin-dir", KH_PLUGIN_DIR}));
+  EXPECT_EQ(unknown.code, 2);
+  EXPECT_NE(unknown.err.find("--scenario flaky: no such scenario (default, slow-party, crash,"),
+            std::string::npos)
+      << unknown.err;
+}
+
 TEST(CliTest, CheckConfigAcceptsEverySample) {
   int n = 0;
   for (const auto& e : std::filesystem::recursive_directory_iterator(KH_SOURCE_DIR "/config")) {

@@ -146,10 +146,10 @@ std::string shiftPort(const std::string& listen, int delta) {
   return host + ":" + std::to_string(port + delta);
 }
 
-// A demo task waiting ten phases is stuck, and never sooner than 15 s: the times an entry's
+// A demo task waiting ten phases is stuck, and never sooner than 8 s: the times an entry's
 // phases start from may be written up to 5 s after the fact (deferred writes).
 int stuckSeconds(const DemoOptions& o) {
-  return std::max(15, 10 * o.phaseMillis / 1000);
+  return std::max(8, 10 * o.phaseMillis / 1000);
 }
 
 // Loads and starts the hosts: one for both domains, or one per domain with its own cluster.
