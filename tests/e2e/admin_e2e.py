@@ -87,7 +87,7 @@ def cluster():
     procs.append(server)
     check("listening on" in server.stdout.readline(), "apiserver started")
     kc = path("kubeconfig")
-    access = [d for d in yaml.safe_load_all(open(os.path.join(root, "config/k8s/admin-access.yaml"))) if d]
+    access = [d for d in yaml.safe_load_all(open(os.path.join(root, "config/k8s/base/admin-access.yaml"))) if d]
     role = [d for d in access if d["kind"] == "ClusterRole"][0]
     binding = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
                "metadata": {"name": "viewers"},

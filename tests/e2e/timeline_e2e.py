@@ -12,7 +12,7 @@ after the flap settles (no write war); a malformed ready-time
 annotation is counted and the host keeps running; a full-status PUT that drops the times is
 repaired; a `kill -9` of the host mid-startup converges to the same status; the timeline route
 shows a pod held Unschedulable with its reason; the API server's audit log shows that the hosts
-needed exactly the permissions of config/k8s/rbac.yaml's ClusterRole.
+needed exactly the permissions of config/k8s/base/rbac.yaml's ClusterRole.
 
 P2P (--p2p): two API servers (alice's and bob's clusters), the task created in both, one host
 per party in p2p mode: each fills its own party's entries in its own cluster. Then a writer that
@@ -64,7 +64,7 @@ class Cluster:
         line = self.proc.stdout.readline()
         check("listening on" in line, "%s: apiserver started" % name)
         self.port = int(re.search(r"listening on \S*?:(\d+)", line).group(1))
-        access = os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../config/k8s/admin-access.yaml")
+        access = os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../config/k8s/base/admin-access.yaml")
         import yaml
         role = [d for d in yaml.safe_load_all(open(access)) if d and d["metadata"]["name"] == "kuscia-host-viewer"][0]
         self.apply(role)
@@ -324,10 +324,10 @@ def check_summary(doc, cluster, parties):
 
 
 def least_privilege(clusters):
-    """Every request the hosts made is allowed by the ClusterRole of config/k8s/rbac.yaml, and
+    """Every request the hosts made is allowed by the ClusterRole of config/k8s/base/rbac.yaml, and
     every rule of it was needed: the role grants what the plugins use and nothing more."""
     import yaml
-    rbac = os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../config/k8s/rbac.yaml")
+    rbac = os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../config/k8s/base/rbac.yaml")
     role = [d for d in yaml.safe_load_all(open(rbac)) if d and d["kind"] == "ClusterRole"][0]
     granted = set()
     for rule in role["rules"]:

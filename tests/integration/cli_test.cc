@@ -165,11 +165,14 @@ TEST(CliTest, DemoScenariosEndWithEachTasksOutcome) {
       << unknown.err;
 }
 
+// The Kubernetes manifests' host configs name the pod's files (its certificate, its secrets):
+// manifests_e2e.py checks them with stand-ins.
 TEST(CliTest, CheckConfigAcceptsEverySample) {
   int n = 0;
   for (const auto& e : std::filesystem::recursive_directory_iterator(KH_SOURCE_DIR "/config")) {
     if (e.path().extension() != ".yaml" ||
-        test::readFile(e.path()).find("\ndomains:") == std::string::npos)
+        test::readFile(e.path()).find("\ndomains:") == std::string::npos ||
+        e.path().string().find("/config/k8s/") != std::string::npos)
       continue;
     ++n;
     auto r = runCommand(

@@ -255,6 +255,31 @@ TEST_F(InstanceTest, TheBundledExamplePluginBeats) {
   d->shutdown();
 }
 
+// admin.metricsListen: /metrics alone, over plain HTTP and without authentication (what Kuscia's
+// metric exporter scrapes), beside an admin server that asks for a token.
+TEST_F(InstanceTest, TheMetricsListenerServesMetricsAloneWithoutAuthentication) {
+  test::TempDir dir;
+  const std::string tokens = dir.file("tokens");
+  test::writeFile(tokens, "s3cret reader\n");
+  HostConfig c = configWith({{"alice", probe(nlohmann::json::object())}});
+  c.adminAccess.auth = AdminAccess::Auth::kToken;
+  c.adminAccess.tokenFile = tokens;
+  c.metricsListen = "127.0.0.1:0";
+  auto d = make(c);
+  ASSERT_TRUE(d->start().ok()) << logText();
+  ASSERT_TRUE(d->metricsEndpoint());
+  const unsigned short metrics = d->metricsEndpoint()->port();
+  EXPECT_NE(metrics, d->adminEndpoint()->port());
+  auto r = test::httpGet(metrics, "/metrics");
+  EXPECT_EQ(r.status, 200);
+  EXPECT_NE(r.body.find("kuscia_host_build_info"), std::string::npos);
+  EXPECT_EQ(test::httpGet(metrics, "/readyz").status, 404);
+  EXPECT_EQ(test::httpGet(metrics, "/api/v1/timelines").status, 404);
+  EXPECT_EQ(test::httpGet(d->adminEndpoint()->port(), "/metrics").status, 401);
+  EXPECT_NE(logText().find("metrics listening on 127.0.0.1:"), std::string::npos);
+  d->shutdown();
+}
+
 TEST(InstanceClockTest, PluginsReadTheInjectedClock) {
   std::ostringstream out;
   LogManager logs(LogFormat::kText, spdlog::level::info, out);

@@ -32,7 +32,11 @@ TEST(ConfigTest, EverySampleInConfigDirPasses) {
   for (const auto& entry : std::filesystem::recursive_directory_iterator(KH_SOURCE_DIR "/config")) {
     if (entry.path().extension() != ".yaml") continue;
     // Only host configs: they have a top-level "domains" key (config/ also holds CRDs and RBAC).
-    if (test::readFile(entry.path()).find("\ndomains:") == std::string::npos) continue;
+    // Those of the Kubernetes manifests name the pod's files (its certificate, its secrets):
+    // manifests_e2e.py checks them with stand-ins.
+    if (test::readFile(entry.path()).find("\ndomains:") == std::string::npos ||
+        entry.path().string().find("/config/k8s/") != std::string::npos)
+      continue;
     ++samples;
     auto r = loadHostConfig(entry.path().string(), buildPlugins());
     EXPECT_TRUE(r.errors.empty()) << entry.path() << ": " << firstError(r);

@@ -18,7 +18,8 @@ namespace kuscia_host {
 Daemon::Daemon(HostConfig config, DaemonOptions options, LogManager& logs, const Clock& clock)
     : config_(std::move(config)), options_(std::move(options)), logs_(logs), clock_(clock),
       logger_(logs_.logger("host")), hostMetrics_(metrics_), runtime_(config_.workerThreads),
-      admin_(runtime_.io(), logs_.logger("admin")), loader_(LoaderOptions{::geteuid()}) {
+      admin_(runtime_.io(), logs_.logger("admin")),
+      metricsServer_(runtime_.io(), logs_.logger("admin")), loader_(LoaderOptions{::geteuid()}) {
   if (auto info = metrics_.family(MetricKind::kGauge, "kuscia_host_build_info",
                                   "Build information; always 1", {"version", "abi"})) {
     info.value()->series({kVersion, kAbiVersion})->set(1);
@@ -29,6 +30,8 @@ Daemon::Daemon(HostConfig config, DaemonOptions options, LogManager& logs, const
     return readyzResponse(health_, r, !admin_.authEnabled() || !r.user.empty());
   });
   admin_.route("/metrics", [this](const HttpRequest&) { return metricsResponse(metrics_); });
+  metricsServer_.route("/metrics",
+                       [this](const HttpRequest&) { return metricsResponse(metrics_); });
 }
 
 Daemon::~Daemon() {
@@ -244,6 +247,16 @@ Result<void> Daemon::startAdmin() {
   if (!admin_.authEnabled())
     if (auto warning = exposureWarning(ep->address()); !warning.empty())
       logger_->warn("{}", warning);
+  return startMetricsListener();
+}
+
+Result<void> Daemon::startMetricsListener() {
+  if (config_.metricsListen.empty()) return {};
+  auto ep = metricsServer_.listen(config_.metricsListen);
+  if (!ep) return makeError("admin.metricsListen: " + ep.error());
+  metricsEndpoint_ = ep.value();
+  logger_->info("metrics listening on {}:{} (plain HTTP, /metrics only, no authentication)",
+                ep->address().to_string(), ep->port());
   return {};
 }
 
@@ -334,6 +347,7 @@ void Daemon::shutdown() {
   shutDown_ = true;
   if (tlsFiles_) tlsFiles_->stop();
   admin_.stop();
+  metricsServer_.stop();
   for (std::size_t i = instances_.size(); i-- > 0;) { // reverse start order
     instances_[i]->stop();
     logger_->debug("stopped {}", instances_[i]->id());

@@ -54,6 +54,8 @@ public:
   void waitForSignal();
 
   std::optional<boost::asio::ip::tcp::endpoint> adminEndpoint() const { return adminEndpoint_; }
+  // admin.metricsListen's bound address, when set.
+  std::optional<boost::asio::ip::tcp::endpoint> metricsEndpoint() const { return metricsEndpoint_; }
   // The embedded API server, when the config asks for one (cluster.embedded).
   apiserver::ApiServer* embeddedApiServer() { return apiServer_.get(); }
   MetricsRegistry& metrics() { return metrics_; }
@@ -70,6 +72,8 @@ private:
   // Loads and creates every instance; then starts the admin server; then the instances.
   Result<void> createInstances();
   Result<void> startAdmin();
+  // admin.metricsListen, when set.
+  Result<void> startMetricsListener();
   // The admin server's TLS context (nullptr: plain HTTP) and who may read it.
   Result<std::shared_ptr<boost::asio::ssl::context>> adminTls(const std::string& listen);
   std::shared_ptr<AdminAuth> adminAuth();
@@ -92,6 +96,7 @@ private:
   HealthRegistry health_;
   Runtime runtime_;
   AdminServer admin_;
+  AdminServer metricsServer_;          // admin.metricsListen: /metrics alone, plain HTTP
   std::unique_ptr<TlsFiles> tlsFiles_; // admin.tls from files: renewals
   PluginRoutes routes_;
   std::unique_ptr<apiserver::ApiServer> apiServer_;
@@ -101,7 +106,7 @@ private:
   std::map<std::string, std::shared_ptr<PluginLibrary>> libraries_;
   LibraryStates libraryStates_; // before instances_: destroyed after them
   std::vector<std::unique_ptr<PluginInstance>> instances_;
-  std::optional<boost::asio::ip::tcp::endpoint> adminEndpoint_;
+  std::optional<boost::asio::ip::tcp::endpoint> adminEndpoint_, metricsEndpoint_;
   bool shutDown_ = false;
   std::unique_ptr<boost::asio::signal_set> signals_; // after runtime_: destroyed before it
 };

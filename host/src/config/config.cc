@@ -103,6 +103,10 @@ struct Schema {
                           "PEM CA whose client certificates authenticate too (needs tls)"};
   SchemaNode allowUnauthenticated{Type::kBoolean,
                                   "the only way to serve off loopback with auth: none", "false"};
+  SchemaNode metricsListen{Type::kString,
+                           "also serve /metrics alone over plain HTTP, without authentication, "
+                           "on this address:port (Kuscia's metric exporter scrapes it so); "
+                           "metrics hold no user data"};
   SchemaNode workerThreads{Type::kInteger,
                            "threads running plugin callbacks and I/O",
                            std::to_string(defaults::kWorkerThreads),
@@ -173,7 +177,8 @@ struct Schema {
                     {"auth", &auth},
                     {"tokenFile", &tokenFile},
                     {"clientCAFile", &clientCAFile},
-                    {"allowUnauthenticated", &allowUnauthenticated}};
+                    {"allowUnauthenticated", &allowUnauthenticated},
+                    {"metricsListen", &metricsListen}};
     embedded.fields = {{"listen", &embeddedListen},
                        {"kubeconfigOut", &kubeconfigOut},
                        {"tokenAuthFile", &tokenAuthFile}};
@@ -405,6 +410,10 @@ void extractAdmin(const YAML::Node& admin, Validator& v, HostConfig& c) {
             "auth: kubernetes asks the cluster (TokenReview, SubjectAccessReview): set cluster");
   a.allowUnauthenticated =
       admin["allowUnauthenticated"] && admin["allowUnauthenticated"].Scalar() == "true";
+  if (auto n = admin["metricsListen"]) {
+    c.metricsListen = n.Scalar();
+    checkListen(n, v, "admin.metricsListen", c.metricsListen);
+  }
   std::string host;
   unsigned short port = 0;
   if (!parseListenAddress(c.adminListen, host, port)) return; // already reported

@@ -69,6 +69,7 @@ struct HostConfig {
   std::string logFormat = defaults::kLogFormat;
   std::string adminListen = defaults::kAdminListen;
   AdminAccess adminAccess;
+  std::string metricsListen; // admin.metricsListen: /metrics alone, plain HTTP ("": none)
   int workerThreads = defaults::kWorkerThreads;
   ClusterConfig cluster;
   std::vector<std::string> pluginDirs;
