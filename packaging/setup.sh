@@ -14,6 +14,9 @@
 #                              on build-release/
 #   packaging/setup.sh package build the .deb and .rpm packages into dist/ (build-package/, for /usr,
 #                              with Debian's hardening flags), lint them and test them
+#   packaging/setup.sh image   the OCI image from those packages on a Debian bookworm root
+#                              (build-image/, podman), tested through its root filesystem; its
+#                              archive's path is the last line
 #   packaging/setup.sh build   only install dependencies and build (build/)
 #   packaging/setup.sh deps    only install missing Debian packages
 #   packaging/setup.sh format  reformat the sources with clang-format
@@ -279,6 +282,16 @@ case "$cmd" in
     build_packages
     test_packages
     ;;
+  image)
+    deps "${package_tools[@]}" podman buildah mmdebstrap uidmap
+    # The packages of this tree: built when dist/ has none, or older ones than the sources.
+    newest=$(git -C "$root" log -1 --format=%ct 2>/dev/null || echo 0)
+    if ! ls "$root"/dist/kuscia-host_*_amd64.deb >/dev/null 2>&1 ||
+      [ "$(stat -c %Y "$(ls "$root"/dist/kuscia-host_*_amd64.deb | head -1)")" -lt "$newest" ]; then
+      build_packages
+    fi
+    "$root/packaging/image.sh" "$root/dist" "$root/build-image"
+    ;;
   fuzz)
     deps
     say "configuring $root/build-fuzz"
@@ -308,7 +321,7 @@ case "$cmd" in
     (cd "$root" && clang-format -i $(git ls-files --cached --others --exclude-standard '*.h' '*.hpp' '*.cc' '*.c'))
     ;;
   *)
-    sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'
     exit 2
     ;;
 esac
