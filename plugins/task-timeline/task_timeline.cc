@@ -234,10 +234,12 @@ void TaskTimeline::onStart() {
     stuck_.set(0, {phase});
   for (const char* phase : model::timeline::kPhaseNames)
     criticalPath_.add(0, {phase});
-  // This domain's failures from 0, so that the first one is an increase.
-  for (std::size_t r = 0; r < model::failure::kReasonCount; ++r)
-    failures_.add(0,
-                  {domain_.c_str(), model::failure::name(static_cast<model::failure::Reason>(r))});
+  // This domain's failures from 0, so that the first one is an increase; its stuck tasks at 0.
+  for (std::size_t r = 0; r < model::failure::kReasonCount; ++r) {
+    const char* reason = model::failure::name(static_cast<model::failure::Reason>(r));
+    failures_.add(0, {domain_.c_str(), reason});
+    stuckTasks_.set(0, {domain_.c_str(), reason});
+  }
   stuckTimer_ = host().startTimer(5000, 5000);
   startedNanos_ = host().wallTimeNanos();
 }
