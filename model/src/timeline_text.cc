@@ -197,27 +197,6 @@ void appendDocument(TimelineText& text, std::string_view name, std::string_view 
   out += '}';
 }
 
-// The task's evidence, as timeline::taskEvidence() makes it of the same texts.
-json taskEvidence(const TaskTexts& t) {
-  const json message = t.message ? json(std::string(*t.message)) : json();
-  const json reason = t.reason ? json(std::string(*t.reason)) : json();
-  timeline::TaskParts parts;
-  parts.message = &message;
-  parts.reason = &reason;
-  return timeline::taskEvidence(parts);
-}
-
-timeline::TaskEnd taskEnd(const TaskTexts& t) {
-  timeline::TaskEnd end;
-  if (t.phase) end.phase = *t.phase;
-  if (t.completionTime) end.completionTime = sdk::parseTime(*t.completionTime);
-  if (const json evidence = taskEvidence(t); evidence.is_object()) {
-    end.reason = evidence.value("reason", "");
-    end.message = evidence.value("message", "");
-  }
-  return end;
-}
-
 } // namespace
 
 TimelineText timelineText(const timeline::TaskParts& t,
@@ -265,10 +244,9 @@ TimelineText timelineText(const timeline::TaskParts& t,
     text.createTime = t.creationTimestamp->get_ref<const std::string&>();
   if (t.phase != nullptr && t.phase->is_string())
     text.phase = t.phase->get_ref<const std::string&>();
-  text.end = timeline::TaskEnd::of(
-      json{{"phase", t.phase != nullptr ? *t.phase : json()},
-           {"completionTime", t.completionTime != nullptr ? *t.completionTime : json()},
-           {"evidence", timeline::taskEvidence(t)}});
+  text.end =
+      timeline::TaskEnd::of(timeline::partText(t.phase), timeline::partText(t.completionTime),
+                            timeline::partText(t.reason), timeline::partText(t.message));
   return text;
 }
 
@@ -310,10 +288,12 @@ TimelineText timelineTextOf(const TaskTexts& t, std::vector<EntryText>& entries,
               return true;
             });
       },
-      entryUids, uid, t.completionTime ? json(*t.completionTime) : json(), taskEvidence(t));
+      entryUids, uid, t.completionTime ? json(*t.completionTime) : json(),
+      timeline::taskEvidence(t.reason.value_or(""), t.message.value_or("")));
   if (t.createTime) text.createTime = *t.createTime;
   if (t.phase) text.phase = *t.phase;
-  text.end = taskEnd(t);
+  text.end = timeline::TaskEnd::of(t.phase.value_or(""), t.completionTime.value_or(""),
+                                   t.reason.value_or(""), t.message.value_or(""));
   return text;
 }
 

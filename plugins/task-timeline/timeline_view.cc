@@ -110,11 +110,7 @@ std::optional<json> TaskTimeline::timeline(const std::string& task, bool phases)
     if (!t->phase.empty()) doc["phase"] = t->phase;
     if (!t->createTime.empty()) doc["createTime"] = t->createTime;
     if (!t->completionTime.empty()) doc["completionTime"] = t->completionTime;
-    const json reason = t->reason, message = t->message;
-    model::timeline::TaskParts said;
-    said.reason = &reason;
-    said.message = &message;
-    if (json evidence = model::timeline::taskEvidence(said); !evidence.is_null())
+    if (json evidence = model::timeline::taskEvidence(t->reason, t->message); !evidence.is_null())
       doc["evidence"] = std::move(evidence);
     for (const ParsedEntries& from :
          {ParsedEntries{t->pods.toJson(), t->services.toJson()}, std::move(others)}) {

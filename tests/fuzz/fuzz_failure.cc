@@ -57,10 +57,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
   json doc = {{"createTime", "2024-05-20T08:00:00Z"},
               {"phase", (data[0] & 8) ? "Failed" : "Running"},
               {"entries", {{"bob/t-0", tl::entry("bob/t-0", entry, true)}}}};
-  tl::TaskParts said;
-  const json message = parts[3];
-  said.message = &message;
-  if (json evidence = tl::taskEvidence(said); !evidence.is_null()) doc["evidence"] = evidence;
+  if (json evidence = tl::taskEvidence("", parts[3]); !evidence.is_null())
+    doc["evidence"] = evidence;
   const int64_t now = *kuscia_host::sdk::parseTime("2024-05-20T09:00:00Z");
   const json summary = tl::summarize(doc, now);
   (void)summary.dump(); // throws on invalid UTF-8: an excerpt cut inside a sequence

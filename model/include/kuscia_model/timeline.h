@@ -223,15 +223,21 @@ struct TaskParts {
 };
 
 // What a task's status says of it at the top of its document: "evidence" ({"message", "reason"},
-// excerpts), null when it says nothing.
-inline constexpr const char* kTaskEvidenceFields[] = {"message", "reason"};
+// excerpts of those given), null when it says nothing.
+inline nlohmann::json taskEvidence(std::string_view reason, std::string_view message) {
+  nlohmann::json out;
+  if (!message.empty()) out["message"] = failure::excerpt(message);
+  if (!reason.empty()) out["reason"] = failure::excerpt(reason);
+  return out;
+}
+// The string a part holds, "" when it is absent or not a string.
+inline std::string_view partText(const nlohmann::json* part) {
+  return part != nullptr && part->is_string()
+             ? std::string_view(part->get_ref<const std::string&>())
+             : std::string_view();
+}
 inline nlohmann::json taskEvidence(const TaskParts& t) {
-  auto given = [](const nlohmann::json* v) {
-    return v != nullptr && v->is_string() && !v->get_ref<const std::string&>().empty() ? v
-                                                                                       : nullptr;
-  };
-  const nlohmann::json* texts[] = {given(t.message), given(t.reason)};
-  return detail::evidenceOf(kTaskEvidenceFields, texts);
+  return taskEvidence(partText(t.reason), partText(t.message));
 }
 
 // The document of a task from its parts, read where they are (nothing copied but the entries).

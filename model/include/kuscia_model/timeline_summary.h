@@ -259,18 +259,22 @@ struct TaskEnd {
   std::string phase;                     // "Failed", "Succeeded", ...
   std::optional<int64_t> completionTime; // when it ended
   std::string reason, message;           // excerpts
+  // From the status's texts ("" for one it lacks).
+  static TaskEnd of(std::string_view phase, std::string_view completionTime,
+                    std::string_view reason, std::string_view message) {
+    TaskEnd t;
+    t.phase = std::string(phase);
+    if (!completionTime.empty()) t.completionTime = sdk::parseTime(completionTime);
+    if (!reason.empty()) t.reason = failure::excerpt(reason);
+    if (!message.empty()) t.message = failure::excerpt(message);
+    return t;
+  }
   // From the top of a document ("phase", "completionTime", "evidence": {"reason", "message"}).
   static TaskEnd of(const nlohmann::json& doc) {
-    TaskEnd t;
-    t.phase = detail::text(doc, "phase");
-    if (auto at = detail::text(doc, "completionTime"); !at.empty())
-      t.completionTime = sdk::parseTime(at);
-    if (doc.is_object())
-      if (auto it = doc.find("evidence"); it != doc.end()) {
-        t.reason = detail::text(*it, "reason");
-        t.message = detail::text(*it, "message");
-      }
-    return t;
+    const nlohmann::json evidence =
+        doc.is_object() ? doc.value("evidence", nlohmann::json()) : nlohmann::json();
+    return of(detail::text(doc, "phase"), detail::text(doc, "completionTime"),
+              detail::text(evidence, "reason"), detail::text(evidence, "message"));
   }
 };
 

@@ -158,11 +158,7 @@ struct Task {
   Task& ended(const std::string& phase, const std::string& reason, const std::string& message) {
     doc["phase"] = phase;
     doc["completionTime"] = "2024-05-20T08:05:00Z";
-    tl::TaskParts parts;
-    const json r = reason, m = message;
-    parts.reason = &r;
-    parts.message = &m;
-    doc["evidence"] = tl::taskEvidence(parts);
+    doc["evidence"] = tl::taskEvidence(reason, message);
     return *this;
   }
   json summary(const std::string& now, int64_t stuckAfterSeconds = 300) const {
