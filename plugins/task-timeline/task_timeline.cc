@@ -27,9 +27,8 @@ enum ServiceField { kSvcTask, kSvcCreate, kSvcReadyTime, kSvcFieldCount };
 // How long the Events of a pod this instance does not know are kept (a pod that is no task's, or
 // one whose Events came before it).
 constexpr int64_t kOrphanEventsNanos = 600LL * 1000000000;
-constexpr int64_t kSecondNanos = 1000000000;
 // A failed task is counted once: its name is remembered this long after it ended.
-constexpr int64_t kFailureMemoryNanos = 3600 * kSecondNanos;
+constexpr int64_t kFailureMemoryNanos = 3600 * model::kSecond;
 // The userTag of the writes of kept facts (the status writer's are 0).
 constexpr uint64_t kKeptFactsTag = 1;
 
@@ -266,8 +265,10 @@ void TaskTimeline::onTimer(uint64_t timerId, uint64_t /*userTag*/) {
     for (const std::string& task :
          std::vector<std::string>(failuresDue_.begin(), failuresDue_.end())) {
       failuresDue_.erase(task);
-      host().cacheGet(taskSub_, config_.taskNamespace + "/" + task,
-                      [&](const sdk::Object& o) { noteFailure(task, o.fieldsJson, true); });
+      host().cacheGet(taskSub_, config_.taskNamespace + "/" + task, [&](const sdk::Object& o) {
+        const auto lead = model::leadingStrings(o.fieldsJson, kTaskCompletion + 1);
+        noteFailure(task, lead[kTaskPhase], lead[kTaskCompletion], true);
+      });
     }
     // Every 30 s: a summary per task not ready yet.
     if (++stuckTicks_ % 6 == 1) refreshStuckTasks();
@@ -701,7 +702,9 @@ void TaskTimeline::onTask(const sdk::Event& e) {
   // A task without an object of this domain in memory has nothing for this instance to write:
   // it is not held (the routes read it from the host's cache when asked).
   if (pods_.members(name).empty() && services_.members(name).empty()) {
-    noteFailure(name, e.fieldsJson);
+    // The phase and the completion lead the fields: read alone, nothing else parsed.
+    const auto lead = model::leadingStrings(e.fieldsJson, kTaskCompletion + 1);
+    noteFailure(name, lead[kTaskPhase], lead[kTaskCompletion]);
     return release(name);
   }
   const uint64_t version = model::versionNumber(e.resourceVersion);
@@ -712,7 +715,7 @@ void TaskTimeline::onTask(const sdk::Event& e) {
   OtherTexts others;
   t = taskFrom(e.fieldsJson, ownPrefix_, &t, &others);
   t.version = version;
-  noteFailure(name, e.fieldsJson);
+  noteFailure(name, t.phase, t.completionTime);
   // Own entries that digest as held (another party wrote, or the echo of this instance's own
   // write came back, which the held entries were merged with) hold every field this instance
   // wrote, as it wrote it: no other writer changed them, and nothing needs comparing.
@@ -738,15 +741,14 @@ bool TaskTimeline::counts(const std::string& party) const {
   return board_.isFirst(domain_);
 }
 
-void TaskTimeline::noteFailure(const std::string& task, std::string_view fieldsJson, bool last) {
-  // The phase and the completion lead the fields: read alone, nothing else parsed.
-  const auto lead = model::leadingStrings(fieldsJson, kTaskCompletion + 1);
-  if (lead[kTaskPhase] != "Failed" || failuresCounted_.count(task) > 0) return;
+void TaskTimeline::noteFailure(const std::string& task, std::string_view phase,
+                               std::string_view completionTime, bool last) {
+  if (phase != "Failed" || failuresCounted_.count(task) > 0) return;
   // Failed while this host ran (a restarted host does not count again what it counted before),
   // and within the hour the count is remembered.
   const int64_t now = host().wallTimeNanos();
-  const int64_t ended = model::parseTime(lead[kTaskCompletion]).value_or(now);
-  if (ended < startedNanos_ - kSecondNanos || now - ended > kFailureMemoryNanos) return;
+  const int64_t ended = model::parseTime(completionTime).value_or(now);
+  if (ended < startedNanos_ - model::kSecond || now - ended > kFailureMemoryNanos) return;
   auto doc = timeline(task, false);
   if (!doc || !(*doc)["summary"].contains("failure")) return;
   const json& failure = (*doc)["summary"]["failure"];
@@ -769,7 +771,7 @@ void TaskTimeline::refreshStuckTasks() {
     it = now - it->second > kFailureMemoryNanos ? failuresCounted_.erase(it) : std::next(it);
   // Tasks not finished, created longer than stuckAfterSeconds ago, not seen complete: their
   // summaries say whether they are stuck and why.
-  const int64_t limit = config_.stuckAfterSeconds * kSecondNanos;
+  const int64_t limit = config_.stuckAfterSeconds * model::kSecond;
   std::vector<std::string> candidates;
   host().cacheList(taskSub_, "", [&](const sdk::Object& o) {
     auto lead = model::leadingStrings(o.fieldsJson, kTaskCreate + 1);

@@ -266,9 +266,11 @@ private:
   // Whether this instance counts a failed or stuck task of `party` in the metrics: the instance
   // of the party's domain when this host has it, else the host's first domain's.
   bool counts(const std::string& party) const;
-  // Counts a task that failed while this host ran, once (kuscia_timeline_task_failures_total);
-  // one whose evidence is not in yet, at the next timer (`last`: then as it is).
-  void noteFailure(const std::string& task, std::string_view fieldsJson, bool last = false);
+  // Counts a task that failed while this host ran, once (kuscia_timeline_task_failures_total),
+  // given its status's phase and completionTime; one whose evidence is not in yet, at the next
+  // timer (`last`: then as it is).
+  void noteFailure(const std::string& task, std::string_view phase, std::string_view completionTime,
+                   bool last = false);
   // The tasks stuck now, by party and reason (kuscia_timeline_tasks_stuck).
   void refreshStuckTasks();
 
