@@ -1,6 +1,7 @@
 #include "otel_spans.h"
 
 #include <kuscia_host/kube_text.hpp>
+#include <kuscia_model/json_member.h>
 #include <kuscia_model/timeline_summary.h>
 
 #include <openssl/evp.h>
@@ -30,11 +31,7 @@ template <std::size_t N> std::array<uint8_t, N> firstBytes(std::string_view text
   return id;
 }
 
-std::string textOf(const json& j, const char* key) {
-  if (!j.is_object()) return "";
-  auto it = j.find(key);
-  return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
+using model::textOf;
 
 std::optional<int64_t> timeIn(const json& j, const char* key) {
   std::string t = textOf(j, key);

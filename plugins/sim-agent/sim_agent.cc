@@ -4,6 +4,7 @@
 #include <functional>
 
 #include <kuscia_model/finished_tasks.h>
+#include <kuscia_model/json_member.h>
 #include <kuscia_model/kuscia.h>
 #include <kuscia_model/kuscia_model.h>
 #include <kuscia_model/kuscia_time.h>
@@ -31,10 +32,7 @@ enum PodField {
 // The annotation that has a party's pods play a fault: "<party>=<kind>".
 constexpr const char* kFaultPointer = "/metadata/annotations/sim.kuscia-host~1fault";
 
-std::string textOf(const json& obj, const char* key) {
-  return obj.is_object() && obj.contains(key) && obj[key].is_string() ? obj[key].get<std::string>()
-                                                                      : std::string();
-}
+using model::textOf;
 
 // What Kuscia's task controller copies of a pod into its podStatuses entry (kt/handler/common.go:
 // the pod's reason and message; the first terminated container's reason and its terminationLog;

@@ -1,6 +1,7 @@
 #include "history_command.h"
 
 #include <kuscia_host/query.hpp>
+#include <kuscia_model/json_member.h>
 #include <kuscia_model/timeline_render.h>
 
 #include <CLI/CLI.hpp>
@@ -102,10 +103,7 @@ std::string seconds(const json& v) {
   return s.str();
 }
 
-std::string text(const json& obj, const char* key) {
-  return obj.is_object() && obj.contains(key) && obj[key].is_string() ? obj[key].get<std::string>()
-                                                                      : std::string();
-}
+using model::textOf;
 
 std::string csvField(const std::string& s) {
   if (s.find_first_of(",\"\n") == std::string::npos) return s;
@@ -227,8 +225,9 @@ std::string renderHistoryTable(const json& items, bool csv) {
     std::string blame;
     if (s.contains("blame") && s["blame"].is_object()) {
       const json& b = s["blame"];
-      blame = text(b, "party") + " " + text(b, "phase") + " " + seconds(b.value("seconds", json()));
-      std::string why = text(b, "reason");
+      blame =
+          textOf(b, "party") + " " + textOf(b, "phase") + " " + seconds(b.value("seconds", json()));
+      std::string why = textOf(b, "reason");
       if (b.contains("pullSeconds") && b["pullSeconds"].is_number()) {
         char pull[40];
         std::snprintf(pull, sizeof pull, "pull %.3fs", b["pullSeconds"].get<double>());
@@ -241,13 +240,13 @@ std::string renderHistoryTable(const json& items, bool csv) {
     for (const char* which : {"failure", "stuck"})
       if (s.contains(which) && s[which].is_object() && why.empty()) {
         why = std::string(which == std::string("stuck") ? "stuck: " : "failed: ") +
-              text(s[which], "reason");
-        if (std::string party = text(s[which], "party"); !party.empty()) why += " in " + party;
+              textOf(s[which], "reason");
+        if (std::string party = textOf(s[which], "party"); !party.empty()) why += " in " + party;
       }
     bool complete = s.value("complete", false);
-    rows.push_back({text(it, "task"), text(it, "createTime"), text(it, "phase"),
+    rows.push_back({textOf(it, "task"), textOf(it, "createTime"), textOf(it, "phase"),
                     complete ? seconds(s.value("startupSeconds", json())) : "not ready",
-                    text(s, "lastParty"), blame, why});
+                    textOf(s, "lastParty"), blame, why});
   }
   if (!csv) return columns(rows);
   std::ostringstream out;
@@ -261,7 +260,8 @@ std::string renderHistoryTable(const json& items, bool csv) {
 
 std::string renderHistoryStats(const json& stats) {
   std::ostringstream out;
-  out << "tasks created from " << text(stats, "since") << " to " << text(stats, "until") << "\n";
+  out << "tasks created from " << textOf(stats, "since") << " to " << textOf(stats, "until")
+      << "\n";
   std::vector<std::vector<std::string>> rows = {
       {"GROUP", "TASKS", "COMPLETE", "P50", "P90", "P99", "MOST TIME ON THE CRITICAL PATH"}};
   for (const auto& g : stats.value("groups", json::array())) {
@@ -274,7 +274,7 @@ std::string renderHistoryStats(const json& stats) {
         most = mean;
         top = phase + " " + seconds(v["mean"]) + " a task";
       }
-    rows.push_back({text(g, "key"), std::to_string(g.value("tasks", 0)),
+    rows.push_back({textOf(g, "key"), std::to_string(g.value("tasks", 0)),
                     std::to_string(g.value("complete", 0)), seconds(st.value("p50", json())),
                     seconds(st.value("p90", json())), seconds(st.value("p99", json())), top});
   }

@@ -1,6 +1,7 @@
 #include "history_doc.h"
 
 #include <kuscia_host/kube_text.hpp>
+#include <kuscia_model/json_member.h>
 #include <kuscia_model/timeline.h>
 #include <kuscia_model/timeline_summary.h>
 
@@ -23,11 +24,7 @@ const json& member(const json& obj, const char* key) {
   return it != obj.end() && it->is_object() ? *it : kEmpty;
 }
 
-std::string textOf(const json& obj, const char* key) {
-  if (!obj.is_object()) return {};
-  auto it = obj.find(key);
-  return it != obj.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
+using model::textOf;
 
 // One entry of both: the flat fields model::timeline::entry() reads, rebuilt so that durations and
 // "missing" follow the merged times.

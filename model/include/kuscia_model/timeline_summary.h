@@ -51,6 +51,7 @@
 
 #include <kuscia_host/kube_text.hpp>
 #include <kuscia_model/failure.h>
+#include <kuscia_model/json_member.h>
 #include <kuscia_model/pod_events.h>
 
 #include <algorithm>
@@ -197,13 +198,6 @@ inline std::optional<int64_t> timeOf(const nlohmann::json& entry, const char* fi
   return sdk::parseTime(it->get_ref<const std::string&>());
 }
 
-// obj[key] when it is a string, else "" (documents from elsewhere may hold anything).
-inline std::string text(const nlohmann::json& obj, const char* key) {
-  if (!obj.is_object()) return "";
-  auto it = obj.find(key);
-  return it != obj.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
-
 inline std::string partyOf(std::string_view key) {
   auto slash = key.find('/');
   return std::string(slash == std::string_view::npos ? std::string_view() : key.substr(0, slash));
@@ -245,11 +239,11 @@ inline EntryTimes entryTimes(std::string_view key, const nlohmann::json& entry) 
   EntryTimes t;
   t.key = std::string(key);
   if (!entry.is_object()) return t;
-  t.pod = detail::text(entry, "kind") == "pod";
+  t.pod = textOf(entry, "kind") == "pod";
   if (auto it = entry.find("times"); it != entry.end()) t.readTimes(*it);
   if (auto it = entry.find("reasons"); it != entry.end()) t.readReasons(*it);
   if (auto it = entry.find("waiting"); it != entry.end())
-    t.waitingToStart = detail::text(*it, "phase") == "starting";
+    t.waitingToStart = textOf(*it, "phase") == "starting";
   if (auto it = entry.find("evidence"); it != entry.end()) t.readEvidence(*it);
   return t;
 }
@@ -273,8 +267,8 @@ struct TaskEnd {
   static TaskEnd of(const nlohmann::json& doc) {
     const nlohmann::json evidence =
         doc.is_object() ? doc.value("evidence", nlohmann::json()) : nlohmann::json();
-    return of(detail::text(doc, "phase"), detail::text(doc, "completionTime"),
-              detail::text(evidence, "reason"), detail::text(evidence, "message"));
+    return of(textOf(doc, "phase"), textOf(doc, "completionTime"), textOf(evidence, "reason"),
+              textOf(evidence, "message"));
   }
 };
 
