@@ -709,10 +709,15 @@ void SimAgent::expire(const std::string& task) {
        {"lastReconcileTime", now()}}));
 }
 
-void SimAgent::writePodStatus(Pod& p) {
-  if (p.task.empty() || p.phase.empty()) return;
+json SimAgent::statusEntry(const Pod& p) {
   json entry = {{"namespace", p.namespaceName}, {"podName", p.name}, {"podPhase", p.phase}};
   entry.update(p.said); // nulls remove what no longer holds
+  return entry;
+}
+
+void SimAgent::writePodStatus(Pod& p) {
+  if (p.task.empty() || p.phase.empty()) return;
+  const json entry = statusEntry(p);
   std::string text = entry.dump();
   if (text == p.written) return;
   p.written = std::move(text);
@@ -784,11 +789,7 @@ void SimAgent::settlePhase(const std::string& task) {
     // failed pods say.
     json podStatuses = json::object();
     for (const auto& [key, p] : pods_)
-      if (p.task == task && p.stage == Stage::kFailed) {
-        json entry = {{"namespace", p.namespaceName}, {"podName", p.name}, {"podPhase", "Failed"}};
-        entry.update(p.said);
-        podStatuses[key] = std::move(entry);
-      }
+      if (p.task == task && p.stage == Stage::kFailed) podStatuses[key] = statusEntry(p);
     return send(model::taskStatusPatch(config_.taskNamespace, task,
                                        {{"phase", "Failed"},
                                         {"message", message},

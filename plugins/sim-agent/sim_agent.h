@@ -97,6 +97,8 @@ private:
   // The pod's podPhase, reason, message and terminationLog in the task's podStatuses, as
   // Kuscia's task controller keeps them.
   void writePodStatus(Pod& p);
+  // Its podStatuses entry: podPhase and what Kuscia copies of the pod (null: no longer said).
+  static nlohmann::json statusEntry(const Pod& p);
   // The fault step of a pod that plays one; false when it has none at this stage.
   bool faultStep(Pod& p, const std::string& at, nlohmann::json& status);
   // The task's lifecycle ran out: Failed, as Kuscia's TaskResourceGroup expires, unless every
