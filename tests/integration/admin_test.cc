@@ -26,7 +26,8 @@ protected:
     health_.add("plugin:heartbeat/alice", [] { return HealthStatus{true, true, "ok"}; });
     server_.route("/livez", [](const HttpRequest&) { return livezResponse(); });
     server_.route("/readyz", [this](const HttpRequest& r) { return readyzResponse(health_, r); });
-    server_.route("/metrics", [this](const HttpRequest&) { return metricsResponse(metrics_); });
+    server_.route("/metrics",
+                  [this](const HttpRequest& req) { return metricsResponse(metrics_, req); });
     auto ep = server_.listen("127.0.0.1:0");
     ASSERT_TRUE(ep.ok()) << ep.error();
     port_ = ep->port();

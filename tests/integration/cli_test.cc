@@ -20,7 +20,7 @@ TEST(CliTest, VersionAndHelp) {
   auto r = runCommand(hostCmd({"version"}));
   EXPECT_EQ(r.code, 0);
   EXPECT_NE(r.out.find("kuscia-host "), std::string::npos);
-  EXPECT_NE(r.out.find("plugin ABI 1.5"), std::string::npos);
+  EXPECT_NE(r.out.find("plugin ABI 1.6"), std::string::npos);
   // The allocator the build links (KH_JEMALLOC), as the process finds it at run time.
   EXPECT_NE(r.out.find(std::string("\nallocator ") + KH_ALLOCATOR), std::string::npos) << r.out;
   // Found from the binary's own place (E2e.Install checks it after `cmake --install`).
@@ -342,7 +342,7 @@ TEST(CliTest, RunRefusesAbi2PluginWithBothVersionsAndExits1) {
                        "      - name: bad\n        path: " KH_TEST_PLUGIN_DIR "/bad_abi2.so\n");
   auto r = runCommand(hostCmd({"run", "--config", cfg}));
   EXPECT_EQ(r.code, 1) << r.err;
-  EXPECT_NE(r.err.find("built for ABI 2.x, but this host speaks ABI 1.5"), std::string::npos)
+  EXPECT_NE(r.err.find("built for ABI 2.x, but this host speaks ABI 1.6"), std::string::npos)
       << r.err;
 }
 

@@ -100,7 +100,7 @@ TEST(ConformanceTest, TheFakeHostAndTheRealHostAnswerAPluginAlike) {
   json real = realHostReport(dir.file("real.json"), dir);
   EXPECT_EQ(fake, real) << "fake host:\n" << fake.dump(2) << "\nreal host:\n" << real.dump(2);
   // And both say what abi.h documents.
-  json expected = {{"abi", "1.5"},
+  json expected = {{"abi", "1.6"},
                    {"sub.plain", "ok"},
                    {"sub.labels", "ok"},
                    {"sub.no_version", KH_ERR_INVALID_ARGUMENT},
@@ -149,21 +149,22 @@ TEST(ConformanceTest, TheFakeHostAndTheRealHostAnswerAPluginAlike) {
   EXPECT_EQ(real, expected) << real.dump(2);
 }
 
-// A daemon running one test plugin (built against a frozen older header) for domain alice.
+// A daemon running one test plugin (built against a frozen older header) for its domains (alice).
 struct OldPluginHost {
-  explicit OldPluginHost(const std::string& name)
+  explicit OldPluginHost(const std::string& name, std::vector<std::string> domains = {"alice"})
       : logs(LogFormat::kText, spdlog::level::warn, logOut),
-        daemon(config(name), DaemonOptions{}, logs, clock) {
+        daemon(config(name, domains), DaemonOptions{}, logs, clock) {
     auto started = daemon.start();
     EXPECT_TRUE(started.ok()) << started.error();
   }
-  static HostConfig config(const std::string& name) {
+  static HostConfig config(const std::string& name, const std::vector<std::string>& domains) {
     HostConfig c;
     c.adminListen = "127.0.0.1:0";
     PluginEntry e;
     e.name = name;
     e.path = std::string(KH_TEST_PLUGIN_DIR) + "/" + name + ".so";
-    c.domains.push_back({"alice", {e}});
+    for (const auto& d : domains)
+      c.domains.push_back({d, {e}});
     return c;
   }
   std::ostringstream logOut;
@@ -271,12 +272,28 @@ TEST(AbiCompatibilityTest, APluginBuiltAgainstAbi14ServesItsDeferredRoute) {
   host.daemon.shutdown();
 }
 
+// A plugin compiled against the frozen 1.5 header shares its library state between alice's and
+// bob's instances and records a histogram, which Prometheus then scrapes without exemplars.
+TEST(AbiCompatibilityTest, APluginBuiltAgainstAbi15SharesItsStateAndObserves) {
+  OldPluginHost host("abi15", {"alice", "bob"});
+  auto route = test::httpGet(host.daemon.adminEndpoint()->port(), "/api/v1/abi15/x");
+  EXPECT_EQ(route.status, 200);
+  EXPECT_EQ(json::parse(route.body),
+            (json{{"abi", "1.5"}, {"path", "/api/v1/abi15/x"}, {"instances", 2}}));
+  std::string om = host.daemon.metrics().render(MetricsFormat::kOpenMetrics);
+  EXPECT_NE(om.find(R"(abi15_wait_seconds_bucket{plugin="abi15",domain="bob",le="2"} 1)"
+                    "\n"),
+            std::string::npos)
+      << om;
+  host.daemon.shutdown();
+}
+
 // A plugin needing a newer minor than the host's is refused, naming both versions.
 TEST(AbiCompatibilityTest, APluginNeedingANewerMinorIsRefusedNamingBothVersions) {
   PluginLoader loader(LoaderOptions{::geteuid()});
   auto lib = loader.load(KH_TEST_PLUGIN_DIR "/bad_newer_minor.so");
   ASSERT_FALSE(lib.ok());
-  EXPECT_NE(lib.error().find("needs ABI 1.6, newer than this host's ABI 1.5"), std::string::npos)
+  EXPECT_NE(lib.error().find("needs ABI 1.7, newer than this host's ABI 1.6"), std::string::npos)
       << lib.error();
 }
 

@@ -47,20 +47,20 @@ TEST_F(LoaderTest, RefusesAbiMajor2NamingBothVersions) {
   ASSERT_FALSE(lib.ok());
   EXPECT_NE(lib.error().find(testPlugin("bad_abi2")), std::string::npos) << lib.error();
   EXPECT_NE(lib.error().find("built for ABI 2.x"), std::string::npos) << lib.error();
-  EXPECT_NE(lib.error().find("this host speaks ABI 1.5"), std::string::npos) << lib.error();
+  EXPECT_NE(lib.error().find("this host speaks ABI 1.6"), std::string::npos) << lib.error();
 }
 
 TEST_F(LoaderTest, RefusesMajorMismatchInsideDescriptor) {
   auto lib = loader_.load(testPlugin("bad_bad_major"));
   ASSERT_FALSE(lib.ok());
-  EXPECT_NE(lib.error().find("built for ABI 2.0, but this host speaks ABI 1.5"), std::string::npos)
+  EXPECT_NE(lib.error().find("built for ABI 2.0, but this host speaks ABI 1.6"), std::string::npos)
       << lib.error();
 }
 
 TEST_F(LoaderTest, RefusesNewerMinor) {
   auto lib = loader_.load(testPlugin("bad_newer_minor"));
   ASSERT_FALSE(lib.ok());
-  EXPECT_NE(lib.error().find("needs ABI 1.6, newer than this host's ABI 1.5"), std::string::npos)
+  EXPECT_NE(lib.error().find("needs ABI 1.7, newer than this host's ABI 1.6"), std::string::npos)
       << lib.error();
   EXPECT_NE(lib.error().find("upgrade kuscia-host"), std::string::npos);
 }

@@ -54,10 +54,11 @@ std::string exposureWarning(const boost::asio::ip::address& address) {
          "admin.auth, or restrict the address with a firewall or network policy)";
 }
 
-HttpResponse metricsResponse(const MetricsRegistry& metrics) {
+HttpResponse metricsResponse(const MetricsRegistry& metrics, const HttpRequest& req) {
   HttpResponse r;
-  r.contentType = "text/plain; version=0.0.4; charset=utf-8";
-  r.body = metrics.render();
+  MetricsFormat format = metricsFormatFor(req.accept);
+  r.contentType = contentTypeOf(format);
+  r.body = metrics.render(format);
   return r;
 }
 

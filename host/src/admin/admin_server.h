@@ -34,7 +34,8 @@ HttpResponse livezResponse();
 // `detailed`: the failing checks (and with ?verbose every check); otherwise only ok or not ok.
 HttpResponse readyzResponse(const HealthRegistry& health, const HttpRequest& req,
                             bool detailed = true);
-HttpResponse metricsResponse(const MetricsRegistry& metrics);
+// In the format the request's Accept asks for (metricsFormatFor).
+HttpResponse metricsResponse(const MetricsRegistry& metrics, const HttpRequest& req);
 
 // The warning to log when the admin server listens on `address` without authentication, "" for
 // a loopback address: /metrics and the plugins' routes are open to whoever reaches it.

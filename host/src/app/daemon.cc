@@ -29,9 +29,10 @@ Daemon::Daemon(HostConfig config, DaemonOptions options, LogManager& logs, const
   admin_.route("/readyz", [this](const HttpRequest& r) {
     return readyzResponse(health_, r, !admin_.authEnabled() || !r.user.empty());
   });
-  admin_.route("/metrics", [this](const HttpRequest&) { return metricsResponse(metrics_); });
+  admin_.route("/metrics",
+               [this](const HttpRequest& req) { return metricsResponse(metrics_, req); });
   metricsServer_.route("/metrics",
-                       [this](const HttpRequest&) { return metricsResponse(metrics_); });
+                       [this](const HttpRequest& req) { return metricsResponse(metrics_, req); });
 }
 
 Daemon::~Daemon() {

@@ -18,6 +18,61 @@ std::string formatValue(double v) {
   return std::string(buf, r.ptr);
 }
 
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t'))
+    s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t'))
+    s.remove_suffix(1);
+  return s;
+}
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out)
+    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+// One media range of an Accept header: which format it takes (none: neither) and its weight.
+struct AcceptedRange {
+  std::optional<MetricsFormat> format;
+  double q = 1;
+};
+
+AcceptedRange acceptedRange(std::string_view range) {
+  AcceptedRange r;
+  std::string type;
+  std::string version;
+  std::size_t at = 0;
+  for (bool first = true; at <= range.size(); first = false) {
+    std::size_t end = std::min(range.find(';', at), range.size());
+    std::string_view part = trim(range.substr(at, end - at));
+    at = end + 1;
+    if (first) {
+      type = lower(part);
+      continue;
+    }
+    auto eq = part.find('=');
+    if (eq == std::string_view::npos) continue;
+    std::string key = lower(trim(part.substr(0, eq)));
+    std::string_view value = trim(part.substr(eq + 1));
+    if (key == "q") {
+      double q = 0;
+      auto res = std::from_chars(value.data(), value.data() + value.size(), q);
+      r.q = res.ec == std::errc() ? q : 0;
+    } else if (key == "version") {
+      version = std::string(value);
+    }
+  }
+  if (type == "application/openmetrics-text" &&
+      (version.empty() || version == "1.0.0" || version == "0.0.1"))
+    r.format = MetricsFormat::kOpenMetrics;
+  else if ((type == "text/plain" && (version.empty() || version == "0.0.4")) || type == "text/*" ||
+           type == "*/*")
+    r.format = MetricsFormat::kText;
+  return r;
+}
+
 void escapeInto(std::string& out, const std::string& s, bool quotes) {
   for (char c : s) {
     if (c == '\\')
@@ -55,7 +110,66 @@ void renderLabels(std::string& out, const std::vector<std::string>& names,
   out += '}';
 }
 
+bool validUtf8(std::string_view s) {
+  for (std::size_t i = 0; i < s.size();) {
+    auto c = static_cast<unsigned char>(s[i]);
+    std::size_t n = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+    if (n == 0 || i + n > s.size()) return false;
+    for (std::size_t k = 1; k < n; ++k)
+      if ((static_cast<unsigned char>(s[i + k]) >> 6) != 2) return false;
+    i += n;
+  }
+  return true;
+}
+
+std::size_t characters(std::string_view s) {
+  return static_cast<std::size_t>(std::count_if(
+      s.begin(), s.end(), [](char c) { return (static_cast<unsigned char>(c) >> 6) != 2; }));
+}
+
 } // namespace
+
+MetricsFormat metricsFormatFor(const std::string& accept) {
+  // The first range of the highest weight that names a format wins.
+  std::optional<MetricsFormat> best;
+  double bestQ = 0;
+  std::string_view rest = accept;
+  while (!rest.empty()) {
+    std::size_t comma = std::min(rest.find(','), rest.size());
+    AcceptedRange r = acceptedRange(rest.substr(0, comma));
+    rest.remove_prefix(std::min(comma + 1, rest.size()));
+    if (r.format && r.q > 0 && (!best || r.q > bestQ)) {
+      best = r.format;
+      bestQ = r.q;
+    }
+  }
+  return best.value_or(MetricsFormat::kText);
+}
+
+const char* contentTypeOf(MetricsFormat format) {
+  return format == MetricsFormat::kOpenMetrics
+             ? "application/openmetrics-text; version=1.0.0; charset=utf-8"
+             : "text/plain; version=0.0.4; charset=utf-8";
+}
+
+Result<std::string> exemplarLabels(const std::vector<std::pair<std::string, std::string>>& labels) {
+  std::string out = "{";
+  std::size_t length = 0;
+  for (const auto& [name, value] : labels) {
+    if (!MetricsRegistry::validLabelName(name))
+      return makeError("invalid exemplar label name '" + name + "'");
+    if (!validUtf8(value)) return makeError("exemplar label " + name + " is not UTF-8");
+    length += characters(name) + characters(value);
+    if (out.size() > 1) out += ',';
+    out += name + "=\"";
+    escapeInto(out, value, true);
+    out += '"';
+  }
+  if (length > 128)
+    return makeError("an exemplar's labels hold " + std::to_string(length) +
+                     " characters, more than OpenMetrics' 128");
+  return out + "}";
+}
 
 const std::vector<double>& defaultLatencyBuckets() {
   static const std::vector<double> b = {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
@@ -82,6 +196,15 @@ void MetricSeries::observe(const std::vector<double>& bounds, double v) {
   count_.fetch_add(1, std::memory_order_relaxed);
 }
 
+void MetricSeries::observe(const std::vector<double>& bounds, double v, Exemplar exemplar) {
+  observe(bounds, v);
+  auto bucket = static_cast<std::size_t>(std::lower_bound(bounds.begin(), bounds.end(), v) -
+                                         bounds.begin()); // bounds.size(): +Inf
+  std::lock_guard lock(exemplarMu_);
+  if (exemplars_.empty()) exemplars_.resize(bounds.size() + 1);
+  exemplars_[bucket] = std::move(exemplar);
+}
+
 MetricFamily::MetricFamily(MetricKind kind, std::string name, std::string help,
                            std::vector<std::string> labelNames, std::vector<double> buckets)
     : kind_(kind), name_(std::move(name)), help_(std::move(help)),
@@ -96,40 +219,69 @@ MetricSeries* MetricFamily::series(const std::vector<std::string>& labelValues) 
   return slot.get();
 }
 
-void MetricFamily::render(std::string& out) const {
-  out += "# HELP " + name_ + " ";
-  escapeInto(out, help_, false);
-  out += "\n# TYPE " + name_ + " ";
-  out += kind_ == MetricKind::kCounter ? "counter"
-         : kind_ == MetricKind::kGauge ? "gauge"
-                                       : "histogram";
-  out += '\n';
+void MetricFamily::render(std::string& out, MetricsFormat format) const {
+  const bool om = format == MetricsFormat::kOpenMetrics;
+  // OpenMetrics names a counter's family without the _total its samples carry; a counter named
+  // otherwise is exposed as unknown there, its samples unchanged.
+  std::string family = name_;
+  const char* type = kind_ == MetricKind::kCounter ? "counter"
+                     : kind_ == MetricKind::kGauge ? "gauge"
+                                                   : "histogram";
+  if (om && kind_ == MetricKind::kCounter) {
+    if (family.size() > 6 && family.ends_with("_total"))
+      family.resize(family.size() - 6);
+    else
+      type = "unknown";
+  }
+  out += "# HELP " + family + " ";
+  escapeInto(out, help_, om);
+  out += "\n# TYPE " + family + " " + type + "\n";
   std::lock_guard lock(mu_);
   for (const auto& [labels, s] : series_) {
-    if (kind_ != MetricKind::kHistogram) {
-      out += name_;
-      renderLabels(out, labelNames_, labels);
-      out += ' ' + formatValue(s->value()) + '\n';
+    if (kind_ == MetricKind::kHistogram) {
+      renderHistogram(out, format, labels, *s);
       continue;
     }
-    uint64_t cumulative = 0;
-    for (std::size_t i = 0; i < buckets_.size(); ++i) {
-      cumulative += s->buckets_[i].load(std::memory_order_relaxed);
-      out += name_ + "_bucket";
-      renderLabels(out, labelNames_, labels, "le", formatValue(buckets_[i]));
-      out += ' ' + std::to_string(cumulative) + '\n';
-    }
-    uint64_t count = s->count();
-    out += name_ + "_bucket";
-    renderLabels(out, labelNames_, labels, "le", "+Inf");
-    out += ' ' + std::to_string(std::max(count, cumulative)) + '\n';
-    out += name_ + "_sum";
+    out += name_;
     renderLabels(out, labelNames_, labels);
     out += ' ' + formatValue(s->value()) + '\n';
-    out += name_ + "_count";
-    renderLabels(out, labelNames_, labels);
-    out += ' ' + std::to_string(std::max(count, cumulative)) + '\n';
   }
+}
+
+void MetricFamily::renderHistogram(std::string& out, MetricsFormat format,
+                                   const std::vector<std::string>& labels,
+                                   const MetricSeries& s) const {
+  const bool om = format == MetricsFormat::kOpenMetrics;
+  std::vector<std::optional<Exemplar>> exemplars;
+  if (om) {
+    std::lock_guard lock(s.exemplarMu_);
+    exemplars = s.exemplars_;
+  }
+  auto bucket = [&](std::size_t i, const std::string& le, uint64_t n) {
+    out += name_ + "_bucket";
+    renderLabels(out, labelNames_, labels, "le", le);
+    out += ' ' + std::to_string(n);
+    if (i < exemplars.size() && exemplars[i]) {
+      const Exemplar& e = *exemplars[i];
+      out += " # " + e.labels + ' ' + formatValue(e.value) + ' ' + formatValue(e.timestamp);
+    }
+    out += '\n';
+  };
+  uint64_t cumulative = 0;
+  for (std::size_t i = 0; i < buckets_.size(); ++i) {
+    cumulative += s.buckets_[i].load(std::memory_order_relaxed);
+    // The same bound text in both formats (OpenMetrics asks canonical form only of +Inf): a
+    // scraper that changes format keeps its series, and rules naming le="120" keep matching.
+    bucket(i, formatValue(buckets_[i]), cumulative);
+  }
+  uint64_t count = std::max(s.count(), cumulative);
+  bucket(buckets_.size(), "+Inf", count);
+  out += name_ + "_sum";
+  renderLabels(out, labelNames_, labels);
+  out += ' ' + formatValue(s.value()) + '\n';
+  out += name_ + "_count";
+  renderLabels(out, labelNames_, labels);
+  out += ' ' + std::to_string(count) + '\n';
 }
 
 bool MetricsRegistry::validMetricName(const std::string& name) {
@@ -195,11 +347,12 @@ Result<MetricFamily*> MetricsRegistry::family(MetricKind kind, const std::string
   return raw;
 }
 
-std::string MetricsRegistry::render() const {
+std::string MetricsRegistry::render(MetricsFormat format) const {
   std::string out;
   std::lock_guard lock(mu_);
   for (const auto& [name, f] : families_)
-    f->render(out);
+    f->render(out, format);
+  if (format == MetricsFormat::kOpenMetrics) out += "# EOF\n";
   return out;
 }
 

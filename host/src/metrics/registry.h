@@ -1,12 +1,14 @@
 // Metrics registry: counter, gauge and histogram families with labels, rendered in the
-// Prometheus text exposition format 0.0.4. Thread-safe. Series handles are stable for the
-// registry's lifetime, so hot paths resolve them once and update them lock-free.
+// Prometheus text exposition format 0.0.4 or in OpenMetrics 1.0 (which alone carries a
+// histogram bucket's exemplar). Thread-safe. Series handles are stable for the registry's
+// lifetime, so hot paths resolve them once and update them lock-free.
 #pragma once
 
 #include <atomic>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -15,6 +17,29 @@
 namespace kuscia_host {
 
 enum class MetricKind { kCounter, kGauge, kHistogram };
+
+enum class MetricsFormat {
+  kText,        // text/plain; version=0.0.4
+  kOpenMetrics, // application/openmetrics-text; version=1.0.0, ending with "# EOF"
+};
+
+// The format an HTTP Accept header asks for: OpenMetrics when the client names it (version
+// 1.0.0, 0.0.1 or none) with a weight no lower than anything else it accepts, text otherwise
+// (an empty or unknown Accept included), as Prometheus' own client libraries negotiate.
+MetricsFormat metricsFormatFor(const std::string& accept);
+const char* contentTypeOf(MetricsFormat format);
+
+// An observation's exemplar (OpenMetrics): its label set, written once as `{name="value",...}`,
+// the value observed and when (seconds since the epoch).
+struct Exemplar {
+  std::string labels;
+  double value = 0;
+  double timestamp = 0;
+};
+
+// Checks and renders an exemplar's labels: valid label names, UTF-8 values, at most 128
+// characters of names and values together (OpenMetrics' limit).
+Result<std::string> exemplarLabels(const std::vector<std::pair<std::string, std::string>>& labels);
 
 // Default histogram buckets, in seconds: 100 us .. 10 s.
 const std::vector<double>& defaultLatencyBuckets();
@@ -25,6 +50,8 @@ public:
   void add(double v);
   void set(double v) { value_.store(v, std::memory_order_relaxed); }
   void observe(const std::vector<double>& bounds, double v);
+  // The same, and the exemplar becomes the latest of the bucket the observation falls in.
+  void observe(const std::vector<double>& bounds, double v, Exemplar exemplar);
   double value() const { return value_.load(std::memory_order_relaxed); }
   uint64_t count() const { return count_.load(std::memory_order_relaxed); }
 
@@ -33,6 +60,10 @@ private:
   std::atomic<double> value_{0}; // counter/gauge value, histogram sum
   std::atomic<uint64_t> count_{0};
   std::unique_ptr<std::atomic<uint64_t>[]> buckets_; // non-cumulative counts per bound
+  // The latest exemplar of each bucket (the last one: +Inf), made at the first exemplar: a
+  // series observed without one pays nothing.
+  mutable std::mutex exemplarMu_;
+  std::vector<std::optional<Exemplar>> exemplars_;
 };
 
 class MetricFamily {
@@ -48,9 +79,12 @@ public:
   const std::string& help() const { return help_; }
   const std::vector<std::string>& labelNames() const { return labelNames_; }
   const std::vector<double>& buckets() const { return buckets_; }
-  void render(std::string& out) const;
+  void render(std::string& out, MetricsFormat format = MetricsFormat::kText) const;
 
 private:
+  void renderHistogram(std::string& out, MetricsFormat format,
+                       const std::vector<std::string>& labels, const MetricSeries& s) const;
+
   MetricKind kind_;
   std::string name_;
   std::string help_;
@@ -73,7 +107,7 @@ public:
   MetricFamily* hostFamily(MetricKind kind, const std::string& name, const std::string& help,
                            const std::vector<std::string>& labelNames,
                            const std::vector<double>& buckets = {});
-  std::string render() const;
+  std::string render(MetricsFormat format = MetricsFormat::kText) const;
 
   static bool validMetricName(const std::string& name);
   static bool validLabelName(const std::string& name);

@@ -63,6 +63,11 @@ void metricSet(kh_metric_t* m, const char* const* values, size_t n, double v) {
 void metricObserve(kh_metric_t* m, const char* const* values, size_t n, double v) {
   PluginMetrics::update(m, PluginMetrics::Op::kObserve, values, n, v);
 }
+void metricObserveExemplar(kh_metric_t* m, const char* const* values, size_t n, double v,
+                           const char* const* names, const char* const* exemplarValues,
+                           size_t count) {
+  PluginMetrics::observeWithExemplar(m, values, n, v, names, exemplarValues, count);
+}
 kh_status_t timerStart(kh_host_ctx_t* c, uint64_t delay, uint64_t period, uint64_t tag,
                        uint64_t* outId, char* err, size_t len) {
   return withError(err, len, [&](std::string& e) {
@@ -156,6 +161,7 @@ kh_host_api_v1_t makeTable(bool withKube) {
   t.http_respond = &httpRespond;
   t.http_defer = &httpDefer;
   t.library_state = &libraryState;
+  t.metric_observe_exemplar = &metricObserveExemplar;
   if (withKube) {
     t.subscribe = &subscribe;
     t.cache_get = &cacheGet;

@@ -67,7 +67,7 @@ PluginInstance::PluginInstance(std::shared_ptr<PluginLibrary> library, InstanceO
       executor_(services_.runtime.makeSerialExecutor()),
       durationBounds_(services_.hostMetrics.callbackDuration->buckets()),
       metrics_(services_.metrics, *services_.hostMetrics.pluginCallErrors, pluginName_,
-               options_.domain),
+               options_.domain, &services_.clock),
       timers_(executor_,
               [this](uint64_t id, uint64_t tag) {
                 if (plugin_.on_timer != nullptr)

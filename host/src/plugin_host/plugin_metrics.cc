@@ -1,5 +1,7 @@
 #include "plugin_host/plugin_metrics.h"
 
+#include <chrono>
+
 namespace kuscia_host {
 
 namespace {
@@ -27,9 +29,9 @@ bool appliesTo(PluginMetrics::Op op, MetricKind kind) {
 } // namespace
 
 PluginMetrics::PluginMetrics(MetricsRegistry& registry, MetricFamily& callErrors,
-                             std::string plugin, std::string domain)
+                             std::string plugin, std::string domain, const Clock* clock)
     : registry_(registry), callErrors_(callErrors), plugin_(std::move(plugin)),
-      domain_(std::move(domain)) {}
+      domain_(std::move(domain)), clock_(clock) {}
 
 void PluginMetrics::countCallError(const char* call) {
   callErrors_.series({plugin_, call})->add(1);
@@ -81,14 +83,14 @@ kh_status_t PluginMetrics::registerMetric(const kh_metric_desc_t* d, kh_metric_t
   return KH_OK;
 }
 
-void PluginMetrics::update(kh_metric_t* m, Op op, const char* const* values, size_t n, double v) {
-  auto* h = reinterpret_cast<Handle*>(m);
-  if (h == nullptr) return;
+MetricSeries* PluginMetrics::seriesFor(Handle* h, Op op, const char* const* values, size_t n,
+                                       double v) {
+  if (h == nullptr) return nullptr;
   MetricKind kind = h->family->kind();
   if (!appliesTo(op, kind) || n != h->pluginLabels || (values == nullptr && n > 0) ||
       (op == Op::kAdd && kind == MetricKind::kCounter && !(v >= 0))) {
     h->owner->countCallError(opName(op));
-    return;
+    return nullptr;
   }
   // Every update of a plugin metric passed through the family's map of label vectors (about
   // 800 instructions, most of them building the key); a handle remembers its series.
@@ -97,26 +99,57 @@ void PluginMetrics::update(kh_metric_t* m, Op op, const char* const* values, siz
     if (values[i] != nullptr) key += values[i];
     key += '\0';
   }
-  MetricSeries* s = nullptr;
-  {
-    std::lock_guard lock(h->mu);
-    auto [it, added] = h->seen.try_emplace(std::move(key), nullptr);
-    if (added) {
-      std::vector<std::string> labels;
-      labels.reserve(n + 2);
-      labels.emplace_back(h->owner->plugin_);
-      labels.emplace_back(h->owner->domain_);
-      for (size_t i = 0; i < n; ++i)
-        labels.emplace_back(values[i] != nullptr ? values[i] : "");
-      it->second = h->family->series(labels);
-    }
-    s = it->second;
+  std::lock_guard lock(h->mu);
+  auto [it, added] = h->seen.try_emplace(std::move(key), nullptr);
+  if (added) {
+    std::vector<std::string> labels;
+    labels.reserve(n + 2);
+    labels.emplace_back(h->owner->plugin_);
+    labels.emplace_back(h->owner->domain_);
+    for (size_t i = 0; i < n; ++i)
+      labels.emplace_back(values[i] != nullptr ? values[i] : "");
+    it->second = h->family->series(labels);
   }
+  return it->second;
+}
+
+void PluginMetrics::update(kh_metric_t* m, Op op, const char* const* values, size_t n, double v) {
+  auto* h = reinterpret_cast<Handle*>(m);
+  MetricSeries* s = seriesFor(h, op, values, n, v);
+  if (s == nullptr) return;
   switch (op) {
   case Op::kAdd: s->add(v); break;
   case Op::kSet: s->set(v); break;
   case Op::kObserve: s->observe(h->family->buckets(), v); break;
   }
+}
+
+void PluginMetrics::observeWithExemplar(kh_metric_t* m, const char* const* values, size_t n,
+                                        double v, const char* const* exemplarNames,
+                                        const char* const* exemplarValues, size_t exemplarCount) {
+  auto* h = reinterpret_cast<Handle*>(m);
+  MetricSeries* s = seriesFor(h, Op::kObserve, values, n, v);
+  if (s == nullptr) return;
+  std::vector<std::pair<std::string, std::string>> labels;
+  bool complete = exemplarCount == 0 || (exemplarNames != nullptr && exemplarValues != nullptr);
+  for (size_t i = 0; complete && i < exemplarCount; ++i) {
+    complete = exemplarNames[i] != nullptr && exemplarValues[i] != nullptr;
+    if (complete) labels.emplace_back(exemplarNames[i], exemplarValues[i]);
+  }
+  auto rendered = complete ? exemplarLabels(labels) : Result<std::string>(makeError("NULL"));
+  if (!rendered) {
+    h->owner->countCallError("metric_observe_exemplar");
+    return s->observe(h->family->buckets(), v);
+  }
+  int64_t now = h->owner->clock_ != nullptr
+                    ? h->owner->clock_->wallNanos()
+                    : std::chrono::duration_cast<std::chrono::nanoseconds>(
+                          std::chrono::system_clock::now().time_since_epoch())
+                          .count();
+  // Milliseconds: what Prometheus keeps of an exemplar's timestamp.
+  const int64_t millis = now / 1000000;
+  double seconds = static_cast<double>(millis) / 1000;
+  s->observe(h->family->buckets(), v, Exemplar{std::move(rendered.value()), v, seconds});
 }
 
 } // namespace kuscia_host

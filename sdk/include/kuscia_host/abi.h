@@ -26,6 +26,8 @@
  *        clusters and admin servers (the product's `timeline` and `history` are task-timeline's
  *        and task-history's); library_state gives the instances of one library in one host a
  *        state they share, instead of a process-wide static.
+ *   1.6  exemplars: metric_observe_exemplar records a histogram observation with an exemplar
+ *        (e.g. the trace id of the task observed), which /metrics serves in OpenMetrics.
  *
  * Rules for every later minor version (what 1.1 followed):
  *  - Every struct starts with `struct_size` and only grows at the end; no field is removed,
@@ -72,7 +74,7 @@ extern "C" {
 #endif
 
 #define KH_ABI_VERSION_MAJOR 1
-#define KH_ABI_VERSION_MINOR 5
+#define KH_ABI_VERSION_MINOR 6
 
 /* Whether the struct at `ptr` (of `type`, from the other side of the ABI) carries `field`: its
  * struct_size reaches past the field's end. Test it before reading a field added after 1.0. */
@@ -389,6 +391,19 @@ typedef struct kh_host_api_v1 {
    * the library is destroyed and before the library is unloaded. `make` must not fail (NULL is
    * returned as is, and made again at the next call). Any thread; calls are serialized. */
   void* (*library_state)(kh_host_ctx_t* ctx, void* (*make)(void), void (*destroy)(void* state));
+
+  /* --- since 1.6 (test with KH_HAS_FIELD(api, kh_host_api_v1_t, metric_observe_exemplar)) --- */
+
+  /* Histogram: records one observation as metric_observe does, with an exemplar: the labels
+   * exemplar_names[i]=exemplar_values[i] (e.g. trace_id, 32 lowercase hex digits), the value v
+   * and the host's wall time. Each bucket of a series keeps its latest exemplar, served when a
+   * scraper asks for OpenMetrics (Prometheus with exemplar storage). Exemplar labels must be
+   * valid label names and UTF-8 values, at most 128 characters together: otherwise the
+   * observation is still recorded, without the exemplar, and the call counted as invalid. Any
+   * thread. */
+  void (*metric_observe_exemplar)(kh_metric_t* metric, const char* const* label_values,
+                                  size_t label_count, double v, const char* const* exemplar_names,
+                                  const char* const* exemplar_values, size_t exemplar_count);
 } kh_host_api_v1_t;
 
 /* ---------------------------------------------------------------------------------------------

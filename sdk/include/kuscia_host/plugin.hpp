@@ -76,6 +76,27 @@ public:
     if (metric_ != nullptr && api_->metric_observe != nullptr)
       api_->metric_observe(metric_, labels.begin(), labels.size(), v);
   }
+  // An exemplar's label, e.g. {"trace_id", "<32 hex digits>"}.
+  struct ExemplarLabel {
+    const char* name;
+    const char* value;
+  };
+  // Observes v with an exemplar (ABI 1.6); a host without exemplars records the observation.
+  void observe(double v, std::initializer_list<const char*> labels,
+               std::initializer_list<ExemplarLabel> exemplar) const {
+    if (metric_ == nullptr) return;
+    if (!KH_HAS_FIELD(api_, kh_host_api_v1_t, metric_observe_exemplar) ||
+        api_->metric_observe_exemplar == nullptr)
+      return observe(v, labels);
+    std::vector<const char*> names;
+    std::vector<const char*> values;
+    for (const auto& l : exemplar) {
+      names.push_back(l.name);
+      values.push_back(l.value);
+    }
+    api_->metric_observe_exemplar(metric_, labels.begin(), labels.size(), v, names.data(),
+                                  values.data(), names.size());
+  }
 
 private:
   const kh_host_api_v1_t* api_ = nullptr;

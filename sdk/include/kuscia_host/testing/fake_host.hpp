@@ -281,6 +281,7 @@ public:
     api_.http_respond = &httpRespondFn;
     api_.http_defer = &httpDeferFn;
     api_.library_state = &libraryStateFn;
+    api_.metric_observe_exemplar = &metricObserveExemplarFn;
   }
   ~FakeHost() { destroy(); }
   FakeHost(const FakeHost&) = delete;
@@ -499,6 +500,17 @@ public:
     }
     return -1;
   }
+  // The labels of the latest exemplar observed on a histogram series (name -> value), empty
+  // when it has none.
+  std::map<std::string, std::string> exemplar(const std::string& name,
+                                              const std::string& labels = "") const {
+    for (const auto& m : metrics_) {
+      if (m.name != name) continue;
+      auto it = m.exemplars.find(labels);
+      return it == m.exemplars.end() ? std::map<std::string, std::string>{} : it->second;
+    }
+    return {};
+  }
   // Metric calls the host ignored as invalid (wrong label count, negative counter increment,
   // an operation the kind does not take).
   int invalidMetricCalls() const { return invalidMetricCalls_; }
@@ -525,6 +537,7 @@ private:
     size_t labelCount;
     std::map<std::string, double> values;
     std::map<std::string, double> sums;
+    std::map<std::string, std::map<std::string, std::string>> exemplars;
   };
 
   kh_status_t record(kh_status_t s) {
@@ -647,6 +660,41 @@ private:
       rec->values[joinLabels(values, n)] += 1;
       rec->sums[joinLabels(values, n)] += v;
     }
+  }
+  // As the host: the observation always counts; an exemplar with a NULL, a bad label name or
+  // more than 128 characters of names and values (counted in bytes here) is dropped and the call
+  // counted as invalid.
+  static void metricObserveExemplarFn(kh_metric_t* m, const char* const* values, size_t n, double v,
+                                      const char* const* names, const char* const* exemplarValues,
+                                      size_t count) {
+    auto* r = reinterpret_cast<MetricRecord*>(m);
+    auto* rec = valid(m, values, n, r != nullptr && r->kind == KH_METRIC_HISTOGRAM);
+    if (rec == nullptr) return;
+    metricObserveFn(m, values, n, v);
+    std::map<std::string, std::string> labels;
+    size_t length = 0;
+    bool ok = count == 0 || (names != nullptr && exemplarValues != nullptr);
+    for (size_t i = 0; ok && i < count; ++i) {
+      ok = names[i] != nullptr && exemplarValues[i] != nullptr && validLabelName(names[i]);
+      if (!ok) break;
+      length += std::strlen(names[i]) + std::strlen(exemplarValues[i]);
+      labels[names[i]] = exemplarValues[i];
+    }
+    if (!ok || length > 128) {
+      ++rec->owner->invalidMetricCalls_;
+      return;
+    }
+    rec->exemplars[joinLabels(values, n)] = std::move(labels);
+  }
+  static bool validLabelName(std::string_view name) {
+    if (name.empty() || name.rfind("__", 0) == 0) return false;
+    for (size_t i = 0; i < name.size(); ++i) {
+      char c = name[i];
+      if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' ||
+            (i > 0 && c >= '0' && c <= '9')))
+        return false;
+    }
+    return true;
   }
 
   static kh_status_t timerStartFn(kh_host_ctx_t* c, uint64_t delayMs, uint64_t periodMs,
