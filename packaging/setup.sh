@@ -39,7 +39,7 @@ run_packages=(
 # What the tests, the linter and the benchmarks need beside them.
 packages=(
   "${run_packages[@]}" clang-format clang-tidy curl binutils openssl libgtest-dev libgmock-dev
-  libbenchmark-dev python3-kubernetes chromium prometheus sqlite3 postgresql
+  libbenchmark-dev python3-kubernetes python3-prometheus-client chromium prometheus sqlite3 postgresql
 )
 
 started_at=$(date +%s)

@@ -4,8 +4,6 @@
 #include <kuscia_model/json_member.h>
 #include <kuscia_model/timeline_summary.h>
 
-#include <openssl/evp.h>
-
 #include <algorithm>
 #include <set>
 #include <utility>
@@ -15,21 +13,6 @@ namespace kuscia_host::plugins::otel {
 using nlohmann::json;
 
 namespace {
-
-std::array<uint8_t, 32> sha256(std::string_view text) {
-  std::array<uint8_t, 32> out{};
-  unsigned int n = 0;
-  EVP_Digest(text.data(), text.size(), out.data(), &n, EVP_sha256(), nullptr);
-  return out;
-}
-
-template <std::size_t N> std::array<uint8_t, N> firstBytes(std::string_view text) {
-  auto digest = sha256(text);
-  std::array<uint8_t, N> id{};
-  std::copy_n(digest.begin(), N, id.begin());
-  if (std::all_of(id.begin(), id.end(), [](uint8_t b) { return b == 0; })) id[N - 1] = 1;
-  return id;
-}
 
 using model::textOf;
 
@@ -51,29 +34,6 @@ bool running(std::string_view phase) {
 }
 
 } // namespace
-
-std::string hex(const uint8_t* data, std::size_t n) {
-  static constexpr char kDigits[] = "0123456789abcdef";
-  std::string out;
-  out.reserve(n * 2);
-  for (std::size_t i = 0; i < n; ++i) {
-    out.push_back(kDigits[data[i] >> 4]);
-    out.push_back(kDigits[data[i] & 15]);
-  }
-  return out;
-}
-
-TraceId traceIdOf(std::string_view task) {
-  return firstBytes<16>("kuscia-host/trace/v1\n" + std::string(task));
-}
-
-SpanId spanIdOf(const TraceId& trace, std::string_view party, std::string_view entry,
-                std::string_view incarnation, std::string_view kind) {
-  std::string text = "kuscia-host/span/v1\n" + hex(trace);
-  for (std::string_view part : {party, entry, incarnation, kind})
-    text.append("\n").append(part);
-  return firstBytes<8>(text);
-}
 
 TaskFacts taskFactsOf(const std::string& name, const std::string& namespaceName,
                       const json& fields) {

@@ -1,21 +1,18 @@
 // The spans of a task's startup, from its timeline document (kuscia_model/timeline.h with
 // timeline_summary.h's phases and summary), as one domain's otel-export owes them.
 //
-// Ids are derived, never random, so that every party's host computes the same trace id for a
-// task and a restarted host re-sends the same span ids:
-//   trace id = the first 16 bytes of SHA-256("kuscia-host/trace/v1\n" + task name)
-//   span id  = the first 8 bytes of SHA-256("kuscia-host/span/v1\n" + hex(trace id) + "\n" +
-//              party + "\n" + entry + "\n" + incarnation + "\n" + kind)
-// with, for the task's root: party, entry and incarnation empty, kind "task"; a party: entry and
-// incarnation empty, kind "party"; an entry (pod or service "<ns>/<name>"): incarnation its
-// createTime (RFC 3339, as the document holds it), kind "entry"; an entry's phase: kind the
-// phase's name. An all-zero id (never seen) would be made 1 in its last byte.
+// Ids are derived (kuscia_model/trace_ids.h): the trace id from the task's name, a span id from
+// the trace id and the span's party, entry, incarnation and kind: for the task's root, party,
+// entry and incarnation empty, kind "task"; a party: entry and incarnation empty, kind "party";
+// an entry (pod or service "<ns>/<name>"): incarnation its createTime (RFC 3339, as the document
+// holds it), kind "entry"; an entry's phase: kind the phase's name.
 //
 // The tree: task (root, the initiator's host only) -> party -> pod | service -> phase.
 #pragma once
 
 #include <array>
 #include <cstdint>
+#include <kuscia_model/trace_ids.h>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -25,16 +22,11 @@
 
 namespace kuscia_host::plugins::otel {
 
-using TraceId = std::array<uint8_t, 16>;
-using SpanId = std::array<uint8_t, 8>;
-
-TraceId traceIdOf(std::string_view task);
-SpanId spanIdOf(const TraceId& trace, std::string_view party, std::string_view entry,
-                std::string_view incarnation, std::string_view kind);
-std::string hex(const uint8_t* data, std::size_t n);
-template <std::size_t N> std::string hex(const std::array<uint8_t, N>& id) {
-  return hex(id.data(), N);
-}
+using model::hex;
+using model::SpanId;
+using model::spanIdOf;
+using model::TraceId;
+using model::traceIdOf;
 
 struct Attribute {
   std::string key;

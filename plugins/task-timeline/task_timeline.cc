@@ -15,6 +15,7 @@
 #include <kuscia_model/kuscia_model.h>
 #include <kuscia_model/kuscia_time.h>
 #include <kuscia_model/status_entries.h>
+#include <kuscia_model/trace_ids.h>
 
 namespace kuscia_host::plugins::timeline {
 
@@ -31,6 +32,14 @@ constexpr int64_t kOrphanEventsNanos = 600LL * 1000000000;
 constexpr int64_t kFailureMemoryNanos = 3600 * model::kSecond;
 // The userTag of the writes of kept facts (the status writer's are 0).
 constexpr uint64_t kKeptFactsTag = 1;
+
+// Observes `seconds` of a task's (or one of its pods' or services') startup; its exemplar is the
+// task's trace id, the one otel-export derives, so that a slow bucket links to its trace.
+void observeForTask(const sdk::Metric& m, double seconds, const std::string* task) {
+  if (task == nullptr) return m.observe(seconds);
+  const std::string traceId = model::hex(model::traceIdOf(*task));
+  m.observe(seconds, {}, {{"trace_id", traceId.c_str()}});
+}
 
 const std::vector<double>& durationBuckets() {
   static const std::vector<double> b = {0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600};
@@ -564,31 +573,32 @@ Waiting TaskTimeline::podWaiting(const Pod& p, const model::PodFields& f) {
   return w;
 }
 
-void TaskTimeline::observeDuration(const sdk::Metric& m, const char* name, Instant from,
-                                   Instant to) {
+void TaskTimeline::observeDuration(const sdk::Metric& m, const char* name, Instant from, Instant to,
+                                   const std::string* task) {
   double seconds = model::secondsBetween(*from, *to);
   if (seconds < 0) negative_.add(1, {name});
-  m.observe(seconds);
+  observeForTask(m, seconds, task);
 }
 
 void TaskTimeline::observe(Pod& p) {
   if (!p.create) return;
   if (p.scheduled && !p.observedSchedule) {
     p.observedSchedule = true;
-    observeDuration(createToSchedule_, "pod_create_to_schedule", *p.create, *p.scheduled);
+    observeDuration(createToSchedule_, "pod_create_to_schedule", *p.create, *p.scheduled, p.task);
   }
   if (p.start && !p.observedStart) {
     p.observedStart = true;
-    observeDuration(createToStart_, "pod_create_to_start", *p.create, *p.start);
+    observeDuration(createToStart_, "pod_create_to_start", *p.create, *p.start, p.task);
   }
   if (p.firstReady && !p.observedReady) {
     p.observedReady = true;
-    observeDuration(createToReady_, "pod_create_to_ready", *p.create, *p.firstReady);
-    if (p.start) observeDuration(startToReady_, "pod_start_to_ready", *p.start, *p.firstReady);
+    observeDuration(createToReady_, "pod_create_to_ready", *p.create, *p.firstReady, p.task);
+    if (p.start)
+      observeDuration(startToReady_, "pod_start_to_ready", *p.start, *p.firstReady, p.task);
   }
   if (p.containersStart && p.start && !p.observedContainers) {
     p.observedContainers = true;
-    observeDuration(containersStart_, "pod_containers_start", *p.start, *p.containersStart);
+    observeDuration(containersStart_, "pod_containers_start", *p.start, *p.containersStart, p.task);
   }
   if (!p.observedPull && p.facts) {
     auto from = p.facts->imagePullStart();
@@ -596,7 +606,7 @@ void TaskTimeline::observe(Pod& p) {
     // The pull is over once the containers run (or the pod is ready): no later Pulled comes.
     if (from && to && (p.containersStart || p.firstReady)) {
       p.observedPull = true;
-      observeDuration(imagePull_, "pod_image_pull", Instant{*from}, Instant{*to});
+      observeDuration(imagePull_, "pod_image_pull", Instant{*from}, Instant{*to}, p.task);
     }
   }
 }
@@ -604,7 +614,7 @@ void TaskTimeline::observe(Pod& p) {
 void TaskTimeline::observe(Service& s) {
   if (s.create && s.ready && !s.observed) {
     s.observed = true;
-    observeDuration(serviceCreateToReady_, "service_create_to_ready", *s.create, *s.ready);
+    observeDuration(serviceCreateToReady_, "service_create_to_ready", *s.create, *s.ready, s.task);
   }
 }
 
@@ -963,7 +973,7 @@ void TaskTimeline::summarizeOnce(const std::string& task, std::string_view field
   // The facts it started with, kept on it at the next stuck timer: another local domain's
   // instance may put its pods on the board after this one saw the task complete.
   if (config_.keepFacts) keepPending_.insert(task);
-  if (auto startup = s.startupSeconds()) taskStartup_.observe(*startup);
+  if (auto startup = s.startupSeconds()) observeForTask(taskStartup_, *startup, &task);
   for (const auto& p : s.criticalPath)
     if (double seconds = p.seconds().value_or(0); seconds > 0)
       criticalPath_.add(seconds, {p.phase.c_str()});

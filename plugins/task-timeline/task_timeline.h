@@ -222,7 +222,9 @@ private:
                    const std::string& key, bool& logged);
   void observe(Pod& p);
   void observe(Service& s);
-  void observeDuration(const sdk::Metric& m, const char* name, Instant from, Instant to);
+  // Observes to - from, with the trace id of `task` (the one otel-export sends) as exemplar.
+  void observeDuration(const sdk::Metric& m, const char* name, Instant from, Instant to,
+                       const std::string* task);
   static Waiting podWaiting(const Pod& p, const model::PodFields& f);
   std::optional<Waiting> serviceWaiting(const std::string& key, const Service& s) const;
   // What a service not ready yet waits for (ServiceWait in task_timeline.cc; 0 once ready).

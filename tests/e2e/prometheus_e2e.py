@@ -8,7 +8,11 @@ loads the shipped recording rules (config/prometheus/kuscia-host-rules.yml):
 1. `promtool check metrics` passes on the host's /metrics, and `promtool check rules` on the rules;
 2. Prometheus's HTTP API: the scrape target is up; the timeline histograms have samples for each
    domain; the PromQL of docs/operators/prometheus.md for "p99 pod create->ready per domain over the last hour" and its
-   recording rule give a finite number of seconds for both domains.
+   recording rule give a finite number of seconds for both domains;
+3. exemplars: /metrics asked for OpenMetrics (as Prometheus asks) answers it, which the Python client's strict
+   OpenMetrics parser reads, with the startup buckets' exemplars; Prometheus, with exemplar storage on, returns for
+   the task startup histogram each task's trace id with the task's startup, the greatest a slowest task's, whose
+   trace otel-export sent to the receiver.
 
 Prometheus starts first and finds the host through a file of targets written once the demo's
 admin server listens; it listens on 127.0.0.1:0, and its port is read from the kernel (its
@@ -29,11 +33,14 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
+from hashlib import sha256
+
+from prometheus_client.openmetrics.parser import text_string_to_metric_families
 
 from e2e_support import check, eventually, listening_port
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "otel"))
-from otlp_support import Capture  # noqa: E402
+from otlp_support import Capture, spans_of  # noqa: E402
 
 host_bin, plugin_dir = sys.argv[1], sys.argv[2]
 work = tempfile.mkdtemp()
@@ -48,6 +55,63 @@ DOMAINS = ("alice", "bob")
 def get(url):
     with urllib.request.urlopen(url, timeout=10) as r:
         return r.read().decode()
+
+
+def trace_id(task):
+    """The trace id otel-export derives for a task (docs/operators/otel-export.md)."""
+    return sha256(("kuscia-host/trace/v1\n" + task).encode()).hexdigest()[:32]
+
+
+def check_openmetrics(admin):
+    """What Prometheus is served: OpenMetrics, strictly parsed, with exemplars on the startup buckets."""
+    accept = ("application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,"
+              "text/plain;version=0.0.4;q=0.5,*/*;q=0.1")
+    with urllib.request.urlopen(urllib.request.Request(admin + "/metrics", headers={"Accept": accept}),
+                                timeout=10) as r:
+        kind, body = r.headers["Content-Type"], r.read().decode()
+    check(kind.startswith("application/openmetrics-text; version=1.0.0"), "OpenMetrics is served: " + kind)
+    check(body.endswith("# EOF\n"), "it ends with # EOF")
+    exemplars = {}
+    for family in text_string_to_metric_families(body):
+        for sample in family.samples:
+            if sample.exemplar:
+                exemplars.setdefault(family.name, set()).add(sample.exemplar.labels["trace_id"])
+    tasks = {trace_id("demo-task-%d" % i) for i in (1, 2, 3)}
+    check(exemplars.get("kuscia_timeline_task_startup_seconds", set()) <= tasks and
+          exemplars.get("kuscia_timeline_task_startup_seconds") and
+          exemplars.get("kuscia_timeline_pod_create_to_ready_seconds"),
+          "the strict OpenMetrics parser reads the startup buckets' exemplars: %s" % exemplars)
+
+
+def check_exemplars(api, admin, receiver):
+    """Prometheus's stored exemplars of the task startup histogram: each names a demo task's trace with
+    that task's startup; the greatest is a slowest task's (times are whole seconds: tasks may tie, and a
+    bucket keeps its latest exemplar)."""
+    startup = {}
+    for i in (1, 2, 3):
+        task = "demo-task-%d" % i
+        startup[trace_id(task)] = (task, json.loads(get(admin + "/api/v1/timelines/" + task))["summary"]["startupSeconds"])
+    slowest = max(s for _, s in startup.values())
+
+    def stored():
+        q = urllib.parse.urlencode({"query": "kuscia_timeline_task_startup_seconds_bucket",
+                                    "start": time.time() - 600, "end": time.time() + 60})
+        found = {}
+        for series in json.loads(get(api + "query_exemplars?" + q))["data"]:
+            for e in series["exemplars"]:
+                found[e["labels"]["trace_id"]] = float(e["value"])
+        return found if found and max(found.values()) == slowest else None
+
+    found = eventually(stored, 20)
+    check(found, "Prometheus stored a slowest task's exemplar (%ss): %s, tasks %s" % (slowest, stored(), startup))
+    for tid, value in found.items():
+        check(tid in startup and abs(value - startup[tid][1]) < 1e-6,
+              "exemplar %s %s is %s's startup %s" % (tid, value, *startup.get(tid, ("no task", None))))
+    top = max(found, key=found.get)
+    # And otel-export sent that trace: the exemplar links the slow bucket to the task's spans.
+    sent = eventually(lambda: top in {sp["traceId"] for sp in spans_of(receiver.trees())[2]}, 20)
+    check(sent, "otel-export sent the trace %s behind the exemplar" % top)
+    print("ok - the slowest task %s (%ss) is behind the exemplar %s" % (startup[top][0], slowest, top))
 
 
 def check_dashboard(api):
@@ -81,6 +145,10 @@ def check_dashboard(api):
             check(r["status"] == "success" and r["data"]["result"],
                   "panel %r answers %s: %s" % (p["title"], t["refId"], str(r)[:300]))
             exprs += 1
+            if t.get("exemplar"):  # the panel shows its exemplars: Prometheus has some for it
+                found = json.loads(get(api + "query_exemplars?" + urllib.parse.urlencode(
+                    {"query": q, "start": time.time() - 600, "end": time.time() + 60})))["data"]
+                check(found and found[0]["exemplars"], "panel %r has exemplars: %s" % (p["title"], str(found)[:200]))
     domains = json.loads(get(api + "label/domain/values"))["data"]
     check(set(DOMAINS) <= set(domains), "the domain variable's values: %s" % domains)
     print("ok - the dashboard's %d expressions all answer" % exprs)
@@ -99,7 +167,8 @@ try:
                 "scrape_configs:\n  - job_name: kuscia-host\n    file_sd_configs:\n"
                 "      - files: ['%s']\n        refresh_interval: 1s\n" % (rules, alerts, targets))
     prom = subprocess.Popen(["prometheus", "--config.file=" + config, "--storage.tsdb.path=" + os.path.join(work, "data"),
-                             "--web.listen-address=127.0.0.1:0", "--log.level=warn"],
+                             "--web.listen-address=127.0.0.1:0", "--log.level=warn",
+                             "--enable-feature=exemplar-storage"],
                             stdout=subprocess.DEVNULL, stderr=open(os.path.join(work, "prometheus.log"), "w"))
     procs.append(prom)
     port = eventually(lambda: prom.poll() is None and listening_port(prom.pid), 30)
@@ -174,6 +243,8 @@ try:
                          "KusciaTraceExportFailing", "KusciaHostFallingBehind",
                          "KusciaTaskStartupSLOBurningFast", "KusciaTaskStartupSLOBurningSlowly"}
           and set(names.values()) == {"inactive"}, "Prometheus loaded the alerting rules: %s" % names)
+    check_openmetrics(admin)
+    check_exemplars(api, admin, receiver)
     check_dashboard(api)
     receiver.stop()
     print("prometheus e2e passed")

@@ -1197,6 +1197,14 @@ TEST_F(TimelineTest, TheDocumentSummarizesTheTaskAndACompleteTaskIsObservedOnce)
   EXPECT_EQ(host_.metric("kuscia_timeline_task_startup_seconds"), 1);
   EXPECT_EQ(host_.metricSum("kuscia_timeline_task_startup_seconds"), 12);
   EXPECT_EQ(host_.metric("kuscia_timeline_critical_path_seconds_total", "readiness"), 5);
+  // Its exemplar, and its pod's and service's, name the task's trace: the id otel-export derives
+  // (SHA-256 of "kuscia-host/trace/v1\n" and the task's name, its first 16 bytes).
+  const std::map<std::string, std::string> trace = {
+      {"trace_id", "48b80885966b2c6ce616d7c90cbe1ae1"}};
+  EXPECT_EQ(host_.exemplar("kuscia_timeline_task_startup_seconds"), trace);
+  EXPECT_EQ(host_.exemplar("kuscia_timeline_pod_create_to_ready_seconds"), trace);
+  EXPECT_EQ(host_.exemplar("kuscia_timeline_service_create_to_ready_seconds"), trace);
+  EXPECT_EQ(host_.invalidMetricCalls(), 0);
   EXPECT_EQ(host_.metric("kuscia_timeline_blamed_tasks_total", "alice,readiness"), 1);
   // Once: later events of the complete task observe nothing more.
   bumpVersion(pod_);
