@@ -17,32 +17,25 @@ using nlohmann::json;
 
 namespace {
 
-const json& member(const json& obj, const char* key) {
-  static const json kEmpty = json::object();
-  if (!obj.is_object()) return kEmpty;
-  auto it = obj.find(key);
-  return it != obj.end() && it->is_object() ? *it : kEmpty;
-}
-
 using model::textOf;
 
 // One entry of both: the flat fields model::timeline::entry() reads, rebuilt so that durations and
 // "missing" follow the merged times.
 json mergeEntry(const std::string& key, const json& stored, const json& incoming) {
-  std::string was = textOf(member(stored, "times"), "createTime");
-  std::string is = textOf(member(incoming, "times"), "createTime");
+  std::string was = textOf(model::objectOf(stored, "times"), "createTime");
+  std::string is = textOf(model::objectOf(incoming, "times"), "createTime");
   if (!was.empty() && !is.empty() && was != is) return incoming; // a new incarnation
-  json flat = member(stored, "times");
-  flat.merge_patch(member(incoming, "times"));
-  json reasons = member(stored, "reasons");
-  for (const auto& [phase, r] : member(incoming, "reasons").items())
+  json flat = model::objectOf(stored, "times");
+  flat.merge_patch(model::objectOf(incoming, "times"));
+  json reasons = model::objectOf(stored, "reasons");
+  for (const auto& [phase, r] : model::objectOf(incoming, "reasons").items())
     reasons[phase] = r;
   if (!reasons.empty()) flat["reasons"] = std::move(reasons);
   std::string podPhase = textOf(incoming, "podPhase");
   if (podPhase.empty()) podPhase = textOf(stored, "podPhase");
   if (!podPhase.empty()) flat["podPhase"] = podPhase;
   // What the status says of the pod now: the incoming recording's (it reads the same status).
-  for (const auto& [field, text] : member(incoming, "evidence").items())
+  for (const auto& [field, text] : model::objectOf(incoming, "evidence").items())
     flat[field] = text;
   bool pod = textOf(incoming, "kind") == "pod" || textOf(stored, "kind") == "pod";
   json out = model::timeline::entry(key, flat, pod);
@@ -59,8 +52,8 @@ json mergeRecording(const json& stored, const json& incoming) {
   json out = incoming;
   out.erase("summary");
   json entries = json::object();
-  const json& before = member(stored, "entries");
-  const json& now = member(incoming, "entries");
+  const json& before = model::objectOf(stored, "entries");
+  const json& now = model::objectOf(incoming, "entries");
   for (const auto& [key, e] : before.items())
     entries[key] = now.contains(key) ? mergeEntry(key, e, now[key]) : e;
   for (const auto& [key, e] : now.items())
@@ -141,7 +134,7 @@ TaskRow taskRowOf(const json& document, int64_t nowNanos, int64_t stuckAfterNano
   view.phase = textOf(document, "phase");
   view.createTime = textOf(document, "createTime");
   view.end = model::timeline::TaskEnd::of(document);
-  const json& entries = member(document, "entries");
+  const json& entries = model::objectOf(document, "entries");
   view.entries.reserve(entries.size());
   for (auto e = entries.begin(); e != entries.end(); ++e)
     view.entries.push_back({e.key(), &*e, nullptr, 0});

@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 
 namespace kuscia_host::model {
 
@@ -12,6 +13,23 @@ inline std::string textOf(const nlohmann::json& obj, const char* key) {
   if (!obj.is_object()) return {};
   auto it = obj.find(key);
   return it != obj.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+// obj[key] when `obj` is an object and that member one too, else an empty object (a
+// document's or an object's member read whatever it holds).
+inline const nlohmann::json& objectOf(const nlohmann::json& obj, std::string_view key) {
+  static const nlohmann::json kEmpty = nlohmann::json::object();
+  if (!obj.is_object()) return kEmpty;
+  auto it = obj.find(key);
+  return it != obj.end() && it->is_object() ? *it : kEmpty;
+}
+
+// The same for an array member: an empty array otherwise.
+inline const nlohmann::json& arrayOf(const nlohmann::json& obj, std::string_view key) {
+  static const nlohmann::json kEmpty = nlohmann::json::array();
+  if (!obj.is_object()) return kEmpty;
+  auto it = obj.find(key);
+  return it != obj.end() && it->is_array() ? *it : kEmpty;
 }
 
 } // namespace kuscia_host::model

@@ -1,0 +1,109 @@
+// Kuscia's control plane before and around a task's pods, as upstream's controllers write it
+// (docs/design/control-plane.md): the KusciaJob that creates the tasks (its approval and its
+// queue), the TaskResourceGroup and each party's TaskResource (the gang reservation across
+// parties), and the ClusterDomainRoute a task's pre-check reads. Each reader takes the object as
+// the API server serves it (or a projection holding the same paths) and keeps the facts the
+// timeline uses: the times Kuscia writes (a condition's lastTransitionTime, startTime,
+// creationTimestamp), never one it does not.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace kuscia_host::model::control {
+
+inline constexpr const char* kTaskResources = "taskresources";
+inline constexpr const char* kTaskResourceGroups = "taskresourcegroups";
+inline constexpr const char* kKusciaJobs = "kusciajobs";
+inline constexpr const char* kClusterDomainRoutes = "clusterdomainroutes";
+
+// One condition of a status (Kuscia's conditions carry no observedGeneration).
+struct Condition {
+  std::string type, status, reason, message;
+  std::optional<int64_t> lastTransitionTime;
+  bool isTrue() const { return status == "True"; }
+};
+// The conditions of `status` ("conditions": [...]), in order; none when absent or malformed.
+std::vector<Condition> conditionsOf(const nlohmann::json& status);
+// The condition of this type, nullptr when absent.
+const Condition* conditionOf(const std::vector<Condition>& conditions, std::string_view type);
+
+// A party's reservation: its TaskResource (namespace = the party's domain). Kuscia creates it
+// Reserving; kuscia-scheduler's PreBind makes it Reserved once the party's minimum of pods is
+// reserved; the group makes every TaskResource Schedulable once enough parties reserved, and only
+// then are the pods bound. In p2p the initiator's cluster keeps a stub for each partner (no
+// pods), which the interconnection moves from the KusciaTaskSummary.
+struct TaskResource {
+  std::string key;   // "<namespace>/<name>"
+  std::string party; // its namespace
+  std::string task;  // annotation kuscia.secretflow/task-id
+  std::string phase; // Reserving, Reserved, Schedulable, Failed
+  bool stub = false; // no pods of its own: a partner's, moved by the summary (p2p)
+  // creationTimestamp; status.startTime (its creation, as Kuscia writes it).
+  std::optional<int64_t> created, start;
+  // The Reserved condition's time while it holds (it turns False when the group retries); for a
+  // stub the interconnection moves without conditions, the phase's lastTransitionTime.
+  std::optional<int64_t> reserved;
+  // The Schedulable condition's time (or completionTime): every party reserved, pods may bind.
+  std::optional<int64_t> schedulable;
+  // Failed: the Failed condition's reason (kuscia-scheduler's and the group's texts) and time.
+  std::string failedReason;
+  std::optional<int64_t> failed;
+};
+TaskResource taskResourceOf(const nlohmann::json& object);
+
+// The group of a task's reservations (cluster-scoped, named after the task).
+struct TaskResourceGroup {
+  std::string task;  // its name
+  std::string phase; // Pending, Creating, Reserving, Reserved, ReserveFailed, Failed
+  int minReservedMembers = 0;
+  int64_t lifecycleSeconds = 300;
+  std::vector<std::string> parties;       // whose pods this cluster holds
+  std::vector<std::string> otherParties;  // outOfControlledParties: the partners' (p2p)
+  std::optional<int64_t> created, start;  // creationTimestamp (expiry counts from it), startTime
+  std::optional<int64_t> reserved;        // TaskResourcesReserved=True
+  bool expired = false;                   // TaskResourceGroupExpired=True
+  std::optional<int64_t> expiredAt;       // its time
+  std::vector<std::string> failedReasons; // the reasons of its failure conditions that hold
+};
+TaskResourceGroup taskResourceGroupOf(const nlohmann::json& object);
+
+// A job: its approval by the parties and its tasks' queue.
+struct Job {
+  std::string name, initiator, phase, reason, message;
+  std::optional<int64_t> created, start, completion;
+  // approveStatus: party -> JobAccepted | JobRejected (no time: Kuscia writes none).
+  std::map<std::string, std::string> approvals;
+  // taskStatus: task name -> its phase (tasks not created yet are absent).
+  std::map<std::string, std::string> taskPhases;
+  struct Task {
+    std::string alias, name;               // name: taskID ("" until the initiator fills it)
+    std::vector<std::string> dependencies; // aliases
+    std::vector<std::string> parties;
+  };
+  std::vector<Task> tasks; // in the spec's order
+  int maxParallelism = 1;
+  // The parties whose approval is still awaited: every party of a task but the initiator, not
+  // JobAccepted yet.
+  std::vector<std::string> awaitingApproval() const;
+  // The party that rejected the job, "" when none did.
+  std::string rejectedBy() const;
+};
+Job jobOf(const nlohmann::json& object);
+
+// A route between two domains (ClusterDomainRoute "<source>-<destination>").
+struct Route {
+  std::string name, source, destination;
+  std::optional<bool> ready;   // its Ready condition, absent when not written yet
+  std::string reason, message; // of Ready
+  // Ready's lastTransitionTime: during an outage Kuscia re-stamps it at every sync, so it is
+  // when the route was last found not ready, not when the outage began.
+  std::optional<int64_t> checkedAt;
+};
+Route routeOf(const nlohmann::json& object);
+
+} // namespace kuscia_host::model::control
