@@ -14,8 +14,9 @@ using nlohmann::json;
 namespace {
 
 constexpr std::array<const char*, kReasonCount> kNames = {
-    "Misconfigured", "ImagePull", "Unschedulable", "OOMKilled", "PeerNetwork",
-    "Crashed",       "NotReady",  "Timeout",       "Unknown"};
+    "Misconfigured", "RouteNotReady",     "ResourceShortage", "ApprovalRejected", "ImagePull",
+    "Unschedulable", "ReservationFailed", "OOMKilled",        "PeerNetwork",      "Crashed",
+    "NotReady",      "PartnerFailed",     "Expired",          "Unknown"};
 
 bool has(std::string_view text, std::string_view needle) {
   return text.find(needle) != std::string_view::npos;
@@ -28,6 +29,21 @@ bool oneOf(std::string_view reason, std::initializer_list<std::string_view> name
 bool anyIn(std::string_view text, std::initializer_list<std::string_view> needles) {
   return std::any_of(needles.begin(), needles.end(),
                      [text](std::string_view n) { return has(text, n); });
+}
+
+// The text between `before` and the next `after` in `text` ("" when either is missing).
+std::string between(std::string_view text, std::string_view before, std::string_view after) {
+  const std::size_t from = text.find(before);
+  if (from == std::string_view::npos) return {};
+  const std::size_t start = from + before.size();
+  const std::size_t end = after.empty() ? text.size() : text.find(after, start);
+  return end == std::string_view::npos ? std::string()
+                                       : std::string(text.substr(start, end - start));
+}
+
+// The first word of `text` (up to a space, a comma, a semicolon or the end).
+std::string firstWord(std::string_view text) {
+  return std::string(text.substr(0, std::min(text.find_first_of(" ,;\n"), text.size())));
 }
 
 // Kuscia's terminationLog names the container's terminated reason in quotes:
@@ -104,13 +120,20 @@ Reason reasonOf(const Evidence& e) {
   if (oneOf(r, {"InvalidImageName", "CreateContainerConfigError", "ErrImageNeverPull"}) ||
       anyIn(m, {"InvalidImageName", "CreateContainerConfigError", "failed to get appImage"}))
     return Reason::kMisconfigured;
+  // The task controller's pre-checks (kt/plugins): the routes between the parties, the nodes.
+  if (has(m, "cdr-check ") && has(m, " failed with ")) return Reason::kRouteNotReady;
+  if (has(m, "resource-check ")) return Reason::kResourceShortage;
+  if (has(m, "approval reject") || r == "ApprovalReject") return Reason::kApprovalRejected;
   if (oneOf(r, {"ErrImagePull", "ImagePullBackOff", "ErrImagePullBackOff", "RegistryUnavailable",
                 "ImageInspectError"}) ||
       anyIn(m, {"ErrImagePull", "ImagePullBackOff", "failed to pull image", "Failed to pull image",
                 "Back-off pulling image", "failed to reserve container name"}))
     return Reason::kImagePull;
-  if (oneOf(r, {"Unschedulable", "FailedScheduling"}) ||
-      anyIn(m, {"can not reserve resources", "nodes are available"}))
+  // kuscia-scheduler and the TaskResourceGroup: the reservation across parties did not complete.
+  if (anyIn(m,
+            {"can not reserve resources", "less than the schedulable threshold", "reserve-failed"}))
+    return Reason::kReservationFailed;
+  if (oneOf(r, {"Unschedulable", "FailedScheduling"}) || has(m, "nodes are available"))
     return Reason::kUnschedulable;
   if (r == "OOMKilled" || terminatedWith(m, "OOMKilled")) return Reason::kOOMKilled;
   // The gateway's (Envoy's) answers to a peer it cannot reach, in a container's log.
@@ -124,10 +147,36 @@ Reason reasonOf(const Evidence& e) {
     return Reason::kCrashed;
   if (oneOf(r, {"Unhealthy", "ContainersNotReady"}) || has(m, "Readiness probe failed"))
     return Reason::kNotReady;
+  // The task controller when too few parties are left: who failed, in brackets.
+  if (!between(m, "failed party[", "]").empty()) return Reason::kPartnerFailed;
   if (r == "TaskResourceGroupExpired" ||
       anyIn(m, {"not scheduled within", "exceed it's lifecycle", "TaskResourceGroupExpired"}))
-    return Reason::kTimeout;
+    return Reason::kExpired;
   return Reason::kUnknown;
+}
+
+Named namedIn(Reason r, const Evidence& e) {
+  Named n;
+  const std::string_view m = e.message;
+  switch (r) {
+  case Reason::kRouteNotReady: {
+    // cdr-check <src> to <dst> failed with <reason> (kt/plugins/clusterdomainroute_plugin.go)
+    const std::string pair = between(m, "cdr-check ", " failed with ");
+    const std::size_t to = pair.find(" to ");
+    if (to != std::string::npos) n.pair = pair.substr(0, to) + "-" + pair.substr(to + 4);
+    n.routeReason = firstWord(between(m, " failed with ", ""));
+    break;
+  }
+  case Reason::kResourceShortage:
+    n.party = firstWord(between(m, "for domain ", ""));
+    if (n.party.empty()) n.party = firstWord(between(m, "no node cache to ", ""));
+    break;
+  case Reason::kApprovalRejected: n.party = between(m, "Party: ", " approval reject"); break;
+  case Reason::kReservationFailed: n.party = firstWord(between(m, "domain [", "]")); break;
+  case Reason::kPartnerFailed: n.party = firstWord(between(m, "failed party[", "]")); break;
+  default: break;
+  }
+  return n;
 }
 
 Classification classify(const std::vector<Evidence>& evidence) {
@@ -145,11 +194,20 @@ Classification classify(const std::vector<Evidence>& evidence) {
       c.reason = r;
     }
   }
+  // A partner's failure is what a party's own failure shows as in the others' tasks (Kuscia lists
+  // the failed parties): it may be the reason, never the cause beside another.
   for (Reason r : reasons)
-    if (r != c.reason && r != Reason::kUnknown && (!c.cause || r < *c.cause)) c.cause = r;
+    if (r != c.reason && r != Reason::kUnknown && r != Reason::kPartnerFailed &&
+        (!c.cause || r < *c.cause))
+      c.cause = r;
   if (chosen == nullptr) return c;
   c.entry = chosen->entry;
-  c.party = std::string(namespaceOf(chosen->entry));
+  const Named named = namedIn(c.reason, *chosen);
+  c.party = !named.party.empty()     ? named.party
+            : !chosen->entry.empty() ? std::string(namespaceOf(chosen->entry))
+                                     : chosen->party;
+  c.pair = named.pair;
+  c.routeReason = named.routeReason;
   c.since = chosen->at;
   std::string said = chosen->reason;
   if (!chosen->message.empty()) said += (said.empty() ? "" : ": ") + chosen->message;
@@ -160,6 +218,8 @@ Classification classify(const std::vector<Evidence>& evidence) {
 json toJson(const Classification& c) {
   json out = {{"reason", name(c.reason)}};
   if (c.cause) out["cause"] = name(*c.cause);
+  if (!c.pair.empty()) out["pair"] = c.pair;
+  if (!c.routeReason.empty()) out["routeReason"] = c.routeReason;
   if (!c.party.empty()) out["party"] = c.party;
   if (!c.entry.empty()) out["entry"] = c.entry;
   if (c.since != 0) out["since"] = sdk::formatTime(c.since, sdk::TimePrecision::kAsGiven);

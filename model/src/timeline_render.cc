@@ -81,8 +81,9 @@ std::string phaseText(const json& p, bool withEntry) {
   return out;
 }
 
-// "failed: OOMKilled in bob (bob/t-0) at 10:05:00, cause Timeout" and the excerpt below it, each
-// of its lines indented; "" without the classification.
+// "failed: OOMKilled in bob (bob/t-0) at 10:05:00, cause Expired" ("failed: RouteNotReady on
+// route alice-bob (HeartBeatTimeout) at ..." for a route) and the excerpt below it, each of its
+// lines indented; "" without the classification.
 std::string whyText(const json& s, const char* which) {
   if (!s.contains(which) || !s[which].is_object()) return "";
   const json& c = s[which];
@@ -91,6 +92,8 @@ std::string whyText(const json& s, const char* which) {
   if (stuck && c.contains("seconds") && c["seconds"].is_number())
     out += " " + seconds(c["seconds"].get<double>());
   out += ": " + c.value("reason", std::string("Unknown"));
+  if (c.contains("pair")) out += " on route " + c.value("pair", std::string());
+  if (c.contains("routeReason")) out += " (" + c.value("routeReason", std::string()) + ")";
   if (c.contains("party")) out += " in " + c.value("party", std::string());
   if (c.contains("entry")) out += " (" + c.value("entry", std::string()) + ")";
   if (c.contains("since"))

@@ -14,19 +14,12 @@ using nlohmann::json;
 
 namespace {
 
+using model::objectOf;
 using model::textOf;
 
 std::optional<int64_t> timeIn(const json& j, const char* key) {
   std::string t = textOf(j, key);
   return t.empty() ? std::nullopt : sdk::parseTime(t);
-}
-
-// j[key] when both are objects, else an empty object: documents may hold anything.
-const json& objectAt(const json& j, const std::string& key) {
-  static const json kEmpty = json::object();
-  if (!j.is_object()) return kEmpty;
-  auto it = j.find(key);
-  return it != j.end() && it->is_object() ? *it : kEmpty;
 }
 
 bool running(std::string_view phase) {
@@ -135,7 +128,7 @@ private:
 
   // An entry's phases, then (once ready) the entry's own span.
   void entrySpans(const std::string& key, const json& entry) {
-    const std::string incarnation = textOf(objectAt(entry, "times"), "createTime");
+    const std::string incarnation = textOf(objectOf(entry, "times"), "createTime");
     const auto create = tl::detail::timeOf(entry, "createTime");
     if (!create) {
       owed_ = false;
@@ -205,7 +198,7 @@ private:
     if (!ph.reason.empty()) {
       s.attributes.push_back({"kuscia.phase.reason", ph.reason});
       if (!ph.message.empty()) s.attributes.push_back({"kuscia.phase.message", ph.message});
-      const json& r = objectAt(objectAt(entry, "reasons"), ph.phase);
+      const json& r = objectOf(objectOf(entry, "reasons"), ph.phase);
       SpanEvent ev;
       ev.timeNanos = r.contains("since") && r["since"].is_number_integer()
                          ? r["since"].get<int64_t>()
@@ -229,7 +222,7 @@ private:
   // This domain's span, once every entry of it is ready (or the task failed); whether it was
   // added.
   bool partySpan(bool hasEntries) {
-    const json& partySummary = objectAt(objectAt(summary_, "parties"), domain_);
+    const json& partySummary = objectOf(objectOf(summary_, "parties"), domain_);
     auto partyReady = timeIn(partySummary, "readyTime");
     const bool allReady =
         partyReady && partySummary.value("readyEntries", 0) == partySummary.value("entries", -1);
@@ -261,7 +254,8 @@ private:
     s.attributes.push_back({"kuscia.failure.reason", textOf(why, "reason")});
     for (auto [field, key] :
          {std::pair{"party", "kuscia.failure.party"}, std::pair{"entry", "kuscia.failure.entry"},
-          std::pair{"cause", "kuscia.failure.cause"}})
+          std::pair{"cause", "kuscia.failure.cause"}, std::pair{"pair", "kuscia.failure.route"},
+          std::pair{"routeReason", "kuscia.failure.route_reason"}})
       if (std::string v = textOf(why, field); !v.empty()) s.attributes.push_back({key, v});
     SpanEvent ev;
     ev.timeNanos = timeIn(why, "since").value_or(s.endNanos);
@@ -277,10 +271,10 @@ private:
   // other parties' pods are in their own clusters) the coarser one the task's own status gives:
   // every party runs.
   bool taskSpan() {
-    const json& parties = objectAt(summary_, "parties");
+    const json& parties = objectOf(summary_, "parties");
     bool seesEveryParty = true;
     for (const auto& p : task_.parties)
-      seesEveryParty = seesEveryParty && objectAt(parties, p).value("entries", 0) > 0;
+      seesEveryParty = seesEveryParty && objectOf(parties, p).value("entries", 0) > 0;
     std::optional<int64_t> end;
     std::string how;
     const json* why = nullptr;

@@ -263,6 +263,7 @@ void SimAgent::ensure(const std::string& task) {
   if (it == tasks_.end() || !it->second.mine) return;
   const Task& t = it->second;
   if (model::finishedPhase(t.phase)) return;
+  if (t.fault == "route-down") return failPreCheck(task, it->second);
   if (t.phase.empty() && (p2p_ || t.initiator == domain_)) {
     send(model::taskStatusPatch(config_.taskNamespace, task,
                                 {{"phase", "Pending"}, {"startTime", now()}}));
@@ -280,6 +281,60 @@ void SimAgent::ensure(const std::string& task) {
     }
     if (!pod->second.uid.empty()) createServices(name, pod->second.uid, task);
   }
+}
+
+void SimAgent::failPreCheck(const std::string& task, Task& t) {
+  // The task controller of the cluster whose pre-check fails: the party's own in p2p (each
+  // cluster runs its task), the initiator's in centralized (one controller for every party).
+  const bool checks = p2p_ ? t.faultParty == domain_ : t.initiator == domain_;
+  const bool partner = p2p_ && t.faultParty != domain_;
+  if (!(checks || partner) || model::finishedPhase(t.phase)) return;
+  std::string other;
+  for (const auto& p : t.parties)
+    if (other.empty() && p.is_object() && p.value("domainID", "") != t.faultParty)
+      other = p.value("domainID", "");
+  json failed = json::array();
+  for (const auto& p : t.parties)
+    if (p.is_object())
+      failed.push_back({{"domainID", p.value("domainID", "")}, {"phase", "Failed"}});
+  const json ports = {
+      {"type", "PortsAllocated"}, {"status", "True"}, {"lastTransitionTime", now()}};
+  t.phase = "Failed";
+  if (partner) {
+    // As Kuscia's task controller words it once the partner's Failed party arrives
+    // (kt/handler/pending_handler.go:258-280).
+    return send(model::taskStatusPatch(
+        config_.taskNamespace, task,
+        {{"phase", "Failed"},
+         {"startTime", now()},
+         {"message", "The remaining no-failed party task counts " +
+                         std::to_string(t.parties.size() - 1) +
+                         " are less than the task success threshold " +
+                         std::to_string(t.parties.size()) + ". failed party[" + t.faultParty + "]"},
+         {"completionTime", now()},
+         {"lastReconcileTime", now()},
+         {"partyTaskStatus", failed}}));
+  }
+  // W1 (ports), then the fifth attempt's failKusciaTask and the Failed handler's completionTime
+  // (kt/controller.go:598-631): about 0.1 s apart upstream, in order here.
+  send(model::taskStatusPatch(
+      config_.taskNamespace, task,
+      {{"phase", "Pending"}, {"startTime", now()}, {"conditions", json::array({ports})}}));
+  const std::string error =
+      "cdr-check " + other + " to " + t.faultParty + " failed with HeartBeatTimeout";
+  send(
+      model::taskStatusPatch(config_.taskNamespace, task,
+                             {{"phase", "Failed"},
+                              {"message", "KusciaTask failed after 3x retry, last error: " + error},
+                              {"conditions", json::array({ports,
+                                                          {{"type", "ResourceCreated"},
+                                                           {"status", "False"},
+                                                           {"reason", "KusciaTaskCreateFailed"},
+                                                           {"message", error},
+                                                           {"lastTransitionTime", now()}}})},
+                              {"completionTime", now()},
+                              {"lastReconcileTime", now()},
+                              {"partyTaskStatus", failed}}));
 }
 
 void SimAgent::createPod(const std::string& task, const Task& t, int index) {

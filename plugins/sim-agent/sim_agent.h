@@ -18,7 +18,11 @@
 // spec.scheduleConfig.lifecycleSeconds ran out, as Kuscia's TaskResourceGroup expires),
 // `image-missing` (ErrImagePull, then ImagePullBackOff with their Events: the pod waits forever,
 // as Kuscia lets it), `oom`, `crash` and `peer-network` (the container ends OOMKilled, with a
-// traceback, or with the gateway's connection error in its log: the pod and the task fail).
+// traceback, or with the gateway's connection error in its log: the pod and the task fail), and
+// `route-down` (the route between the initiator and the party is not Ready: that party's task
+// controller fails the task at its route pre-check, before any pod, with Kuscia's `cdr-check
+// <src> to <dst> failed with HeartBeatTimeout`; in p2p the other clusters' tasks fail as
+// Kuscia's do when a partner failed, `failed party[<party>]`, here at once and without pods).
 // Like Kuscia's task controller it copies each pod's reason, message and terminationLog into the
 // task's podStatuses (kt/handler/common.go), which keeps them after the pods are deleted.
 //
@@ -84,6 +88,9 @@ private:
   // Creates what the task needs of this domain and is not there yet.
   void ensure(const std::string& task);
   void createPod(const std::string& task, const Task& t, int index);
+  // route-down: the task fails at its route pre-check (this domain's task controller) or for
+  // the partner whose pre-check failed (p2p), as Kuscia writes it.
+  void failPreCheck(const std::string& task, Task& t);
   void createServices(const std::string& pod, const std::string& podUid, const std::string& task);
   // Schedules the next step of the pod after its delay, unless one is scheduled.
   void advance(const std::string& key);

@@ -195,8 +195,10 @@ void declare(CLI::App& app, Options& o) {
   app.add_option("--blame-phase", o.blamePhase,
                  "Tasks whose blamed critical-path phase is this (pulling, scheduling...)");
   app.add_option("--reason", o.reason,
-                 "Tasks that failed or are stuck for this reason (Misconfigured, ImagePull, "
-                 "Unschedulable, OOMKilled, PeerNetwork, Crashed, NotReady, Timeout, Unknown)");
+                 "Tasks that failed or are stuck for this reason (Misconfigured, RouteNotReady, "
+                 "ResourceShortage, ApprovalRejected, ImagePull, Unschedulable, "
+                 "ReservationFailed, OOMKilled, PeerNetwork, Crashed, NotReady, PartnerFailed, "
+                 "Expired, Unknown)");
   app.add_option("--min-startup", o.minStartupSeconds,
                  "Tasks that took at least this many seconds to start");
   app.add_option("--name-prefix", o.namePrefix, "Tasks whose name starts so");

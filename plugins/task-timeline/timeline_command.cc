@@ -191,7 +191,8 @@ std::string standing(const json& doc, std::size_t minEntries) {
   return "";
 }
 
-// "failed: OOMKilled in bob" / "stuck: ImagePull in bob" / "ready in 12.0s" of a settled task.
+// "failed: OOMKilled in bob" / "stuck: ImagePull in bob" / "failed: RouteNotReady on route
+// alice-bob (HeartBeatTimeout)" / "ready in 12.0s" of a settled task.
 std::string outcome(const json& doc, const std::string& standing) {
   const json summary = doc.value("summary", json::object());
   if (standing == "ready") {
@@ -202,6 +203,8 @@ std::string outcome(const json& doc, const std::string& standing) {
   }
   const json why = summary.value(standing == "failed" ? "failure" : "stuck", json::object());
   std::string out = standing + ": " + why.value("reason", std::string("Unknown"));
+  if (why.contains("pair")) out += " on route " + why.value("pair", std::string());
+  if (why.contains("routeReason")) out += " (" + why.value("routeReason", std::string()) + ")";
   if (why.contains("party")) out += " in " + why.value("party", std::string());
   return out;
 }

@@ -37,7 +37,7 @@ CASES = {
     "f-oom": ("oom", ("failure", "OOMKilled", None)),
     "f-crash": ("crash", ("failure", "Crashed", None)),
     "f-peer": ("peer-network", ("failure", "PeerNetwork", None)),
-    "f-unsched": ("unschedulable", ("failure", "Unschedulable", "Timeout")),
+    "f-unsched": ("unschedulable", ("failure", "Unschedulable", "Expired")),
     "f-ok": ("", None),
 }
 # The evidence each reason's excerpt holds, in its writer's words.

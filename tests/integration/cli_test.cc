@@ -146,7 +146,7 @@ TEST(CliTest, DemoRunsWhatItsConfigFileSays) {
 // not have is refused with the ones it has.
 TEST(CliTest, DemoScenariosEndWithEachTasksOutcome) {
   test::TempDir dir;
-  auto r = runCommand(hostCmd({"demo", "--scenario", "mixed", "--tasks", "3", "--phase-millis",
+  auto r = runCommand(hostCmd({"demo", "--scenario", "mixed", "--tasks", "4", "--phase-millis",
                                "200", "--exit-when-done", "--admin-listen", "127.0.0.1:0",
                                "--work-dir", dir.file("work"), "--plugin-dir", KH_PLUGIN_DIR}));
   EXPECT_EQ(r.code, 3) << r.out << r.err;
@@ -154,6 +154,11 @@ TEST(CliTest, DemoScenariosEndWithEachTasksOutcome) {
   EXPECT_NE(r.out.find("  demo-task-1: ready in "), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("  demo-task-2: failed: OOMKilled in bob"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("  demo-task-3: stuck: ImagePull in bob"), std::string::npos) << r.out;
+  // Kuscia's route pre-check failed it before any pod: the pair and the route's reason.
+  EXPECT_NE(
+      r.out.find("  demo-task-4: failed: RouteNotReady on route alice-bob (HeartBeatTimeout)"),
+      std::string::npos)
+      << r.out;
   EXPECT_NE(r.out.find("  | OOMKilled: container[secretflow] terminated state reason"),
             std::string::npos)
       << r.out;

@@ -319,7 +319,8 @@ Command addDemo(CLI::App& app) {
                   "blames bob's pulling; or a scenario of the demo's config (the built-in one's: "
                   "image-missing, oom, crash, peer-network or unschedulable, every task's bob "
                   "pod plays that failure and the summary says why the task failed or is "
-                  "stuck; mixed: some of those beside normal tasks)")
+                  "stuck; route-down: the route to bob is down and each task fails at its "
+                  "pre-check; mixed: some of those beside normal tasks)")
       ->capture_default_str();
   cmd->add_option(
       "--otlp-endpoint", demo->otlpEndpoint,

@@ -2,7 +2,7 @@
 // evidence its pods and its own status give, by a documented precedence (docs/design/failure.md).
 // The most actionable cause comes first and the underlying one beside it, as Kueue's
 // inadmissible-workload reasons do: a task whose lifecycle ran out while bob's image could not be
-// pulled is ImagePull, with Timeout as its cause.
+// pulled is ImagePull, with Expired as its cause.
 //
 // Evidence is what Kubernetes, Kuscia's agent and Kuscia's controller write, in their own words:
 // a container's waiting or terminated reason and message (the terminationLog Kuscia copies into
@@ -22,20 +22,25 @@
 namespace kuscia_host::model::failure {
 
 // In precedence order: the first that some evidence shows is the task's reason. The control
-// plane's reasons (a route's pre-check, the approval, the reservation across parties) will take
-// their places in this list.
+// plane's (a route's or the resources' pre-check, the approval, the reservation across parties,
+// a partner's failure, the reservation's lifecycle) stand where their cause is most actionable.
 enum class Reason {
-  kMisconfigured, // InvalidImageName, CreateContainerConfigError, a missing AppImage
-  kImagePull,     // ErrImagePull, ImagePullBackOff, an unpack or pull timeout
-  kUnschedulable, // the scheduler found no place (its resource message)
-  kOOMKilled,     // a container killed for memory
-  kPeerNetwork,   // a container ended with the gateway's connection errors in its log
-  kCrashed,       // a container ended with an error (its exit code), CrashLoopBackOff
-  kNotReady,      // readiness failing
-  kTimeout,       // Kuscia's lifecycleSeconds ran out
-  kUnknown,       // nothing matched
+  kMisconfigured,     // InvalidImageName, CreateContainerConfigError, a missing AppImage
+  kRouteNotReady,     // the route pre-check: cdr-check <src> to <dst> failed with <route reason>
+  kResourceShortage,  // the resource pre-check: resource-check no node ... for domain <d>
+  kApprovalRejected,  // a partner rejected the job: Party: <d> approval reject.
+  kImagePull,         // ErrImagePull, ImagePullBackOff, an unpack or pull timeout
+  kUnschedulable,     // the scheduler found no place (its resource message)
+  kReservationFailed, // the reservation across parties failed: domain [<d>] can not reserve ...
+  kOOMKilled,         // a container killed for memory
+  kPeerNetwork,       // a container ended with the gateway's connection errors in its log
+  kCrashed,           // a container ended with an error (its exit code), CrashLoopBackOff
+  kNotReady,          // readiness failing
+  kPartnerFailed,     // a partner's party failed: failed party[<d>]
+  kExpired,           // the TaskResourceGroup's lifecycle (lifecycleSeconds) ran out
+  kUnknown,           // nothing matched
 };
-inline constexpr std::size_t kReasonCount = 9;
+inline constexpr std::size_t kReasonCount = 14;
 
 // "Misconfigured", "ImagePull", ...: the names the documents, metrics and filters use.
 const char* name(Reason r);
@@ -55,6 +60,7 @@ struct Evidence {
   std::string reason;  // the writer's reason: "ErrImagePull", "OOMKilled", "Unschedulable", ...
   std::string message; // its message, or the terminationLog
   int64_t at = 0;      // when it was seen (Unix nanoseconds; 0: unknown)
+  std::string party;   // whose it is when the entry does not say (the task's own status)
 };
 
 // The reason a piece of evidence shows; kUnknown when none.
@@ -66,14 +72,25 @@ struct Classification {
   std::string party, entry;    // the evidence's ("" when the task's own status said it)
   int64_t since = 0;           // when the evidence was seen (0: unknown)
   std::string excerpt;         // the evidence, bounded
+  // RouteNotReady: the pair as the message names it ("alice-bob": upstream picks the order at
+  // random) and the route's Ready reason ("HeartBeatTimeout").
+  std::string pair, routeReason;
 };
+
+// What the evidence's texts name beside its reason: the route's pair and Ready reason
+// (RouteNotReady), the failed or rejecting party (PartnerFailed, ApprovalRejected, a shortage's
+// domain). Fields it does not name stay empty.
+struct Named {
+  std::string party, pair, routeReason;
+};
+Named namedIn(Reason r, const Evidence& e);
 
 // The task's reason: the first of the precedence that a piece of evidence shows (the earliest
 // such evidence); the cause is the next reason of the precedence shown by other evidence.
 Classification classify(const std::vector<Evidence>& evidence);
 
-// {"reason", "party", "entry", "since", "excerpt"} (and "cause" when there is one); absent
-// fields are left out.
+// {"reason", "party", "entry", "since", "excerpt"} (and "cause", "pair", "routeReason" when
+// there are); absent fields are left out.
 nlohmann::json toJson(const Classification& c);
 
 } // namespace kuscia_host::model::failure

@@ -116,10 +116,13 @@ function phaseText(p) {
       (p.ongoing ? " so far" : "");
 }
 
-// "Failed: OOMKilled in bob (bob/t-0) at ..., cause Timeout" of summary.failure or .stuck.
+// "Failed: OOMKilled in bob (bob/t-0) at ..., cause Expired" of summary.failure or .stuck;
+// "Failed: RouteNotReady on route alice-bob (HeartBeatTimeout) at ..." for a route.
 function whyTitle(c, stuck) {
   return (stuck ? "Stuck" + (c.seconds === undefined ? "" : " " + secs(c.seconds)) : "Failed") +
-      ": " + c.reason + (c.party ? " in " + c.party : "") + (c.entry ? " (" + c.entry + ")" : "") +
+      ": " + c.reason + (c.pair ? " on route " + c.pair : "") +
+      (c.routeReason ? " (" + c.routeReason + ")" : "") +
+      (c.party ? " in " + c.party : "") + (c.entry ? " (" + c.entry + ")" : "") +
       (c.since ? (stuck ? " since " : " at ") + c.since : "") + (c.cause ? ", cause " + c.cause : "");
 }
 function whyShort(s) {

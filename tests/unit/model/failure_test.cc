@@ -53,7 +53,7 @@ TEST(FailureTest, EachReasonFromTheTextsItsWritersUse) {
             Reason::kUnschedulable);
   EXPECT_EQ(of("", "task resource bob/t-0-1a2b last failed scheduling result: domain [bob] can "
                    "not reserve resources for pods"),
-            Reason::kUnschedulable);
+            Reason::kReservationFailed);
   // Kuscia's terminationLog of a terminated container.
   EXPECT_EQ(of("", "container[secretflow] terminated state reason \"OOMKilled\", message: \"\""),
             Reason::kOOMKilled);
@@ -75,10 +75,72 @@ TEST(FailureTest, EachReasonFromTheTextsItsWritersUse) {
             Reason::kNotReady);
   EXPECT_EQ(of("TaskResourceGroupPhaseFailed",
                "The task was not scheduled within 300 seconds of its entire lifecycle"),
-            Reason::kTimeout);
+            Reason::kExpired);
   EXPECT_EQ(of("", "The remaining no-failed party task counts 1 are less than the task success "
                    "threshold 2. failed party[alice bob]"),
-            Reason::kUnknown);
+            Reason::kPartnerFailed);
+  EXPECT_EQ(of("", "a message nobody wrote"), Reason::kUnknown);
+}
+
+// The control plane's texts (kt/plugins, the TaskResourceGroup, kuscia-scheduler, the job), as
+// the reference's p2p story has them, each with what it names beside its reason.
+TEST(FailureTest, TheControlPlanesReasonsAndWhatTheyName) {
+  auto classified = [](const std::string& reason, const std::string& message) {
+    return classify({{"", reason, message, 0}});
+  };
+  // bob's pre-check (bob-cluster.kusciatask-precheck-failed.json): the pair in the message's
+  // order, the route's Ready reason; no party, every party's pre-check reads the same routes.
+  Classification route = classified("", "KusciaTask failed after 3x retry, last error: cdr-check "
+                                        "alice to bob failed with HeartBeatTimeout");
+  EXPECT_EQ(route.reason, Reason::kRouteNotReady);
+  EXPECT_EQ(route.pair, "alice-bob");
+  EXPECT_EQ(route.routeReason, "HeartBeatTimeout");
+  EXPECT_EQ(route.party, "");
+  json j = toJson(route);
+  EXPECT_EQ(j["pair"], "alice-bob");
+  EXPECT_EQ(j["routeReason"], "HeartBeatTimeout");
+  // Two parties' pre-checks failing, joined with "; ": the first route is named.
+  EXPECT_EQ(classified("", "cdr-check bob to alice failed with TokenNotGenerate; resource-check "
+                           "no node status available for domain bob")
+                .pair,
+            "bob-alice");
+  Classification shortage =
+      classified("", "KusciaTask failed after 3x retry, last error: resource-check no node status "
+                     "available for domain bob");
+  EXPECT_EQ(shortage.reason, Reason::kResourceShortage);
+  EXPECT_EQ(shortage.party, "bob");
+  EXPECT_EQ(classified("", "resource-check no node cache to carol").party, "carol");
+  Classification rejected = classified("", "Party: bob approval reject.");
+  EXPECT_EQ(rejected.reason, Reason::kApprovalRejected);
+  EXPECT_EQ(rejected.party, "bob");
+  Classification reservation =
+      classified("", "task resource bob/t-0-1a2b last failed scheduling result: domain [bob] can "
+                     "not reserve resources for pods");
+  EXPECT_EQ(reservation.reason, Reason::kReservationFailed);
+  EXPECT_EQ(reservation.party, "bob");
+  Classification partner =
+      classified("", "The remaining no-failed party task counts 1 are less than the task success "
+                     "threshold 2. failed party[bob]");
+  EXPECT_EQ(partner.reason, Reason::kPartnerFailed);
+  EXPECT_EQ(partner.party, "bob");
+  // The TaskResourceGroup's own texts: expiry and the threshold.
+  EXPECT_EQ(classified("TaskResourceGroupPhaseFailed",
+                       "The task was not scheduled within 300 seconds of its entire lifecycle")
+                .reason,
+            Reason::kExpired);
+  EXPECT_EQ(classified("", "TaskResourcesReserved failed: The remaining no-failed parties count "
+                           "1 is less than the schedulable threshold 2,")
+                .reason,
+            Reason::kReservationFailed);
+  // A party's own evidence says more than the partner's failure it caused.
+  Classification own =
+      classify({{"", "",
+                 "The remaining no-failed party task counts 1 are less than the task success "
+                 "threshold 2. failed party[bob]",
+                 0},
+                {"bob/t-0", "OOMKilled", "exit code 137", 0}});
+  EXPECT_EQ(own.reason, Reason::kOOMKilled);
+  EXPECT_FALSE(own.cause) << "the partners' failure is what bob's OOM shows as, not its cause";
 }
 
 TEST(FailureTest, TheMostActionableReasonWinsWithTheUnderlyingOneBeside) {
@@ -92,14 +154,14 @@ TEST(FailureTest, TheMostActionableReasonWinsWithTheUnderlyingOneBeside) {
   Classification c = classify(e);
   EXPECT_EQ(c.reason, Reason::kImagePull);
   ASSERT_TRUE(c.cause);
-  EXPECT_EQ(*c.cause, Reason::kTimeout);
+  EXPECT_EQ(*c.cause, Reason::kExpired);
   EXPECT_EQ(c.party, "bob"); // from the evidence, not from Kuscia's failed parties
   EXPECT_EQ(c.entry, "bob/t-0");
   EXPECT_EQ(c.since, 1000); // the earliest evidence of the reason
   EXPECT_EQ(c.excerpt, "ErrImagePull: failed to pull image \"secretflow/sf:1.11\"");
   json j = toJson(c);
   EXPECT_EQ(j["reason"], "ImagePull");
-  EXPECT_EQ(j["cause"], "Timeout");
+  EXPECT_EQ(j["cause"], "Expired");
   EXPECT_EQ(j["party"], "bob");
   // An OOM beats the crash it shows as; nothing at all is Unknown, never a guess.
   EXPECT_EQ(classify({{"alice/t-0", "Error", "exit code 1", 0},
@@ -233,7 +295,7 @@ TEST(FailureSummaryTest, AFailedTaskSaysWhyFromTheStatusItKeeps) {
              "The task was not scheduled within 300 seconds of its entire lifecycle");
   s = late.summary("2024-05-20T08:06:00Z");
   EXPECT_EQ(s["failure"]["reason"], "Unschedulable");
-  EXPECT_EQ(s["failure"]["cause"], "Timeout");
+  EXPECT_EQ(s["failure"]["cause"], "Expired");
   EXPECT_EQ(s["failure"]["party"], "bob");
 }
 

@@ -184,6 +184,45 @@ TEST(SimAgentTest, AFailingPodFailsTheTask) {
       "Failed");
 }
 
+// route-down: the failing party's task controller writes the ports (W1), then fails the task at
+// its route pre-check, before any pod, in Kuscia's words; in p2p the other cluster's copy fails
+// as Kuscia's does when a partner failed. Nothing is created in either cluster.
+TEST(SimAgentTest, ARouteDownFailsTheTaskAtItsPreCheckBeforeAnyPod) {
+  json t = task();
+  t["metadata"]["annotations"]["sim.kuscia-host/fault"] = "bob=route-down";
+  testing::FakeHost bob("bob", "p2p");
+  ASSERT_TRUE(bob.create(descriptor(), "{}"));
+  ASSERT_TRUE(bob.start());
+  deliver(bob, "kusciatasks", KH_EVENT_ADDED, t);
+  EXPECT_EQ(last(bob, "pods", KH_KUBE_CREATE), nullptr);
+  std::vector<json> writes;
+  for (const auto& r : bob.requests())
+    if (r.resource == "kusciatasks" && r.subresource == "status")
+      writes.push_back(json::parse(r.body)["status"]);
+  ASSERT_EQ(writes.size(), 2u);
+  EXPECT_EQ(writes[0]["phase"], "Pending");
+  EXPECT_EQ(writes[0]["conditions"][0]["type"], "PortsAllocated");
+  EXPECT_EQ(writes[1]["phase"], "Failed");
+  EXPECT_EQ(writes[1]["message"], "KusciaTask failed after 3x retry, last error: cdr-check alice "
+                                  "to bob failed with HeartBeatTimeout");
+  EXPECT_EQ(writes[1]["conditions"][1],
+            (json{{"type", "ResourceCreated"},
+                  {"status", "False"},
+                  {"reason", "KusciaTaskCreateFailed"},
+                  {"message", "cdr-check alice to bob failed with HeartBeatTimeout"},
+                  {"lastTransitionTime", writes[1]["conditions"][1]["lastTransitionTime"]}}));
+  EXPECT_TRUE(writes[1].contains("completionTime"));
+  testing::FakeHost alice("alice", "p2p");
+  ASSERT_TRUE(alice.create(descriptor(), "{}"));
+  ASSERT_TRUE(alice.start());
+  deliver(alice, "kusciatasks", KH_EVENT_ADDED, t);
+  EXPECT_EQ(last(alice, "pods", KH_KUBE_CREATE), nullptr);
+  json partner = json::parse(last(alice, "kusciatasks", KH_KUBE_PATCH, "status")->body)["status"];
+  EXPECT_EQ(partner["phase"], "Failed");
+  EXPECT_EQ(partner["message"], "The remaining no-failed party task counts 1 are less than the "
+                                "task success threshold 2. failed party[bob]");
+}
+
 TEST(SimAgentTest, TheTaskRunsWhenItsPodsAreReadyThenSucceeds) {
   testing::FakeHost host("alice", "p2p"); // p2p: this cluster holds alice's pods only
   ASSERT_TRUE(host.create(descriptor(), R"({"runMillis": 500})"));
