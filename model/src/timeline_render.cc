@@ -325,13 +325,16 @@ std::string ganttAxis(const GanttScale& g) {
 
 // A phase's letter on the chart.
 char phaseMark(const std::string& phase) {
-  return phase == "scheduling"    ? 's'
-         : phase == "accepting"   ? 'a'
-         : phase == "pulling"     ? 'p'
-         : phase == "starting"    ? 'c'
-         : phase == "readiness"   ? 'r'
-         : phase == "programming" ? 'g'
-                                  : '?';
+  return phase == "scheduling"         ? 's'
+         : phase == "reserving"        ? 'v'
+         : phase == "awaiting-parties" ? 'w'
+         : phase == "binding"          ? 'b'
+         : phase == "accepting"        ? 'a'
+         : phase == "pulling"          ? 'p'
+         : phase == "starting"         ? 'c'
+         : phase == "readiness"        ? 'r'
+         : phase == "programming"      ? 'g'
+                                       : '?';
 }
 
 // The critical path's segments of one entry: (phase, from column, to column).
@@ -400,8 +403,9 @@ std::string renderTimelineGantt(const json& doc, int width) {
   std::string out = "  " + pad("", labelWidth) + " " + ganttAxis(g) + "\n";
   for (const auto& [key, list] : phases)
     out += "  " + pad(key, labelWidth) + " " + ganttBar(list, g, critical[key]) + "\n";
-  out += "  s scheduling, a accepting, p pulling, c starting, r readiness, g programming; "
-         "CAPITALS: on the critical path; > still waiting\n";
+  out += "  s scheduling (v reserving, w awaiting-parties, b binding), a accepting, p pulling, "
+         "c starting, r readiness, g programming; CAPITALS: on the critical path; > still "
+         "waiting\n";
   return out;
 }
 

@@ -29,9 +29,10 @@ using nlohmann::json;
 
 namespace {
 
-// The phases a critical path may hold, as columns (cp_<phase>: seconds on the path).
-constexpr std::array<const char*, 7> kPathPhases = {
-    "creating", "scheduling", "accepting", "pulling", "starting", "readiness", "programming"};
+// The phases a critical path may hold, as columns (cp_<phase>, '-' as '_': seconds on the path).
+constexpr std::array<const char*, 10> kPathPhases = {
+    "creating",  "scheduling", "reserving", "awaiting-parties", "binding",
+    "accepting", "pulling",    "starting",  "readiness",        "programming"};
 static_assert(std::size(model::timeline::kPhaseNames) == kPathPhases.size());
 // TaskRow's path seconds follow kPhaseNames: the columns must be in the same order.
 static_assert([] {
@@ -39,11 +40,36 @@ static_assert([] {
     if (std::string_view(kPathPhases[i]) != model::timeline::kPhaseNames[i]) return false;
   return true;
 }());
+// Schema 1's columns; schema 4 added those of the reservation across parties.
+constexpr std::array<const char*, 7> kPathPhasesV1 = {
+    "creating", "scheduling", "accepting", "pulling", "starting", "readiness", "programming"};
+constexpr std::array<const char*, 3> kPathPhasesV4 = {"reserving", "awaiting-parties", "binding"};
 
-std::string pathColumns(const char* prefix, const char* suffix) {
+std::string column(std::string_view phase) {
+  std::string c = "cp_" + std::string(phase);
+  std::replace(c.begin(), c.end(), '-', '_');
+  return c;
+}
+
+template <std::size_t N>
+std::string pathColumns(const char* prefix, const char* suffix,
+                        const std::array<const char*, N>& phases) {
   std::string out;
-  for (const char* p : kPathPhases)
-    out += std::string(prefix) + "cp_" + p + suffix;
+  for (const char* p : phases)
+    out += std::string(prefix) + column(p) + suffix;
+  return out;
+}
+std::string pathColumns(const char* prefix, const char* suffix) {
+  return pathColumns(prefix, suffix, kPathPhases);
+}
+
+// Schema 4: the reservation's columns in each table that has a critical path's.
+std::string reservationColumns() {
+  std::string out;
+  for (const char* table : {"tasks", "task_parties", "stats_days"})
+    for (const char* p : kPathPhasesV4)
+      out += std::string("ALTER TABLE ") + table + " ADD COLUMN " + column(p) +
+             " DOUBLE PRECISION NOT NULL DEFAULT 0;";
   return out;
 }
 
@@ -54,18 +80,18 @@ const std::vector<std::string>& migrations() {
       "NULL,"
       " create_ns BIGINT NOT NULL, complete INTEGER NOT NULL, startup_seconds DOUBLE PRECISION,"
       " blame_party TEXT NOT NULL, blame_phase TEXT NOT NULL," +
-          pathColumns(" ", " DOUBLE PRECISION NOT NULL,") +
+          pathColumns(" ", " DOUBLE PRECISION NOT NULL,", kPathPhasesV1) +
           " updated_ns BIGINT NOT NULL, summary BYTEA NOT NULL);"
           "CREATE INDEX tasks_by_create ON tasks (create_ns, task);"
           "CREATE INDEX tasks_by_startup ON tasks (startup_seconds, task);"
           "CREATE TABLE task_parties (task NAME_TYPE NOT NULL, party TEXT NOT NULL,"
           " create_ns BIGINT NOT NULL, startup_seconds DOUBLE PRECISION," +
-          pathColumns(" ", " DOUBLE PRECISION NOT NULL,") +
+          pathColumns(" ", " DOUBLE PRECISION NOT NULL,", kPathPhasesV1) +
           " PRIMARY KEY (task, party));"
           "CREATE INDEX task_parties_by_party ON task_parties (party, create_ns, task);"
           "CREATE TABLE stats_days (kind TEXT NOT NULL, day BIGINT NOT NULL, dim TEXT NOT NULL,"
           " bucket BIGINT NOT NULL, tasks BIGINT NOT NULL," +
-          pathColumns(" ", " DOUBLE PRECISION NOT NULL,") +
+          pathColumns(" ", " DOUBLE PRECISION NOT NULL,", kPathPhasesV1) +
           " PRIMARY KEY (kind, day, dim, bucket));"
           "CREATE TABLE recordings (task TEXT NOT NULL, recorder TEXT NOT NULL,"
           " at_ns BIGINT NOT NULL, document BYTEA NOT NULL, PRIMARY KEY (task, recorder));",
@@ -77,7 +103,10 @@ const std::vector<std::string>& migrations() {
       // party of its evidence, "" for neither; filtered and grouped by (stats kind "reason").
       "ALTER TABLE tasks ADD COLUMN reason TEXT NOT NULL DEFAULT '';"
       "ALTER TABLE tasks ADD COLUMN reason_party TEXT NOT NULL DEFAULT '';"
-      "CREATE INDEX tasks_by_reason ON tasks (reason, create_ns, task);"};
+      "CREATE INDEX tasks_by_reason ON tasks (reason, create_ns, task);",
+      // 4: the phases of the reservation across parties (reserving, awaiting-parties, binding)
+      // on the critical path, as the others'.
+      reservationColumns()};
   return m;
 }
 
@@ -271,7 +300,7 @@ const RecordSql& recordSql() {
     };
     std::string sets, sums;
     for (const char* phase : kPathPhases) {
-      std::string c = std::string("cp_") + phase;
+      std::string c = column(phase);
       sets += ", " + c + " = excluded." + c;
       sums += ", " + c + " = stats_days." + c + " + excluded." + c;
     }

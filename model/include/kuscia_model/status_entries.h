@@ -126,7 +126,7 @@ entryTextsWhere(std::string_view objectJson, const std::function<bool(std::strin
 // podPhase that is not a string with nothing to escape, or "reasons" (an object the document
 // copies).
 struct EntryFieldTexts {
-  std::array<std::optional<int64_t>, 8> times;
+  std::array<std::optional<int64_t>, model::timeline::EntryTimes::kTimeCount> times;
   std::string_view podPhase; // "" none
 };
 std::optional<EntryFieldTexts> entryFieldTexts(std::string_view entryJson);

@@ -73,7 +73,8 @@ namespace detail {
 // What entry() reads and derives of a status entry, before it is laid out: as a DOM (entry()),
 // or as text by a source that writes the document's text itself.
 struct EntryParts {
-  std::pair<const char*, int64_t> times[8]; // the instants read, in the order read
+  // the instants read, in the order read (at most every EntryTimes field: 11)
+  std::pair<const char*, int64_t> times[11];
   std::size_t nTimes = 0;
   std::pair<const char*, double> durations[std::size(kPodSpans) + 1]; // in span order
   std::size_t nDurations = 0;
@@ -111,9 +112,11 @@ template <class TimeOf> EntryParts entryTimeParts(bool pod, const TimeOf& timeOf
   if (pod) {
     for (const char* f : kPodTimes)
       collect(f);
-    // Times only some sources know: never "missing".
+    // Times only some sources know: never "missing". The last three are the party's
+    // reservation (its TaskResource), where Kuscia reserves.
     for (const char* field :
-         {"firstReadyTime", "imagePullStartTime", "imagePullEndTime", "containersStartTime"})
+         {"firstReadyTime", "imagePullStartTime", "imagePullEndTime", "containersStartTime",
+          "reservingTime", "reservedTime", "schedulableTime"})
       read(field);
   } else
     for (const char* f : kServiceTimes)

@@ -21,7 +21,10 @@
 //     end is unknown is absent and the next one starts where the previous known one ended:
 //       pod:     scheduling (-> scheduleTime), accepting (-> startTime), pulling
 //                (-> imagePullEndTime, only when imagePullStartTime is known too), starting
-//                (-> containersStartTime), readiness (-> ready);
+//                (-> containersStartTime), readiness (-> ready); where its party reserves
+//                through a TaskResource (reservingTime known), scheduling is reserving
+//                (-> reservedTime), awaiting-parties (-> schedulableTime), binding
+//                (-> scheduleTime);
 //       service: programming (-> readyTime).
 //     A time after the entry's ready time (a container restarted after startup) is not a phase
 //     end. Before the entry's first phase: creating, from the task's createTime to the entry's.
@@ -32,8 +35,11 @@
 //  4. Walking back: a service's programming waits for the pod it exposes (a Kuscia service is
 //     named "<pod>-<port>"; the longest such pod name of the same namespace): when that pod
 //     became ready inside the service's programming phase, the path holds programming from that
-//     moment only and goes on through the pod's phases. Otherwise the path is the entry's phases,
-//     then its creating phase.
+//     moment only and goes on through the pod's phases. Likewise a pod's awaiting-parties waits
+//     for the other party that reserved last (docs/design/control-plane.md): when one reserved
+//     inside it, the path holds awaiting-parties from that moment only and goes on through that
+//     party's pod (the first in key order of those that reserved then): its reserving, its
+//     creating. Otherwise the path is the entry's phases, then its creating phase.
 //  5. blame is the longest phase on the path (the earliest of equals). An incomplete task has no
 //     path: each entry not ready yet has a pending phase, from the last time it reached to now,
 //     longest first, and blame is the longest of them (marked "ongoing").
@@ -62,6 +68,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -104,10 +111,19 @@ inline constexpr PhaseEnd kPodPhases[] = {{"scheduling", "scheduleTime"},
                                           {"pulling", "imagePullEndTime"},
                                           {"starting", "containersStartTime"},
                                           {"readiness", "readyTime"}};
+// The same for a pod whose party reserves through a TaskResource (Kuscia's gang reservation,
+// docs/design/control-plane.md): its scheduling is three phases, the party's reservation, the
+// wait for the other parties' and the binding.
+inline constexpr PhaseEnd kReservedPodPhases[] = {
+    {"reserving", "reservedTime"},   {"awaiting-parties", "schedulableTime"},
+    {"binding", "scheduleTime"},     {"accepting", "startTime"},
+    {"pulling", "imagePullEndTime"}, {"starting", "containersStartTime"},
+    {"readiness", "readyTime"}};
 
 // Every phase a critical path may hold, in the order of a startup.
-inline constexpr const char* kPhaseNames[] = {"creating", "scheduling", "accepting",  "pulling",
-                                              "starting", "readiness",  "programming"};
+inline constexpr const char* kPhaseNames[] = {
+    "creating",  "scheduling", "reserving", "awaiting-parties", "binding",
+    "accepting", "pulling",    "starting",  "readiness",        "programming"};
 
 // One entry as the summary reads it: its times (nanoseconds since the epoch) and why its phases
 // waited. entryTimes() reads it from a document's entry; a source that holds these facts itself
@@ -116,7 +132,8 @@ struct EntryTimes {
   std::string key; // "<ns>/<name>"
   bool pod = false;
   std::optional<int64_t> createTime, scheduleTime, startTime, readyTime, firstReadyTime,
-      imagePullStartTime, imagePullEndTime, containersStartTime;
+      imagePullStartTime, imagePullEndTime, containersStartTime, reservingTime, reservedTime,
+      schedulableTime;
   // phase -> {reason, message} ("reasons" of the document's entry)
   std::map<std::string, std::pair<std::string, std::string>, std::less<>> reasons;
   // The source says the pod waits to be accepted ("waiting": {"phase": "starting"}): it was
@@ -126,9 +143,12 @@ struct EntryTimes {
   std::string evidenceReason, evidenceMessage, terminationLog;
 
   using Member = std::optional<int64_t> EntryTimes::*;
+  static constexpr std::size_t kTimeCount = 11;
   // The time fields by their names in the documents (kPodTimes and the times only some sources
-  // know).
-  static constexpr std::array<std::pair<std::string_view, Member>, 8> fields() {
+  // know). The last three are the pod's party's reservation (its TaskResource): when it began
+  // (the TaskResource's startTime: the pod reserves through it), when the party reserved
+  // (Reserved) and when every party had (Schedulable).
+  static constexpr std::array<std::pair<std::string_view, Member>, kTimeCount> fields() {
     return {{{"createTime", &EntryTimes::createTime},
              {"scheduleTime", &EntryTimes::scheduleTime},
              {"startTime", &EntryTimes::startTime},
@@ -136,7 +156,10 @@ struct EntryTimes {
              {"firstReadyTime", &EntryTimes::firstReadyTime},
              {"imagePullStartTime", &EntryTimes::imagePullStartTime},
              {"imagePullEndTime", &EntryTimes::imagePullEndTime},
-             {"containersStartTime", &EntryTimes::containersStartTime}}};
+             {"containersStartTime", &EntryTimes::containersStartTime},
+             {"reservingTime", &EntryTimes::reservingTime},
+             {"reservedTime", &EntryTimes::reservedTime},
+             {"schedulableTime", &EntryTimes::schedulableTime}}};
   }
   // The member of the time field `name`; nullptr for a name fields() lacks.
   static Member memberNamed(std::string_view name) {
@@ -308,7 +331,9 @@ inline std::vector<Phase> phasesOf(const EntryTimes& entry) {
     add("programming", ready);
     return out;
   }
-  for (const PhaseEnd& pe : kPodPhases) {
+  const bool reserves = entry.reservingTime.has_value();
+  for (const PhaseEnd& pe : reserves ? std::span<const PhaseEnd>(kReservedPodPhases)
+                                     : std::span<const PhaseEnd>(kPodPhases)) {
     std::string_view phase = pe.phase;
     auto end = phase == "readiness" ? ready : entry.time(pe.time);
     if (phase == "pulling" && !entry.imagePullStartTime) end.reset();
@@ -320,7 +345,11 @@ inline std::vector<Phase> phasesOf(const EntryTimes& entry) {
     Phase pending = out.back();
     out.pop_back();
     bool scheduled = entry.scheduleTime || entry.waitingToStart;
-    if (!entry.startTime)
+    if (!entry.startTime && !scheduled && reserves)
+      pending.phase = !entry.reservedTime      ? "reserving"
+                      : !entry.schedulableTime ? "awaiting-parties"
+                                               : "binding";
+    else if (!entry.startTime)
       pending.phase = scheduled ? "accepting" : "scheduling";
     else if (!entry.imagePullEndTime &&
              (entry.imagePullStartTime || entry.reasons.count("pulling") > 0))
@@ -433,6 +462,23 @@ inline const EntryTimes* podOfService(const std::vector<const EntryTimes*>& sort
   return pod;
 }
 
+// The pod of another party that reserved last after `after` and by `schedulable` (the first in
+// key order of those that reserved then); nullptr when none did: `entry`'s own party reserved
+// last, and its wait for the others was no wait for anyone.
+inline const EntryTimes* lastReserver(const std::vector<const EntryTimes*>& sorted,
+                                      const EntryTimes& entry, int64_t after, int64_t schedulable) {
+  const std::string party = partyOf(entry.key);
+  const EntryTimes* last = nullptr;
+  for (const EntryTimes* e : sorted) {
+    if (!e->pod || !e->createTime || !e->reservingTime || !e->reservedTime ||
+        partyOf(e->key) == party)
+      continue;
+    if (*e->reservedTime <= after || *e->reservedTime > schedulable) continue;
+    if (last == nullptr || *e->reservedTime > *last->reservedTime) last = e;
+  }
+  return last;
+}
+
 // Step 4: the walk back from the last-ready entry, ready at `end`, to the task's creation: its
 // phases, through its pod when it is a service whose programming waited for the pod's Ready.
 inline std::vector<Phase> criticalPathFrom(const std::vector<const EntryTimes*>& sorted,
@@ -450,8 +496,26 @@ inline std::vector<Phase> criticalPathFrom(const std::vector<const EntryTimes*>&
     }
   }
   auto phases = phasesOf(*entry);
-  path.insert(path.end(), std::make_move_iterator(phases.rbegin()),
-              std::make_move_iterator(phases.rend()));
+  for (std::size_t i = phases.size(); i-- > 0;) { // latest first
+    Phase& phase = phases[i];
+    // A pod that waited for the other parties' reservations waited for the last of them: the
+    // path holds the wait from that party's reservation only and goes on through its pod.
+    const EntryTimes* last = phase.phase == "awaiting-parties" && phase.to
+                                 ? lastReserver(sorted, *entry, phase.from, *phase.to)
+                                 : nullptr;
+    std::vector<Phase> theirs = last != nullptr ? phasesOf(*last) : std::vector<Phase>();
+    auto reserving = std::find_if(theirs.begin(), theirs.end(),
+                                  [](const Phase& p) { return p.phase == "reserving" && p.to; });
+    if (reserving == theirs.end()) {
+      path.push_back(std::move(phase));
+      continue;
+    }
+    phase.from = *reserving->to;
+    path.push_back(std::move(phase));
+    path.push_back(std::move(*reserving));
+    entry = last;
+    break;
+  }
   if (entry->createTime && taskCreate) {
     Phase p;
     p.entry = entry->key;

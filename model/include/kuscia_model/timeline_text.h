@@ -48,7 +48,7 @@ struct EntryText {
   std::string key;  // decoded
   bool pod = false; // of podStatuses
   // The instant of each time field, in EntryTimes::fields() order (none: absent, or not a time).
-  std::array<std::optional<int64_t>, 8> times;
+  std::array<std::optional<int64_t>, model::timeline::EntryTimes::kTimeCount> times;
   std::string_view podPhase; // its value's text, a string with nothing to escape ("" none)
   // The pod's reasons, each with the time it was seen (nullptr or empty: none).
   const std::map<std::string, model::timeline::PodFacts::Reason>* reasons = nullptr;

@@ -271,6 +271,97 @@ TEST(TimelineSummary, PendingPodPhases) {
   EXPECT_EQ(d.summary()["blame"]["phase"], "readiness");
 }
 
+// Where its party reserves through a TaskResource (Kuscia's gang reservation), a pod's scheduling
+// is three phases: reserving until its party reserved, awaiting-parties until every party had,
+// binding until it is scheduled. A zero-length phase stays.
+TEST(TimelineSummary, AReservingPodSchedulesInThreePhases) {
+  Doc d;
+  d.pod("alice/t1-0", {{"createTime", 1}, {"reservingTime", 2}});
+  EXPECT_EQ(d.summary()["blame"]["phase"], "reserving");
+  EXPECT_EQ(d.summary()["blame"]["from"], at(1));
+  d.pod("alice/t1-0", {{"createTime", 1}, {"reservingTime", 2}, {"reservedTime", 3}});
+  EXPECT_EQ(d.summary()["blame"]["phase"], "awaiting-parties");
+  EXPECT_EQ(d.summary()["blame"]["from"], at(3));
+  d.pod("alice/t1-0",
+        {{"createTime", 1}, {"reservingTime", 2}, {"reservedTime", 3}, {"schedulableTime", 7}});
+  EXPECT_EQ(d.summary()["blame"]["phase"], "binding");
+  d.pod("alice/t1-0", {{"createTime", 1},
+                       {"reservingTime", 2},
+                       {"reservedTime", 3},
+                       {"schedulableTime", 7},
+                       {"scheduleTime", 7},
+                       {"startTime", 8},
+                       {"readyTime", 9}});
+  json s = d.summary();
+  EXPECT_EQ(pathOf(s),
+            (std::vector<std::string>{"alice/t1-0:creating", "alice/t1-0:reserving",
+                                      "alice/t1-0:awaiting-parties", "alice/t1-0:binding",
+                                      "alice/t1-0:accepting", "alice/t1-0:readiness"}));
+  EXPECT_EQ(s["criticalPath"][3]["seconds"], 0); // bound as soon as it might be
+  EXPECT_EQ(s["blame"]["phase"], "awaiting-parties");
+  // Without a TaskResource nothing changes: scheduling.
+  d.pod("alice/t1-0", {{"createTime", 1},
+                       {"reservedTime", 3},
+                       {"scheduleTime", 7},
+                       {"startTime", 8},
+                       {"readyTime", 9}});
+  EXPECT_EQ(pathOf(d.summary())[1], "alice/t1-0:scheduling");
+}
+
+// The upstream complaint: alice's pods wait for bob's reservation. alice is ready last, but her
+// awaiting-parties waited for bob, who reserved last: the path goes on through bob's pod and the
+// blame is bob's reserving, not alice's scheduling.
+TEST(TimelineSummary, AwaitingPartiesFollowsThePartyThatReservedLast) {
+  Doc d;
+  d.pod("alice/t1-0", {{"createTime", 1},
+                       {"reservingTime", 2},
+                       {"reservedTime", 3},
+                       {"schedulableTime", 40},
+                       {"scheduleTime", 40},
+                       {"startTime", 41},
+                       {"readyTime", 46}});
+  d.pod("bob/t1-0", {{"createTime", 1},
+                     {"reservingTime", 2},
+                     {"reservedTime", 39},
+                     {"schedulableTime", 40},
+                     {"scheduleTime", 40},
+                     {"startTime", 41},
+                     {"readyTime", 44}});
+  json s = d.summary();
+  EXPECT_EQ(s["lastParty"], "alice");
+  EXPECT_EQ(pathOf(s), (std::vector<std::string>{
+                           "bob/t1-0:creating", "bob/t1-0:reserving", "alice/t1-0:awaiting-parties",
+                           "alice/t1-0:binding", "alice/t1-0:accepting", "alice/t1-0:readiness"}));
+  EXPECT_EQ(s["criticalPath"][2]["from"], at(39)); // the wait after bob reserved only
+  EXPECT_EQ(s["blame"]["entry"], "bob/t1-0");
+  EXPECT_EQ(s["blame"]["party"], "bob");
+  EXPECT_EQ(s["blame"]["phase"], "reserving");
+  EXPECT_EQ(s["blame"]["seconds"], 38);
+  // The path's phases still add up to the startup, creation to the last ready.
+  double sum = 0;
+  for (const auto& p : s["criticalPath"])
+    sum += p["seconds"].get<double>();
+  EXPECT_EQ(sum, s["startupSeconds"].get<double>());
+  // bob reserving in the same second as alice: nobody was waited for, the path stays alice's.
+  d.pod("bob/t1-0", {{"createTime", 1},
+                     {"reservingTime", 2},
+                     {"reservedTime", 3},
+                     {"schedulableTime", 40},
+                     {"scheduleTime", 40},
+                     {"startTime", 41},
+                     {"readyTime", 44}});
+  EXPECT_EQ(d.summary()["blame"]["entry"], "alice/t1-0");
+  EXPECT_EQ(d.summary()["blame"]["phase"], "awaiting-parties");
+  // While bob has not reserved: alice waits for the parties, bob reserves; bob's is the longest.
+  Doc waiting;
+  waiting.pod("alice/t1-0", {{"createTime", 1}, {"reservingTime", 2}, {"reservedTime", 3}});
+  waiting.pod("bob/t1-0", {{"createTime", 1}, {"reservingTime", 2}});
+  json w = waiting.summary(30);
+  EXPECT_EQ(w["blame"]["entry"], "bob/t1-0");
+  EXPECT_EQ(w["blame"]["phase"], "reserving");
+  EXPECT_EQ(w["pending"][1]["phase"], "awaiting-parties");
+}
+
 // A pull that fails before any Pulling Event is seen: the pod waits in pulling, with the reason.
 TEST(TimelineSummary, APullFailureWithoutEventsIsPulling) {
   Doc d;
