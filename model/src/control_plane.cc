@@ -3,6 +3,7 @@
 #include <kuscia_model/json_member.h>
 
 #include <algorithm>
+#include <array>
 #include <string_view>
 
 namespace kuscia_host::model::control {
@@ -85,6 +86,40 @@ TaskResource taskResourceOf(const json& object) {
                    : timeIn(status, "lastTransitionTime");
   }
   return t;
+}
+
+namespace {
+// taskResourceSubscription()'s fields, in order: each goes back where it came from.
+constexpr std::array<const char*, 7> kTaskResourceFields = {
+    "/metadata/annotations/kuscia.secretflow~1task-id",
+    "/status/phase",
+    "/status/startTime",
+    "/status/lastTransitionTime",
+    "/status/completionTime",
+    "/status/conditions",
+    "/spec/pods"};
+} // namespace
+
+sdk::Subscription taskResourceSubscription() {
+  sdk::Subscription s;
+  s.group = "kuscia.secretflow";
+  s.version = "v1alpha1";
+  s.resource = kTaskResources;
+  s.scope = KH_SCOPE_DOMAIN;
+  s.fields.assign(kTaskResourceFields.begin(), kTaskResourceFields.end());
+  return s;
+}
+
+TaskResource taskResourceOfFields(std::string_view key, const json& fields) {
+  json object = json::object();
+  const std::size_t slash = key.find('/');
+  object["metadata"]["namespace"] = std::string(key.substr(0, slash));
+  object["metadata"]["name"] =
+      std::string(key.substr(slash == std::string_view::npos ? 0 : slash + 1));
+  for (std::size_t i = 0; i < kTaskResourceFields.size() && fields.is_array() && i < fields.size();
+       ++i)
+    if (!fields[i].is_null()) object[json::json_pointer(kTaskResourceFields[i])] = fields[i];
+  return taskResourceOf(object);
 }
 
 TaskResourceGroup taskResourceGroupOf(const json& object) {

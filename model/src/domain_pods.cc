@@ -1,3 +1,4 @@
+#include <kuscia_model/control_plane.h>
 #include <kuscia_model/domain_pods.h>
 #include <kuscia_model/kept_facts.h>
 
@@ -5,6 +6,7 @@
 #include <kuscia_model/timeline.h>
 
 #include <algorithm>
+#include <set>
 #include <utility>
 #include <vector>
 
@@ -127,7 +129,36 @@ json DomainPods::withFacts(const std::string& task, json pods,
         if (merged["reasons"].contains(phase)) merged["reasons"][phase]["since"] = r.at;
     if (!p.uid.empty()) uids.emplace_back(it.key(), p.uid);
   }
+  // Every pod of a party that reserves: its TaskResource's times.
+  for (auto it = pods.begin(); it != pods.end(); ++it) {
+    const ReservationTimes* r =
+        it->is_object() ? reservationOf(task, namespaceOf(it.key())) : nullptr;
+    for (std::size_t i = 0; r != nullptr && i < r->size(); ++i)
+      if ((*r)[i])
+        (*it)[std::string(timeline::EntryTimes::fields()[8 + i].first)] =
+            sdk::formatTime(*(*r)[i], sdk::TimePrecision::kAsGiven);
+  }
   return pods;
+}
+
+const DomainPods::ReservationTimes* DomainPods::reservationOf(const std::string& task,
+                                                              std::string_view party) const {
+  auto t = reservations_.find(task);
+  if (t == reservations_.end()) return nullptr;
+  auto p = t->second.find(party);
+  return p != t->second.end() ? &p->second : nullptr;
+}
+
+std::string DomainPods::onTaskResource(const sdk::Event& e) {
+  if (e.type == KH_EVENT_DELETED) return {}; // its times stay while the task's pods are held
+  const control::TaskResource r = control::taskResourceOfFields(
+      e.key, parseFields(e.fieldsJson, control::taskResourceSubscription().fields.size()));
+  if (r.task.empty()) return {};
+  const ReservationTimes times = {r.start ? r.start : r.created, r.reserved, r.schedulable};
+  ReservationTimes& held = reservations_[r.task][r.party];
+  if (held == times) return {};
+  held = times;
+  return r.task;
 }
 
 std::optional<TimelineText> DomainPods::documentTextOf(const TaskTexts& task,
@@ -144,12 +175,15 @@ std::optional<TimelineText> DomainPods::documentTextOf(const TaskTexts& task,
     kFirstReady,
     kPullStart,
     kPullEnd,
-    kContainersStart
+    kContainersStart,
+    kReserving // then reservedTime, schedulableTime
   };
   static_assert(model::timeline::EntryTimes::fields()[kFirstReady].first == "firstReadyTime" &&
                 model::timeline::EntryTimes::fields()[kPullStart].first == "imagePullStartTime" &&
                 model::timeline::EntryTimes::fields()[kContainersStart].first ==
-                    "containersStartTime");
+                    "containersStartTime" &&
+                model::timeline::EntryTimes::fields()[kReserving].first == "reservingTime" &&
+                model::timeline::EntryTimes::fields()[kReserving + 2].first == "schedulableTime");
   const std::string name(task.name);
   std::vector<std::pair<std::string, std::string>> uids; // entry key, pod UID (as withFacts())
   std::vector<EntryText> entries;
@@ -165,6 +199,9 @@ std::optional<TimelineText> DomainPods::documentTextOf(const TaskTexts& task,
       e.times = fields->times;
       e.podPhase = fields->podPhase;
       if (!pod) continue;
+      if (const ReservationTimes* r = reservationOf(name, namespaceOf(key)))
+        for (std::size_t i = 0; i < r->size(); ++i)
+          if ((*r)[i]) e.times[kReserving + i] = (*r)[i];
       // This domain's own knowledge, where withFacts() merges it.
       const PodState* held = heldPod(name, key);
       if (held == nullptr) {
@@ -224,6 +261,7 @@ TimelineText DomainPods::documentText(const TaskStatusView& t, std::string_view 
 void DomainPods::forgetTask(const std::string& task) {
   for (auto it = pods_.begin(); it != pods_.end();)
     it = it->second.task == task ? pods_.erase(it) : std::next(it);
+  reservations_.erase(task);
 }
 
 void DomainPods::sweep(int64_t nowNanos, int64_t orphanNanos, const Wanted& held,
@@ -234,6 +272,12 @@ void DomainPods::sweep(int64_t nowNanos, int64_t orphanNanos, const Wanted& held
     bool done = !p.task.empty() && !held(p.task) && (p.gone || !wanted(p.task));
     it = orphan || done ? pods_.erase(it) : std::next(it);
   }
+  // A reservation goes with the last pod of its task held here.
+  std::set<std::string_view> tasks;
+  for (const auto& [key, p] : pods_)
+    tasks.insert(p.task);
+  for (auto it = reservations_.begin(); it != reservations_.end();)
+    it = tasks.count(it->first) == 0 && !held(it->first) ? reservations_.erase(it) : std::next(it);
 }
 
 } // namespace kuscia_host::model

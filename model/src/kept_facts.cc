@@ -9,8 +9,11 @@ using nlohmann::json;
 namespace {
 
 constexpr int kVersion = 1;
-constexpr std::array<const char*, 4> kTimes = {"firstReadyTime", "containersStartTime",
-                                               "imagePullStartTime", "imagePullEndTime"};
+// The last three: the pod's party's reservation (its TaskResource, deleted with the group once
+// the task succeeded).
+constexpr std::array<const char*, 7> kTimes = {
+    "firstReadyTime", "containersStartTime", "imagePullStartTime", "imagePullEndTime",
+    "reservingTime",  "reservedTime",        "schedulableTime"};
 
 // The length of the UTF-8 sequence that starts with `lead` (1 for a stray byte).
 std::size_t sequenceLength(unsigned char lead) {

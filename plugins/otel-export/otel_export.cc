@@ -1,6 +1,7 @@
 #include "otel_export.h"
 
 #include <kuscia_host/kube_text.hpp>
+#include <kuscia_model/control_plane.h>
 #include <kuscia_model/timeline.h>
 
 #include <algorithm>
@@ -16,7 +17,7 @@ namespace {
 
 constexpr uint64_t kTickMillis = 1000;
 constexpr int kSweepTicks = 5;
-constexpr std::size_t kSubscriptionCount = 3; // tasks, pods, events
+constexpr std::size_t kSubscriptionCount = 4; // tasks, pods, events, task resources
 // Events of a pod this instance never sees as a task's go after this long.
 constexpr int64_t kOrphanNanos = int64_t{600} * 1000000000;
 
@@ -40,6 +41,7 @@ OtelExport::OtelExport(sdk::Host host, std::string_view domain, std::string_view
   taskSub_ = host.subscribe(model::taskSubscription(
       config_.taskNamespace, {std::begin(kTaskFields), std::end(kTaskFields)}));
   podSub_ = host.subscribe(model::domainSubscription("pods", model::DomainPods::podFields()));
+  taskResourceSub_ = host.subscribe(model::control::taskResourceSubscription());
   eventSub_ = host.subscribe(model::podEventSubscription());
 }
 
@@ -77,6 +79,8 @@ void OtelExport::onEvent(const sdk::Event& e) {
                 [this](const std::string& task) { return held(task); });
   else if (e.subscriptionId == eventSub_)
     pods_.onPodEvent(e, host().wallTimeNanos(), wanted);
+  else if (e.subscriptionId == taskResourceSub_)
+    pods_.onTaskResource(e);
 }
 
 void OtelExport::onTimer(uint64_t timerId, uint64_t /*userTag*/) {

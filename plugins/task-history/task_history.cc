@@ -4,6 +4,7 @@
 #include <thread>
 
 #include "history_api.h"
+#include <kuscia_model/control_plane.h>
 #include <kuscia_model/finished_tasks.h>
 #include <kuscia_model/kept_facts.h>
 #include <kuscia_model/kuscia.h>
@@ -18,6 +19,8 @@ using nlohmann::json;
 namespace {
 
 constexpr uint64_t kTickMillis = 1000;
+// tasks, pods, Events, TaskResources: all listed before the first resync.
+constexpr std::size_t kSubscriptions = 4;
 constexpr std::size_t kResyncBatch = 200;
 constexpr int64_t kOrphanNanos = 600 * model::kSecond;
 // Pending events whose room is kept between ticks.
@@ -75,6 +78,7 @@ TaskHistory::TaskHistory(sdk::Host host, std::string_view domain, std::string_vi
        "/status/completionTime", "/status/reason", "/status/message", model::kKeptFactsPointer,
        "/status/podStatuses", "/status/serviceStatuses"}));
   podSub_ = host.subscribe(model::domainSubscription("pods", model::DomainPods::podFields()));
+  taskResourceSub_ = host.subscribe(model::control::taskResourceSubscription());
   eventSub_ = host.subscribe(model::podEventSubscription());
   host.registerRoute(std::string(kHistoryRoute));
 }
@@ -108,16 +112,19 @@ void TaskHistory::onStop() {
 void TaskHistory::onEvent(const sdk::Event& e) {
   if (e.type == KH_EVENT_SYNCED) {
     synced_.insert(e.subscriptionId);
-    if (synced_.size() == 3) startResync();
+    if (synced_.size() == kSubscriptions) startResync();
     return;
   }
   if (e.subscriptionId == taskSub_) return onTask(e);
-  if (e.subscriptionId != podSub_ && e.subscriptionId != eventSub_) return;
+  if (e.subscriptionId != podSub_ && e.subscriptionId != eventSub_ &&
+      e.subscriptionId != taskResourceSub_)
+    return;
   if (e.subscriptionId == eventSub_ && e.type == KH_EVENT_DELETED) return; // what it said stays
   // Kept as it came, and read with the others at the next tick (or before anything reads the
   // facts): one pass over a second's events, warm, instead of a cold call each.
   pending_.push_back({e.subscriptionId, e.type, std::string(e.key), std::string(e.uid),
-                      std::string(e.fieldsJson), host().wallTimeNanos(), synced_.size() == 3});
+                      std::string(e.fieldsJson), host().wallTimeNanos(),
+                      synced_.size() == kSubscriptions});
 }
 
 void TaskHistory::readPending() {
@@ -131,7 +138,9 @@ void TaskHistory::readPending() {
     e.uid = p.uid;
     e.fieldsJson = p.fields;
     const std::string task = p.subscription == podSub_ ? pods_.onPod(e, p.at, wanted, held)
-                                                       : pods_.onPodEvent(e, p.at, wanted);
+                             : p.subscription == taskResourceSub_
+                                 ? pods_.onTaskResource(e)
+                                 : pods_.onPodEvent(e, p.at, wanted);
     // A new fact of a task's pod: the task is recorded again (before the initial lists are in,
     // the resync that follows them looks at every task anyway).
     if (p.afterSync && !task.empty()) markDue(task, p.at);

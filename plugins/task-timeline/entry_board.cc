@@ -11,6 +11,9 @@ nlohmann::json EntryFacts::toJson() const {
   if (firstReady) out["firstReadyTime"] = formatTime(*firstReady, TimePrecision::kAsGiven);
   if (containersStart)
     out["containersStartTime"] = formatTime(*containersStart, TimePrecision::kAsGiven);
+  for (auto [name, t] : {std::pair{"reservingTime", reserving}, std::pair{"reservedTime", reserved},
+                         std::pair{"schedulableTime", schedulable}})
+    if (t) out[name] = formatTime(*t, TimePrecision::kAsGiven);
   if (facts) facts->fill(out);
   if (waiting)
     out["waiting"] = {{"phase", waiting->phase},

@@ -39,13 +39,16 @@ struct Waiting {
 struct EntryFacts {
   model::Instant firstReady;      // pods: the first Ready=True of the incarnation
   model::Instant containersStart; // pods: every container running
+  // pods: their party's reservation (TaskResource) begun, reserved, every party reserved
+  model::Instant reserving, reserved, schedulable;
   // The image pull, and why each phase waited: shared with the instance that published them, and
   // never changed once shared (a change is made on a copy); nullptr: none.
   std::shared_ptr<const model::timeline::PodFacts> facts;
   std::unique_ptr<Waiting> waiting; // what it waits for now (none once ready: 8 bytes)
 
   // The status-like object the timeline document's entry takes these from ("firstReadyTime",
-  // "containersStartTime", "imagePullStartTime", "imagePullEndTime", "reasons", "waiting").
+  // "containersStartTime", "imagePullStartTime", "imagePullEndTime", "reservingTime",
+  // "reservedTime", "schedulableTime", "reasons", "waiting").
   nlohmann::json toJson() const;
 };
 

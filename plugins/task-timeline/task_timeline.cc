@@ -210,6 +210,7 @@ TaskTimeline::TaskTimeline(sdk::Host host, std::string_view domain, std::string_
                                              model::kReadyTimePointer}));
   endpointsSub_ = host.subscribe(model::domainSubscription("endpoints", {"/subsets"}));
   eventSub_ = host.subscribe(model::podEventSubscription());
+  taskResourceSub_ = host.subscribe(model::control::taskResourceSubscription());
   taskSub_ = host.subscribe(model::taskSubscription(
       config_.taskNamespace,
       {"/status/phase", "/metadata/creationTimestamp", "/status/completionTime", "/status/reason",
@@ -262,6 +263,7 @@ void TaskTimeline::onEvent(const sdk::Event& e) {
     return finished_->onEvent(e); // after: it asks whether the task is still held
   }
   if (e.subscriptionId == eventSub_) return onPodEvent(e);
+  if (e.subscriptionId == taskResourceSub_) return onTaskResource(e);
 }
 
 void TaskTimeline::onTimer(uint64_t timerId, uint64_t /*userTag*/) {
@@ -428,6 +430,9 @@ void TaskTimeline::onPod(const sdk::Event& e) {
                            p.loggedMalformed);
   }
   if (!p.containersStart && f.containersStart) p.containersStart = Instant{*f.containersStart};
+  if (auto held = reservations_.find(task); held != reservations_.end())
+    for (const auto& [trKey, r] : held->second)
+      if (r.party == model::namespaceOf(key)) applyReservation(p, r);
   // Events of this incarnation that came before it.
   if (auto early = earlyEvents_.find(key); early != earlyEvents_.end()) {
     if (early->second.uid == p.uid && early->second.facts && !p.facts) {
@@ -486,10 +491,51 @@ void TaskTimeline::onPodEvent(const sdk::Event& e) {
   touch(*p.task, &key);
 }
 
+bool TaskTimeline::applyReservation(Pod& p, const model::control::TaskResource& r) {
+  const Instant reserving = r.start ? r.start : r.created;
+  if (p.reserving == reserving && p.reserved == Instant(r.reserved) &&
+      p.schedulable == Instant(r.schedulable))
+    return false;
+  p.reserving = reserving;
+  p.reserved = r.reserved;
+  p.schedulable = r.schedulable;
+  return true;
+}
+
+void TaskTimeline::onTaskResource(const sdk::Event& e) {
+  const std::string key(e.key);
+  if (e.type == KH_EVENT_DELETED) {
+    // Its pods keep the times they took (Kuscia deletes it with the group once the task
+    // succeeded); pods that come later find none.
+    for (auto it = reservations_.begin(); it != reservations_.end();) {
+      it->second.erase(key);
+      it = it->second.empty() ? reservations_.erase(it) : std::next(it);
+    }
+    return;
+  }
+  model::control::TaskResource r = model::control::taskResourceOfFields(
+      key,
+      model::parseFields(e.fieldsJson, model::control::taskResourceSubscription().fields.size()));
+  if (r.task.empty()) return;
+  const std::string task = r.task;
+  const std::string party = r.party;
+  reservations_[task][key] = std::move(r);
+  const model::control::TaskResource& held = reservations_[task][key];
+  std::vector<std::string> changed;
+  for (const std::string& pod : pods_.members(task))
+    if (model::namespaceOf(pod) == party && applyReservation(pods_.at(pod), held))
+      changed.push_back(pod);
+  for (const std::string& pod : changed) {
+    publish(pod, pods_.at(pod));
+    touch(task, &pods_.find(pod)->first);
+  }
+}
+
 void TaskTimeline::publish(const std::string& key, Pod& p) {
   // Most pod events change none of this: compare a signature before building the facts.
   Signature signature;
-  for (const auto* t : {&p.firstReady, &p.containersStart})
+  for (const auto* t :
+       {&p.firstReady, &p.containersStart, &p.reserving, &p.reserved, &p.schedulable})
     signature.add(t->optional());
   signature.add(p.factsVersion);
   if (p.waiting)
@@ -502,6 +548,9 @@ void TaskTimeline::publish(const std::string& key, Pod& p) {
   EntryFacts facts;
   if (p.firstReady) facts.firstReady = *p.firstReady;
   if (p.containersStart) facts.containersStart = *p.containersStart;
+  facts.reserving = p.reserving;
+  facts.reserved = p.reserved;
+  facts.schedulable = p.schedulable;
   facts.facts = p.facts;
   if (p.waiting) facts.waiting = std::make_unique<Waiting>(*p.waiting);
   board_.put(pods_.find(key)->first, std::move(facts)); // the record's own key
@@ -860,6 +909,7 @@ std::optional<TaskTimeline::Task> TaskTimeline::cachedTask(const std::string& na
 void TaskTimeline::release(const std::string& name) {
   if (!pods_.members(name).empty() || !services_.members(name).empty()) return;
   tasks_.erase(name);
+  reservations_.erase(name);
   writer_.forget(name); // also of a task settled before (not held, its contest kept)
   summarized_.erase(name);
   finished_->recheck(name);
@@ -998,6 +1048,9 @@ void TaskTimeline::withBoardFacts(model::timeline::EntryTimes& e) const {
   board_.read(e.key, [&e](const EntryFacts& f) {
     if (f.firstReady) e.firstReadyTime = f.firstReady;
     if (f.containersStart) e.containersStartTime = f.containersStart;
+    if (f.reserving) e.reservingTime = *f.reserving;
+    if (f.reserved) e.reservedTime = *f.reserved;
+    if (f.schedulable) e.schedulableTime = *f.schedulable;
     if (f.facts) {
       if (auto t = f.facts->imagePullStart()) e.imagePullStartTime = t;
       if (auto t = f.facts->imagePullEnd()) e.imagePullEndTime = t;

@@ -31,6 +31,7 @@
 #pragma once
 
 #include <kuscia_host/plugin.hpp>
+#include <kuscia_model/control_plane.h>
 #include <kuscia_model/pod_events.h>
 #include <kuscia_model/timeline_summary.h>
 
@@ -107,9 +108,11 @@ private:
     const std::string* task = nullptr;    // TaskObjects keeps the name
     const std::string* phase = &kNoPhase; // internPhase: one copy of each text
     Instant create, start, scheduled;
-    Instant firstReady;               // the first Ready=True of this incarnation
-    Instant ready;                    // the latest Ready=True
-    Instant containersStart;          // the first moment every container ran
+    Instant firstReady;      // the first Ready=True of this incarnation
+    Instant ready;           // the latest Ready=True
+    Instant containersStart; // the first moment every container ran
+    // Its party's reservation (the TaskResource): begun, the party reserved, every party had.
+    Instant reserving, reserved, schedulable;
     std::unique_ptr<Waiting> waiting; // while not ready (none after: 8 bytes, not 112)
     uint64_t published = 0; // the digest of what is on the entry board for it (0: nothing)
     // What its Events and waiting reasons said (the image pull, why each phase waited): shared
@@ -179,6 +182,10 @@ private:
   void onService(const sdk::Event& e);
   void onEndpoints(const sdk::Event& e);
   void onPodEvent(const sdk::Event& e);
+  // A TaskResource of the domain: its times go to its party's pods of the task.
+  void onTaskResource(const sdk::Event& e);
+  // Sets the pod's reservation times from its party's TaskResource; whether any changed.
+  static bool applyReservation(Pod& p, const model::control::TaskResource& r);
   void onTask(const sdk::Event& e);
   // The other parties' entries of a task event as its split passed them (views into the event's
   // text): what the summary reads them from. `scanned` false: the text took the full parser.
@@ -282,6 +289,10 @@ private:
   std::string domain_;
   std::string ownPrefix_; // "<domain>/": the keys of this domain's status entries
   uint64_t podSub_ = 0, serviceSub_ = 0, endpointsSub_ = 0, taskSub_ = 0, eventSub_ = 0;
+  uint64_t taskResourceSub_ = 0;
+  // The domain's TaskResources by task, then by their key: for the pods that come after them.
+  std::unordered_map<std::string, std::map<std::string, model::control::TaskResource>>
+      reservations_;
   uint64_t stuckTimer_ = 0;
   model::TaskObjects<Pod> pods_;         // this domain's task pods, "<ns>/<name>"
   model::TaskObjects<Service> services_; // this domain's task services

@@ -1,6 +1,8 @@
 #include "timeline_command.h"
 
 #include <kuscia_host/kube_text.hpp>
+#include <kuscia_model/control_plane.h>
+#include <kuscia_model/json_member.h>
 #include <kuscia_model/kept_facts.h>
 #include <kuscia_model/pod_events.h>
 #include <kuscia_model/timeline.h>
@@ -94,8 +96,28 @@ json podFacts(const sdk::CommandEnv& env, int32_t reader, const std::string& ns,
   return facts;
 }
 
+// The reservation of the task's party `ns` (its TaskResource, while Kuscia keeps it), as the
+// times its pods' entries take ("reservingTime", ...); empty when there is none (no reservation,
+// or no TaskResource kind on the cluster).
+json reservationFacts(const sdk::CommandEnv& env, int32_t reader, const std::string& ns,
+                      const std::string& task) {
+  json facts = json::object();
+  auto list =
+      getJson(env, reader, "/apis/kuscia.secretflow/v1alpha1/namespaces/" + ns + "/taskresources");
+  for (const auto& item : list ? model::arrayOf(*list, "items") : json::array()) {
+    const model::control::TaskResource r = model::control::taskResourceOf(item);
+    if (r.task != task) continue;
+    for (auto [name, t] :
+         {std::pair{"reservingTime", r.start ? r.start : r.created},
+          std::pair{"reservedTime", r.reserved}, std::pair{"schedulableTime", r.schedulable}})
+      if (t) facts[name] = sdk::formatTime(*t, sdk::TimePrecision::kAsGiven);
+  }
+  return facts;
+}
+
 // The task's document from one cluster: the status's entries, each pod's entry completed by the
-// pod (containersStartTime) and its Events (image pull, reasons) when they are still there.
+// pod (containersStartTime), its Events (image pull, reasons) when they are still there, and its
+// party's reservation.
 json clusterTimeline(const sdk::CommandEnv& env, int32_t reader, const std::string& ns,
                      const std::string& task) {
   json obj = json::parse(env.get(reader, "/apis/kuscia.secretflow/v1alpha1/namespaces/" + ns +
@@ -103,10 +125,15 @@ json clusterTimeline(const sdk::CommandEnv& env, int32_t reader, const std::stri
   model::applyKeptFacts(obj); // what was kept of pods that may be gone, under what is there
   json doc = tl::fromTask(obj);
   const json pods = obj.value("status", json::object()).value("podStatuses", json::object());
+  std::map<std::string, json> reservations; // by party
   for (const auto& [key, entry] : pods.items()) {
     auto slash = key.find('/');
     if (slash == std::string::npos || !entry.is_object()) continue;
-    json facts = podFacts(env, reader, key.substr(0, slash), key.substr(slash + 1));
+    const std::string party = key.substr(0, slash);
+    json facts = podFacts(env, reader, party, key.substr(slash + 1));
+    auto [held, fresh] = reservations.try_emplace(party);
+    if (fresh) held->second = reservationFacts(env, reader, party, task);
+    facts.update(held->second);
     if (facts.empty()) continue;
     json merged = entry;
     merged.update(facts);

@@ -7,11 +7,14 @@
 // creationTimestamp), never one it does not.
 #pragma once
 
+#include <kuscia_host/plugin.hpp>
+
 #include <cstdint>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace kuscia_host::model::control {
@@ -55,6 +58,10 @@ struct TaskResource {
   std::optional<int64_t> failed;
 };
 TaskResource taskResourceOf(const nlohmann::json& object);
+// The subscription to the instance's domain's TaskResources, projected to what taskResourceOf
+// reads, and the TaskResource of such an event's fields ("<ns>/<name>" key).
+sdk::Subscription taskResourceSubscription();
+TaskResource taskResourceOfFields(std::string_view key, const nlohmann::json& fields);
 
 // The group of a task's reservations (cluster-scoped, named after the task).
 struct TaskResourceGroup {

@@ -10,6 +10,7 @@
 #include <kuscia_host/plugin.hpp>
 #include <kuscia_model/pod_events.h>
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -58,6 +59,10 @@ public:
   // An Event of the pod subscription podEventSubscription(). The task of the pod it is about
   // ("" when that pod is not known as a task's yet).
   std::string onPodEvent(const sdk::Event& e, int64_t nowNanos, const Wanted& wanted);
+  // An event of control::taskResourceSubscription(): its party's pods of its task take its
+  // reservation's times (kept after Kuscia deletes it, while the task's pods are held). The task
+  // ("" when the event names none or changed nothing).
+  std::string onTaskResource(const sdk::Event& e);
 
   // The timeline document of the task (kuscia_model/timeline.h), this domain's facts merged into
   // its pods' entries; the status is the source of which entries there are. Each of this domain's
@@ -104,7 +109,15 @@ private:
   // `build(parts, uids)` of the document's parts, this domain's facts merged.
   template <typename Build> auto build(const TaskStatusView& t, const Build& build) const;
 
+  // The reservation times of a party's pods ("reservingTime", "reservedTime", "schedulableTime":
+  // EntryTimes::fields() 8..10), none when unknown.
+  using ReservationTimes = std::array<std::optional<int64_t>, 3>;
+  // The task's party's reservation, nullptr when none is known.
+  const ReservationTimes* reservationOf(const std::string& task, std::string_view party) const;
+
   std::map<std::string, PodState, std::less<>> pods_; // "<ns>/<name>"
+  // task -> party -> its TaskResource's times
+  std::map<std::string, std::map<std::string, ReservationTimes, std::less<>>> reservations_;
 };
 
 } // namespace kuscia_host::model

@@ -167,6 +167,64 @@ TEST_F(TimelineTest, SubscribesOnlyToWhatItNeeds) {
   EXPECT_EQ(host_.routes(), (std::vector<std::string>{"/api/v1/timelines", "/ui"}));
 }
 
+// Where Kuscia reserves, the pod's party's TaskResource dates its reservation: the document's
+// entry carries when it began, when the party reserved and when every party had, and the
+// summary's phases follow (reserving, awaiting-parties, binding). The times stay on the pod
+// after Kuscia deletes the TaskResource with its group.
+TEST_F(TimelineTest, APodSchedulesThroughItsPartysReservation) {
+  start();
+  const auto& trs = test::subscription(host_, "taskresources");
+  EXPECT_EQ(trs.scope, KH_SCOPE_DOMAIN);
+  EXPECT_EQ(trs.group, "kuscia.secretflow");
+  deliver(host_, "kusciatasks", KH_EVENT_ADDED, task_);
+  json pod = pod_;
+  pod["status"] = {{"phase", "Pending"}}; // created, not scheduled
+  deliver(host_, "pods", KH_EVENT_ADDED, pod);
+  json tr = fixture("control-plane/alice-cluster.taskresource-alice-reserved.json");
+  tr["metadata"]["annotations"]["kuscia.secretflow/task-id"] = kTask;
+  tr["status"] = {{"phase", "Reserving"},
+                  {"startTime", "2024-05-20T08:00:00Z"},
+                  {"conditions", json::array({{{"type", "Reserving"},
+                                               {"status", "True"},
+                                               {"lastTransitionTime", "2024-05-20T08:00:00Z"}}})}};
+  deliver(host_, "taskresources", KH_EVENT_ADDED, tr);
+  auto phaseNow = [&] { return (*plugin().timeline(kTask))["summary"]["blame"]["phase"]; };
+  EXPECT_EQ(phaseNow(), "reserving");
+  tr["status"]["phase"] = "Reserved";
+  tr["status"]["conditions"].push_back(
+      {{"type", "Reserved"}, {"status", "True"}, {"lastTransitionTime", "2024-05-20T08:00:03Z"}});
+  bumpVersion(tr);
+  deliver(host_, "taskresources", KH_EVENT_MODIFIED, tr);
+  EXPECT_EQ(phaseNow(), "awaiting-parties");
+  tr["status"]["phase"] = "Schedulable";
+  tr["status"]["conditions"].push_back({{"type", "Schedulable"},
+                                        {"status", "True"},
+                                        {"lastTransitionTime", "2024-05-20T08:00:05Z"}});
+  bumpVersion(tr);
+  deliver(host_, "taskresources", KH_EVENT_MODIFIED, tr);
+  EXPECT_EQ(phaseNow(), "binding");
+  deliver(host_, "taskresources", KH_EVENT_DELETED, tr);
+  // Bound once Schedulable, accepted, ready.
+  pod_["status"]["startTime"] = "2024-05-20T08:00:06Z";
+  for (auto& c : pod_["status"]["conditions"])
+    if (c["type"] == "PodScheduled") c["lastTransitionTime"] = "2024-05-20T08:00:05Z";
+  bumpVersion(pod_);
+  deliver(host_, "pods", KH_EVENT_MODIFIED, pod_);
+  acceptWrites();
+  json doc = *plugin().timeline(kTask);
+  const json& times = doc["entries"][kPodKey]["times"];
+  EXPECT_EQ(times["reservingTime"], "2024-05-20T08:00:00Z");
+  EXPECT_EQ(times["reservedTime"], "2024-05-20T08:00:03Z");
+  EXPECT_EQ(times["schedulableTime"], "2024-05-20T08:00:05Z");
+  std::vector<std::string> phases;
+  for (const auto& p : doc["entries"][kPodKey]["phases"])
+    phases.push_back(p["phase"]);
+  // binding ends at scheduleTime, which scheduler-time writes: without it, accepting holds it.
+  EXPECT_EQ(phases, (std::vector<std::string>{"reserving", "awaiting-parties", "accepting",
+                                              "starting", "readiness"}))
+      << doc["entries"][kPodKey].dump();
+}
+
 TEST_F(TimelineTest, FillsPodAndServiceTimesWithMergePatchesOnTheStatus) {
   start();
   ASSERT_EQ(deliver(host_, "kusciatasks", KH_EVENT_ADDED, task_), KH_OK);
