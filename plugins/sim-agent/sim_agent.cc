@@ -160,6 +160,15 @@ SimAgent::SimAgent(sdk::Host host, std::string_view domain, std::string_view con
   services.scope = KH_SCOPE_DOMAIN;
   services.fields = {model::kTaskIdPointer};
   serviceSub_ = host.subscribe(services);
+  if (config_.reserveMillis >= 0 && !p2p_) {
+    sdk::Subscription trs;
+    trs.group = model::kKusciaGroup;
+    trs.version = model::kKusciaVersion;
+    trs.resource = "taskresources";
+    trs.scope = KH_SCOPE_ALL; // every party's: the group waits for all of them
+    trs.fields = {"/metadata/annotations/kuscia.secretflow~1task-id", "/status/phase"};
+    taskResourceSub_ = host.subscribe(trs);
+  }
 }
 
 std::string SimAgent::now() const {
@@ -197,6 +206,7 @@ void SimAgent::onEvent(const sdk::Event& e) {
   }
   if (e.subscriptionId == taskSub_) return onTask(e);
   if (e.subscriptionId == podSub_) return onPod(e);
+  if (e.subscriptionId == taskResourceSub_ && taskResourceSub_ != 0) return onTaskResource(e);
   if (e.subscriptionId == serviceSub_) {
     if (e.type == KH_EVENT_DELETED)
       services_.erase(std::string(e.key));
@@ -281,6 +291,146 @@ void SimAgent::ensure(const std::string& task) {
     }
     if (!pod->second.uid.empty()) createServices(name, pod->second.uid, task);
   }
+  // After the pods, as Kuscia's task controller creates the group and its TaskResources.
+  if (reserves(t) && !t.reserving) createTaskResource(task, it->second);
+}
+
+bool SimAgent::reserves(const Task& t) const {
+  return config_.reserveMillis >= 0 && !p2p_ && t.fault != "route-down";
+}
+
+void SimAgent::createTaskResource(const std::string& task, Task& t) {
+  t.reserving = true;
+  const std::string at = now();
+  t.reservingAt = at;
+  json pods = json::array();
+  for (int i = 0; i < config_.podsPerParty; ++i) {
+    json party;
+    for (const auto& p : t.parties)
+      if (p.is_object() && p.value("domainID", "") == domain_) party = p;
+    pods.push_back({{"name", podName(task, party, i)}, {"resources", json::object()}});
+  }
+  json tr = {
+      {"apiVersion", "kuscia.secretflow/v1alpha1"},
+      {"kind", "TaskResource"},
+      {"metadata",
+       {{"name", taskResourceName(task)},
+        {"namespace", domain_},
+        {"labels", {{"kuscia.secretflow/task-resource-group-uid", t.uid}}},
+        {"annotations",
+         {{"kuscia.secretflow/initiator", t.initiator},
+          {model::kTaskIdAnnotation, task},
+          {"kuscia.secretflow/task-resource-group", task}}}}},
+      {"spec",
+       {{"minReservedPods", config_.podsPerParty},
+        {"resourceReservedSeconds", 30},
+        {"initiator", t.initiator},
+        {"pods", pods}}},
+      {"status",
+       {{"phase", "Reserving"},
+        {"startTime", at},
+        {"lastTransitionTime", at},
+        {"conditions", json::array({{{"type", "Reserving"},
+                                     {"status", "True"},
+                                     {"reason", "Create task resource from task resource group"},
+                                     {"lastTransitionTime", at}}})}}}};
+  sdk::KubeRequest r;
+  r.verb = KH_KUBE_CREATE;
+  r.group = model::kKusciaGroup;
+  r.version = model::kKusciaVersion;
+  r.resource = "taskresources";
+  r.namespaceName = domain_;
+  r.body = tr.dump();
+  send(r);
+  // A party whose pods the scheduler cannot place never reserves.
+  if (t.fault == "unschedulable" && t.faultParty == domain_) return;
+  try {
+    timers_[host().startTimer(static_cast<uint64_t>(delay(config_.reserveMillis)), 0, kReserve)] =
+        task;
+  } catch (const sdk::HostError&) {
+  }
+}
+
+namespace {
+// A merge patch of a TaskResource's status.
+sdk::KubeRequest taskResourcePatch(const std::string& ns, const std::string& name,
+                                   const json& status) {
+  sdk::KubeRequest r;
+  r.group = model::kKusciaGroup;
+  r.version = model::kKusciaVersion;
+  r.resource = "taskresources";
+  r.namespaceName = ns;
+  r.name = name;
+  r.body = json{{"status", status}}.dump(); // no status subresource: the object itself
+  return r;
+}
+json trCondition(const char* type, const char* reason, const std::string& at) {
+  return {{"type", type}, {"status", "True"}, {"reason", reason}, {"lastTransitionTime", at}};
+}
+} // namespace
+
+void SimAgent::reserve(const std::string& task) {
+  auto it = tasks_.find(task);
+  if (it == tasks_.end() || model::finishedPhase(it->second.phase)) return;
+  const std::string at = now();
+  it->second.reservedAt = at;
+  // As kuscia-scheduler's PreBind writes it (the Reserving condition kept, Reserved added).
+  send(taskResourcePatch(
+      domain_, taskResourceName(task),
+      {{"phase", "Reserved"},
+       {"lastTransitionTime", at},
+       {"conditions",
+        json::array(
+            {trCondition("Reserving", "Create task resource from task resource group",
+                         it->second.reservingAt),
+             trCondition("Reserved", "The min set of pods has already reserved resource", at)})}}));
+}
+
+void SimAgent::onTaskResource(const sdk::Event& e) {
+  const std::string key(e.key);
+  if (e.type == KH_EVENT_DELETED) {
+    taskResources_.erase(key);
+    return;
+  }
+  json f = model::parseFields(e.fieldsJson, 2);
+  Reservation& r = taskResources_[key];
+  r.task = model::fieldString(f, 0);
+  r.phase = model::fieldString(f, 1);
+  auto t = tasks_.find(r.task);
+  if (r.task.empty() || t == tasks_.end() || !t->second.mine) return;
+  const std::string mine = domain_ + "/" + taskResourceName(r.task);
+  auto own = taskResources_.find(mine);
+  if (own == taskResources_.end()) return;
+  if (own->second.phase == "Reserved") {
+    // Every party of the task Reserved (or already Schedulable): the group lets the pods bind.
+    std::size_t reserved = 0;
+    for (const auto& [k, other] : taskResources_)
+      reserved +=
+          other.task == r.task && (other.phase == "Reserved" || other.phase == "Schedulable");
+    if (reserved >= t->second.parties.size()) {
+      const std::string at = now();
+      send(taskResourcePatch(
+          domain_, taskResourceName(r.task),
+          {{"phase", "Schedulable"},
+           {"lastTransitionTime", at},
+           {"completionTime", at},
+           {"conditions",
+            json::array(
+                {trCondition("Reserving", "Create task resource from task resource group",
+                             t->second.reservingAt),
+                 trCondition("Reserved", "The min set of pods has already reserved resource",
+                             t->second.reservedAt),
+                 trCondition("Schedulable", "Pods belonging to task resource group can be bound",
+                             at)})}}));
+    }
+    return;
+  }
+  if (own->second.phase != "Schedulable" || key != mine) return;
+  // Bound: this domain's pods of the task that wait for it.
+  for (auto& [podKey, p] : pods_)
+    if (p.task == r.task && p.namespaceName == domain_ && p.stage == Stage::kCreated &&
+        p.timer == 0 && !p.stalled)
+      step(podKey);
 }
 
 void SimAgent::failPreCheck(const std::string& task, Task& t) {
@@ -519,6 +669,12 @@ void SimAgent::onPod(const sdk::Event& e) {
 void SimAgent::advance(const std::string& key) {
   Pod& p = pods_[key];
   if (p.stage == Stage::kFailed || p.stalled) return;
+  // Where the party reserves, the pod is bound when its TaskResource becomes Schedulable
+  // (onTaskResource), not after a delay; an unschedulable pod plays its fault as before.
+  auto owner = tasks_.find(p.task);
+  if (p.stage == Stage::kCreated && owner != tasks_.end() && reserves(owner->second) &&
+      p.fault != "unschedulable")
+    return;
   if (p.timer == 0 && p.stage != Stage::kReady) {
     int64_t ms = p.stage == Stage::kCreated     ? config_.scheduleMillis
                  : p.stage == Stage::kScheduled ? config_.startMillis
@@ -548,6 +704,7 @@ void SimAgent::onTimer(uint64_t timerId, uint64_t userTag) {
   timers_.erase(it);
   if (userTag == kCleanup) return cleanup(target);
   if (userTag == kExpiry) return expire(target);
+  if (userTag == kReserve) return reserve(target);
   if (userTag == kFinish) {
     auto t = tasks_.find(target);
     if (t == tasks_.end()) return;

@@ -78,8 +78,21 @@ private:
     uint64_t finishTimer = 0; // Running -> Succeeded
     uint64_t cleanupTimer = 0;
     bool cleaned = false;
+    bool reserving = false;              // this domain's TaskResource is created (reserveMillis)
+    std::string reservingAt, reservedAt; // its conditions' times, kept as the group rewrites it
   };
-  enum Tag : uint64_t { kStep = 1, kEndpoints = 2, kFinish = 3, kCleanup = 4, kExpiry = 5 };
+  // A TaskResource as this instance sees it (every namespace): its task and phase.
+  struct Reservation {
+    std::string task, phase;
+  };
+  enum Tag : uint64_t {
+    kStep = 1,
+    kEndpoints = 2,
+    kFinish = 3,
+    kCleanup = 4,
+    kExpiry = 5,
+    kReserve = 6
+  };
 
   void onTask(const sdk::Event& e);
   // The host may forget the task (ABI 1.3): it is finished and cleaned up.
@@ -91,6 +104,16 @@ private:
   // route-down: the task fails at its route pre-check (this domain's task controller) or for
   // the partner whose pre-check failed (p2p), as Kuscia writes it.
   void failPreCheck(const std::string& task, Task& t);
+  // reserveMillis (centralized): whether the task's pods reserve through TaskResources.
+  bool reserves(const Task& t) const;
+  // Creates this domain's TaskResource of the task, Reserving, and its reservation's timer.
+  void createTaskResource(const std::string& task, Task& t);
+  // kuscia-scheduler reserved the party's pods: Reserved.
+  void reserve(const std::string& task);
+  // A TaskResource changed: once every party's is Reserved this domain's becomes Schedulable
+  // (as the group makes them all), and once it is, this domain's pods of the task are bound.
+  void onTaskResource(const sdk::Event& e);
+  std::string taskResourceName(const std::string& task) const { return task + "-" + domain_; }
   void createServices(const std::string& pod, const std::string& podUid, const std::string& task);
   // Schedules the next step of the pod after its delay, unless one is scheduled.
   void advance(const std::string& key);
@@ -123,7 +146,8 @@ private:
   SimConfig config_;
   std::string domain_;
   bool p2p_ = false;
-  uint64_t taskSub_ = 0, podSub_ = 0, serviceSub_ = 0;
+  uint64_t taskSub_ = 0, podSub_ = 0, serviceSub_ = 0, taskResourceSub_ = 0;
+  std::map<std::string, Reservation> taskResources_; // "<ns>/<name>"
   std::map<std::string, Task> tasks_;
   std::map<std::string, Pod> pods_;             // "<ns>/<name>", every namespace (all parties)
   std::map<std::string, std::string> services_; // "<ns>/<name>" of this domain -> task

@@ -26,6 +26,10 @@ const std::vector<sdk::ConfigKey>& simConfigKeys() {
       {"cleanupMillis", "integer", "-1",
        "a finished task's pods and services are deleted this long after it finished, as "
        "Kuscia does (-1: never)"},
+      {"reserveMillis", "integer", "-1",
+       "each party's pods reserve through a TaskResource (Kuscia's gang reservation): Reserved "
+       "this long after its creation, the pods bound once every party's is, in centralized mode "
+       "(-1: no TaskResource; scheduleMillis then binds them)"},
       {"distribution", "string", "fixed",
        "how each delay is drawn around its value: fixed, uniform (within +-spread) or lognormal "
        "(median the value, sigma spread)"},
@@ -74,6 +78,7 @@ SimConfig parseSimConfig(std::string_view json) {
   c.endpointsMillis = r.integer("endpointsMillis", phase * 6 / 5, 0, 600000);
   c.runMillis = r.integer("runMillis", phase * 3, 0, 86400000);
   c.cleanupMillis = r.integer("cleanupMillis", -1, -1, 86400000);
+  c.reserveMillis = r.integer("reserveMillis", -1, -1, 600000);
   std::string d = r.oneOf("distribution", "fixed", {"fixed", "uniform", "lognormal"});
   c.distribution = d == "uniform"     ? SimConfig::Distribution::kUniform
                    : d == "lognormal" ? SimConfig::Distribution::kLognormal

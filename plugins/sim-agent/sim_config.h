@@ -28,6 +28,9 @@ struct SimConfig {
   int64_t endpointsMillis = 1200;
   int64_t runMillis = 3000;
   int64_t cleanupMillis = -1; // after a task finished, delete its pods and services; -1 never
+  // >= 0: each party reserves through a TaskResource, Reserved this long after its creation;
+  // the pods are bound once every party's is (centralized mode). -1: no TaskResource.
+  int64_t reserveMillis = -1;
   Distribution distribution = Distribution::kFixed;
   double spread = 0.5;
   int64_t seed = 1;

@@ -170,6 +170,22 @@ TEST(CliTest, DemoScenariosEndWithEachTasksOutcome) {
       << unknown.err;
 }
 
+// Kuscia's gang reservation as sim-agent plays it: bob's pods take eight phases to reserve, so
+// alice's wait for the other parties is on the critical path and the blame is bob's reserving.
+TEST(CliTest, ASlowReservationIsBlamedOnThePartyThatReservedLast) {
+  test::TempDir dir;
+  auto r = runCommand(hostCmd({"demo", "--scenario", "slow-reservation", "--phase-millis", "250",
+                               "--exit-when-done", "--admin-listen", "127.0.0.1:0", "--work-dir",
+                               dir.file("work"), "--plugin-dir", KH_PLUGIN_DIR}));
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("blame: bob/demo-task-1-0 reserving"), std::string::npos) << r.out;
+  // alice waited for bob: her pod's awaiting-parties is drawn (w), whoever was ready last.
+  const auto alice = r.out.rfind("  alice/demo-task-1-0  ");
+  ASSERT_NE(alice, std::string::npos) << r.out;
+  const std::string bar = r.out.substr(alice, r.out.find('\n', alice) - alice);
+  EXPECT_NE(bar.find_first_of("wW"), std::string::npos) << bar;
+}
+
 // The Kubernetes manifests' host configs name the pod's files (its certificate, its secrets):
 // manifests_e2e.py checks them with stand-ins.
 TEST(CliTest, CheckConfigAcceptsEverySample) {

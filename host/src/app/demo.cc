@@ -45,6 +45,9 @@ struct DemoConfig {
   struct Scenario {
     std::string says;
     std::vector<std::string> faults;
+    // The last party's values of the domain template's variables (${slowMillis} in them: eight
+    // phases), over the demo's own.
+    std::map<std::string, std::string> lastParty;
   };
   std::map<std::string, Scenario> scenarios;
 };
@@ -97,10 +100,15 @@ Result<DemoConfig> loadDemoConfig(const DemoOptions& o) {
   for (const auto& [name, sc] : scenarios.items()) {
     DemoConfig::Scenario& to = c.scenarios[name];
     if (!sc.is_object() || !sc.value("says", json()).is_string() ||
-        !sc.value("faults", json()).is_array() || sc["faults"].empty())
-      return makeError(where + ": scenarios." + name +
-                       " must have says (a text) and faults (a list)");
+        !sc.value("faults", json()).is_array() || sc["faults"].empty() ||
+        !sc.value("lastParty", json::object()).is_object())
+      return makeError(
+          where + ": scenarios." + name +
+          " must have says (a text), faults (a list) and lastParty (a mapping or none)");
     to.says = sc["says"].get<std::string>();
+    const json lastParty = sc.value("lastParty", json::object()); // kept: items() views it
+    for (const auto& [var, value] : lastParty.items())
+      to.lastParty[var] = value.is_string() ? value.get<std::string>() : value.dump();
     for (const auto& f : sc["faults"])
       to.faults.push_back(f.is_string() ? f.get<std::string>() : f.dump());
   }
@@ -174,15 +182,21 @@ Result<std::vector<DemoHost>> startHosts(const DemoOptions& o, const DemoConfig&
           o.scenario == "slow-party" && d == c.domains.back()
               ? fill(c.slowParty, {{"slowPullMillis", std::to_string(8 * o.phaseMillis)}})
               : "";
-      domains += fill(c.domain, {{"domain", d},
-                                 {"phaseMillis", std::to_string(o.phaseMillis)},
-                                 {"stuckSeconds", std::to_string(stuckSeconds(o))},
-                                 {"cleanupMillis", std::to_string(2 * o.phaseMillis)},
-                                 {"simExtra", extra},
-                                 {"historyDb", (work / "history.db").string()},
-                                 {"traces", o.otlpEndpoint.empty()
-                                                ? std::string()
-                                                : fill(c.traces, {{"endpoint", o.otlpEndpoint}})}});
+      std::map<std::string, std::string> values = {
+          {"domain", d},
+          {"phaseMillis", std::to_string(o.phaseMillis)},
+          {"reserveMillis", std::to_string(o.phaseMillis)},
+          {"stuckSeconds", std::to_string(stuckSeconds(o))},
+          {"cleanupMillis", std::to_string(2 * o.phaseMillis)},
+          {"simExtra", extra},
+          {"historyDb", (work / "history.db").string()},
+          {"traces", o.otlpEndpoint.empty() ? std::string()
+                                            : fill(c.traces, {{"endpoint", o.otlpEndpoint}})}};
+      // A scenario's lastParty: its values for the last party (${slowMillis}: eight phases).
+      if (auto sc = c.scenarios.find(o.scenario); sc != c.scenarios.end() && d == c.domains.back())
+        for (const auto& [var, value] : sc->second.lastParty)
+          values[var] = fill(value, {{"slowMillis", std::to_string(8 * o.phaseMillis)}});
+      domains += fill(c.domain, values);
     }
     std::string text = fill(c.host, {{"mode", o.p2p ? "p2p" : "centralized"},
                                      {"adminListen", shiftPort(o.adminListen, int(h))},

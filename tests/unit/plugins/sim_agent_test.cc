@@ -223,6 +223,50 @@ TEST(SimAgentTest, ARouteDownFailsTheTaskAtItsPreCheckBeforeAnyPod) {
                                 "task success threshold 2. failed party[bob]");
 }
 
+// reserveMillis (centralized): the party's pods reserve through its TaskResource, created
+// Reserving after the pods, Reserved after the delay; once every party's is Reserved it becomes
+// Schedulable, and only then are the pods bound.
+TEST(SimAgentTest, APartyReservesThroughItsTaskResourceAndBindsWhenEveryPartyHas) {
+  testing::FakeHost host("alice", "centralized");
+  ASSERT_TRUE(host.create(descriptor(), R"({"reserveMillis": 100, "scheduleMillis": 0})"));
+  ASSERT_TRUE(host.start());
+  deliver(host, "kusciatasks", KH_EVENT_ADDED, task());
+  json pod = acceptPod(host);
+  const auto* created = last(host, "taskresources", KH_KUBE_CREATE);
+  ASSERT_NE(created, nullptr);
+  json tr = json::parse(created->body);
+  EXPECT_EQ(created->namespaceName, "alice");
+  EXPECT_EQ(tr["status"]["phase"], "Reserving");
+  EXPECT_EQ(tr["metadata"]["annotations"]["kuscia.secretflow/task-id"], task()["metadata"]["name"]);
+  host.advanceMillis(50);
+  EXPECT_EQ(last(host, "pods", KH_KUBE_PATCH), nullptr) << "not bound before the reservation";
+  host.advanceMillis(50);
+  const auto* reserved = last(host, "taskresources", KH_KUBE_PATCH);
+  ASSERT_NE(reserved, nullptr);
+  tr["metadata"]["uid"] = "tr-a";
+  tr["metadata"]["resourceVersion"] = "20";
+  tr.merge_patch(json::parse(reserved->body));
+  EXPECT_EQ(tr["status"]["phase"], "Reserved");
+  deliver(host, "taskresources", KH_EVENT_ADDED, tr);
+  EXPECT_EQ(last(host, "pods", KH_KUBE_PATCH), nullptr) << "bob has not reserved";
+  json bob = tr;
+  bob["metadata"]["namespace"] = "bob";
+  bob["metadata"]["name"] = "secretflow-task-psi-bob";
+  bob["metadata"]["uid"] = "tr-b";
+  deliver(host, "taskresources", KH_EVENT_ADDED, bob);
+  const auto* schedulable = last(host, "taskresources", KH_KUBE_PATCH);
+  json patch = json::parse(schedulable->body)["status"];
+  EXPECT_EQ(patch["phase"], "Schedulable");
+  // The earlier conditions keep their times: the reservation's moment stays what it was.
+  EXPECT_EQ(patch["conditions"][1]["lastTransitionTime"],
+            tr["status"]["conditions"][1]["lastTransitionTime"]);
+  tr["status"] = patch;
+  deliver(host, "taskresources", KH_EVENT_MODIFIED, tr);
+  const auto* bind = last(host, "pods", KH_KUBE_PATCH);
+  ASSERT_NE(bind, nullptr);
+  EXPECT_EQ(json::parse(bind->body)["spec"]["nodeName"], "alice-node-0");
+}
+
 TEST(SimAgentTest, TheTaskRunsWhenItsPodsAreReadyThenSucceeds) {
   testing::FakeHost host("alice", "p2p"); // p2p: this cluster holds alice's pods only
   ASSERT_TRUE(host.create(descriptor(), R"({"runMillis": 500})"));
