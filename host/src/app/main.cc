@@ -317,7 +317,8 @@ Command addDemo(CLI::App& app) {
   cmd->add_option("--scenario", demo->scenario,
                   "default; slow-party: bob's image pulls take eight phases, so the summary "
                   "blames bob's pulling; slow-reservation: bob's pods take eight phases to "
-                  "reserve, and every party waits for them; or a scenario of the demo's config (the built-in one's: "
+                  "reserve, and every party waits for them; or a scenario of the demo's config "
+                  "(the built-in one's: "
                   "image-missing, oom, crash, peer-network or unschedulable, every task's bob "
                   "pod plays that failure and the summary says why the task failed or is "
                   "stuck; route-down: the route to bob is down and each task fails at its "
