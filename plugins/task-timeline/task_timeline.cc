@@ -151,6 +151,16 @@ TaskTimeline::TaskTimeline(sdk::Host host, std::string_view domain, std::string_
                                    durationBuckets())),
       createToReady_(host.histogram("kuscia_timeline_pod_create_to_ready_seconds",
                                     "Pod creation to its first Ready=True", {}, durationBuckets())),
+      reserving_(host.histogram("kuscia_timeline_pod_reserving_seconds",
+                                "Pod creation to its party's TaskResource Reserved", {},
+                                durationBuckets())),
+      awaitingParties_(host.histogram(
+          "kuscia_timeline_pod_awaiting_parties_seconds",
+          "Its party's TaskResource Reserved to Schedulable: waiting for the other parties", {},
+          durationBuckets())),
+      binding_(host.histogram("kuscia_timeline_pod_binding_seconds",
+                              "Its party's TaskResource Schedulable to PodScheduled=True", {},
+                              durationBuckets())),
       serviceCreateToReady_(host.histogram(
           "kuscia_timeline_service_create_to_ready_seconds",
           "Service creation to its ready-time annotation (programmed in the gateway)", {},
@@ -526,6 +536,7 @@ void TaskTimeline::onTaskResource(const sdk::Event& e) {
     if (model::namespaceOf(pod) == party && applyReservation(pods_.at(pod), held))
       changed.push_back(pod);
   for (const std::string& pod : changed) {
+    observe(pods_.at(pod));
     publish(pod, pods_.at(pod));
     touch(task, &pods_.find(pod)->first);
   }
@@ -634,6 +645,19 @@ void TaskTimeline::observe(Pod& p) {
   if (p.scheduled && !p.observedSchedule) {
     p.observedSchedule = true;
     observeDuration(createToSchedule_, "pod_create_to_schedule", *p.create, *p.scheduled, p.task);
+  }
+  // Where the party reserves (Kuscia's gang reservation): each of its three phases once.
+  if (p.reserved && !p.observedReserving) {
+    p.observedReserving = true;
+    observeDuration(reserving_, "pod_reserving", *p.create, *p.reserved, p.task);
+  }
+  if (p.reserved && p.schedulable && !p.observedAwaiting) {
+    p.observedAwaiting = true;
+    observeDuration(awaitingParties_, "pod_awaiting_parties", *p.reserved, *p.schedulable, p.task);
+  }
+  if (p.schedulable && p.scheduled && !p.observedBinding) {
+    p.observedBinding = true;
+    observeDuration(binding_, "pod_binding", *p.schedulable, *p.scheduled, p.task);
   }
   if (p.start && !p.observedStart) {
     p.observedStart = true;

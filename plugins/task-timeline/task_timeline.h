@@ -121,6 +121,7 @@ private:
     uint32_t factsVersion = 0;
     bool observedStart = false, observedReady = false, observedSchedule = false;
     bool observedContainers = false, observedPull = false;
+    bool observedReserving = false, observedAwaiting = false, observedBinding = false;
     bool readStatusReady = false; // the status's readyTime was read once for the first ready
     bool republish = false;       // the first ready was taken from the status
     bool loggedMalformed = false;
@@ -324,6 +325,7 @@ private:
   std::optional<model::FinishedTasks> finished_;              // what the host may forget
 
   sdk::Metric createToSchedule_, createToStart_, startToReady_, createToReady_;
+  sdk::Metric reserving_, awaitingParties_, binding_; // the reservation's phases
   sdk::Metric serviceCreateToReady_;
   sdk::Metric imagePull_, containersStart_, taskStartup_, criticalPath_, blamed_;
   sdk::Metric negative_, malformed_, stuck_, keptWrites_, failures_, stuckTasks_;

@@ -219,6 +219,11 @@ TEST_F(TimelineTest, APodSchedulesThroughItsPartysReservation) {
   std::vector<std::string> phases;
   for (const auto& p : doc["entries"][kPodKey]["phases"])
     phases.push_back(p["phase"]);
+  // Each of the reservation's phases observed once: 08:00:00 -> 03 -> 05 -> bound at 05.
+  EXPECT_EQ(host_.metricSum("kuscia_timeline_pod_reserving_seconds"), 3);
+  EXPECT_EQ(host_.metricSum("kuscia_timeline_pod_awaiting_parties_seconds"), 2);
+  EXPECT_EQ(host_.metric("kuscia_timeline_pod_binding_seconds"), 1);
+  EXPECT_EQ(host_.metricSum("kuscia_timeline_pod_binding_seconds"), 0);
   // binding ends at scheduleTime, which scheduler-time writes: without it, accepting holds it.
   EXPECT_EQ(phases, (std::vector<std::string>{"reserving", "awaiting-parties", "accepting",
                                               "starting", "readiness"}))
