@@ -1,5 +1,5 @@
-// Small text files the host reads line by line (token files), and JSON fields read whatever an
-// answer holds.
+// Small text files the host reads line by line (token files), UTF-8 and white space, and JSON
+// fields read whatever an answer holds.
 #pragma once
 
 #include <functional>
@@ -10,6 +10,10 @@
 #include "common/result.h"
 
 namespace kuscia_host {
+
+// Whether `s` is well-formed UTF-8 (RFC 3629: no overlong forms, no surrogates, nothing past
+// U+10FFFF).
+bool validUtf8(std::string_view s);
 
 // `s` without leading and trailing white space.
 std::string_view trimSpace(std::string_view s);

@@ -7,6 +7,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include "common/text_lines.h"
+
 namespace kuscia_host {
 namespace {
 
@@ -16,14 +18,6 @@ std::string formatValue(double v) {
   char buf[64];
   auto r = std::to_chars(buf, buf + sizeof buf, v); // shortest form that round-trips
   return std::string(buf, r.ptr);
-}
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t'))
-    s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t'))
-    s.remove_suffix(1);
-  return s;
 }
 
 std::string lower(std::string_view s) {
@@ -46,7 +40,7 @@ AcceptedRange acceptedRange(std::string_view range) {
   std::size_t at = 0;
   for (bool first = true; at <= range.size(); first = false) {
     std::size_t end = std::min(range.find(';', at), range.size());
-    std::string_view part = trim(range.substr(at, end - at));
+    std::string_view part = trimSpace(range.substr(at, end - at));
     at = end + 1;
     if (first) {
       type = lower(part);
@@ -54,8 +48,8 @@ AcceptedRange acceptedRange(std::string_view range) {
     }
     auto eq = part.find('=');
     if (eq == std::string_view::npos) continue;
-    std::string key = lower(trim(part.substr(0, eq)));
-    std::string_view value = trim(part.substr(eq + 1));
+    std::string key = lower(trimSpace(part.substr(0, eq)));
+    std::string_view value = trimSpace(part.substr(eq + 1));
     if (key == "q") {
       double q = 0;
       auto res = std::from_chars(value.data(), value.data() + value.size(), q);
@@ -108,18 +102,6 @@ void renderLabels(std::string& out, const std::vector<std::string>& names,
     out += '"';
   }
   out += '}';
-}
-
-bool validUtf8(std::string_view s) {
-  for (std::size_t i = 0; i < s.size();) {
-    auto c = static_cast<unsigned char>(s[i]);
-    std::size_t n = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
-    if (n == 0 || i + n > s.size()) return false;
-    for (std::size_t k = 1; k < n; ++k)
-      if ((static_cast<unsigned char>(s[i + k]) >> 6) != 2) return false;
-    i += n;
-  }
-  return true;
 }
 
 std::size_t characters(std::string_view s) {
@@ -189,17 +171,21 @@ void MetricSeries::add(double v) {
   value_.fetch_add(v, std::memory_order_relaxed);
 }
 
-void MetricSeries::observe(const std::vector<double>& bounds, double v) {
-  auto it = std::lower_bound(bounds.begin(), bounds.end(), v);
-  if (it != bounds.end()) buckets_[it - bounds.begin()].fetch_add(1, std::memory_order_relaxed);
+std::size_t MetricSeries::record(const std::vector<double>& bounds, double v) {
+  auto bucket = static_cast<std::size_t>(std::lower_bound(bounds.begin(), bounds.end(), v) -
+                                         bounds.begin()); // bounds.size(): +Inf
+  if (bucket < bounds.size()) buckets_[bucket].fetch_add(1, std::memory_order_relaxed);
   value_.fetch_add(v, std::memory_order_relaxed);
   count_.fetch_add(1, std::memory_order_relaxed);
+  return bucket;
+}
+
+void MetricSeries::observe(const std::vector<double>& bounds, double v) {
+  record(bounds, v);
 }
 
 void MetricSeries::observe(const std::vector<double>& bounds, double v, Exemplar exemplar) {
-  observe(bounds, v);
-  auto bucket = static_cast<std::size_t>(std::lower_bound(bounds.begin(), bounds.end(), v) -
-                                         bounds.begin()); // bounds.size(): +Inf
+  const std::size_t bucket = record(bounds, v);
   std::lock_guard lock(exemplarMu_);
   if (exemplars_.empty()) exemplars_.resize(bounds.size() + 1);
   exemplars_[bucket] = std::move(exemplar);

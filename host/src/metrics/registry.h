@@ -57,6 +57,8 @@ public:
 
 private:
   friend class MetricFamily;
+  // Counts the observation; the index of its bucket (bounds.size(): +Inf).
+  std::size_t record(const std::vector<double>& bounds, double v);
   std::atomic<double> value_{0}; // counter/gauge value, histogram sum
   std::atomic<uint64_t> count_{0};
   std::unique_ptr<std::atomic<uint64_t>[]> buckets_; // non-cumulative counts per bound
