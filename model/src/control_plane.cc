@@ -1,6 +1,7 @@
 #include <kuscia_host/kube_text.hpp>
 #include <kuscia_model/control_plane.h>
 #include <kuscia_model/json_member.h>
+#include <kuscia_model/kuscia.h>
 
 #include <algorithm>
 #include <array>
@@ -90,14 +91,13 @@ TaskResource taskResourceOf(const json& object) {
 
 namespace {
 // taskResourceSubscription()'s fields, in order: each goes back where it came from.
-constexpr std::array<const char*, 7> kTaskResourceFields = {
-    "/metadata/annotations/kuscia.secretflow~1task-id",
-    "/status/phase",
-    "/status/startTime",
-    "/status/lastTransitionTime",
-    "/status/completionTime",
-    "/status/conditions",
-    "/spec/pods"};
+constexpr std::array<const char*, 7> kTaskResourceFields = {kTaskIdPointer,
+                                                            "/status/phase",
+                                                            "/status/startTime",
+                                                            "/status/lastTransitionTime",
+                                                            "/status/completionTime",
+                                                            "/status/conditions",
+                                                            "/spec/pods"};
 } // namespace
 
 sdk::Subscription taskResourceSubscription() {
@@ -110,16 +110,47 @@ sdk::Subscription taskResourceSubscription() {
   return s;
 }
 
-TaskResource taskResourceOfFields(std::string_view key, const json& fields) {
+TaskResource taskResourceOfFields(std::string_view key, std::string_view fieldsJson) {
+  const json fields = parseFields(fieldsJson, kTaskResourceFields.size());
   json object = json::object();
   const std::size_t slash = key.find('/');
   object["metadata"]["namespace"] = std::string(key.substr(0, slash));
   object["metadata"]["name"] =
       std::string(key.substr(slash == std::string_view::npos ? 0 : slash + 1));
-  for (std::size_t i = 0; i < kTaskResourceFields.size() && fields.is_array() && i < fields.size();
-       ++i)
+  for (std::size_t i = 0; i < kTaskResourceFields.size(); ++i)
     if (!fields[i].is_null()) object[json::json_pointer(kTaskResourceFields[i])] = fields[i];
   return taskResourceOf(object);
+}
+
+ReservationTimes reservationTimesOf(const TaskResource& r) {
+  return {r.start ? r.start : r.created, r.reserved, r.schedulable};
+}
+
+std::optional<std::pair<std::string, std::string>> Reservations::onEvent(const sdk::Event& e) {
+  if (e.type == KH_EVENT_DELETED) return std::nullopt; // its times stay (above)
+  const TaskResource r = taskResourceOfFields(e.key, e.fieldsJson);
+  if (r.task.empty()) return std::nullopt;
+  ReservationTimes& held = byTask_[r.task][r.party];
+  const ReservationTimes times = reservationTimesOf(r);
+  if (held == times) return std::nullopt;
+  held = times;
+  return std::pair{r.task, r.party};
+}
+
+const ReservationTimes* Reservations::of(const std::string& task, std::string_view party) const {
+  auto t = byTask_.find(task);
+  if (t == byTask_.end()) return nullptr;
+  auto p = t->second.find(party);
+  return p != t->second.end() ? &p->second : nullptr;
+}
+
+void Reservations::forget(const std::string& task) {
+  byTask_.erase(task);
+}
+
+void Reservations::forgetUnless(const std::function<bool(const std::string& task)>& keep) {
+  for (auto it = byTask_.begin(); it != byTask_.end();)
+    it = keep(it->first) ? std::next(it) : byTask_.erase(it);
 }
 
 TaskResourceGroup taskResourceGroupOf(const json& object) {

@@ -1,4 +1,3 @@
-#include <kuscia_model/control_plane.h>
 #include <kuscia_model/domain_pods.h>
 #include <kuscia_model/kept_facts.h>
 
@@ -131,34 +130,19 @@ json DomainPods::withFacts(const std::string& task, json pods,
   }
   // Every pod of a party that reserves: its TaskResource's times.
   for (auto it = pods.begin(); it != pods.end(); ++it) {
-    const ReservationTimes* r =
-        it->is_object() ? reservationOf(task, namespaceOf(it.key())) : nullptr;
+    const control::ReservationTimes* r =
+        it->is_object() ? reservations_.of(task, namespaceOf(it.key())) : nullptr;
     for (std::size_t i = 0; r != nullptr && i < r->size(); ++i)
       if ((*r)[i])
-        (*it)[std::string(timeline::EntryTimes::fields()[8 + i].first)] =
+        (*it)[control::kReservationTimes[i]] =
             sdk::formatTime(*(*r)[i], sdk::TimePrecision::kAsGiven);
   }
   return pods;
 }
 
-const DomainPods::ReservationTimes* DomainPods::reservationOf(const std::string& task,
-                                                              std::string_view party) const {
-  auto t = reservations_.find(task);
-  if (t == reservations_.end()) return nullptr;
-  auto p = t->second.find(party);
-  return p != t->second.end() ? &p->second : nullptr;
-}
-
 std::string DomainPods::onTaskResource(const sdk::Event& e) {
-  if (e.type == KH_EVENT_DELETED) return {}; // its times stay while the task's pods are held
-  const control::TaskResource r = control::taskResourceOfFields(
-      e.key, parseFields(e.fieldsJson, control::taskResourceSubscription().fields.size()));
-  if (r.task.empty()) return {};
-  const ReservationTimes times = {r.start ? r.start : r.created, r.reserved, r.schedulable};
-  ReservationTimes& held = reservations_[r.task][r.party];
-  if (held == times) return {};
-  held = times;
-  return r.task;
+  auto changed = reservations_.onEvent(e);
+  return changed ? changed->first : std::string();
 }
 
 std::optional<TimelineText> DomainPods::documentTextOf(const TaskTexts& task,
@@ -178,12 +162,12 @@ std::optional<TimelineText> DomainPods::documentTextOf(const TaskTexts& task,
     kContainersStart,
     kReserving // then reservedTime, schedulableTime
   };
-  static_assert(model::timeline::EntryTimes::fields()[kFirstReady].first == "firstReadyTime" &&
-                model::timeline::EntryTimes::fields()[kPullStart].first == "imagePullStartTime" &&
-                model::timeline::EntryTimes::fields()[kContainersStart].first ==
-                    "containersStartTime" &&
-                model::timeline::EntryTimes::fields()[kReserving].first == "reservingTime" &&
-                model::timeline::EntryTimes::fields()[kReserving + 2].first == "schedulableTime");
+  static_assert(
+      model::timeline::EntryTimes::fields()[kFirstReady].first == "firstReadyTime" &&
+      model::timeline::EntryTimes::fields()[kPullStart].first == "imagePullStartTime" &&
+      model::timeline::EntryTimes::fields()[kContainersStart].first == "containersStartTime" &&
+      model::timeline::EntryTimes::fields()[kReserving].first == control::kReservationTimes[0] &&
+      model::timeline::EntryTimes::fields()[kReserving + 2].first == control::kReservationTimes[2]);
   const std::string name(task.name);
   std::vector<std::pair<std::string, std::string>> uids; // entry key, pod UID (as withFacts())
   std::vector<EntryText> entries;
@@ -199,7 +183,7 @@ std::optional<TimelineText> DomainPods::documentTextOf(const TaskTexts& task,
       e.times = fields->times;
       e.podPhase = fields->podPhase;
       if (!pod) continue;
-      if (const ReservationTimes* r = reservationOf(name, namespaceOf(key)))
+      if (const control::ReservationTimes* r = reservations_.of(name, namespaceOf(key)))
         for (std::size_t i = 0; i < r->size(); ++i)
           if ((*r)[i]) e.times[kReserving + i] = (*r)[i];
       // This domain's own knowledge, where withFacts() merges it.
@@ -261,7 +245,7 @@ TimelineText DomainPods::documentText(const TaskStatusView& t, std::string_view 
 void DomainPods::forgetTask(const std::string& task) {
   for (auto it = pods_.begin(); it != pods_.end();)
     it = it->second.task == task ? pods_.erase(it) : std::next(it);
-  reservations_.erase(task);
+  reservations_.forget(task);
 }
 
 void DomainPods::sweep(int64_t nowNanos, int64_t orphanNanos, const Wanted& held,
@@ -276,8 +260,8 @@ void DomainPods::sweep(int64_t nowNanos, int64_t orphanNanos, const Wanted& held
   std::set<std::string_view> tasks;
   for (const auto& [key, p] : pods_)
     tasks.insert(p.task);
-  for (auto it = reservations_.begin(); it != reservations_.end();)
-    it = tasks.count(it->first) == 0 && !held(it->first) ? reservations_.erase(it) : std::next(it);
+  reservations_.forgetUnless(
+      [&](const std::string& task) { return tasks.count(task) > 0 || held(task); });
 }
 
 } // namespace kuscia_host::model

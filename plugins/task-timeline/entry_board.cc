@@ -1,6 +1,7 @@
 #include "entry_board.h"
 
 #include <kuscia_host/kube_text.hpp>
+#include <kuscia_model/control_plane.h>
 
 namespace kuscia_host::plugins::timeline {
 
@@ -11,9 +12,11 @@ nlohmann::json EntryFacts::toJson() const {
   if (firstReady) out["firstReadyTime"] = formatTime(*firstReady, TimePrecision::kAsGiven);
   if (containersStart)
     out["containersStartTime"] = formatTime(*containersStart, TimePrecision::kAsGiven);
-  for (auto [name, t] : {std::pair{"reservingTime", reserving}, std::pair{"reservedTime", reserved},
-                         std::pair{"schedulableTime", schedulable}})
-    if (t) out[name] = formatTime(*t, TimePrecision::kAsGiven);
+  const model::Instant reservation[] = {reserving, reserved, schedulable};
+  for (std::size_t i = 0; i < std::size(reservation); ++i)
+    if (reservation[i])
+      out[model::control::kReservationTimes[i]] =
+          formatTime(*reservation[i], TimePrecision::kAsGiven);
   if (facts) facts->fill(out);
   if (waiting)
     out["waiting"] = {{"phase", waiting->phase},

@@ -440,9 +440,7 @@ void TaskTimeline::onPod(const sdk::Event& e) {
                            p.loggedMalformed);
   }
   if (!p.containersStart && f.containersStart) p.containersStart = Instant{*f.containersStart};
-  if (auto held = reservations_.find(task); held != reservations_.end())
-    for (const auto& [trKey, r] : held->second)
-      if (r.party == model::namespaceOf(key)) applyReservation(p, r);
+  if (const auto* r = reservations_.of(task, model::namespaceOf(key))) applyReservation(p, *r);
   // Events of this incarnation that came before it.
   if (auto early = earlyEvents_.find(key); early != earlyEvents_.end()) {
     if (early->second.uid == p.uid && early->second.facts && !p.facts) {
@@ -501,39 +499,31 @@ void TaskTimeline::onPodEvent(const sdk::Event& e) {
   touch(*p.task, &key);
 }
 
-bool TaskTimeline::applyReservation(Pod& p, const model::control::TaskResource& r) {
-  const Instant reserving = r.start ? r.start : r.created;
-  if (p.reserving == reserving && p.reserved == Instant(r.reserved) &&
-      p.schedulable == Instant(r.schedulable))
+bool TaskTimeline::applyReservation(Pod& p, const model::control::ReservationTimes& r) {
+  const auto [reserving, reserved, schedulable] = r;
+  if (p.reserving == Instant(reserving) && p.reserved == Instant(reserved) &&
+      p.schedulable == Instant(schedulable))
     return false;
   p.reserving = reserving;
-  p.reserved = r.reserved;
-  p.schedulable = r.schedulable;
+  p.reserved = reserved;
+  p.schedulable = schedulable;
   return true;
 }
 
 void TaskTimeline::onTaskResource(const sdk::Event& e) {
-  const std::string key(e.key);
   if (e.type == KH_EVENT_DELETED) {
-    // Its pods keep the times they took (Kuscia deletes it with the group once the task
-    // succeeded); pods that come later find none.
-    for (auto it = reservations_.begin(); it != reservations_.end();) {
-      it->second.erase(key);
-      it = it->second.empty() ? reservations_.erase(it) : std::next(it);
-    }
+    // Its pods keep the times they took; with none of them here, nothing needs them any more.
+    const std::string task = model::control::taskResourceOfFields(e.key, e.fieldsJson).task;
+    if (pods_.members(task).empty()) reservations_.forget(task);
     return;
   }
-  model::control::TaskResource r = model::control::taskResourceOfFields(
-      key,
-      model::parseFields(e.fieldsJson, model::control::taskResourceSubscription().fields.size()));
-  if (r.task.empty()) return;
-  const std::string task = r.task;
-  const std::string party = r.party;
-  reservations_[task][key] = std::move(r);
-  const model::control::TaskResource& held = reservations_[task][key];
+  const auto changedParty = reservations_.onEvent(e);
+  if (!changedParty) return;
+  const auto& [task, party] = *changedParty;
+  const model::control::ReservationTimes& times = *reservations_.of(task, party);
   std::vector<std::string> changed;
   for (const std::string& pod : pods_.members(task))
-    if (model::namespaceOf(pod) == party && applyReservation(pods_.at(pod), held))
+    if (model::namespaceOf(pod) == party && applyReservation(pods_.at(pod), times))
       changed.push_back(pod);
   for (const std::string& pod : changed) {
     observe(pods_.at(pod));
@@ -933,7 +923,7 @@ std::optional<TaskTimeline::Task> TaskTimeline::cachedTask(const std::string& na
 void TaskTimeline::release(const std::string& name) {
   if (!pods_.members(name).empty() || !services_.members(name).empty()) return;
   tasks_.erase(name);
-  reservations_.erase(name);
+  reservations_.forget(name);
   writer_.forget(name); // also of a task settled before (not held, its contest kept)
   summarized_.erase(name);
   finished_->recheck(name);

@@ -186,7 +186,7 @@ private:
   // A TaskResource of the domain: its times go to its party's pods of the task.
   void onTaskResource(const sdk::Event& e);
   // Sets the pod's reservation times from its party's TaskResource; whether any changed.
-  static bool applyReservation(Pod& p, const model::control::TaskResource& r);
+  static bool applyReservation(Pod& p, const model::control::ReservationTimes& r);
   void onTask(const sdk::Event& e);
   // The other parties' entries of a task event as its split passed them (views into the event's
   // text): what the summary reads them from. `scanned` false: the text took the full parser.
@@ -291,9 +291,8 @@ private:
   std::string ownPrefix_; // "<domain>/": the keys of this domain's status entries
   uint64_t podSub_ = 0, serviceSub_ = 0, endpointsSub_ = 0, taskSub_ = 0, eventSub_ = 0;
   uint64_t taskResourceSub_ = 0;
-  // The domain's TaskResources by task, then by their key: for the pods that come after them.
-  std::unordered_map<std::string, std::map<std::string, model::control::TaskResource>>
-      reservations_;
+  // The domain's TaskResources' times: for the pods that come after them.
+  model::control::Reservations reservations_;
   uint64_t stuckTimer_ = 0;
   model::TaskObjects<Pod> pods_;         // this domain's task pods, "<ns>/<name>"
   model::TaskObjects<Service> services_; // this domain's task services

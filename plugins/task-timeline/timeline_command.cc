@@ -107,10 +107,11 @@ json reservationFacts(const sdk::CommandEnv& env, int32_t reader, const std::str
   for (const auto& item : list ? model::arrayOf(*list, "items") : json::array()) {
     const model::control::TaskResource r = model::control::taskResourceOf(item);
     if (r.task != task) continue;
-    for (auto [name, t] :
-         {std::pair{"reservingTime", r.start ? r.start : r.created},
-          std::pair{"reservedTime", r.reserved}, std::pair{"schedulableTime", r.schedulable}})
-      if (t) facts[name] = sdk::formatTime(*t, sdk::TimePrecision::kAsGiven);
+    const model::control::ReservationTimes times = model::control::reservationTimesOf(r);
+    for (std::size_t i = 0; i < times.size(); ++i)
+      if (times[i])
+        facts[model::control::kReservationTimes[i]] =
+            sdk::formatTime(*times[i], sdk::TimePrecision::kAsGiven);
   }
   return facts;
 }

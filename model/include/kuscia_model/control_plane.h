@@ -9,12 +9,15 @@
 
 #include <kuscia_host/plugin.hpp>
 
+#include <array>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace kuscia_host::model::control {
@@ -59,9 +62,34 @@ struct TaskResource {
 };
 TaskResource taskResourceOf(const nlohmann::json& object);
 // The subscription to the instance's domain's TaskResources, projected to what taskResourceOf
-// reads, and the TaskResource of such an event's fields ("<ns>/<name>" key).
+// reads, and the TaskResource of such an event's fields ("<ns>/<name>" key, the fields' JSON).
 sdk::Subscription taskResourceSubscription();
-TaskResource taskResourceOfFields(std::string_view key, const nlohmann::json& fields);
+TaskResource taskResourceOfFields(std::string_view key, std::string_view fieldsJson);
+
+// A party's reservation as its pods' entries carry it, in the order of kReservationTimes: when
+// it began (the TaskResource's startTime, else its creation), when the party reserved, when
+// every party had.
+inline constexpr std::array<const char*, 3> kReservationTimes = {"reservingTime", "reservedTime",
+                                                                 "schedulableTime"};
+using ReservationTimes = std::array<std::optional<int64_t>, 3>;
+ReservationTimes reservationTimesOf(const TaskResource& r);
+
+// The reservation times of each task's parties, as the events of taskResourceSubscription() give
+// them. A TaskResource's deletion (Kuscia deletes them with the group once the task succeeded)
+// keeps its times: its pods still reserved when they did, until the owner forgets the task.
+class Reservations {
+public:
+  // The task and the party whose times the event changed; nullopt when it changed none.
+  std::optional<std::pair<std::string, std::string>> onEvent(const sdk::Event& e);
+  // The task's party's times, nullptr when none is known.
+  const ReservationTimes* of(const std::string& task, std::string_view party) const;
+  void forget(const std::string& task);
+  // Forgets every task that `keep` does not keep.
+  void forgetUnless(const std::function<bool(const std::string& task)>& keep);
+
+private:
+  std::map<std::string, std::map<std::string, ReservationTimes, std::less<>>> byTask_;
+};
 
 // The group of a task's reservations (cluster-scoped, named after the task).
 struct TaskResourceGroup {

@@ -8,9 +8,9 @@
 #pragma once
 
 #include <kuscia_host/plugin.hpp>
+#include <kuscia_model/control_plane.h>
 #include <kuscia_model/pod_events.h>
 
-#include <array>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -109,15 +109,8 @@ private:
   // `build(parts, uids)` of the document's parts, this domain's facts merged.
   template <typename Build> auto build(const TaskStatusView& t, const Build& build) const;
 
-  // The reservation times of a party's pods ("reservingTime", "reservedTime", "schedulableTime":
-  // EntryTimes::fields() 8..10), none when unknown.
-  using ReservationTimes = std::array<std::optional<int64_t>, 3>;
-  // The task's party's reservation, nullptr when none is known.
-  const ReservationTimes* reservationOf(const std::string& task, std::string_view party) const;
-
   std::map<std::string, PodState, std::less<>> pods_; // "<ns>/<name>"
-  // task -> party -> its TaskResource's times
-  std::map<std::string, std::map<std::string, ReservationTimes, std::less<>>> reservations_;
+  control::Reservations reservations_;                // each party's TaskResource's times
 };
 
 } // namespace kuscia_host::model
