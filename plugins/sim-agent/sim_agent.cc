@@ -166,7 +166,7 @@ SimAgent::SimAgent(sdk::Host host, std::string_view domain, std::string_view con
     trs.version = model::kKusciaVersion;
     trs.resource = "taskresources";
     trs.scope = KH_SCOPE_ALL; // every party's: the group waits for all of them
-    trs.fields = {"/metadata/annotations/kuscia.secretflow~1task-id", "/status/phase"};
+    trs.fields = {model::kTaskIdPointer, "/status/phase"};
     taskResourceSub_ = host.subscribe(trs);
   }
 }
@@ -278,9 +278,7 @@ void SimAgent::ensure(const std::string& task) {
     send(model::taskStatusPatch(config_.taskNamespace, task,
                                 {{"phase", "Pending"}, {"startTime", now()}}));
   }
-  json party;
-  for (const auto& p : t.parties)
-    if (p.is_object() && p.value("domainID", "") == domain_) party = p;
+  const json party = ownParty(t);
   for (int i = 0; i < config_.podsPerParty; ++i) {
     std::string name = podName(task, party, i);
     std::string key = domain_ + "/" + name;
@@ -295,60 +293,15 @@ void SimAgent::ensure(const std::string& task) {
   if (reserves(t) && !t.reserving) createTaskResource(task, it->second);
 }
 
-bool SimAgent::reserves(const Task& t) const {
-  return config_.reserveMillis >= 0 && !p2p_ && t.fault != "route-down";
+json SimAgent::ownParty(const Task& t) const {
+  json party;
+  for (const auto& p : t.parties)
+    if (p.is_object() && p.value("domainID", "") == domain_) party = p;
+  return party;
 }
 
-void SimAgent::createTaskResource(const std::string& task, Task& t) {
-  t.reserving = true;
-  const std::string at = now();
-  t.reservingAt = at;
-  json pods = json::array();
-  for (int i = 0; i < config_.podsPerParty; ++i) {
-    json party;
-    for (const auto& p : t.parties)
-      if (p.is_object() && p.value("domainID", "") == domain_) party = p;
-    pods.push_back({{"name", podName(task, party, i)}, {"resources", json::object()}});
-  }
-  json tr = {
-      {"apiVersion", "kuscia.secretflow/v1alpha1"},
-      {"kind", "TaskResource"},
-      {"metadata",
-       {{"name", taskResourceName(task)},
-        {"namespace", domain_},
-        {"labels", {{"kuscia.secretflow/task-resource-group-uid", t.uid}}},
-        {"annotations",
-         {{"kuscia.secretflow/initiator", t.initiator},
-          {model::kTaskIdAnnotation, task},
-          {"kuscia.secretflow/task-resource-group", task}}}}},
-      {"spec",
-       {{"minReservedPods", config_.podsPerParty},
-        {"resourceReservedSeconds", 30},
-        {"initiator", t.initiator},
-        {"pods", pods}}},
-      {"status",
-       {{"phase", "Reserving"},
-        {"startTime", at},
-        {"lastTransitionTime", at},
-        {"conditions", json::array({{{"type", "Reserving"},
-                                     {"status", "True"},
-                                     {"reason", "Create task resource from task resource group"},
-                                     {"lastTransitionTime", at}}})}}}};
-  sdk::KubeRequest r;
-  r.verb = KH_KUBE_CREATE;
-  r.group = model::kKusciaGroup;
-  r.version = model::kKusciaVersion;
-  r.resource = "taskresources";
-  r.namespaceName = domain_;
-  r.body = tr.dump();
-  send(r);
-  // A party whose pods the scheduler cannot place never reserves.
-  if (t.fault == "unschedulable" && t.faultParty == domain_) return;
-  try {
-    timers_[host().startTimer(static_cast<uint64_t>(delay(config_.reserveMillis)), 0, kReserve)] =
-        task;
-  } catch (const sdk::HostError&) {
-  }
+bool SimAgent::reserves(const Task& t) const {
+  return config_.reserveMillis >= 0 && !p2p_ && t.fault != "route-down";
 }
 
 namespace {
@@ -369,21 +322,76 @@ json trCondition(const char* type, const char* reason, const std::string& at) {
 }
 } // namespace
 
+// This domain's TaskResource's conditions as Kuscia writes them, each kept with its time: Reserving
+// (the group created it), Reserved once the party reserved, Schedulable at `schedulableAt` ("":
+// not yet).
+json SimAgent::reservationConditions(const Task& t, const std::string& schedulableAt) {
+  json out = json::array(
+      {trCondition("Reserving", "Create task resource from task resource group", t.reservingAt)});
+  if (!t.reservedAt.empty())
+    out.push_back(
+        trCondition("Reserved", "The min set of pods has already reserved resource", t.reservedAt));
+  if (!schedulableAt.empty())
+    out.push_back(trCondition("Schedulable", "Pods belonging to task resource group can be bound",
+                              schedulableAt));
+  return out;
+}
+
+void SimAgent::createTaskResource(const std::string& task, Task& t) {
+  t.reserving = true;
+  const std::string at = now();
+  t.reservingAt = at;
+  const json party = ownParty(t);
+  json pods = json::array();
+  for (int i = 0; i < config_.podsPerParty; ++i)
+    pods.push_back({{"name", podName(task, party, i)}, {"resources", json::object()}});
+  json tr = {{"apiVersion", "kuscia.secretflow/v1alpha1"},
+             {"kind", "TaskResource"},
+             {"metadata",
+              {{"name", taskResourceName(task)},
+               {"namespace", domain_},
+               {"labels", {{"kuscia.secretflow/task-resource-group-uid", t.uid}}},
+               {"annotations",
+                {{"kuscia.secretflow/initiator", t.initiator},
+                 {model::kTaskIdAnnotation, task},
+                 {"kuscia.secretflow/task-resource-group", task}}}}},
+             {"spec",
+              {{"minReservedPods", config_.podsPerParty},
+               {"resourceReservedSeconds", 30},
+               {"initiator", t.initiator},
+               {"pods", pods}}},
+             {"status",
+              {{"phase", "Reserving"},
+               {"startTime", at},
+               {"lastTransitionTime", at},
+               {"conditions", reservationConditions(t)}}}};
+  sdk::KubeRequest r;
+  r.verb = KH_KUBE_CREATE;
+  r.group = model::kKusciaGroup;
+  r.version = model::kKusciaVersion;
+  r.resource = "taskresources";
+  r.namespaceName = domain_;
+  r.body = tr.dump();
+  send(r);
+  // A party whose pods the scheduler cannot place never reserves.
+  if (t.fault == "unschedulable" && t.faultParty == domain_) return;
+  try {
+    timers_[host().startTimer(static_cast<uint64_t>(delay(config_.reserveMillis)), 0, kReserve)] =
+        task;
+  } catch (const sdk::HostError&) {
+  }
+}
+
 void SimAgent::reserve(const std::string& task) {
   auto it = tasks_.find(task);
   if (it == tasks_.end() || model::finishedPhase(it->second.phase)) return;
   const std::string at = now();
   it->second.reservedAt = at;
   // As kuscia-scheduler's PreBind writes it (the Reserving condition kept, Reserved added).
-  send(taskResourcePatch(
-      domain_, taskResourceName(task),
-      {{"phase", "Reserved"},
-       {"lastTransitionTime", at},
-       {"conditions",
-        json::array(
-            {trCondition("Reserving", "Create task resource from task resource group",
-                         it->second.reservingAt),
-             trCondition("Reserved", "The min set of pods has already reserved resource", at)})}}));
+  send(taskResourcePatch(domain_, taskResourceName(task),
+                         {{"phase", "Reserved"},
+                          {"lastTransitionTime", at},
+                          {"conditions", reservationConditions(it->second)}}));
 }
 
 void SimAgent::onTaskResource(const sdk::Event& e) {
@@ -409,19 +417,11 @@ void SimAgent::onTaskResource(const sdk::Event& e) {
           other.task == r.task && (other.phase == "Reserved" || other.phase == "Schedulable");
     if (reserved >= t->second.parties.size()) {
       const std::string at = now();
-      send(taskResourcePatch(
-          domain_, taskResourceName(r.task),
-          {{"phase", "Schedulable"},
-           {"lastTransitionTime", at},
-           {"completionTime", at},
-           {"conditions",
-            json::array(
-                {trCondition("Reserving", "Create task resource from task resource group",
-                             t->second.reservingAt),
-                 trCondition("Reserved", "The min set of pods has already reserved resource",
-                             t->second.reservedAt),
-                 trCondition("Schedulable", "Pods belonging to task resource group can be bound",
-                             at)})}}));
+      send(taskResourcePatch(domain_, taskResourceName(r.task),
+                             {{"phase", "Schedulable"},
+                              {"lastTransitionTime", at},
+                              {"completionTime", at},
+                              {"conditions", reservationConditions(t->second, at)}}));
     }
     return;
   }
@@ -488,9 +488,7 @@ void SimAgent::failPreCheck(const std::string& task, Task& t) {
 }
 
 void SimAgent::createPod(const std::string& task, const Task& t, int index) {
-  json party;
-  for (const auto& p : t.parties)
-    if (p.is_object() && p.value("domainID", "") == domain_) party = p;
+  const json party = ownParty(t);
   std::string role = party.is_object() ? party.value("role", "") : "";
   std::string name = podName(task, party, index);
   std::string identity = t.uid + (role.empty() ? "" : "-" + role) + "-" + std::to_string(index);

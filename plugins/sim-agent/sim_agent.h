@@ -104,6 +104,10 @@ private:
   // route-down: the task fails at its route pre-check (this domain's task controller) or for
   // the partner whose pre-check failed (p2p), as Kuscia writes it.
   void failPreCheck(const std::string& task, Task& t);
+  // The task's party entry of this domain (null when it has none).
+  nlohmann::json ownParty(const Task& t) const;
+  // This domain's TaskResource's conditions, each with its time kept (Schedulable when given).
+  static nlohmann::json reservationConditions(const Task& t, const std::string& schedulableAt = "");
   // reserveMillis (centralized): whether the task's pods reserve through TaskResources.
   bool reserves(const Task& t) const;
   // Creates this domain's TaskResource of the task, Reserving, and its reservation's timer.
