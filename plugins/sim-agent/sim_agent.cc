@@ -160,6 +160,7 @@ SimAgent::SimAgent(sdk::Host host, std::string_view domain, std::string_view con
   services.scope = KH_SCOPE_DOMAIN;
   services.fields = {model::kTaskIdPointer};
   serviceSub_ = host.subscribe(services);
+  jobs_.emplace(host, domain_, p2p_, config_.taskNamespace, config_.approveMillis);
   if (config_.reserveMillis >= 0 && !p2p_) {
     sdk::Subscription trs;
     trs.group = model::kKusciaGroup;
@@ -202,8 +203,10 @@ void SimAgent::onEvent(const sdk::Event& e) {
   if (e.type == KH_EVENT_SYNCED) {
     for (const auto& [task, t] : tasks_)
       ensure(task);
+    jobs_->onEvent(e);
     return;
   }
+  if (e.subscriptionId == jobs_->subscription()) return jobs_->onEvent(e);
   if (e.subscriptionId == taskSub_) return onTask(e);
   if (e.subscriptionId == podSub_) return onPod(e);
   if (e.subscriptionId == taskResourceSub_ && taskResourceSub_ != 0) return onTaskResource(e);
@@ -219,9 +222,11 @@ void SimAgent::onTask(const sdk::Event& e) {
   std::string name(model::nameOf(e.key));
   if (e.type == KH_EVENT_DELETED) {
     tasks_.erase(name);
+    jobs_->onTask(name, "", true);
     return;
   }
   json f = model::parseFields(e.fieldsJson, kTaskFieldCount);
+  jobs_->onTask(name, model::fieldString(f, kPhase), false);
   Task& t = tasks_[name];
   t.uid = std::string(e.uid);
   t.resourceVersion = std::string(e.resourceVersion);
@@ -696,6 +701,7 @@ void SimAgent::advance(const std::string& key) {
 }
 
 void SimAgent::onTimer(uint64_t timerId, uint64_t userTag) {
+  if (userTag == SimJobs::kApproveTag) return jobs_->onTimer(timerId);
   auto it = timers_.find(timerId);
   if (it == timers_.end()) return;
   std::string target = std::move(it->second);

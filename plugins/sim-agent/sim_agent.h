@@ -35,12 +35,14 @@
 #include <cstdint>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <random>
 #include <set>
 #include <string>
 #include <string_view>
 
 #include "sim_config.h"
+#include "sim_jobs.h"
 
 namespace kuscia_host::plugins::sim {
 
@@ -93,6 +95,7 @@ private:
     kExpiry = 5,
     kReserve = 6
   };
+  static_assert(SimJobs::kApproveTag == 7);
 
   void onTask(const sdk::Event& e);
   // The host may forget the task (ABI 1.3): it is finished and cleaned up.
@@ -149,6 +152,7 @@ private:
 
   SimConfig config_;
   std::string domain_;
+  std::optional<SimJobs> jobs_; // the KusciaJobs' controller
   bool p2p_ = false;
   uint64_t taskSub_ = 0, podSub_ = 0, serviceSub_ = 0, taskResourceSub_ = 0;
   std::map<std::string, Reservation> taskResources_; // "<ns>/<name>"

@@ -30,6 +30,9 @@ const std::vector<sdk::ConfigKey>& simConfigKeys() {
        "each party's pods reserve through a TaskResource (Kuscia's gang reservation): Reserved "
        "this long after its creation, the pods bound once every party's is, in centralized mode "
        "(-1: no TaskResource; scheduleMillis then binds them)"},
+      {"approveMillis", "integer", "phaseMillis",
+       "a KusciaJob awaiting approval (p2p, or a party annotated approval-wait): each other "
+       "party accepts this long after (a party playing approval-wait: eight times as long)"},
       {"distribution", "string", "fixed",
        "how each delay is drawn around its value: fixed, uniform (within +-spread) or lognormal "
        "(median the value, sigma spread)"},
@@ -79,6 +82,7 @@ SimConfig parseSimConfig(std::string_view json) {
   c.runMillis = r.integer("runMillis", phase * 3, 0, 86400000);
   c.cleanupMillis = r.integer("cleanupMillis", -1, -1, 86400000);
   c.reserveMillis = r.integer("reserveMillis", -1, -1, 600000);
+  c.approveMillis = r.integer("approveMillis", phase, 0, 600000);
   std::string d = r.oneOf("distribution", "fixed", {"fixed", "uniform", "lognormal"});
   c.distribution = d == "uniform"     ? SimConfig::Distribution::kUniform
                    : d == "lognormal" ? SimConfig::Distribution::kLognormal

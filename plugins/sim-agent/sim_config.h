@@ -31,6 +31,8 @@ struct SimConfig {
   // >= 0: each party reserves through a TaskResource, Reserved this long after its creation;
   // the pods are bound once every party's is (centralized mode). -1: no TaskResource.
   int64_t reserveMillis = -1;
+  // A partner's approval of a KusciaJob that awaits it (a party playing approval-wait: 8x).
+  int64_t approveMillis = 1000;
   Distribution distribution = Distribution::kFixed;
   double spread = 0.5;
   int64_t seed = 1;

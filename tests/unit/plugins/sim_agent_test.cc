@@ -267,6 +267,126 @@ TEST(SimAgentTest, APartyReservesThroughItsTaskResourceAndBindsWhenEveryPartyHas
   EXPECT_EQ(json::parse(bind->body)["spec"]["nodeName"], "alice-node-0");
 }
 
+// A job of two tasks, the second depending on the first, held in approval by bob: the job's
+// status as Kuscia's kusciajob controller writes it, its tasks created as their dependencies
+// succeed.
+TEST(SimAgentTest, AJobAwaitsItsPartnersApprovalThenCreatesItsTasksInDependencyOrder) {
+  testing::FakeHost host("alice", "centralized");
+  ASSERT_TRUE(host.create(descriptor(), R"({"approveMillis": 100})"));
+  ASSERT_TRUE(host.start());
+  json job = {{"apiVersion", "kuscia.secretflow/v1alpha1"},
+              {"kind", "KusciaJob"},
+              {"metadata",
+               {{"name", "job-1"},
+                {"namespace", "cross-domain"},
+                {"uid", "job-uid"},
+                {"resourceVersion", "1"},
+                {"creationTimestamp", "2023-11-14T22:13:20Z"},
+                {"annotations", {{"sim.kuscia-host/fault", "bob=approval-wait"}}}}},
+              {"spec",
+               {{"initiator", "alice"},
+                {"maxParallelism", 2},
+                {"tasks",
+                 {{{"alias", "psi"},
+                   {"taskID", "job-1-psi"},
+                   {"appImage", "secretflow-image"},
+                   {"taskInputConfig", "{}"},
+                   {"scheduleConfig", {{"lifecycleSeconds", 30}}},
+                   {"parties", {{{"domainID", "alice"}}, {{"domainID", "bob"}}}}},
+                  {{"alias", "train"},
+                   {"taskID", "job-1-train"},
+                   {"dependencies", {"psi"}},
+                   {"appImage", "secretflow-image"},
+                   {"parties", {{{"domainID", "alice"}}, {{"domainID", "bob"}}}}}}}}}};
+  auto status = [&] {
+    const auto* r = last(host, "kusciajobs", KH_KUBE_PATCH, "status");
+    return r == nullptr ? json() : json::parse(r->body)["status"];
+  };
+  auto apply = [&](int version) {
+    job.merge_patch(json{{"status", status()}});
+    job["metadata"]["resourceVersion"] = std::to_string(version);
+    deliver(host, "kusciajobs", KH_EVENT_MODIFIED, job);
+  };
+  deliver(host, "kusciajobs", KH_EVENT_ADDED, job);
+  EXPECT_EQ(status()["phase"], "AwaitingApproval");
+  EXPECT_EQ(status()["approveStatus"], json({{"alice", "JobAccepted"}}));
+  EXPECT_EQ(status()["conditions"][0]["type"], "JobValidated");
+  apply(2);
+  host.advanceMillis(700);
+  EXPECT_EQ(status()["phase"], "AwaitingApproval") << "bob approves by hand: eight times as long";
+  host.advanceMillis(100);
+  EXPECT_EQ(status()["approveStatus"], json({{"bob", "JobAccepted"}}));
+  apply(3);
+  EXPECT_EQ(status()["phase"], "Pending");
+  apply(4);
+  EXPECT_EQ(status()["phase"], "Running");
+  apply(5);
+  // The first task only: the second waits for its dependency.
+  std::vector<json> created;
+  for (const auto& r : host.requests())
+    if (r.resource == "kusciatasks" && r.verb == KH_KUBE_CREATE)
+      created.push_back(json::parse(r.body));
+  ASSERT_EQ(created.size(), 1u);
+  const json& psi = created[0];
+  EXPECT_EQ(psi["metadata"]["name"], "job-1-psi");
+  EXPECT_EQ(psi["metadata"]["labels"]["kuscia.secretflow/job-uid"], "job-uid");
+  EXPECT_EQ(psi["metadata"]["annotations"]["kuscia.secretflow/job-id"], "job-1");
+  EXPECT_EQ(psi["metadata"]["annotations"]["kuscia.secretflow/task-alias"], "psi");
+  EXPECT_FALSE(psi["metadata"]["annotations"].contains("sim.kuscia-host/fault"))
+      << "approval-wait is the job's, not the task's";
+  EXPECT_EQ(psi["metadata"]["ownerReferences"][0]["uid"], "job-uid");
+  EXPECT_EQ(psi["spec"]["scheduleConfig"]["lifecycleSeconds"], 30);
+  EXPECT_EQ(psi["spec"]["parties"][1],
+            json({{"domainID", "bob"}, {"appImageRef", "secretflow-image"}}));
+  json t = psi;
+  t["metadata"]["uid"] = "task-uid";
+  t["metadata"]["resourceVersion"] = "6";
+  deliver(host, "kusciatasks", KH_EVENT_ADDED, t);
+  EXPECT_EQ(status()["taskStatus"], json({{"job-1-psi", "Pending"}}));
+  apply(7);
+  t["status"] = {{"phase", "Succeeded"}, {"completionTime", "2023-11-14T22:13:30Z"}};
+  deliver(host, "kusciatasks", KH_EVENT_MODIFIED, t);
+  created.clear();
+  for (const auto& r : host.requests())
+    if (r.resource == "kusciatasks" && r.verb == KH_KUBE_CREATE)
+      created.push_back(json::parse(r.body));
+  ASSERT_EQ(created.size(), 2u);
+  EXPECT_EQ(created[1]["metadata"]["name"], "job-1-train");
+  json train = created[1];
+  train["metadata"]["uid"] = "task-uid-2";
+  train["status"] = {{"phase", "Failed"}};
+  deliver(host, "kusciatasks", KH_EVENT_ADDED, train);
+  EXPECT_EQ(status()["phase"], "Failed");
+  EXPECT_TRUE(status().contains("completionTime"));
+}
+
+// Without a party that approves by hand, a centralized job does not await approval (Kuscia's
+// kusciajob controller approves only interconnection jobs); in p2p every job does.
+TEST(SimAgentTest, OnlyP2pJobsAwaitApprovalUnlessAPartyApprovesByHand) {
+  for (const char* mode : {"centralized", "p2p"}) {
+    testing::FakeHost host("alice", mode);
+    ASSERT_TRUE(host.create(descriptor(), "{}"));
+    ASSERT_TRUE(host.start());
+    json job = {{"metadata",
+                 {{"name", "job-2"},
+                  {"namespace", "cross-domain"},
+                  {"uid", "u"},
+                  {"resourceVersion", "1"}}},
+                {"spec",
+                 {{"initiator", "alice"},
+                  {"tasks",
+                   {{{"alias", "a"},
+                     {"taskID", "job-2-a"},
+                     {"parties", {{{"domainID", "alice"}}, {{"domainID", "bob"}}}}}}}}}};
+    deliver(host, "kusciajobs", KH_EVENT_ADDED, job);
+    const auto* r = last(host, "kusciajobs", KH_KUBE_PATCH, "status");
+    ASSERT_NE(r, nullptr) << mode;
+    EXPECT_EQ(json::parse(r->body)["status"]["phase"],
+              std::string(mode) == "p2p" ? "AwaitingApproval" : "Pending")
+        << mode;
+  }
+}
+
 TEST(SimAgentTest, TheTaskRunsWhenItsPodsAreReadyThenSucceeds) {
   testing::FakeHost host("alice", "p2p"); // p2p: this cluster holds alice's pods only
   ASSERT_TRUE(host.create(descriptor(), R"({"runMillis": 500})"));
