@@ -205,6 +205,7 @@ Job jobOf(const json& object) {
   const json& spec = objectOf(object, "spec");
   const json& status = objectOf(object, "status");
   j.name = textOf(meta, "name");
+  j.namespaceName = textOf(meta, "namespace");
   j.initiator = textOf(spec, "initiator");
   j.phase = textOf(status, "phase");
   j.reason = textOf(status, "reason");

@@ -109,7 +109,7 @@ TaskResourceGroup taskResourceGroupOf(const nlohmann::json& object);
 
 // A job: its approval by the parties and its tasks' queue.
 struct Job {
-  std::string name, initiator, phase, reason, message;
+  std::string name, namespaceName, initiator, phase, reason, message;
   std::optional<int64_t> created, start, completion;
   // approveStatus: party -> JobAccepted | JobRejected (no time: Kuscia writes none).
   std::map<std::string, std::string> approvals;
