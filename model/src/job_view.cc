@@ -16,7 +16,6 @@ using nlohmann::json;
 
 namespace {
 
-
 std::optional<int64_t> timeOf(const json& obj, const char* key) {
   const std::string text = textOf(obj, key);
   if (text.empty()) return std::nullopt;
@@ -120,9 +119,10 @@ TaskTimes timesOf(const std::map<std::string, json>& tasks, const std::string& n
 // queued: the job left approval (or the task's last dependency finished) -> the task created.
 json queuedOf(const Job& job, const Job::Task& task,
               const std::map<std::string, TaskTimes>& byAlias, std::optional<int64_t> approvalEnd,
-              const TaskTimes& mine, int64_t now) {
+              bool approved, const TaskTimes& mine, int64_t now) {
   std::optional<int64_t> from = approvalEnd;
-  std::string after = "approval";
+  std::string after = approved ? "approval" : "";
+  bool first = true;
   for (const auto& d : task.dependencies) {
     auto it = byAlias.find(d);
     if (it == byAlias.end() || !it->second.completion) {
@@ -130,10 +130,11 @@ json queuedOf(const Job& job, const Job::Task& task,
       after.clear();
       break;
     }
-    if (after == "approval" || *it->second.completion >= *from) {
+    if (first || *it->second.completion >= *from) {
       from = it->second.completion;
       after = d;
     }
+    first = false;
   }
   json p = phaseOf("queued", from, mine.created, !finishedJob(job.phase), now);
   if (!from) return p;
@@ -190,12 +191,11 @@ Observations observationsOf(std::string_view annotation) {
 
 std::string observationsText(const Observations& o) {
   json j = {{"v", 1}};
-  auto millis = [](int64_t ns) { return sdk::formatTime(ns, sdk::TimePrecision::kMillis); };
-  if (o.awaiting) j["awaiting"] = millis(*o.awaiting);
-  if (o.approved) j["approved"] = millis(*o.approved);
+  if (o.awaiting) j["awaiting"] = timeText(*o.awaiting);
+  if (o.approved) j["approved"] = timeText(*o.approved);
   json accepted = json::object();
   for (const auto& [party, at] : o.accepted)
-    accepted[boundedText(party, 253)] = millis(at);
+    accepted[boundedText(party, 253)] = timeText(at);
   if (!accepted.empty()) j["accepted"] = accepted;
   return j.dump();
 }
@@ -206,8 +206,9 @@ std::string observationsPatch(const Observations& o) {
 
 bool observe(Observations& o, const Job& job, int64_t nowNanos, bool watched) {
   const Observations before = o;
-  // Whole milliseconds, as the annotation keeps them: a restarted host reads the same.
-  nowNanos -= nowNanos % 1000000;
+  // Whole seconds, as Kuscia writes every time the view compares it with (a task created in the
+  // second the job left approval did not wait a negative time); the precision the view states.
+  nowNanos -= nowNanos % 1000000000;
   if (job.phase == "AwaitingApproval") {
     if (!o.awaiting) o.awaiting = nowNanos;
     if (watched)
@@ -221,6 +222,17 @@ bool observe(Observations& o, const Job& job, int64_t nowNanos, bool watched) {
         o.accepted.try_emplace(party, nowNanos);
   }
   return !(o == before);
+}
+
+json jobContext(const json& jobDoc, std::string_view task) {
+  for (const auto& t : arrayOf(jobDoc, "tasks"))
+    if (textOf(t, "task") == task) {
+      json out = {{"job", textOf(jobDoc, "job")}, {"alias", textOf(t, "alias")}};
+      if (jobDoc.contains("approval")) out["approval"] = jobDoc["approval"];
+      out["queued"] = objectOf(t, "queued");
+      return out;
+    }
+  return nullptr;
 }
 
 std::vector<const Job::Task*> dependencyOrder(const Job& job) {
@@ -272,7 +284,7 @@ json jobDocument(const Job& job, const Observations& o, const std::map<std::stri
   for (const Job::Task* t : dependencyOrder(job)) {
     const TaskTimes& mine = byAlias[t->alias];
     json out = {{"alias", t->alias}, {"task", t->name}, {"dependencies", t->dependencies}};
-    json queued = queuedOf(job, *t, byAlias, approvalEnd, mine, nowNanos);
+    json queued = queuedOf(job, *t, byAlias, approvalEnd, doc.contains("approval"), mine, nowNanos);
     if (mine.doc != nullptr) {
       const json& summary = objectOf(*mine.doc, "summary");
       out["phase"] = textOf(*mine.doc, "phase");

@@ -120,6 +120,30 @@ std::map<std::string, std::vector<std::string>> criticalPhases(const json& summa
 
 } // namespace
 
+namespace {
+
+// "before it, in job demo-job-1: approval 2.0s (bob accepted last), queued 1.0s (dependencies)":
+// what came before the task in its job (its document's "job").
+std::string beforeText(const json& job) {
+  auto secondsOf = [](const json& p) {
+    return p.contains("seconds") && p["seconds"].is_number() ? seconds(p["seconds"].get<double>())
+                                                             : std::string("?");
+  };
+  std::string out = "before it, in job " + job.value("job", std::string()) + ":";
+  if (job.contains("approval") && job["approval"].is_object()) {
+    const json& a = job["approval"];
+    out += " approval " + secondsOf(a);
+    if (a.contains("party")) out += " (" + a.value("party", std::string()) + ")";
+    out += ",";
+  }
+  const json q = job.value("queued", json::object());
+  out += " queued " + secondsOf(q);
+  if (q.contains("reason")) out += " (" + q.value("reason", std::string()) + ")";
+  return out + "\n";
+}
+
+} // namespace
+
 std::string renderTimelineSummary(const json& doc) {
   json s = summaryOf(doc);
   std::string out;
@@ -153,6 +177,7 @@ std::string renderTimelineSummary(const json& doc) {
               std::to_string(p.value("entries", 0)) + " ready";
   }
   if (!line.empty()) out += line + "\n";
+  if (doc.contains("job") && doc["job"].is_object()) out += beforeText(doc["job"]);
   if (s.contains("criticalPath") && !s["criticalPath"].empty()) {
     out += "critical path:\n";
     for (const auto& p : s["criticalPath"])

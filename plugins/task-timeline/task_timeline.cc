@@ -231,8 +231,13 @@ TaskTimeline::TaskTimeline(sdk::Host host, std::string_view domain, std::string_
                     [this](const std::string& task) { return busy(task); });
   finished_->waitFor(podSub_);
   finished_->waitFor(serviceSub_);
+  jobs_.emplace(
+      host, config_.taskNamespace,
+      [this](const std::string& initiator) { return counts(initiator); },
+      [this](const std::string& task) { return timeline(task, false, false); });
   board_.addDomain(domain_);
   host.registerRoute("/api/v1/timelines");
+  host.registerRoute("/api/v1/jobs");
   host.registerRoute(std::string(kPagePrefix));
 }
 
@@ -274,6 +279,7 @@ void TaskTimeline::onEvent(const sdk::Event& e) {
   }
   if (e.subscriptionId == eventSub_) return onPodEvent(e);
   if (e.subscriptionId == taskResourceSub_) return onTaskResource(e);
+  if (e.subscriptionId == jobs_->subscription()) return jobs_->onEvent(e);
 }
 
 void TaskTimeline::onTimer(uint64_t timerId, uint64_t /*userTag*/) {
@@ -299,6 +305,7 @@ void TaskTimeline::onTimer(uint64_t timerId, uint64_t /*userTag*/) {
 
 void TaskTimeline::onKubeResult(const sdk::KubeResult& result) {
   if (result.userTag == kKeptFactsTag) return onKeptFacts(result);
+  if (jobs_->onKubeResult(result)) return;
   writer_.onKubeResult(result);
 }
 

@@ -46,6 +46,7 @@
 #include <unordered_set>
 
 #include "entry_board.h"
+#include "job_watch.h"
 #include "timeline_config.h"
 #include <kuscia_model/finished_tasks.h>
 #include <kuscia_model/kuscia.h>
@@ -76,11 +77,20 @@ public:
   void onTimer(uint64_t timerId, uint64_t userTag) override;
   void onKubeResult(const sdk::KubeResult& result) override;
   void onHttpRequest(const sdk::HttpRequest& request, sdk::HttpResponse& response) override;
+  // /api/v1/jobs (`rest` empty: the list) and /api/v1/jobs/<job>.
+  void serveJob(std::string_view rest, std::string_view query, sdk::HttpResponse& response) const;
+  // The job's document (what /api/v1/jobs/<job> answers); nullopt when unknown here.
+  std::optional<nlohmann::json> jobTimeline(const std::string& job) const {
+    return jobs_->document(job);
+  }
 
   // The timeline document of one task (what /api/v1/timelines/<task> answers); nullopt when the
   // task is unknown. The list of tasks when `task` is empty.
   // `phases`: each entry's phases too (what the page draws; not needed for the summary).
-  std::optional<nlohmann::json> timeline(const std::string& task, bool phases = true) const;
+  // `withJob`: what came before the task in its KusciaJob ("job": its approval, the task's
+  // queue), when the task is a job's.
+  std::optional<nlohmann::json> timeline(const std::string& task, bool phases = true,
+                                         bool withJob = true) const;
   // At most `limit` tasks, newest first (createTime, then name), after the one `after` names
   // (a "continue" token of the answer before); with "continue" when more follow. Every task the
   // host's cache has is looked at, but only its phase and creation are read, from the start of
@@ -329,6 +339,7 @@ private:
   sdk::Metric imagePull_, containersStart_, taskStartup_, criticalPath_, blamed_;
   sdk::Metric negative_, malformed_, stuck_, keptWrites_, failures_, stuckTasks_;
   model::StatusWriter writer_;
+  std::optional<JobWatch> jobs_; // the KusciaJobs: their view and observed times
 };
 
 } // namespace kuscia_host::plugins::timeline

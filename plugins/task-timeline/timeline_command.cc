@@ -2,6 +2,7 @@
 
 #include <kuscia_host/kube_text.hpp>
 #include <kuscia_model/control_plane.h>
+#include <kuscia_model/job_view.h>
 #include <kuscia_model/json_member.h>
 #include <kuscia_model/kept_facts.h>
 #include <kuscia_model/pod_events.h>
@@ -15,6 +16,7 @@
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -27,6 +29,7 @@ namespace {
 
 struct Options {
   std::vector<std::string> tasks;
+  std::vector<std::string> jobs; // --job: each job's tasks, and the job view
   std::string taskNamespace = "cross-domain";
   std::vector<std::string> kubeconfigs; // none: in-cluster, else $KUBECONFIG or ~/.kube/config
   std::string server, tokenFile, caFile;
@@ -125,6 +128,12 @@ json clusterTimeline(const sdk::CommandEnv& env, int32_t reader, const std::stri
                                              "/kusciatasks/" + task));
   model::applyKeptFacts(obj); // what was kept of pods that may be gone, under what is there
   json doc = tl::fromTask(obj);
+  // Its job, whose view says what came before the task (Sources::timeline).
+  if (std::string job =
+          model::textOf(model::objectOf(model::objectOf(obj, "metadata"), "annotations"),
+                        "kuscia.secretflow/job-id");
+      !job.empty())
+    doc["job"] = {{"job", job}};
   const json pods = obj.value("status", json::object()).value("podStatuses", json::object());
   std::map<std::string, json> reservations; // by party
   for (const auto& [key, entry] : pods.items()) {
@@ -165,8 +174,10 @@ public:
       clusters_.push_back(env.openCluster(k));
   }
 
-  // The task's document, or nullopt with the problems in `problems`.
-  std::optional<json> timeline(const std::string& task, std::vector<std::string>& problems) {
+  // The task's document, or nullopt with the problems in `problems`. `withJob`: with what came
+  // before it in its job.
+  std::optional<json> timeline(const std::string& task, std::vector<std::string>& problems,
+                               bool withJob = true) {
     if (admin_ >= 0) {
       try {
         return json::parse(env_.get(admin_, "/api/v1/timelines/" + task));
@@ -184,7 +195,68 @@ public:
       }
     }
     if (docs.empty()) return std::nullopt;
-    return summarized(docs, o_.stuckAfterSeconds);
+    json doc = summarized(docs, o_.stuckAfterSeconds);
+    const std::string job = model::textOf(model::objectOf(doc, "job"), "job");
+    doc.erase("job");
+    std::vector<std::string> absent; // a job deleted before its task: nothing came before
+    if (auto view = withJob && !job.empty() ? this->job(job, absent) : std::nullopt)
+      if (json before = model::job::jobContext(view->doc, task); !before.is_null())
+        doc["job"] = std::move(before);
+    return doc;
+  }
+
+  // A job's view and its tasks' documents (those created), or nullopt with the problems.
+  struct JobView {
+    json doc;
+    std::map<std::string, json> tasks;
+  };
+  std::optional<JobView> job(const std::string& name, std::vector<std::string>& problems) {
+    JobView view;
+    if (admin_ >= 0) {
+      try {
+        view.doc = json::parse(env_.get(admin_, "/api/v1/jobs/" + name));
+      } catch (const std::exception& e) {
+        problems.emplace_back(e.what());
+        return std::nullopt;
+      }
+      for (const auto& t : model::arrayOf(view.doc, "tasks")) {
+        std::vector<std::string> absent; // not created yet
+        if (auto doc = timeline(model::textOf(t, "task"), absent, false))
+          view.tasks[model::textOf(t, "task")] = std::move(*doc);
+      }
+      return view;
+    }
+    // The first cluster's copy that has it (p2p: the initiator's, when its cluster is first).
+    std::optional<json> object;
+    for (int32_t c : clusters_) {
+      try {
+        object = getJson(env_, c,
+                         "/apis/kuscia.secretflow/v1alpha1/namespaces/" + o_.taskNamespace +
+                             "/kusciajobs/" + name);
+      } catch (const std::exception& e) {
+        problems.emplace_back(e.what());
+      }
+      if (object) break;
+    }
+    if (!object) {
+      problems.emplace_back("job " + name + " not found");
+      return std::nullopt;
+    }
+    const model::control::Job job = model::control::jobOf(*object);
+    const auto observed = model::job::observationsOf(
+        model::textOf(model::objectOf(model::objectOf(*object, "metadata"), "annotations"),
+                      model::job::kObservedAnnotation));
+    for (const auto& t : job.tasks) {
+      std::vector<std::string> absent; // not created yet
+      if (auto doc = t.name.empty() ? std::nullopt : timeline(t.name, absent, false);
+          doc && doc->contains("createTime"))
+        view.tasks[t.name] = std::move(*doc);
+    }
+    view.doc = model::job::jobDocument(job, observed, view.tasks, wallNanos());
+    for (auto& [task, doc] : view.tasks)
+      if (json before = model::job::jobContext(view.doc, task); !before.is_null())
+        doc["job"] = std::move(before);
+    return view;
   }
 
 private:
@@ -254,55 +326,131 @@ int watchOne(const sdk::CommandEnv& env, const Options& o, Sources& sources) {
   }
 }
 
-// --wait: progress until every task is complete (or the time is up), then each task.
+bool jobFinished(const json& doc) {
+  const std::string phase = doc.value("phase", "");
+  return phase == "Succeeded" || phase == "Failed" || phase == "ApprovalReject" ||
+         phase == "Cancelled";
+}
+
+// What --wait shows of the tasks and jobs as they stand now.
+struct Progress {
+  std::vector<std::string> tasks; // the tasks named, then each job's, in order
+  std::map<std::string, json> docs, jobs;
+  std::map<std::string, std::string> standings;
+  std::map<std::string, std::size_t> counts;
+
+  void read(const Options& o, Sources& sources) {
+    tasks = o.tasks;
+    docs.clear();
+    counts.clear();
+    std::set<std::string> notCreated; // of a finished job: they never will be
+    for (const auto& j : o.jobs) {
+      std::vector<std::string> problems; // not there yet: its tasks are on their way
+      auto view = sources.job(j, problems);
+      jobs[j] = view ? view->doc : json::object();
+      for (const auto& t : model::arrayOf(jobs[j], "tasks")) {
+        const std::string name = model::textOf(t, "task");
+        if (name.empty() || std::find(tasks.begin(), tasks.end(), name) != tasks.end()) continue;
+        tasks.push_back(name);
+        if (view && view->tasks.count(name) != 0)
+          docs[name] = std::move(view->tasks[name]);
+        else if (jobFinished(jobs[j]))
+          notCreated.insert(name);
+      }
+    }
+    for (const auto& t : tasks) {
+      if (docs.count(t) == 0 && notCreated.count(t) == 0) {
+        std::vector<std::string> problems; // not there yet: counted as on its way
+        auto doc = sources.timeline(t, problems);
+        docs[t] = doc ? std::move(*doc) : json::object();
+      }
+      standings[t] = notCreated.count(t) != 0 ? "not created" : standing(docs[t], o.minEntries);
+      ++counts[standings[t]];
+    }
+  }
+  std::string line() {
+    std::string out =
+        "  tasks ready " + std::to_string(counts["ready"]) + "/" + std::to_string(tasks.size());
+    for (const char* other : {"failed", "stuck", "not created"})
+      if (counts[other] > 0) out += ", " + std::to_string(counts[other]) + " " + other;
+    return out;
+  }
+};
+
+// --wait: progress until every task is complete (or the time is up), then each task, and each
+// job's view.
 int waitForAll(const sdk::CommandEnv& env, const Options& o, Sources& sources) {
   const bool tty = env.stdoutIsTty();
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(o.waitSeconds);
-  std::map<std::string, json> docs;
-  std::map<std::string, std::string> standings;
-  std::map<std::string, std::size_t> counts;
+  Progress p;
   for (std::string last;; std::this_thread::sleep_for(std::chrono::milliseconds(200))) {
-    counts.clear();
-    for (const auto& t : o.tasks) {
-      std::vector<std::string> problems; // not there yet: counted as on its way
-      auto doc = sources.timeline(t, problems);
-      docs[t] = doc ? std::move(*doc) : json::object();
-      standings[t] = standing(docs[t], o.minEntries);
-      ++counts[standings[t]];
-    }
-    std::string line =
-        "  tasks ready " + std::to_string(counts["ready"]) + "/" + std::to_string(o.tasks.size());
-    for (const char* other : {"failed", "stuck"})
-      if (counts[other] > 0) line += ", " + std::to_string(counts[other]) + " " + other;
+    p.read(o, sources);
+    const std::string line = p.line();
     if (tty) env.out("\r" + line);
     if (!tty && line != last) env.out(line + "\n");
     last = line;
-    if (counts[""] == 0 || std::chrono::steady_clock::now() > deadline) break;
+    if (p.counts[""] == 0 || std::chrono::steady_clock::now() > deadline) break;
   }
   if (tty) env.out("\n");
-  for (const auto& t : o.tasks) {
-    env.out("\n" + render(docs[t], o.output));
+  for (const auto& t : p.tasks) {
+    if (p.standings[t] == "not created") continue;
+    env.out("\n" + render(p.docs[t], o.output));
     if (!o.saveDir.empty()) {
       std::filesystem::create_directories(o.saveDir);
-      std::ofstream(std::filesystem::path(o.saveDir) / (t + ".json")) << docs[t].dump(2) << "\n";
+      std::ofstream(std::filesystem::path(o.saveDir) / (t + ".json")) << p.docs[t].dump(2) << "\n";
     }
   }
+  for (const auto& j : o.jobs) {
+    env.out("\n" +
+            (o.output == "json" ? p.jobs[j].dump(2) + "\n" : model::job::renderJob(p.jobs[j])));
+    if (!o.saveDir.empty())
+      std::ofstream(std::filesystem::path(o.saveDir) / (j + ".job.json"))
+          << p.jobs[j].dump(2) << "\n";
+  }
   env.out("\n");
-  if (!o.saveDir.empty()) env.out("timelines written to " + o.saveDir + "/<task>.json\n");
-  for (const auto& t : o.tasks)
+  if (!o.saveDir.empty())
+    env.out("timelines written to " + o.saveDir + "/<task>.json" +
+            (o.jobs.empty() ? "" : ", jobs to " + o.saveDir + "/<job>.job.json") + "\n");
+  for (const auto& t : p.tasks) {
+    const std::string& st = p.standings[t];
     env.out("  " + t + ": " +
-            (standings[t].empty() ? "not ready" : outcome(docs[t], standings[t])) + "\n");
-  if (counts[""] > 0) {
-    env.err("kuscia-host: timeline: " + std::to_string(counts[""]) + " of " +
-            std::to_string(o.tasks.size()) + " task(s) neither ready, failed nor stuck within " +
+            (st.empty()            ? "not ready"
+             : st == "not created" ? st
+                                   : outcome(p.docs[t], st)) +
+            "\n");
+  }
+  if (p.counts[""] > 0) {
+    env.err("kuscia-host: timeline: " + std::to_string(p.counts[""]) + " of " +
+            std::to_string(p.tasks.size()) + " task(s) neither ready, failed nor stuck within " +
             std::to_string(o.waitSeconds) + " s\n");
     return 1;
   }
-  return counts["ready"] == o.tasks.size() ? 0 : 3;
+  return p.counts["ready"] == p.tasks.size() ? 0 : 3;
+}
+
+// --job without --wait: each job's view as it stands.
+int showJobs(const sdk::CommandEnv& env, const Options& o, Sources& sources) {
+  int status = 0;
+  for (const auto& j : o.jobs) {
+    std::vector<std::string> problems;
+    auto view = sources.job(j, problems);
+    for (const auto& problem : problems)
+      env.err("kuscia-host: timeline: " + problem + "\n");
+    if (!view) {
+      status = 1;
+      continue;
+    }
+    env.out(o.output == "json" ? view->doc.dump(2) + "\n" : model::job::renderJob(view->doc));
+  }
+  return status;
 }
 
 void declare(CLI::App& app, Options& o) {
-  app.add_option("task", o.tasks, "The KusciaTask's name (with --wait, several)")->required();
+  app.add_option("task", o.tasks, "The KusciaTask's name (with --wait, several)");
+  app.add_option("--job", o.jobs,
+                 "A KusciaJob (repeatable): its view (its approval, each task's wait in the job's "
+                 "queue, startup and running time, the job's startup overhead); with --wait, its "
+                 "tasks are waited for too, and the view printed after them");
   auto* kubeconfig = app.add_option(
       "--kubeconfig", o.kubeconfigs,
       "A cluster to read the task, its pods and their Events from (repeatable: p2p, one per "
@@ -357,6 +505,10 @@ int runTimelineCommand(const sdk::CommandEnv& env, const std::vector<std::string
   Options o;
   declare(app, o);
   if (auto code = sdk::parseArgs<CLI::ParseError>(app, env, args)) return *code;
+  if (o.tasks.empty() && o.jobs.empty()) {
+    env.err("kuscia-host: timeline: name a task, or a job with --job\n");
+    return 2;
+  }
   if (o.tasks.size() > 1 && o.waitSeconds == 0) {
     env.err("kuscia-host: timeline: several tasks need --wait\n");
     return 2;
@@ -368,7 +520,9 @@ int runTimelineCommand(const sdk::CommandEnv& env, const std::vector<std::string
     env.err(std::string("kuscia-host: timeline: ") + e.what() + "\n");
     return std::string_view(e.what()).rfind("--", 0) == 0 ? 2 : 1;
   }
-  return o.waitSeconds > 0 ? waitForAll(env, o, *sources) : watchOne(env, o, *sources);
+  if (o.waitSeconds > 0) return waitForAll(env, o, *sources);
+  if (!o.jobs.empty() && o.tasks.empty()) return showJobs(env, o, *sources);
+  return watchOne(env, o, *sources);
 }
 
 } // namespace kuscia_host::plugins::timeline

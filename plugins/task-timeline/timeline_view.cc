@@ -86,7 +86,8 @@ json TaskTimeline::entryTimeline(const std::string& task, const std::string& key
   return out;
 }
 
-std::optional<json> TaskTimeline::timeline(const std::string& task, bool phases) const {
+std::optional<json> TaskTimeline::timeline(const std::string& task, bool phases,
+                                           bool withJob) const {
   // A held task: this domain's entries as held (they hold what was written before its watch
   // event came back), the other parties' as the host's cache has them. Otherwise every entry as
   // the cache has it.
@@ -145,6 +146,8 @@ std::optional<json> TaskTimeline::timeline(const std::string& task, bool phases)
   doc["summary"] = model::timeline::summarize(doc, host().wallTimeNanos(),
                                               config_.stuckAfterSeconds * int64_t{1000000000});
   if (phases) model::timeline::addPhases(doc, host().wallTimeNanos());
+  if (withJob)
+    if (auto before = jobs_->context(task)) doc["job"] = std::move(*before);
   return doc;
 }
 
@@ -227,6 +230,8 @@ void TaskTimeline::onHttpRequest(const sdk::HttpRequest& request, sdk::HttpRespo
     response.body = json{{"message", "not found: " + std::string(request.path)}}.dump();
     return;
   }
+  if (constexpr std::string_view kJobs = "/api/v1/jobs"; request.path.rfind(kJobs, 0) == 0)
+    return serveJob(request.path.substr(kJobs.size()), request.query, response);
   constexpr std::string_view kPrefix = "/api/v1/timelines";
   std::string_view rest = request.path.substr(std::min(request.path.size(), kPrefix.size()));
   response.contentType = "application/json";
@@ -263,6 +268,38 @@ void TaskTimeline::onHttpRequest(const sdk::HttpRequest& request, sdk::HttpRespo
   if (!doc) {
     response.status = 404;
     response.body = json{{"message", "unknown task " + task}}.dump();
+    return;
+  }
+  response.status = 200;
+  response.body = model::dumpJson(*doc);
+}
+
+void TaskTimeline::serveJob(std::string_view rest, std::string_view query,
+                            sdk::HttpResponse& response) const {
+  response.contentType = "application/json";
+  if (rest.empty() || rest == "/") {
+    std::size_t limit = kDefaultListLimit;
+    const auto q = sdk::parseQuery(query);
+    if (auto it = q.find("limit"); it != q.end()) {
+      auto n = model::parseListLimit(it->second, kMaxListLimit);
+      if (!n) {
+        response.status = 400;
+        response.body =
+            json{{"message", "limit must be an integer from 1 to " + std::to_string(kMaxListLimit)}}
+                .dump();
+        return;
+      }
+      limit = *n;
+    }
+    response.status = 200;
+    response.body = jobs_->list(limit).dump();
+    return;
+  }
+  const std::string job(rest.substr(1));
+  auto doc = model::isDnsSubdomain(job) ? jobTimeline(job) : std::nullopt;
+  if (!doc) {
+    response.status = 404;
+    response.body = json{{"message", "unknown job " + job}}.dump();
     return;
   }
   response.status = 200;

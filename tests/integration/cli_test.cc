@@ -165,7 +165,8 @@ TEST(CliTest, DemoScenariosEndWithEachTasksOutcome) {
   auto unknown = runCommand(hostCmd({"demo", "--scenario", "flaky", "--work-dir", dir.file("work"),
                                      "--plugin-dir", KH_PLUGIN_DIR}));
   EXPECT_EQ(unknown.code, 2);
-  EXPECT_NE(unknown.err.find("--scenario flaky: no such scenario (default, slow-party, crash,"),
+  EXPECT_NE(unknown.err.find(
+                "--scenario flaky: no such scenario (default, slow-party, approval-wait, crash,"),
             std::string::npos)
       << unknown.err;
 }

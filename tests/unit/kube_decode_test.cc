@@ -275,6 +275,30 @@ TEST(ProjectionTest, NestedPointersAndLabelsWhenKept) {
   EXPECT_EQ(out.raw, obj);
 }
 
+// A field of the whole metadata: the object keeps its name, namespace, uid, resourceVersion and
+// labels (a subscriber asking for it must not make the informer skip every object).
+TEST(ProjectionTest, AFieldOfTheWholeMetadataKeepsTheObjectsIdentity) {
+  FieldPaths paths;
+  auto meta = paths.add("/metadata");
+  auto created = paths.add("/metadata/creationTimestamp");
+  ASSERT_TRUE(meta && created);
+  Decoder dec(paths, {true, false});
+  std::string event =
+      R"({"type":"ADDED","object":{"metadata":{"name":"j","namespace":"ns","uid":"u",)"
+      R"("resourceVersion":"7","creationTimestamp":"2024-05-20T09:00:00Z","labels":{"a":"b"}}}})";
+  Projected out;
+  auto type = dec.decodeEvent(event, event.size(), out);
+  ASSERT_TRUE(type) << type.error();
+  EXPECT_EQ(out.name, "j");
+  EXPECT_EQ(out.namespaceName, "ns");
+  EXPECT_EQ(out.uid, "u");
+  EXPECT_EQ(out.resourceVersion, "7");
+  EXPECT_EQ(out.values[*created], "\"2024-05-20T09:00:00Z\"");
+  EXPECT_EQ(nlohmann::json::parse(out.values[*meta])["name"], "j");
+  ASSERT_EQ(out.labels.size(), 1u);
+  EXPECT_EQ(out.labels[0].second, "b");
+}
+
 TEST(ProjectionTest, ErrorsNameTheProblem) {
   FieldPaths paths;
   EXPECT_FALSE(paths.add(""));

@@ -37,7 +37,8 @@ struct DemoConfig {
   std::vector<std::string> namespaces;
   std::string collection;      // where the objects are created
   std::string objectNamespace; // where they are read back
-  std::string objectTemplate;  // JSON, with ${name}
+  std::string objectTemplate;  // a KusciaJob (JSON), with ${name} and ${fault}
+  std::string taskTemplate;    // each task of its spec.tasks (JSON), with ${name}
   std::string showCommand;     // a plugin's command that shows the objects
   std::vector<std::string> showArgs;
   std::string after, whileServing; // templates
@@ -48,6 +49,8 @@ struct DemoConfig {
     // The last party's values of the domain template's variables (${slowMillis} in them: eight
     // phases), over the demo's own.
     std::map<std::string, std::string> lastParty;
+    // The tasks of each job, each depending on the one before (1: a job per task).
+    int tasksPerJob = 1;
   };
   std::map<std::string, Scenario> scenarios;
 };
@@ -94,8 +97,9 @@ Result<DemoConfig> loadDemoConfig(const DemoOptions& o) {
       if (item.is_string()) out->push_back(item.get<std::string>());
     if (out->empty()) return makeError(where + ": " + key + " names none");
   }
-  if (!objects.contains("template") || !objects["template"].is_object())
-    return makeError(where + ": objects.template must be a mapping");
+  for (const char* key : {"template", "task"})
+    if (!objects.contains(key) || !objects[key].is_object())
+      return makeError(where + ": objects." + key + " must be a mapping");
   const json scenarios = doc.value("scenarios", json::object());
   for (const auto& [name, sc] : scenarios.items()) {
     DemoConfig::Scenario& to = c.scenarios[name];
@@ -106,6 +110,12 @@ Result<DemoConfig> loadDemoConfig(const DemoOptions& o) {
           where + ": scenarios." + name +
           " must have says (a text), faults (a list) and lastParty (a mapping or none)");
     to.says = sc["says"].get<std::string>();
+    if (sc.contains("tasksPerJob")) {
+      if (!sc["tasksPerJob"].is_number_integer() || sc["tasksPerJob"].get<int>() < 1 ||
+          sc["tasksPerJob"].get<int>() > 8)
+        return makeError(where + ": scenarios." + name + ".tasksPerJob must be 1 to 8");
+      to.tasksPerJob = sc["tasksPerJob"].get<int>();
+    }
     const json lastParty = sc.value("lastParty", json::object()); // kept: items() views it
     for (const auto& [var, value] : lastParty.items())
       to.lastParty[var] = value.is_string() ? value.get<std::string>() : value.dump();
@@ -113,6 +123,7 @@ Result<DemoConfig> loadDemoConfig(const DemoOptions& o) {
       to.faults.push_back(f.is_string() ? f.get<std::string>() : f.dump());
   }
   c.objectTemplate = objects["template"].dump();
+  c.taskTemplate = objects["task"].dump();
   return c;
 }
 
@@ -132,12 +143,39 @@ struct DemoHost {
   std::unique_ptr<Daemon> daemon;
 };
 
-// The object the demo submits for a task named `name`, playing `fault` (its ${fault}).
-json taskObject(const DemoConfig& c, const std::string& name, const std::string& fault) {
-  return json::parse(fill(c.objectTemplate, {{"name", name}, {"fault", fault}}));
+// The demo's jobs: each a name and its tasks' names, in order.
+using DemoJobs = std::vector<std::pair<std::string, std::vector<std::string>>>;
+
+DemoJobs demoJobs(const DemoConfig& c, const std::string& scenario, int tasks) {
+  auto sc = c.scenarios.find(scenario);
+  const int per = sc == c.scenarios.end() ? 1 : sc->second.tasksPerJob;
+  DemoJobs jobs;
+  for (int i = 1; i <= tasks; ++i) {
+    if ((i - 1) % per == 0)
+      jobs.emplace_back("demo-job-" + std::to_string(jobs.size() + 1), std::vector<std::string>{});
+    jobs.back().second.push_back("demo-task-" + std::to_string(i));
+  }
+  return jobs;
 }
 
-// What the `index`th object (from 0) plays with the scenario: its faults in turn, ${party} the
+// The KusciaJob the demo submits: the template named `name`, playing `fault`, with a task of the
+// task template for each of `tasks`, each depending on the one before.
+json jobObject(const DemoConfig& c, const std::string& name, const std::vector<std::string>& tasks,
+               const std::string& fault) {
+  json job = json::parse(fill(c.objectTemplate, {{"name", name}, {"fault", fault}}));
+  json list = json::array();
+  for (std::size_t i = 0; i < tasks.size(); ++i) {
+    json task = json::parse(fill(c.taskTemplate, {{"name", tasks[i]}}));
+    task["alias"] = tasks[i];
+    task["taskID"] = tasks[i];
+    task["dependencies"] = i == 0 ? json::array() : json::array({tasks[i - 1]});
+    list.push_back(std::move(task));
+  }
+  job["spec"]["tasks"] = std::move(list);
+  return job;
+}
+
+// What the `index`th job (from 0) plays with the scenario: its faults in turn, ${party} the
 // last party; "" nothing.
 std::string faultOf(const DemoConfig& c, const std::string& scenario, std::size_t index) {
   auto it = c.scenarios.find(scenario);
@@ -218,10 +256,11 @@ Result<std::vector<DemoHost>> startHosts(const DemoOptions& o, const DemoConfig&
   return hosts;
 }
 
-// The clusters' namespaces, then the tasks (in every cluster in p2p, as interconnection does).
-Result<std::vector<std::unique_ptr<ClusterReader>>>
-submitTasks(const DemoConfig& config, std::vector<DemoHost>& hosts,
-            const std::vector<std::string>& tasks, const std::string& scenario) {
+// The clusters' namespaces, then the jobs (in every cluster in p2p, as interconnection does).
+Result<std::vector<std::unique_ptr<ClusterReader>>> submitJobs(const DemoConfig& config,
+                                                               std::vector<DemoHost>& hosts,
+                                                               const DemoJobs& jobs,
+                                                               const std::string& scenario) {
   std::vector<std::unique_ptr<ClusterReader>> clusters;
   auto post = [](ClusterReader& c, const std::string& path, const json& body,
                  const std::string& what) -> Result<void> {
@@ -244,10 +283,11 @@ submitTasks(const DemoConfig& config, std::vector<DemoHost>& hosts,
         return makeError(r.error());
     clusters.push_back(std::move(reader.value()));
   }
-  for (std::size_t i = 0; i < tasks.size(); ++i)
+  for (std::size_t i = 0; i < jobs.size(); ++i)
     for (auto& c : clusters) {
-      const json object = taskObject(config, tasks[i], faultOf(config, scenario, i));
-      if (auto r = post(*c, config.collection, object, "submitting " + tasks[i]); !r)
+      const json object =
+          jobObject(config, jobs[i].first, jobs[i].second, faultOf(config, scenario, i));
+      if (auto r = post(*c, config.collection, object, "submitting " + jobs[i].first); !r)
         return makeError(r.error());
     }
   return clusters;
@@ -262,16 +302,17 @@ Result<PluginCommand> findShowCommand(const DemoOptions& o, const DemoConfig& c)
                    " (show.command; build the plugins, or give --plugin-dir)");
 }
 
-// Runs the `show` command over the objects in every cluster: its exit status.
+// Runs the `show` command over the jobs in every cluster: its exit status.
 int show(const DemoOptions& o, const DemoConfig& c, const PluginCommand& command,
-         const std::vector<DemoHost>& hosts, const std::vector<std::string>& names,
-         std::ostream& out, std::ostream& err) {
+         const std::vector<DemoHost>& hosts, const DemoJobs& jobs, std::ostream& out,
+         std::ostream& err) {
   std::vector<std::string> args = {c.showCommand};
   for (const auto& a : c.showArgs)
     args.push_back(fill(a, {{"timeoutSeconds", std::to_string(o.timeoutSeconds)},
                             {"outputDir", o.outputDir},
                             {"stuckSeconds", std::to_string(stuckSeconds(o))}}));
-  args.insert(args.end(), names.begin(), names.end());
+  for (const auto& [job, tasks] : jobs)
+    args.insert(args.end(), {"--job", job});
   for (const auto& h : hosts)
     args.insert(args.end(), {"--kubeconfig", h.kubeconfig});
   bool tty = ::isatty(STDOUT_FILENO) != 0 && &out == &std::cout;
@@ -355,10 +396,8 @@ int runDemo(const DemoOptions& o, std::ostream& out, std::ostream& err) {
         << ")\n";
     return 1;
   }
-  std::vector<std::string> tasks;
-  for (int i = 1; i <= o.tasks; ++i)
-    tasks.push_back("demo-task-" + std::to_string(i));
-  auto clusters = submitTasks(*config, *hosts, tasks, o.scenario);
+  const DemoJobs jobs = demoJobs(*config, o.scenario, o.tasks);
+  auto clusters = submitJobs(*config, *hosts, jobs, o.scenario);
   if (!clusters) {
     err << "kuscia-host: demo: " << clusters.error() << "\n";
     return 1;
@@ -370,14 +409,14 @@ int runDemo(const DemoOptions& o, std::ostream& out, std::ostream& err) {
                                                   : ", ") +
                config->domains[i];
   out << "kuscia-host " << kVersion << " demo (" << (o.p2p ? "p2p" : "centralized")
-      << scenarioText(o, *config) << "): " << o.tasks << " two-party task(s) submitted to domains "
-      << parties << "\n";
+      << scenarioText(o, *config) << "): " << o.tasks << " two-party task(s) in " << jobs.size()
+      << " KusciaJob(s) submitted to domains " << parties << "\n";
   if (!o.otlpEndpoint.empty())
     out << "traces of every task's startup go to " << o.otlpEndpoint
         << " (OTLP/HTTP, protobuf; one trace per task, every party's spans in it)\n";
   out.flush();
-  int shown = show(o, *config, *showCommand, *hosts, tasks, out, err);
-  printHints(o, *config, *hosts, tasks.front(), work, out);
+  int shown = show(o, *config, *showCommand, *hosts, jobs, out, err);
+  printHints(o, *config, *hosts, jobs.front().second.front(), work, out);
   out << "log: " << (work / "demo.log").string() << "\n";
   if (!o.exitWhenDone) serveUntilSignal(out);
   for (auto& h : *hosts)

@@ -338,6 +338,7 @@ struct Decoder::Impl {
         nlohmann::json::json_pointer ptr(rest);
         if (!doc.is_discarded() && doc.contains(ptr)) out.values[s] = doc.at(ptr).dump();
       }
+      if (base.size() == 1 && base[0] == "metadata") metadataFrom(doc, out);
     }
     deferred.clear();
     if (int labels = labelsSlot(); labels >= 0 && out.hasLabels) {
@@ -350,6 +351,24 @@ struct Decoder::Impl {
         out.hasLabels = false;
       }
     }
+  }
+
+  // A field of the whole metadata: its text was captured without walking it, so the object's
+  // name, namespace, uid, resourceVersion (and labels, when collected) come from that text.
+  void metadataFrom(const nlohmann::json& meta, Projected& out) {
+    if (!meta.is_object()) return;
+    for (auto [key, dst] :
+         {std::pair{"name", &out.name}, std::pair{"namespace", &out.namespaceName},
+          std::pair{"uid", &out.uid}, std::pair{"resourceVersion", &out.resourceVersion}})
+      if (auto it = meta.find(key); it != meta.end() && it->is_string())
+        *dst = it->get<std::string>();
+    auto labels = meta.find("labels");
+    if (labels == meta.end() || !labels->is_object() || !(options.keepLabels || labelsSlot() >= 0))
+      return;
+    out.labels.clear();
+    for (const auto& [k, v] : labels->items())
+      if (v.is_string()) out.labels.emplace_back(k, v.get<std::string>());
+    out.hasLabels = true;
   }
 
   int labelsSlot() const {

@@ -32,8 +32,9 @@ namespace kuscia_host::model::job {
 
 inline constexpr const char* kObservedAnnotation = "kuscia-host/observed";
 inline constexpr const char* kObservedPointer = "/metadata/annotations/kuscia-host~1observed";
-// An observation is the host's clock when its watch delivered the change: late by the watch's
-// delay, which a healthy API server keeps well under this.
+// An observation is the host's clock when its watch delivered the change, to the whole second
+// as Kuscia's own times: late by the watch's delay (a healthy API server keeps it well under a
+// second), early by the cut fraction.
 inline constexpr double kObservedPrecisionSeconds = 1;
 
 // What the host saw of a job that Kuscia writes no time for (wall-clock nanoseconds).
@@ -43,8 +44,8 @@ struct Observations {
   std::map<std::string, int64_t> accepted; // party -> seen JobAccepted while it awaited
   bool operator==(const Observations&) const = default;
 };
-// From the annotation's value ({"v": 1, "awaiting", "approved": RFC 3339, "accepted": {...}});
-// nothing when absent or not one this version reads.
+// From the annotation's value ({"v": 1, "awaiting", "approved": RFC 3339, "accepted": {"<party>":
+// RFC 3339}}); nothing when absent or not one this version reads.
 Observations observationsOf(std::string_view annotation);
 std::string observationsText(const Observations& o);
 // The merge patch that sets the annotation on the job.
@@ -58,6 +59,10 @@ bool observe(Observations& o, const control::Job& job, int64_t nowNanos, bool wa
 // name, each with its "summary"; a task not created yet is absent). `nowNanos` dates what lasts.
 nlohmann::json jobDocument(const control::Job& job, const Observations& o,
                            const std::map<std::string, nlohmann::json>& tasks, int64_t nowNanos);
+
+// What came before the task in its job (a task's document carries it as "job"): {"job",
+// "approval", "queued"} from the job's document; null when the job does not list the task.
+nlohmann::json jobContext(const nlohmann::json& jobDoc, std::string_view task);
 
 // The job's tasks' aliases in dependency order (each after its dependencies, else the spec's).
 std::vector<const control::Job::Task*> dependencyOrder(const control::Job& job);

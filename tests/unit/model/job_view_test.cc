@@ -45,8 +45,8 @@ TEST(JobViewTest, TheApprovalIsObservedAndBlamesThePartnerThatAcceptedLast) {
   EXPECT_FALSE(o.approved);
   // Seen leaving it while watching: bob's acceptance came with it.
   EXPECT_TRUE(observe(o, jobOf(running), at("2024-05-20T09:00:04.5Z"), true));
-  EXPECT_EQ(o.approved, at("2024-05-20T09:00:04.5Z"));
-  EXPECT_EQ(o.accepted.at("bob"), at("2024-05-20T09:00:04.5Z"));
+  EXPECT_EQ(o.approved, at("2024-05-20T09:00:04Z")) << "to the second, as Kuscia's times";
+  EXPECT_EQ(o.accepted.at("bob"), at("2024-05-20T09:00:04Z"));
   EXPECT_EQ(o.accepted.count("alice"), 0u) << "the initiator accepts its own job";
   EXPECT_FALSE(observe(o, jobOf(running), at("2024-05-20T09:00:09Z"), true)) << "once";
   // Kept on the job: a restarted host reads the same observations.
@@ -64,22 +64,23 @@ TEST(JobViewTest, TheApprovalIsObservedAndBlamesThePartnerThatAcceptedLast) {
   const json& approval = doc["approval"];
   EXPECT_EQ(approval["phase"], "approval");
   EXPECT_EQ(approval["from"], "2024-05-20T09:00:00Z");
-  EXPECT_EQ(approval["seconds"], 4.5);
+  EXPECT_EQ(approval["seconds"], 4.0);
   EXPECT_EQ(approval["party"], "bob");
   EXPECT_EQ(approval["observed"], true);
-  EXPECT_EQ(doc["approvalSeconds"], 4.5);
+  EXPECT_EQ(doc["approvalSeconds"], 4.0);
+  EXPECT_EQ(approval["precisionSeconds"], 1.0);
   const json& task = doc["tasks"][0];
-  EXPECT_EQ(task["queued"]["from"], "2024-05-20T09:00:04.5Z");
+  EXPECT_EQ(task["queued"]["from"], "2024-05-20T09:00:04Z");
   EXPECT_EQ(task["queued"]["to"], "2024-05-20T09:00:05Z");
   EXPECT_EQ(task["queued"]["after"], "approval");
   EXPECT_EQ(task["startupSeconds"], 7.0);
-  EXPECT_EQ(task["overheadSeconds"], 7.5) << "queued and startup";
+  EXPECT_EQ(task["overheadSeconds"], 8.0) << "queued and startup";
   EXPECT_EQ(task["runningSeconds"], 8.0);
   EXPECT_EQ(task["blame"]["phase"], "reserving");
   // 21 s of job, 8 of them running.
   EXPECT_EQ(doc["startupOverheadSeconds"], 13.0);
   const std::string text = renderJob(doc);
-  EXPECT_NE(text.find("approval 4.5s, bob accepted last (observed)"), std::string::npos) << text;
+  EXPECT_NE(text.find("approval 4.0s, bob accepted last (observed)"), std::string::npos) << text;
   EXPECT_NE(text.find("job-psi-1-task-0"), std::string::npos) << text;
   EXPECT_NE(text.find("ready; blame bob/t-0 reserving"), std::string::npos) << text;
 }

@@ -164,7 +164,81 @@ TEST_F(TimelineTest, SubscribesOnlyToWhatItNeeds) {
   EXPECT_EQ(tasks.namespaceName, "cross-domain");
   EXPECT_NE(std::find(tasks.fields.begin(), tasks.fields.end(), "/status/podStatuses"),
             tasks.fields.end());
-  EXPECT_EQ(host_.routes(), (std::vector<std::string>{"/api/v1/timelines", "/ui"}));
+  EXPECT_EQ(host_.routes(), (std::vector<std::string>{"/api/v1/timelines", "/api/v1/jobs", "/ui"}));
+  const auto& jobs = test::subscription(host_, "kusciajobs");
+  EXPECT_EQ(jobs.scope, KH_SCOPE_NAMESPACE);
+  EXPECT_EQ(jobs.namespaceName, "cross-domain");
+}
+
+// A job's approval, which Kuscia writes no time for: observed while the host watches, kept on the
+// job (its annotation) so that a restarted host answers the same, and served with the job's view;
+// the task's own document says what came before it.
+TEST_F(TimelineTest, AJobsApprovalIsObservedKeptOnTheJobAndServed) {
+  start();
+  json job = fixture("control-plane/alice-cluster.kusciajob-awaiting-approval.json");
+  auto accept = [&] { // the annotation's write, as the API server applies it
+    ASSERT_FALSE(host_.pendingRequests().empty());
+    auto* r = host_.pendingRequests().back();
+    EXPECT_EQ(r->resource, "kusciajobs");
+    EXPECT_EQ(r->subresource, "");
+    job.merge_patch(json::parse(r->body));
+    bumpVersion(job);
+    host_.complete(r->id, 200, job.dump());
+    deliver(host_, "kusciajobs", KH_EVENT_MODIFIED, job);
+  };
+  host_.setWallTimeNanos(*sdk::parseTime("2024-05-20T09:00:02.300Z"));
+  deliver(host_, "kusciajobs", KH_EVENT_ADDED, job);
+  accept();
+  // bob accepted: the job left approval (the running fixture), seen at 09:00:04.6.
+  const json running = fixture("control-plane/alice-cluster.kusciajob-running.json");
+  job["status"] = running["status"];
+  bumpVersion(job);
+  host_.setWallTimeNanos(*sdk::parseTime("2024-05-20T09:00:04.600Z"));
+  deliver(host_, "kusciajobs", KH_EVENT_MODIFIED, job);
+  accept();
+  const json kept =
+      json::parse(job["metadata"]["annotations"]["kuscia-host/observed"].get<std::string>());
+  EXPECT_EQ(kept["approved"], "2024-05-20T09:00:04Z");
+  EXPECT_EQ(kept["accepted"]["bob"], "2024-05-20T09:00:04Z");
+  EXPECT_TRUE(host_.pendingRequests().empty()) << "written once";
+  // Its task, created at 09:00:05.
+  json task = task_;
+  task["metadata"]["name"] = "job-psi-1-task-0";
+  task["metadata"]["creationTimestamp"] = "2024-05-20T09:00:05Z";
+  deliver(host_, "kusciatasks", KH_EVENT_ADDED, task);
+  auto r = host_.httpGet("/api/v1/jobs/job-psi-1");
+  ASSERT_EQ(r.status, 200) << r.body;
+  json doc = json::parse(r.body);
+  EXPECT_EQ(doc["approval"]["seconds"], 4.0);
+  EXPECT_EQ(doc["approval"]["party"], "bob");
+  EXPECT_EQ(doc["approval"]["observed"], true);
+  EXPECT_EQ(doc["tasks"][0]["queued"]["seconds"], 1.0);
+  json before = json::parse(host_.httpGet("/api/v1/timelines/job-psi-1-task-0").body)["job"];
+  EXPECT_EQ(before["job"], "job-psi-1");
+  EXPECT_EQ(before["approval"], doc["approval"]);
+  EXPECT_EQ(before["queued"], doc["tasks"][0]["queued"]);
+  EXPECT_EQ(json::parse(host_.httpGet("/api/v1/jobs").body)["jobs"]["job-psi-1"]["phase"],
+            "Running");
+  EXPECT_EQ(host_.httpGet("/api/v1/jobs/nosuch").status, 404);
+
+  // A restarted host first sees the job past approval: the kept observation answers.
+  testing::FakeHost restarted;
+  ASSERT_TRUE(restarted.create(descriptor(), R"({"coalesceMillis": 0})"));
+  ASSERT_TRUE(restarted.start());
+  restarted.setWallTimeNanos(*sdk::parseTime("2024-05-20T09:05:00Z"));
+  deliver(restarted, "kusciajobs", KH_EVENT_ADDED, job);
+  EXPECT_TRUE(restarted.pendingRequests().empty()) << "nothing new to keep";
+  EXPECT_EQ(json::parse(restarted.httpGet("/api/v1/jobs/job-psi-1").body)["approval"],
+            doc["approval"]);
+  // Without the annotation (a host that never watched it), the approval is not dated.
+  job["metadata"]["annotations"].erase("kuscia-host/observed");
+  bumpVersion(job);
+  testing::FakeHost late;
+  ASSERT_TRUE(late.create(descriptor(), R"({"coalesceMillis": 0})"));
+  ASSERT_TRUE(late.start());
+  deliver(late, "kusciajobs", KH_EVENT_ADDED, job);
+  EXPECT_FALSE(
+      json::parse(late.httpGet("/api/v1/jobs/job-psi-1").body)["approval"].contains("seconds"));
 }
 
 // Where Kuscia reserves, the pod's party's TaskResource dates its reservation: the document's
