@@ -10,7 +10,9 @@ until scheduler-time is enabled; beside a writer that does what Kuscia's own tas
 to the latest Ready, the timeline keeps the first, and the host writes at most twice in the 15 s
 after the flap settles (no write war); a malformed ready-time
 annotation is counted and the host keeps running; a full-status PUT that drops the times is
-repaired; a `kill -9` of the host mid-startup converges to the same status; the timeline route
+repaired; a `kill -9` of the host mid-startup converges to the same status, and a KusciaJob that
+awaited bob's approval across the restart has its approval observed, kept on the job and served
+with bob to blame (/api/v1/jobs/<job>); the timeline route
 shows a pod held Unschedulable with its reason; the API server's audit log shows that the hosts
 needed exactly the permissions of config/k8s/base/rbac.yaml's ClusterRole.
 
@@ -349,6 +351,40 @@ def least_privilege(clusters):
     check(granted <= used, "every permission of the ClusterRole was used; unused: %s" % sorted(granted - used))
 
 
+JOB = "job-e2e"
+
+
+def job_awaiting_approval(c):
+    """A KusciaJob of alice and bob that awaits bob's approval, written as Kuscia's kusciajob
+    controller writes it (kubectl plays it)."""
+    c.apply({"apiVersion": "kuscia.secretflow/v1alpha1", "kind": "KusciaJob",
+             "metadata": {"name": JOB, "namespace": "cross-domain"},
+             "spec": {"initiator": "alice", "maxParallelism": 1, "tasks": [
+                 {"alias": "psi", "taskID": JOB + "-psi", "appImage": "secretflow-image", "taskInputConfig": "{}",
+                  "parties": [{"domainID": "alice"}, {"domainID": "bob"}]}]}})
+    c.status_patch("kusciajob", JOB, "cross-domain", {"status": {
+        "phase": "AwaitingApproval", "approveStatus": {"alice": "JobAccepted"}, "startTime": now(),
+        "conditions": [{"type": "JobValidated", "status": "True", "lastTransitionTime": now()}]}})
+
+
+def job_approved(c, h):
+    """bob accepts: the host (restarted while the job awaited) dates the approval it watched end,
+    keeps it on the job, and serves the job's view with bob to blame."""
+    def kept():
+        return json.loads(c.get("kusciajob", JOB, "cross-domain")["metadata"].get("annotations", {})
+                          .get("kuscia-host/observed", "{}"))
+    check(eventually(lambda: "awaiting" in kept()), "the host kept that it saw the job await approval")
+    time.sleep(1.1)
+    c.status_patch("kusciajob", JOB, "cross-domain", {"status": {
+        "phase": "Pending", "approveStatus": {"alice": "JobAccepted", "bob": "JobAccepted"}}})
+    check(eventually(lambda: "approved" in kept()), "the approval's end is kept on the job: %s" % kept())
+    code, body = h.admin("/api/v1/jobs/" + JOB)
+    check(code == 200, "the job's view is served: %s" % body)
+    approval = json.loads(body)["approval"]
+    check(approval.get("observed") is True and approval.get("party") == "bob" and approval.get("seconds", 0) >= 1,
+          "the approval is observed, bob accepted last: %s" % approval)
+
+
 def centralized():
     c = Cluster("cluster")
     for ns in ("alice", "bob", "cross-domain"):
@@ -359,12 +395,14 @@ def centralized():
     startup(c, "alice")
     time.sleep(0.5)
     c.apply(task_object())
+    job_awaiting_approval(c)
     startup(c, "bob")
     time.sleep(1.1)
     # kill -9 mid-startup: what happens meanwhile is picked up after the restart.
     h.kill9()
     finish_startup(c, "alice")
     h.start()
+    job_approved(c, h)
     finish_startup(c, "bob")
     for party in PARTIES:
         check(eventually(lambda: status_matches(c, party) is None, 30),
