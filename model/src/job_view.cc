@@ -5,6 +5,7 @@
 #include <kuscia_model/kept_facts.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <set>
 #include <vector>
@@ -23,7 +24,7 @@ std::optional<int64_t> timeOf(const json& obj, const char* key) {
 }
 
 double seconds(int64_t from, int64_t to) {
-  return static_cast<double>((to - from) / 1000000) / 1000.0;
+  return std::round(static_cast<double>(to - from) / 1e6) / 1e3; // to the millisecond
 }
 
 std::string timeText(int64_t ns) {

@@ -26,6 +26,8 @@
 // Like Kuscia's task controller it copies each pod's reason, message and terminationLog into the
 // task's podStatuses (kt/handler/common.go), which keeps them after the pods are deleted.
 //
+// It also plays Kuscia's kusciajob controller (sim_jobs.h): a KusciaJob's approval and its tasks.
+//
 // It is level-triggered like the others: a restarted host continues each pod from the stage its
 // status shows.
 #pragma once

@@ -134,7 +134,7 @@ bool JobWatch::onKubeResult(const sdk::KubeResult& r) {
 void JobWatch::observeHistograms(const model::control::Job& job, Held& h) {
   if (!h.approvalCounted && h.observed.approved && job.created) {
     h.approvalCounted = true;
-    approval_.observe(static_cast<double>((*h.observed.approved - *job.created) / 1000000) / 1000);
+    approval_.observe(static_cast<double>(*h.observed.approved - *job.created) / 1e9);
   }
   if (job.phase != "Running" && job.phase != "Succeeded" && job.phase != "Failed") return;
   // A task's wait is known once it exists: its document says from when.

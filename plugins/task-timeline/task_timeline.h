@@ -1,7 +1,8 @@
 // task-timeline: fills every KusciaTask's status, for the pods and services of this instance's
 // domain, with when each was created, started and ready (podStatuses["<ns>/<pod>"] createTime,
 // startTime, readyTime; serviceStatuses["<ns>/<svc>"] createTime, readyTime), and serves each
-// task's timeline on the admin server (/api/v1/timelines/<task>).
+// task's timeline on the admin server (/api/v1/timelines/<task>), and each KusciaJob's view
+// (/api/v1/jobs/<job>: job_watch.h).
 //
 // Level-triggered: the desired entries are computed from the objects and compared with the
 // task's status as last seen; a write carries only what differs. So a pod seen before its task

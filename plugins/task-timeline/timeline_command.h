@@ -2,7 +2,8 @@
 // from the clusters (the task's status, completed by its pods and their Events as task-timeline
 // gathers them) or from a host's admin API (--server), printed as a table, a text Gantt chart,
 // both, or JSON. --watch redraws until the task is ready or failed; --wait waits until every
-// task named is complete (the demo shows its tasks so).
+// task named is complete; --job JOB prints a KusciaJob's view (kuscia_model/job_view.h), and
+// with --wait waits for its tasks first (the demo shows its jobs so).
 #pragma once
 
 #include <kuscia_host/command.hpp>

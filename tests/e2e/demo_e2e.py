@@ -3,13 +3,15 @@
 
 1. `demo --tasks 3 --exit-when-done` (centralized, and --p2p) exits 0 and prints three timelines,
    each with its summary, and every KusciaTask it leaves has every pod and service time, ordered;
-   `--scenario slow-party` blames bob's image pull.
+   it submitted three KusciaJobs and prints each job's view (each task's queue, startup, overhead;
+   in p2p the partner's approval, observed); `--scenario slow-party` blames bob's image pull.
 2. `demo --tasks 2` keeps serving: `kubectl get kt` shows the CRD's printer columns and
    `kubectl get pods` READY, STATUS, RESTARTS and AGE; a finished task's pods are deleted (as Kuscia
    does) and `timeline <task> --kubeconfig F` still prints the times `kubectl get kt -o yaml` shows
    (table and json), the image pull from the pods' Events and the summary; `timeline --server`
    prints what the host's API serves; headless Chromium loads the web page and shows a row and the
-   times of every entry (a screenshot is kept next to the test's output).
+   times of every entry, what came before the task in its job, and the job's page (a screenshot
+   is kept next to the test's output).
 
 usage: demo_e2e.py <kuscia-host> <plugin-dir> <artifact-dir> [--p2p|--browser]
 """
@@ -70,8 +72,21 @@ def exit_when_done(p2p):
     check(r.stdout.count("task demo-task-") == 3, "three timelines printed")
     check("tasks ready 3/3" in r.stdout, "progress shown")
     out = os.path.join(work, "out")
-    check(len(os.listdir(out)) == 3, "--output wrote three timelines")
-    docs = [json.load(open(os.path.join(out, f))) for f in sorted(os.listdir(out))]
+    names = sorted(os.listdir(out))
+    check(len([f for f in names if f.startswith("demo-task-")]) == 3, "--output wrote three timelines")
+    jobs = [json.load(open(os.path.join(out, f))) for f in names if f.endswith(".job.json")]
+    check(len(jobs) == 3 and r.stdout.count("\njob demo-job-") == 3, "three KusciaJobs, each job's view printed")
+    for job in jobs:
+        t = job["tasks"][0]
+        check(t["queued"].get("seconds", -1) >= 0 and t["overheadSeconds"] >= t["startupSeconds"] >= 0,
+              "%s: its task's queue, startup and overhead: %s" % (job["job"], t))
+        check(t["task"] in r.stdout and job["startupOverheadSeconds"] >= t["startupSeconds"],
+              "%s: the job's startup overhead" % job["job"])
+        # p2p jobs await the partner's approval, as Kuscia's interconnection jobs do: observed.
+        check(("approval" in job) == p2p and (not p2p or job["approval"].get("observed") is True),
+              "%s: approval %s" % (job["job"], job.get("approval")))
+    docs = [json.load(open(os.path.join(out, f))) for f in names if f.startswith("demo-task-")]
+    check(all(d["job"]["job"].startswith("demo-job-") for d in docs), "each task says what came before it in its job")
     tasks_complete(docs, ["alice", "bob"])  # p2p: the parties' clusters merged
     for doc in docs:
         s = doc["summary"]
@@ -199,9 +214,22 @@ def browser(url, task, status):
     check(len(re.findall(r'class="tick" data-tick="', dom)) >= 2, "a time axis with ticks in seconds")
     check(dom.count('data-critical="true"') >= 2, "the critical path marked on the bars")
     check('data-party-ready="alice"' in dom and 'data-party-ready="bob"' in dom, "each party's ready mark")
+    check('data-job="demo-job-1"' in dom and "Before it, in job" in dom,
+          "the task says what came before it in its job, with a link to the job")
+    job_page(url, common)
     live(url, common)
     hostile(url, common)
     missing(url, common)
+
+
+def job_page(url, common):
+    """The job's view: its tasks, each one's queue, startup and running time, the overhead."""
+    dom = subprocess.run(common + ["--dump-dom", "%s/ui/#job/demo-job-1" % url], capture_output=True,
+                         text=True, timeout=120).stdout
+    check('data-job-task="demo-task-1"' in dom, "the job page lists its task")
+    check(re.search(r'data-overhead-seconds="[0-9.]+"[^>]*>Startup overhead [0-9.]+ s', dom),
+          "the job page says the job's startup overhead")
+    check(re.search(r'data-queued-seconds="[0-9.]+"', dom), "the task's wait in the job's queue")
 
 
 def missing(url, common):

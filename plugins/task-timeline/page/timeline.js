@@ -11,7 +11,8 @@ const TITLES = {createTime: "create", scheduleTime: "schedule", startTime: "star
                 imagePullStartTime: "pull start", imagePullEndTime: "pull end",
                 containersStartTime: "containers", readyTime: "ready", firstReadyTime: "first ready"};
 let current = "";
-let view = "live"; // "live", "history" (the recorded tasks) or "stored" (one recorded task)
+let view = "live"; // "live", "history" (the recorded tasks), "stored" (one recorded task), "job"
+let currentJob = ""; // the job shown (view "job")
 let historyNext = ""; // the continue token of the history list
 let draws = 0;
 let listHasMore = false; // the list was cut at LIST_LIMIT: a month of history is there
@@ -190,6 +191,7 @@ function drawTask(doc) {
   document.getElementById("title").textContent =
       doc.task + (doc.phase ? " (" + doc.phase + ")" : "") +
       (doc.createTime ? ", created " + doc.createTime : "");
+  drawJobContext(doc.job);
   drawSummary(doc);
   const s = doc.summary || {};
   const entries = Object.entries(doc.entries || {});
@@ -307,13 +309,18 @@ function drawTable(entries, critical) {
   }
 }
 
-// The view the location's hash names: "#<task>" (live), "#history", "#history/<task>".
+// The view the location's hash names: "#<task>" (live), "#history", "#history/<task>",
+// "#job/<job>".
 function route() {
   const hash = decodeURIComponent(location.hash.slice(1));
-  view = hash === "history" ? "history" : hash.startsWith("history/") ? "stored" : "live";
+  view = hash === "history" ? "history" : hash.startsWith("history/") ? "stored"
+      : hash.startsWith("job/") ? "job" : "live";
   current = view === "stored" ? hash.slice(8) : view === "live" ? hash : "";
+  currentJob = view === "job" ? hash.slice(4) : "";
   document.getElementById("historyView").hidden = view !== "history";
   document.getElementById("liveView").hidden = view === "history";
+  document.getElementById("jobView").hidden = view !== "job";
+  document.getElementById("taskView").hidden = view === "job";
   document.getElementById("liveLink").className = view === "live" ? "on" : "";
   document.getElementById("historyLink").className = view === "live" ? "" : "on";
   document.body.setAttribute("data-view", view);
@@ -416,10 +423,82 @@ async function drawHistoryChart(since) {
   });
 }
 
+// What came before the task in its KusciaJob (its document's "job"), linking to the job's view.
+function drawJobContext(job) {
+  const p = document.getElementById("jobContext");
+  p.hidden = !job;
+  p.replaceChildren();
+  if (!job) return;
+  p.append("Before it, in job ");
+  p.appendChild(el("a", {href: "#job/" + encodeURIComponent(job.job)}, job.job));
+  p.append(": ");
+  const parts = [];
+  if (job.approval) parts.push(approvalText(job.approval));
+  parts.push(queuedText(job.queued || {}));
+  p.append(parts.join(" \u00b7 "));
+  p.setAttribute("data-job", job.job);
+}
+
+function approvalText(a) {
+  let t = "approval " + (a.seconds === undefined ? "not observed" : secs(a.seconds));
+  if (a.ongoing) t += " so far, awaiting " + (a.party || "?");
+  else if (a.reason === "rejected") t += ", rejected by " + a.party;
+  else if (a.party) t += ", " + a.party + " accepted last";
+  return t + (a.observed ? " (observed)" : "");
+}
+
+function queuedText(q) {
+  return "queued " + (q.seconds === undefined ? "?" : secs(q.seconds)) + (q.ongoing ? " so far" : "") +
+      (q.reason ? " (" + q.reason + ")" : "");
+}
+
+// A job's view (/api/v1/jobs/<job>): its approval, each task's queue, startup and running time.
+function drawJob(doc) {
+  document.getElementById("jobTitle").textContent = "Job " + doc.job + " (" + (doc.phase || "new") +
+      ") \u00b7 initiator " + doc.initiator;
+  const overhead = document.getElementById("jobOverhead");
+  overhead.textContent = "Startup overhead " + (doc.startupOverheadSeconds === undefined ? "?"
+      : secs(doc.startupOverheadSeconds)) + " (no task running)";
+  overhead.setAttribute("data-overhead-seconds", String(doc.startupOverheadSeconds));
+  const approval = document.getElementById("jobApproval");
+  approval.textContent = doc.approval ? approvalText(doc.approval)
+      : "no approval awaited";
+  approval.setAttribute("data-approval-party", doc.approval ? doc.approval.party || "" : "");
+  if (doc.failure) approval.textContent += " \u00b7 failed: " + doc.failure.reason +
+      (doc.failure.party ? " in " + doc.failure.party : "");
+  const body = document.getElementById("jobTable").tBodies[0];
+  body.replaceChildren();
+  for (const t of doc.tasks || []) {
+    const tr = el("tr", {"data-job-task": t.task});
+    const q = t.queued || {};
+    const outcome = t.failure ? "failed: " + t.failure.reason + (t.failure.party ? " in " + t.failure.party : "")
+        : t.stuck ? "stuck: " + t.stuck.reason : t.allReadyTime ? "ready" +
+          (t.blame ? "; blame " + t.blame.entry + " " + t.blame.phase : "")
+        : t.phase === "NotCreated" ? "not created" : t.phase ? "starting" : "waiting";
+    const cells = [t.task, q.after || (t.dependencies || []).join(", ") || "",
+                   q.seconds === undefined ? "\u2014" : queuedText(q).slice(7),
+                   t.startupSeconds === undefined ? "\u2014" : secs(t.startupSeconds),
+                   t.overheadSeconds === undefined ? "\u2014" : secs(t.overheadSeconds),
+                   t.runningSeconds === undefined ? "\u2014" : secs(t.runningSeconds), outcome];
+    for (const c of cells) tr.appendChild(el("td", {}, c));
+    tr.setAttribute("data-queued-seconds", String(q.seconds));
+    tr.addEventListener("click", () => { location.hash = encodeURIComponent(t.task); });
+    body.appendChild(tr);
+  }
+}
+
 async function refresh() {
   const error = document.getElementById("error");
   if (view === "history") return; // loaded on arrival and on Show; nothing live to redraw
   try {
+    if (view === "job") {
+      if (!listHasMore || draws % 5 === 0) await loadTasks();
+      drawJob(await getJson("/api/v1/jobs/" + encodeURIComponent(currentJob)));
+      document.body.setAttribute("data-loaded", "true");
+      document.body.setAttribute("data-draws", String(++draws));
+      error.textContent = "";
+      return;
+    }
     if (view === "stored") {
       // A recorded task: drawn from the history, also after the task is gone.
       const doc = await getTask("/api/v1/history/" + encodeURIComponent(current), current, true);
