@@ -139,20 +139,26 @@ void TaskIndex::assign(const std::string& key, const std::string& task) {
 namespace {
 
 sdk::KubeRequest statusPatchOf(const std::string& taskNamespace, const std::string& task) {
+  return kusciaMergePatch(kKusciaTasks, taskNamespace, task, "status", "{\"status\":");
+}
+
+} // namespace
+
+sdk::KubeRequest kusciaMergePatch(const char* resource, const std::string& ns,
+                                  const std::string& name, const char* subresource,
+                                  std::string body) {
   sdk::KubeRequest r;
   r.verb = KH_KUBE_PATCH;
   r.group = kKusciaGroup;
   r.version = kKusciaVersion;
-  r.resource = kKusciaTasks;
-  r.namespaceName = taskNamespace;
-  r.name = task;
-  r.subresource = "status";
+  r.resource = resource;
+  r.namespaceName = ns;
+  r.name = name;
+  r.subresource = subresource;
   r.patchType = KH_PATCH_MERGE;
-  r.body = "{\"status\":";
+  r.body = std::move(body);
   return r;
 }
-
-} // namespace
 
 sdk::KubeRequest taskStatusPatch(const std::string& taskNamespace, const std::string& task,
                                  const json& status) {

@@ -29,14 +29,8 @@ SimJobs::SimJobs(sdk::Host host, std::string domain, bool p2p, std::string taskN
                  int64_t approveMillis)
     : host_(host), domain_(std::move(domain)), namespace_(std::move(taskNamespace)), p2p_(p2p),
       approveMillis_(approveMillis) {
-  sdk::Subscription s;
-  s.group = model::kKusciaGroup;
-  s.version = model::kKusciaVersion;
-  s.resource = model::control::kKusciaJobs;
-  s.scope = KH_SCOPE_NAMESPACE;
-  s.namespaceName = namespace_;
-  s.fields = {"/metadata", "/spec", "/status"};
-  sub_ = host_.subscribe(s);
+  sub_ = host_.subscribe(model::kusciaSubscription(model::control::kKusciaJobs, namespace_,
+                                                   {"/metadata", "/spec", "/status"}));
 }
 
 std::string SimJobs::now() const {
@@ -266,18 +260,9 @@ void SimJobs::stopUnfinished(Held& h) {
 }
 
 void SimJobs::patchStatus(const std::string& name, const json& status) {
-  sdk::KubeRequest r;
-  r.verb = KH_KUBE_PATCH;
-  r.group = model::kKusciaGroup;
-  r.version = model::kKusciaVersion;
-  r.resource = model::control::kKusciaJobs;
-  r.namespaceName = namespace_;
-  r.name = name;
-  r.subresource = "status";
-  r.patchType = KH_PATCH_MERGE;
-  r.body = json{{"status", status}}.dump();
   try {
-    host_.kubeRequest(r);
+    host_.kubeRequest(model::kusciaMergePatch(model::control::kKusciaJobs, namespace_, name,
+                                              "status", json{{"status", status}}.dump()));
   } catch (const sdk::HostError& e) {
     host_.debug("not sent (kusciajobs/" + name + "): " + e.what());
   }

@@ -44,14 +44,9 @@ JobWatch::JobWatch(sdk::Host host, std::string taskNamespace, Writes writes, Tas
       failedWrites_(host.counter("kuscia_timeline_job_observation_writes_total",
                                  "Writes of a job's observed times onto the job (ok, failed)",
                                  {"outcome"})) {
-  sdk::Subscription s;
-  s.group = model::kKusciaGroup;
-  s.version = model::kKusciaVersion;
-  s.resource = model::control::kKusciaJobs;
-  s.scope = KH_SCOPE_NAMESPACE;
-  s.namespaceName = namespace_;
-  s.fields = {"/metadata", "/spec", "/status", model::job::kObservedPointer};
-  sub_ = host_.subscribe(s);
+  sub_ = host_.subscribe(
+      model::kusciaSubscription(model::control::kKusciaJobs, namespace_,
+                                {"/metadata", "/spec", "/status", model::job::kObservedPointer}));
   startedNanos_ = host_.wallTimeNanos();
 }
 
@@ -99,15 +94,8 @@ void JobWatch::onEvent(const sdk::Event& e) {
   h.sawAwaiting = h.sawAwaiting || job.phase == "AwaitingApproval";
   if (const std::string text = model::job::observationsText(h.observed);
       text != h.kept && text != model::job::observationsText({})) {
-    sdk::KubeRequest r;
-    r.verb = KH_KUBE_PATCH;
-    r.group = model::kKusciaGroup;
-    r.version = model::kKusciaVersion;
-    r.resource = model::control::kKusciaJobs;
-    r.namespaceName = namespace_;
-    r.name = name;
-    r.patchType = KH_PATCH_MERGE;
-    r.body = model::job::observationsPatch(h.observed);
+    sdk::KubeRequest r = model::kusciaMergePatch(model::control::kKusciaJobs, namespace_, name, "",
+                                                 model::job::observationsPatch(h.observed));
     r.userTag = kWriteTag;
     try {
       host_.kubeRequest(r);

@@ -156,6 +156,15 @@ namespace {
 constexpr std::size_t kDefaultListLimit = 500;
 constexpr std::size_t kMaxListLimit = 1000;
 
+// A list's ?limit= (the default without one); `bad` says why one is refused.
+template <class Query> std::size_t listLimit(const Query& query, std::string& bad) {
+  auto it = query.find("limit");
+  if (it == query.end()) return kDefaultListLimit;
+  auto n = model::parseListLimit(it->second, kMaxListLimit);
+  if (!n) bad = "limit must be an integer from 1 to " + std::to_string(kMaxListLimit);
+  return n.value_or(kDefaultListLimit);
+}
+
 } // namespace
 
 json TaskTimeline::taskList(std::size_t limit, std::string_view after) const {
@@ -237,14 +246,9 @@ void TaskTimeline::onHttpRequest(const sdk::HttpRequest& request, sdk::HttpRespo
   response.contentType = "application/json";
   if (rest.empty() || rest == "/") {
     const auto query = sdk::parseQuery(request.query);
-    std::size_t limit = kDefaultListLimit;
-    std::string after;
     std::string bad;
-    if (auto it = query.find("limit"); it != query.end()) {
-      auto n = model::parseListLimit(it->second, kMaxListLimit);
-      if (!n) bad = "limit must be an integer from 1 to " + std::to_string(kMaxListLimit);
-      limit = n.value_or(limit);
-    }
+    const std::size_t limit = listLimit(query, bad);
+    std::string after;
     if (auto it = query.find("continue"); it != query.end()) {
       after = it->second;
       if (!model::ListKey::fromToken(after)) bad = "continue is not a token this list gave";
@@ -278,18 +282,12 @@ void TaskTimeline::serveJob(std::string_view rest, std::string_view query,
                             sdk::HttpResponse& response) const {
   response.contentType = "application/json";
   if (rest.empty() || rest == "/") {
-    std::size_t limit = kDefaultListLimit;
-    const auto q = sdk::parseQuery(query);
-    if (auto it = q.find("limit"); it != q.end()) {
-      auto n = model::parseListLimit(it->second, kMaxListLimit);
-      if (!n) {
-        response.status = 400;
-        response.body =
-            json{{"message", "limit must be an integer from 1 to " + std::to_string(kMaxListLimit)}}
-                .dump();
-        return;
-      }
-      limit = *n;
+    std::string bad;
+    const std::size_t limit = listLimit(sdk::parseQuery(query), bad);
+    if (!bad.empty()) {
+      response.status = 400;
+      response.body = json{{"message", bad}}.dump();
+      return;
     }
     response.status = 200;
     response.body = jobs_->list(limit).dump();

@@ -112,17 +112,23 @@ inline std::string readTaskNamespace(const sdk::ConfigReader& r) {
   return ns;
 }
 
-// A subscription to the KusciaTasks of `taskNamespace` with these fields.
-inline sdk::Subscription taskSubscription(const std::string& taskNamespace,
-                                          std::vector<std::string> fields) {
+// A subscription to a Kuscia resource (kusciatasks, kusciajobs) of `ns` with these fields.
+inline sdk::Subscription kusciaSubscription(const char* resource, const std::string& ns,
+                                            std::vector<std::string> fields) {
   sdk::Subscription s;
   s.group = kKusciaGroup;
   s.version = kKusciaVersion;
-  s.resource = kKusciaTasks;
+  s.resource = resource;
   s.scope = KH_SCOPE_NAMESPACE;
-  s.namespaceName = taskNamespace;
+  s.namespaceName = ns;
   s.fields = std::move(fields);
   return s;
+}
+
+// A subscription to the KusciaTasks of `taskNamespace` with these fields.
+inline sdk::Subscription taskSubscription(const std::string& taskNamespace,
+                                          std::vector<std::string> fields) {
+  return kusciaSubscription(kKusciaTasks, taskNamespace, std::move(fields));
 }
 
 // A subscription to a core (v1) resource in the instance's domain, with these fields.

@@ -253,6 +253,12 @@ private:
 
 // --- writes --------------------------------------------------------------------------------------
 
+// A JSON merge patch of a Kuscia object (`resource`: kusciatasks, kusciajobs) or of its
+// `subresource` ("status"; "" the object), with `body`.
+sdk::KubeRequest kusciaMergePatch(const char* resource, const std::string& ns,
+                                  const std::string& name, const char* subresource,
+                                  std::string body);
+
 // A JSON merge patch of kusciatasks/<task>/status carrying `status`.
 sdk::KubeRequest taskStatusPatch(const std::string& taskNamespace, const std::string& task,
                                  const nlohmann::json& status);
