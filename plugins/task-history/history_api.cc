@@ -2,6 +2,8 @@
 
 #include <kuscia_host/kube_text.hpp>
 #include <kuscia_host/query.hpp>
+#include <kuscia_model/job_view.h>
+#include <kuscia_model/json_member.h>
 #include <kuscia_model/timeline_summary.h>
 
 #include <algorithm>
@@ -177,6 +179,47 @@ void serveStats(HistoryStore& store, const std::map<std::string, std::string>& q
   answer(response, 200, out);
 }
 
+// /api/v1/history/jobs: the kept jobs, newest first.
+void serveJobs(HistoryStore& store, const std::map<std::string, std::string>& query,
+               sdk::HttpResponse& response) {
+  std::size_t limit = kDefaultHistoryLimit;
+  for (const auto& [key, value] : query) {
+    auto n = key == "limit" ? model::parseListLimit(value, kMaxHistoryLimit) : std::nullopt;
+    if (!n)
+      return answer(response, 400,
+                    message(key == "limit" ? "limit must be an integer from 1 to " +
+                                                 std::to_string(kMaxHistoryLimit)
+                                           : "unknown parameter " + key + " (limit)"));
+    limit = *n;
+  }
+  json items = json::array();
+  for (const JobRecord& j : store.jobs(limit))
+    items.push_back({{"job", j.job},
+                     {"namespace", j.namespaceName},
+                     {"phase", j.phase},
+                     {"createTime", sdk::formatTime(j.createNanos, sdk::TimePrecision::kAsGiven)}});
+  answer(response, 200, json{{"items", std::move(items)}});
+}
+
+// /api/v1/history/jobs/<job>: the job's view from the job as kept and its tasks' history, the
+// one function the live view uses (kuscia_model/job_view.h).
+void serveJob(HistoryStore& store, const std::string& name, sdk::HttpResponse& response,
+              int64_t now) {
+  auto kept = model::isDnsSubdomain(name) ? store.job(name) : std::nullopt;
+  if (!kept) return answer(response, 404, message("no history of job " + name));
+  const model::control::Job job = model::control::jobOf(kept->object);
+  std::map<std::string, json> tasks;
+  for (const auto& t : job.tasks)
+    if (auto doc = t.name.empty() ? std::nullopt : store.document(t.name)) {
+      if (!doc->contains("summary")) (*doc)["summary"] = model::timeline::summarize(*doc, now);
+      tasks[t.name] = std::move(*doc);
+    }
+  const auto observed = model::job::observationsOf(
+      model::textOf(model::objectOf(model::objectOf(kept->object, "metadata"), "annotations"),
+                    model::job::kObservedAnnotation));
+  answer(response, 200, model::job::jobDocument(job, observed, tasks, now));
+}
+
 } // namespace
 
 void serveHistory(HistoryStore& store, const sdk::HttpRequest& request, sdk::HttpResponse& response,
@@ -186,6 +229,9 @@ void serveHistory(HistoryStore& store, const sdk::HttpRequest& request, sdk::Htt
     auto query = sdk::parseQuery(request.query);
     if (rest.empty() || rest == "/") return serveList(store, query, response, nowNanos);
     if (rest == "/stats") return serveStats(store, query, response, nowNanos);
+    if (rest == "/jobs" || rest == "/jobs/") return serveJobs(store, query, response);
+    if (rest.rfind("/jobs/", 0) == 0)
+      return serveJob(store, std::string(rest.substr(6)), response, nowNanos);
     std::string task(rest.substr(1));
     if (!model::isDnsSubdomain(task))
       return answer(response, 404, message("not a task name: " + task));

@@ -12,6 +12,11 @@
 //                                the critical path's seconds per phase (total and mean)
 //   GET /api/v1/history/<task>   the stored document with its summary and phases; 404 when
 //                                the task was never recorded (or was pruned)
+//   GET /api/v1/history/jobs     {"items": [{"job", "namespace", "phase", "createTime"}]}, the
+//                                kept KusciaJobs newest first (limit, default 100)
+//   GET /api/v1/history/jobs/<job>  the job's view (kuscia_model/job_view.h) from the job as
+//                                kept and its tasks' history; 404 when never kept
+// A task named "stats" or "jobs" is shadowed by these routes.
 #pragma once
 
 #include <kuscia_host/plugin.hpp>

@@ -1,6 +1,7 @@
 #include "history_command.h"
 
 #include <kuscia_host/query.hpp>
+#include <kuscia_model/job_view.h>
 #include <kuscia_model/json_member.h>
 #include <kuscia_model/timeline_render.h>
 
@@ -27,6 +28,7 @@ constexpr const char* kDefaultServer = "http://127.0.0.1:9464";
 
 struct Options {
   std::string task; // one task's stored timeline instead of the list
+  std::string job;  // one job's view instead
   bool stats = false;
   std::string groupBy; // with stats: party, blamePhase, reason or day
   std::string since = "7d", until, party, phase, blamePhase, reason, namePrefix;
@@ -146,6 +148,10 @@ json listTasks(const Options& o, const Fetch& fetch) {
 }
 
 std::string answer(const Options& o, const Fetch& fetch) {
+  if (!o.job.empty()) {
+    json doc = fetch(std::string(kRoute) + "/jobs/" + o.job, "");
+    return o.output == "json" ? doc.dump(2) + "\n" : model::job::renderJob(doc);
+  }
   if (!o.task.empty()) {
     json doc = fetch(std::string(kRoute) + "/" + o.task, "");
     return o.output == "json" ? doc.dump(2) + "\n"
@@ -184,7 +190,11 @@ void declareSources(CLI::App& app, Options& o) {
 }
 
 void declare(CLI::App& app, Options& o) {
-  app.add_option("task", o.task, "One task's stored timeline instead of the list");
+  auto* task = app.add_option("task", o.task, "One task's stored timeline instead of the list");
+  app.add_option("--job", o.job,
+                 "One KusciaJob's view instead, from the job and its tasks as recorded: its "
+                 "approval, each task's wait in the job's queue, startup and running time")
+      ->excludes(task);
   declareSources(app, o);
   app.add_option("--since", o.since,
                  "Tasks created since: RFC 3339, or a duration back from now (90m, 12h, 7d)")

@@ -7,7 +7,9 @@
 //    watch or two instances of one domain never make duplicates and never lose a fact;
 //  - tasks: one row per task name, the documents of every recorder combined and summarised
 //    (kuscia_model/timeline_summary.h), with the columns the list filters on;
-//  - task_parties: the parties of each task (the namespaces of its entries), for `party`.
+//  - task_parties: the parties of each task (the namespaces of its entries), for `party`;
+//  - jobs: each KusciaJob as last seen (its object: what the job's view is computed from, with
+//    its tasks' stored documents, kuscia_model/job_view.h).
 // The task's key is its name: in p2p every party's cluster has the task under one name (with
 // its own UID), so recordings of several hosts sharing a database make one history record.
 //
@@ -87,6 +89,16 @@ struct StatsGroup {
   std::vector<std::pair<std::string, double>> phaseSeconds; // critical-path seconds per phase
 };
 
+// A KusciaJob as task-history keeps it: its object's metadata (name, namespace,
+// creationTimestamp, the kuscia-host/observed annotation), spec and status.
+// (nlohmann::json's implicit noexcept move: see TaskRow in history_doc.h.)
+// NOLINTNEXTLINE(bugprone-exception-escape)
+struct JobRecord {
+  std::string job, namespaceName, phase;
+  int64_t createNanos = 0;
+  nlohmann::json object;
+};
+
 class HistoryStore {
 public:
   virtual ~HistoryStore() = default;
@@ -112,9 +124,16 @@ public:
   virtual std::vector<StatsGroup> stats(int64_t since, int64_t until,
                                         const std::string& groupBy) = 0;
   // Deletes at most `batch` tasks created before `before`, or beyond the newest `maxTasks`
-  // (0: no cap), oldest first; the number deleted.
+  // (0: no cap), oldest first, and the jobs created before `before`; the tasks deleted.
   virtual std::size_t prune(int64_t before, std::size_t maxTasks, std::size_t batch) = 0;
   virtual std::size_t count() = 0;
+  // Keeps each job as it is now (the latest replaces what was kept), in one transaction.
+  virtual void recordJobs(const std::vector<JobRecord>& jobs) = 0;
+  // The kept jobs, newest first (by creation, then name), at most `limit`; `object` only with
+  // `withObjects`.
+  virtual std::vector<JobRecord> jobs(std::size_t limit, bool withObjects = false) = 0;
+  // One kept job; nullopt when unknown.
+  virtual std::optional<JobRecord> job(const std::string& name) = 0;
   // Recomputes the per-day figures `stats` reads from the tasks (after a bulk load).
   virtual void rebuildStats() = 0;
   // What the storage is, for logs ("sqlite /var/lib/...", "postgresql host=... dbname=...");

@@ -203,13 +203,41 @@ Clock::time_point HistoryWriter::readySince() {
   return ready;
 }
 
+void HistoryWriter::enqueueJob(JobRecord job) {
+  std::lock_guard lock(mu_);
+  const bool wake = jobs_.empty();
+  std::string name = job.job;
+  jobs_.insert_or_assign(std::move(name), std::move(job));
+  if (wake) cv_.notify_all();
+}
+
+bool HistoryWriter::writeJobs(std::unique_lock<std::mutex>& lock) {
+  if (jobs_.empty()) return false;
+  std::vector<JobRecord> batch;
+  for (auto& [name, job] : jobs_)
+    batch.push_back(std::move(job));
+  jobs_.clear();
+  auto [error, transient] = call(lock, [&] { store_->recordJobs(batch); });
+  if (error.empty()) return true;
+  if (transient) { // kept, unless a newer one came meanwhile; retried after the backoff
+    for (auto& job : batch) {
+      std::string name = job.job;
+      jobs_.try_emplace(std::move(name), std::move(job));
+    }
+  }
+  failed(error, firstUser());
+  return true;
+}
+
 void HistoryWriter::run() {
   // Named for operators (top -H, ps -L) and for the bench, which reads this thread's CPU.
   pthread_setname_np(pthread_self(), "history-writer");
   std::unique_lock lock(mu_);
   for (;;) {
     auto now = Clock::now();
-    if (stopping_ && (queued_.empty() || now >= drainUntil_ || counters_.failing)) break;
+    if (stopping_ &&
+        ((queued_.empty() && jobs_.empty()) || now >= drainUntil_ || counters_.failing))
+      break;
     if (now < retryAt_) {
       cv_.wait_until(lock, stopping_ ? std::min(retryAt_, drainUntil_) : retryAt_);
       continue;
@@ -224,6 +252,7 @@ void HistoryWriter::run() {
       store_ = std::move(s);
       counters_.store = store_->describe();
     }
+    if (writeJobs(lock)) continue;
     const auto ready = readySince();
     const auto due = ready == Clock::time_point::max() ? now + kIdle : ready + options_.linger;
     if (!queued_.empty() && (stopping_ || now >= due || complete_.size() >= options_.batch) &&

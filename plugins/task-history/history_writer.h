@@ -81,6 +81,9 @@ public:
   void detach(User user, std::chrono::milliseconds drain = std::chrono::seconds(5));
   // False when the queue is full (the recording is dropped and counted).
   bool enqueue(User user, Recording r);
+  // Keeps a KusciaJob as it is now: written before the next recordings, the latest of a job
+  // replacing one still queued (jobs are few: no bound but one place per job).
+  void enqueueJob(JobRecord job);
   std::size_t room() const;
   // The domains the other attached users record as. Their entries of a task are in their own
   // recordings, written with this user's: a recording need not carry them too.
@@ -102,6 +105,8 @@ private:
   using Key = std::pair<std::string, std::string>; // (task, recorder)
 
   void run();
+  // Writes the queued jobs; false when none was queued.
+  bool writeJobs(std::unique_lock<std::mutex>& lock);
   struct Outcome {
     std::string error; // empty: it worked
     bool transient = false;
@@ -149,6 +154,7 @@ private:
   // The latest of each, shared with the write under way: a newer one replaces the pointer, so
   // the writer knows by identity whether what it wrote is still the latest.
   std::map<Key, Queued> queued_;
+  std::map<std::string, JobRecord> jobs_; // queued jobs, by name
   std::map<User, PerUser> users_;
   User nextUser_ = 1;
   Counters counters_; // the writer's own: failing, episode, lastError, store

@@ -73,6 +73,14 @@ std::string reservationColumns() {
   return out;
 }
 
+// Schema 5: each KusciaJob as last seen.
+std::string jobsTable() {
+  return "CREATE TABLE jobs (job NAME_TYPE PRIMARY KEY, namespace TEXT NOT NULL,"
+         " phase TEXT NOT NULL, create_ns BIGINT NOT NULL, updated_ns BIGINT NOT NULL,"
+         " object BYTEA NOT NULL);"
+         "CREATE INDEX jobs_by_create ON jobs (create_ns, job);";
+}
+
 // Each migration runs once, in order, in its own transaction; its index + 1 is the version.
 const std::vector<std::string>& migrations() {
   static const std::vector<std::string> m = {
@@ -101,12 +109,15 @@ const std::vector<std::string>& migrations() {
       "SELECT 1",
       // 3: why a task failed or is stuck (summary.failure or summary.stuck): its reason and the
       // party of its evidence, "" for neither; filtered and grouped by (stats kind "reason").
+      // NOLINTNEXTLINE(bugprone-suspicious-missing-comma): one migration of three statements
       "ALTER TABLE tasks ADD COLUMN reason TEXT NOT NULL DEFAULT '';"
       "ALTER TABLE tasks ADD COLUMN reason_party TEXT NOT NULL DEFAULT '';"
       "CREATE INDEX tasks_by_reason ON tasks (reason, create_ns, task);",
       // 4: the phases of the reservation across parties (reserving, awaiting-parties, binding)
       // on the critical path, as the others'.
-      reservationColumns()};
+      reservationColumns(),
+      // 5: the KusciaJobs, each as last seen (its view is computed from it and its tasks').
+      jobsTable()};
   return m;
 }
 
@@ -519,6 +530,7 @@ public:
                  {static_cast<int64_t>(std::min(batch, excess))}, collect);
       }
     }
+    db_->run("DELETE FROM jobs WHERE create_ns < $1", {before});
     if (doomed.empty()) return 0;
     Transaction tx(*db_);
     StatsDelta delta;
@@ -532,6 +544,51 @@ public:
         db_->run(std::string("DELETE FROM ") + table + " WHERE task = $1", {task});
     tx.commit();
     return doomed.size();
+  }
+
+  void recordJobs(const std::vector<JobRecord>& jobs) override {
+    if (jobs.empty()) return;
+    Transaction tx(*db_);
+    const int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                            std::chrono::system_clock::now().time_since_epoch())
+                            .count();
+    for (const JobRecord& j : jobs)
+      db_->run("INSERT INTO jobs (job, namespace, phase, create_ns, updated_ns, object)"
+               " VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (job) DO UPDATE SET"
+               " namespace = excluded.namespace, phase = excluded.phase,"
+               " create_ns = excluded.create_ns, updated_ns = excluded.updated_ns,"
+               " object = excluded.object",
+               {j.job, j.namespaceName, j.phase, j.createNanos, now,
+                packer_.pack(model::dumpJson(j.object))});
+    tx.commit();
+  }
+
+  std::vector<JobRecord> jobs(std::size_t limit, bool withObjects) override {
+    std::vector<JobRecord> out;
+    db_->run(std::string("SELECT job, namespace, phase, create_ns") +
+                 (withObjects ? ", object" : "") +
+                 " FROM jobs ORDER BY create_ns DESC, job DESC LIMIT $1",
+             {static_cast<int64_t>(limit)}, [&](const SqlRow& row) {
+               JobRecord& j = out.emplace_back();
+               j.job = row.text(0);
+               j.namespaceName = row.text(1);
+               j.phase = row.text(2);
+               j.createNanos = row.integer(3);
+               if (withObjects) j.object = unpackJson(row.bytes(4));
+             });
+    return out;
+  }
+
+  std::optional<JobRecord> job(const std::string& name) override {
+    std::optional<JobRecord> out;
+    db_->run(
+        "SELECT job, namespace, phase, create_ns, object FROM jobs WHERE job = $1", {name},
+        [&](const SqlRow& row) {
+          json object = unpackJson(row.bytes(4));
+          if (object.is_discarded()) return; // a damaged row: as if not kept
+          out = JobRecord{row.text(0), row.text(1), row.text(2), row.integer(3), std::move(object)};
+        });
+    return out;
   }
 
   std::size_t count() override {

@@ -20,7 +20,7 @@ namespace {
 
 constexpr uint64_t kTickMillis = 1000;
 // tasks, pods, Events, TaskResources: all listed before the first resync.
-constexpr std::size_t kSubscriptions = 4;
+constexpr std::size_t kSubscriptions = 5;
 constexpr std::size_t kResyncBatch = 200;
 constexpr int64_t kOrphanNanos = 600 * model::kSecond;
 // Pending events whose room is kept between ticks.
@@ -80,6 +80,9 @@ TaskHistory::TaskHistory(sdk::Host host, std::string_view domain, std::string_vi
   podSub_ = host.subscribe(model::domainSubscription("pods", model::DomainPods::podFields()));
   taskResourceSub_ = host.subscribe(model::control::taskResourceSubscription());
   eventSub_ = host.subscribe(model::podEventSubscription());
+  jobSub_ = host.subscribe(model::kusciaSubscription(
+      model::control::kKusciaJobs, config_.taskNamespace,
+      {"/metadata/creationTimestamp", "/spec", "/status", model::job::kObservedPointer}));
   host.registerRoute(std::string(kHistoryRoute));
 }
 
@@ -116,6 +119,7 @@ void TaskHistory::onEvent(const sdk::Event& e) {
     return;
   }
   if (e.subscriptionId == taskSub_) return onTask(e);
+  if (e.subscriptionId == jobSub_) return onJob(e);
   if (e.subscriptionId != podSub_ && e.subscriptionId != eventSub_ &&
       e.subscriptionId != taskResourceSub_)
     return;
@@ -125,6 +129,24 @@ void TaskHistory::onEvent(const sdk::Event& e) {
   pending_.push_back({e.subscriptionId, e.type, std::string(e.key), std::string(e.uid),
                       std::string(e.fieldsJson), host().wallTimeNanos(),
                       synced_.size() == kSubscriptions});
+}
+
+void TaskHistory::onJob(const sdk::Event& e) {
+  if (e.type == KH_EVENT_DELETED) return; // kept: the history outlives the job
+  const nlohmann::json f = model::parseFields(e.fieldsJson, 4);
+  nlohmann::json meta = {{"name", std::string(model::nameOf(e.key))},
+                         {"namespace", config_.taskNamespace}};
+  if (f[0].is_string()) meta["creationTimestamp"] = f[0];
+  if (f[3].is_string()) meta["annotations"] = {{model::job::kObservedAnnotation, f[3]}};
+  JobRecord job;
+  job.job = meta["name"].get<std::string>();
+  job.namespaceName = config_.taskNamespace;
+  job.phase = f[2].is_object() ? model::textOf(f[2], "phase") : std::string();
+  job.createNanos = model::parseTime(model::fieldString(f, 0)).value_or(0);
+  job.object = {{"metadata", std::move(meta)},
+                {"spec", f[1].is_object() ? f[1] : nlohmann::json::object()},
+                {"status", f[2].is_object() ? f[2] : nlohmann::json::object()}};
+  writer_->enqueueJob(std::move(job));
 }
 
 void TaskHistory::readPending() {

@@ -31,6 +31,7 @@
 #include "history_store.h"
 #include "history_writer.h"
 #include <kuscia_model/domain_pods.h>
+#include <kuscia_model/job_view.h>
 
 namespace kuscia_host::plugins::history {
 
@@ -72,6 +73,8 @@ public:
 
 private:
   void onTask(const sdk::Event& e);
+  // A KusciaJob: kept as it is now (its view is computed from it and its tasks' history).
+  void onJob(const sdk::Event& e);
   // Reads the pod and Event events kept since the last time, in the order they came.
   void readPending();
   void markDue(const std::string& task, int64_t changedNanos);
@@ -92,7 +95,7 @@ private:
 
   HistoryConfig config_;
   std::string domain_;
-  uint64_t taskSub_ = 0, podSub_ = 0, eventSub_ = 0, taskResourceSub_ = 0, timer_ = 0;
+  uint64_t taskSub_ = 0, podSub_ = 0, eventSub_ = 0, taskResourceSub_ = 0, jobSub_ = 0, timer_ = 0;
   std::set<uint64_t> synced_;
   model::DomainPods pods_;
   // A pod or Event event as it came, read at the next tick (readPending).

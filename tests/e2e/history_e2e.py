@@ -3,8 +3,9 @@
 
 Centralized and p2p (`kuscia-host demo`, which records into a fresh SQLite file): once every task
 started, the KusciaTasks are deleted (their pods are gone already); the history still serves every
-task, each time exactly as the demo's own timeline had it, through `kuscia-host history --server`
-while the demo runs and `kuscia-host history --db` after it exited. In p2p both hosts share the
+task, each time exactly as the demo's own timeline had it, and each KusciaJob's view (deleted
+too), through `kuscia-host history --server` while the demo runs and `kuscia-host history --db`
+after it exited. In p2p both hosts share the
 file: each task is one record holding both parties' entries.
 
 Restart and PostgreSQL: `kuscia-host run` against `kuscia-host apiserver`, recording into a real
@@ -41,6 +42,18 @@ def history(*args):
         print("  (history %s: %s)" % (" ".join(args), r.stderr.strip()), flush=True)
         return None
     return json.loads(r.stdout)
+
+
+def job_kept(source, docs, mode):
+    """Each demo job's view from the history, after the jobs and tasks were deleted: its task
+    with the startup the demo's timeline had."""
+    for task, want in sorted(docs.items()):
+        job = want["job"]["job"]
+        view = history(*source, "--job", job)
+        check(view is not None and view["tasks"][0]["task"] == task and
+              view["tasks"][0].get("startupSeconds") == want["summary"]["startupSeconds"] and
+              view["tasks"][0]["queued"].get("seconds", -1) >= 0,
+              "%s: %s's view kept, its task's startup as the demo had it: %s" % (mode, job, view))
 
 
 def complete_items(source, n):
@@ -115,8 +128,8 @@ def demo(p2p):
           "%s: three complete tasks recorded (kuscia-host history --server)" % mode)
     clusters = [os.path.join(dir, c + ".kubeconfig") for c in (["alice", "bob"] if p2p else ["cluster"])]
     for k in clusters:
-        r = kubectl(k, "delete", "kt", "--all", "-n", "cross-domain")
-        check(r.returncode == 0, "the KusciaTasks deleted (%s): %s" % (os.path.basename(k), r.stderr))
+        r = kubectl(k, "delete", "kt,kusciajobs", "--all", "-n", "cross-domain")
+        check(r.returncode == 0, "the KusciaTasks and KusciaJobs deleted (%s): %s" % (os.path.basename(k), r.stderr))
     check(eventually(lambda: all("demo-task" not in kubectl(k, "get", "kt", "-n", "cross-domain").stdout
                                  for k in clusters), 30), "no KusciaTask is left")
     time.sleep(2)  # past recordDelaySeconds: whatever the deletions brought is recorded
@@ -126,6 +139,7 @@ def demo(p2p):
         same_times(task, want, got)
         parties = sorted({k.split("/")[0] for k in got["entries"]})
         check(parties == ["alice", "bob"], "%s: one record with both parties' entries" % task)
+    job_kept(server, docs, mode)
     if not p2p:
         browser(m.group(1), docs)
     proc.send_signal(signal.SIGINT)
@@ -135,6 +149,7 @@ def demo(p2p):
     check(len(complete_items(source, 3) or []) == 3, "%s: the database still lists the three tasks" % mode)
     for task, want in sorted(docs.items()):
         same_times(task, want, history(*source, task))
+    job_kept(source, docs, mode)
     for party in ("alice", "bob"):
         check(len(history(*source, "--party", party) or []) == 3, "--party %s finds the three" % party)
     stats = history(*source, "--stats", "--group-by", "party")

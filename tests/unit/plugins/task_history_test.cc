@@ -739,6 +739,71 @@ TEST_P(HistoryStoreTest, RetentionAndTheCapPruneInBatches) {
   EXPECT_EQ(store_->list({}).items.back().task, "p-115");
 }
 
+// A KusciaJob is kept as last seen, and its view is computed from it and its tasks' history,
+// after both are gone from the cluster: the approval the host observed (kept on the job), each
+// task's queue behind its dependency.
+TEST_P(HistoryStoreTest, AJobIsKeptAndItsViewComesFromItsTasksHistory) {
+  const int64_t created = at("2024-05-20T08:00:00Z");
+  auto psi = recording("j-psi", "alice", created + 5 * kSecond, 4, 6, "Succeeded");
+  psi.document["completionTime"] = "2024-05-20T08:00:15Z";
+  store_->record(psi);
+  auto train = recording("j-train", "alice", created + 20 * kSecond, 2, 3);
+  store_->record(train);
+  json object = {
+      {"metadata",
+       {{"name", "j"},
+        {"namespace", "cross-domain"},
+        {"creationTimestamp", "2024-05-20T08:00:00Z"},
+        {"annotations",
+         {{"kuscia-host/observed",
+           R"({"v":1,"awaiting":"2024-05-20T08:00:01Z","approved":"2024-05-20T08:00:04Z","accepted":{"bob":"2024-05-20T08:00:04Z"}})"}}}}},
+      {"spec",
+       {{"initiator", "alice"},
+        {"tasks",
+         {{{"alias", "psi"},
+           {"taskID", "j-psi"},
+           {"parties", {{{"domainID", "alice"}}, {{"domainID", "bob"}}}}},
+          {{"alias", "train"},
+           {"taskID", "j-train"},
+           {"dependencies", {"psi"}},
+           {"parties", {{{"domainID", "alice"}}, {{"domainID", "bob"}}}}}}}}},
+      {"status",
+       {{"phase", "Running"},
+        {"approveStatus", {{"alice", "JobAccepted"}, {"bob", "JobAccepted"}}}}}};
+  store_->recordJobs({{"j", "cross-domain", "Running", created, object}});
+  // The latest replaces what was kept.
+  object["status"]["phase"] = "Succeeded";
+  store_->recordJobs({{"j", "cross-domain", "Succeeded", created, object},
+                      {"older", "cross-domain", "Failed", created - kSecond, object}});
+  auto other = reopen();
+  auto jobs = other->jobs(10);
+  ASSERT_EQ(jobs.size(), 2u);
+  EXPECT_EQ(jobs[0].job, "j") << "newest first";
+  EXPECT_EQ(jobs[0].phase, "Succeeded");
+  ASSERT_TRUE(other->job("j"));
+  EXPECT_EQ(other->job("j")->object, object);
+  EXPECT_FALSE(other->job("nope"));
+
+  sdk::HttpResponse response;
+  serveHistory(*other, {"GET", "/api/v1/history/jobs/j", ""}, response, created + 3600 * kSecond);
+  ASSERT_EQ(response.status, 200) << response.body;
+  const json view = json::parse(response.body);
+  EXPECT_EQ(view["approval"]["seconds"], 4.0);
+  EXPECT_EQ(view["approval"]["party"], "bob");
+  EXPECT_EQ(view["tasks"][0]["task"], "j-psi");
+  EXPECT_EQ(view["tasks"][0]["startupSeconds"], 6.0);
+  EXPECT_EQ(view["tasks"][0]["queued"]["seconds"], 1.0) << "approved at :04, created at :05";
+  EXPECT_EQ(view["tasks"][1]["queued"]["after"], "psi");
+  EXPECT_EQ(view["tasks"][1]["queued"]["seconds"], 5.0) << "psi ended at :15, train came at :20";
+  serveHistory(*other, {"GET", "/api/v1/history/jobs", "limit=1"}, response, created);
+  EXPECT_EQ(json::parse(response.body)["items"].size(), 1u);
+  serveHistory(*other, {"GET", "/api/v1/history/jobs/nope", ""}, response, created);
+  EXPECT_EQ(response.status, 404);
+  // Retention takes the jobs with the tasks.
+  other->prune(created, 0, 100);
+  EXPECT_EQ(other->jobs(10).size(), 1u) << "the job created before the cut is gone";
+}
+
 TEST_P(HistoryStoreTest, ANewerSchemaIsRefusedByName) {
   store_->record(recording("t", "alice", at("2024-05-20T08:00:00Z"), 1, 1));
   store_.reset();
@@ -1053,6 +1118,11 @@ public:
     return store_->prune(before, maxTasks, batch);
   }
   std::size_t count() override { return store_->count(); }
+  void recordJobs(const std::vector<JobRecord>& jobs) override { store_->recordJobs(jobs); }
+  std::vector<JobRecord> jobs(std::size_t limit, bool withObjects) override {
+    return store_->jobs(limit, withObjects);
+  }
+  std::optional<JobRecord> job(const std::string& name) override { return store_->job(name); }
   void rebuildStats() override { store_->rebuildStats(); }
   std::string describe() const override { return store_->describe(); }
 
