@@ -10,6 +10,8 @@
 #include <kuscia_model/kuscia_time.h>
 #include <kuscia_model/status_entries.h>
 
+#include "sim_interconn.h"
+
 namespace kuscia_host::plugins::sim {
 
 using nlohmann::json;
@@ -161,7 +163,7 @@ SimAgent::SimAgent(sdk::Host host, std::string_view domain, std::string_view con
   services.fields = {model::kTaskIdPointer};
   serviceSub_ = host.subscribe(services);
   jobs_.emplace(host, domain_, p2p_, config_.taskNamespace, config_.approveMillis);
-  if (config_.reserveMillis >= 0 && !p2p_) {
+  if (config_.reserveMillis >= 0) {
     sdk::Subscription trs;
     trs.group = model::kKusciaGroup;
     trs.version = model::kKusciaVersion;
@@ -306,7 +308,7 @@ json SimAgent::ownParty(const Task& t) const {
 }
 
 bool SimAgent::reserves(const Task& t) const {
-  return config_.reserveMillis >= 0 && !p2p_ && t.fault != "route-down";
+  return config_.reserveMillis >= 0 && t.fault != "route-down";
 }
 
 namespace {
@@ -378,6 +380,23 @@ void SimAgent::createTaskResource(const std::string& task, Task& t) {
   r.namespaceName = domain_;
   r.body = tr.dump();
   send(r);
+  // p2p, the initiator's cluster: a stub for each partner (no pods), which the interconnection
+  // moves from the partner's summary.
+  if (p2p_ && t.initiator == domain_)
+    for (const auto& p : t.parties) {
+      const std::string party = p.is_object() ? p.value("domainID", "") : "";
+      if (party.empty() || party == domain_) continue;
+      json stub = tr;
+      stub["metadata"]["name"] = task + "-" + party;
+      stub["metadata"]["namespace"] = party;
+      stub["metadata"]["labels"]["kuscia.secretflow/interconn-protocol-type"] = "kuscia";
+      stub["metadata"]["annotations"]["kuscia.secretflow/interconn-kuscia-parties"] = party;
+      stub["spec"]["pods"] = json::array();
+      stub["status"] = {{"phase", "Reserving"}, {"startTime", at}, {"lastTransitionTime", at}};
+      r.namespaceName = party;
+      r.body = stub.dump();
+      send(r);
+    }
   // A party whose pods the scheduler cannot place never reserves.
   if (t.fault == "unschedulable" && t.faultParty == domain_) return;
   try {
@@ -397,6 +416,7 @@ void SimAgent::reserve(const std::string& task) {
                          {{"phase", "Reserved"},
                           {"lastTransitionTime", at},
                           {"conditions", reservationConditions(it->second)}}));
+  if (p2p_) Interconn::reserved(task, domain_, at); // into the summary
 }
 
 void SimAgent::onTaskResource(const sdk::Event& e) {
@@ -422,11 +442,21 @@ void SimAgent::onTaskResource(const sdk::Event& e) {
           other.task == r.task && (other.phase == "Reserved" || other.phase == "Schedulable");
     if (reserved >= t->second.parties.size()) {
       const std::string at = now();
+      own->second.phase = "Schedulable"; // decided once; its event confirms it
       send(taskResourcePatch(domain_, taskResourceName(r.task),
                              {{"phase", "Schedulable"},
                               {"lastTransitionTime", at},
                               {"completionTime", at},
                               {"conditions", reservationConditions(t->second, at)}}));
+      // p2p: the group makes the stubs Schedulable too, and the summary tells the partners.
+      if (p2p_) {
+        for (const auto& [k, other] : taskResources_)
+          if (other.task == r.task && k != mine)
+            send(taskResourcePatch(std::string(model::namespaceOf(k)),
+                                   std::string(model::nameOf(k)),
+                                   {{"phase", "Schedulable"}, {"lastTransitionTime", at}}));
+        Interconn::schedulable(r.task, at);
+      }
     }
     return;
   }
@@ -436,6 +466,41 @@ void SimAgent::onTaskResource(const sdk::Event& e) {
     if (p.task == r.task && p.namespaceName == domain_ && p.stage == Stage::kCreated &&
         p.timer == 0 && !p.stalled)
       step(podKey);
+}
+
+void SimAgent::onStart() {
+  // p2p: what the interconnection brings from the other clusters, looked at ten times a second.
+  if (p2p_ && config_.reserveMillis >= 0) host().startTimer(100, 100, kInterconn);
+}
+
+void SimAgent::interconnect() {
+  for (auto& [task, t] : tasks_) {
+    if (!t.mine || !t.reserving || model::finishedPhase(t.phase)) continue;
+    if (t.initiator == domain_) {
+      // The initiator's cluster: a partner's stub moves as that party's summary says.
+      for (const auto& p : t.parties) {
+        const std::string party = p.is_object() ? p.value("domainID", "") : "";
+        if (party.empty() || party == domain_) continue;
+        auto stub = taskResources_.find(party + "/" + task + "-" + party);
+        auto at = Interconn::reservedAt(task, party);
+        if (stub == taskResources_.end() || stub->second.phase != "Reserving" || !at) continue;
+        stub->second.phase = "Reserved"; // sent once; its event confirms it
+        send(taskResourcePatch(party, task + "-" + party,
+                               {{"phase", "Reserved"}, {"lastTransitionTime", *at}}));
+      }
+      continue;
+    }
+    // A partner's cluster: its TaskResource becomes Schedulable when the initiator's group said.
+    auto own = taskResources_.find(domain_ + "/" + taskResourceName(task));
+    auto at = Interconn::schedulableAt(task);
+    if (own == taskResources_.end() || own->second.phase != "Reserved" || !at) continue;
+    own->second.phase = "Schedulable";
+    send(taskResourcePatch(domain_, taskResourceName(task),
+                           {{"phase", "Schedulable"},
+                            {"lastTransitionTime", *at},
+                            {"completionTime", *at},
+                            {"conditions", reservationConditions(t, *at)}}));
+  }
 }
 
 void SimAgent::failPreCheck(const std::string& task, Task& t) {
@@ -702,6 +767,7 @@ void SimAgent::advance(const std::string& key) {
 
 void SimAgent::onTimer(uint64_t timerId, uint64_t userTag) {
   if (userTag == SimJobs::kApproveTag) return jobs_->onTimer(timerId);
+  if (userTag == kInterconn) return interconnect();
   auto it = timers_.find(timerId);
   if (it == timers_.end()) return;
   std::string target = std::move(it->second);

@@ -26,7 +26,10 @@
 // Like Kuscia's task controller it copies each pod's reason, message and terminationLog into the
 // task's podStatuses (kt/handler/common.go), which keeps them after the pods are deleted.
 //
-// It also plays Kuscia's kusciajob controller (sim_jobs.h): a KusciaJob's approval and its tasks.
+// With reserveMillis, each party's pods reserve through a TaskResource and are bound once every
+// party's is Schedulable (in p2p through the initiator's stubs and the interconnection's summary:
+// sim_interconn.h). It also plays Kuscia's kusciajob controller (sim_jobs.h): a KusciaJob's
+// approval and its tasks.
 //
 // It is level-triggered like the others: a restarted host continues each pod from the stage its
 // status shows.
@@ -53,6 +56,7 @@ public:
   SimAgent(sdk::Host host, std::string_view domain, std::string_view configJson);
   static void validateConfig(std::string_view configJson) { parseSimConfig(configJson); }
 
+  void onStart() override;
   void onEvent(const sdk::Event& event) override;
   void onTimer(uint64_t timerId, uint64_t userTag) override;
   void onKubeResult(const sdk::KubeResult& result) override;
@@ -95,7 +99,8 @@ private:
     kFinish = 3,
     kCleanup = 4,
     kExpiry = 5,
-    kReserve = 6
+    kReserve = 6,
+    kInterconn = 8
   };
   static_assert(SimJobs::kApproveTag == 7);
 
@@ -113,15 +118,20 @@ private:
   nlohmann::json ownParty(const Task& t) const;
   // This domain's TaskResource's conditions, each with its time kept (Schedulable when given).
   static nlohmann::json reservationConditions(const Task& t, const std::string& schedulableAt = "");
-  // reserveMillis (centralized): whether the task's pods reserve through TaskResources.
+  // reserveMillis: whether the task's pods reserve through TaskResources.
   bool reserves(const Task& t) const;
-  // Creates this domain's TaskResource of the task, Reserving, and its reservation's timer.
+  // Creates this domain's TaskResource of the task, Reserving, and its reservation's timer (p2p,
+  // the initiator's cluster: and a stub of each partner's).
   void createTaskResource(const std::string& task, Task& t);
   // kuscia-scheduler reserved the party's pods: Reserved.
   void reserve(const std::string& task);
   // A TaskResource changed: once every party's is Reserved this domain's becomes Schedulable
   // (as the group makes them all), and once it is, this domain's pods of the task are bound.
   void onTaskResource(const sdk::Event& e);
+  // p2p: what the interconnection brought from the other clusters (sim_interconn.h): the
+  // initiator's stubs Reserved as their parties reserved, a partner's TaskResource Schedulable
+  // as the initiator's group decided.
+  void interconnect();
   std::string taskResourceName(const std::string& task) const { return task + "-" + domain_; }
   void createServices(const std::string& pod, const std::string& podUid, const std::string& task);
   // Schedules the next step of the pod after its delay, unless one is scheduled.

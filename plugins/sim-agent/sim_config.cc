@@ -28,8 +28,9 @@ const std::vector<sdk::ConfigKey>& simConfigKeys() {
        "Kuscia does (-1: never)"},
       {"reserveMillis", "integer", "-1",
        "each party's pods reserve through a TaskResource (Kuscia's gang reservation): Reserved "
-       "this long after its creation, the pods bound once every party's is, in centralized mode "
-       "(-1: no TaskResource; scheduleMillis then binds them)"},
+       "this long after its creation, the pods bound once every party's is (p2p: the "
+       "initiator's cluster keeps a stub of each partner's, moved as the interconnection "
+       "brings it) (-1: no TaskResource; scheduleMillis then binds them)"},
       {"approveMillis", "integer", "phaseMillis",
        "a KusciaJob awaiting approval (p2p, or a party annotated approval-wait): each other "
        "party accepts this long after (a party playing approval-wait: eight times as long)"},

@@ -29,7 +29,8 @@ struct SimConfig {
   int64_t runMillis = 3000;
   int64_t cleanupMillis = -1; // after a task finished, delete its pods and services; -1 never
   // >= 0: each party reserves through a TaskResource, Reserved this long after its creation;
-  // the pods are bound once every party's is (centralized mode). -1: no TaskResource.
+  // the pods are bound once every party's is (p2p: through the interconnection's summary and
+  // the initiator's stubs). -1: no TaskResource.
   int64_t reserveMillis = -1;
   // A partner's approval of a KusciaJob that awaits it (a party playing approval-wait: 8x).
   int64_t approveMillis = 1000;

@@ -17,7 +17,8 @@ shows a pod held Unschedulable with its reason; the API server's audit log shows
 needed exactly the permissions of config/k8s/base/rbac.yaml's ClusterRole.
 
 P2P (--p2p): two API servers (alice's and bob's clusters), the task created in both, one host
-per party in p2p mode: each fills its own party's entries in its own cluster. Then a writer that
+per party in p2p mode: each fills its own party's entries in its own cluster; bob's host, killed
+and restarted while a job awaits bob's approval in bob's cluster, dates the approval. Then a writer that
 fights back on every field (replaces each time the host writes with one of its own) makes alice's
 host yield those fields: its writes stop, and its timeline keeps its own values.
 
@@ -549,6 +550,14 @@ def p2p_mode():
         check_summary(doc, c, [party])  # a host sees its own party only
         check(not any(k.startswith(other + "/") for k in st.get("podStatuses", {})),
               "%s's host writes only its own party's entries" % party)
+
+    # In bob's cluster, bob approves alice's job by hand; bob's host, killed and started again
+    # while the job waits, dates the approval's end on bob's copy of the job.
+    job_awaiting_approval(clusters["bob"])
+    time.sleep(1.1)
+    hosts["bob"].kill9()
+    hosts["bob"].start()
+    job_approved(clusters["bob"], hosts["bob"])
 
     # A writer that fights back on every field: each time the host writes, it puts its own value
     # back. The host yields every such field of every entry: its writes stop.

@@ -171,20 +171,56 @@ TEST(CliTest, DemoScenariosEndWithEachTasksOutcome) {
       << unknown.err;
 }
 
-// Kuscia's gang reservation as sim-agent plays it: bob's pods take eight phases to reserve, so
-// alice's wait for the other parties is on the critical path and the blame is bob's reserving.
+// `demo --scenario NAME --tasks N` in `mode` (centralized or p2p), a phase a quarter second.
+test::RunResult runScenario(const char* scenario, int tasks, const char* mode, test::TempDir& dir) {
+  std::vector<std::string> args = {"demo",         "--scenario",          scenario,
+                                   "--tasks",      std::to_string(tasks), "--phase-millis",
+                                   "250",          "--exit-when-done",    "--admin-listen",
+                                   "127.0.0.1:0",  "--work-dir",          dir.file("work"),
+                                   "--plugin-dir", KH_PLUGIN_DIR};
+  if (std::string(mode) == "p2p") args.emplace_back("--p2p");
+  return runCommand(hostCmd(args));
+}
+
+// Kuscia's gang reservation as sim-agent plays it, in a job of two tasks (the second after the
+// first): bob's pods take eight phases to reserve, so alice's wait for the other parties is on
+// the critical path and the blame is bob's reserving; the job's view shows both tasks' queue,
+// startup and overhead. In p2p, bob's reservation reaches alice's cluster through the
+// initiator's stub, and the clusters merged say the same.
 TEST(CliTest, ASlowReservationIsBlamedOnThePartyThatReservedLast) {
-  test::TempDir dir;
-  auto r = runCommand(hostCmd({"demo", "--scenario", "slow-reservation", "--phase-millis", "250",
-                               "--exit-when-done", "--admin-listen", "127.0.0.1:0", "--work-dir",
-                               dir.file("work"), "--plugin-dir", KH_PLUGIN_DIR}));
-  EXPECT_EQ(r.code, 0) << r.out << r.err;
-  EXPECT_NE(r.out.find("blame: bob/demo-task-1-0 reserving"), std::string::npos) << r.out;
-  // alice waited for bob: her pod's awaiting-parties is drawn (w), whoever was ready last.
-  const auto alice = r.out.rfind("  alice/demo-task-1-0  ");
-  ASSERT_NE(alice, std::string::npos) << r.out;
-  const std::string bar = r.out.substr(alice, r.out.find('\n', alice) - alice);
-  EXPECT_NE(bar.find_first_of("wW"), std::string::npos) << bar;
+  for (const char* mode : {"centralized", "p2p"}) {
+    test::TempDir dir;
+    auto r = runScenario("slow-reservation", 2, mode, dir);
+    EXPECT_EQ(r.code, 0) << mode << "\n" << r.out << r.err;
+    for (const char* task : {"demo-task-1", "demo-task-2"}) {
+      EXPECT_NE(r.out.find(std::string("blame: bob/") + task + "-0 reserving"), std::string::npos)
+          << mode << "\n"
+          << r.out;
+      // alice waited for bob: her pod's awaiting-parties is drawn (w), whoever was ready last.
+      const auto alice = r.out.rfind(std::string("  alice/") + task + "-0  ");
+      ASSERT_NE(alice, std::string::npos) << r.out;
+      const std::string bar = r.out.substr(alice, r.out.find('\n', alice) - alice);
+      EXPECT_NE(bar.find_first_of("wW"), std::string::npos) << mode << ": " << bar;
+    }
+    // The job's view: the second task queued behind the first, each with its overhead.
+    EXPECT_NE(r.out.find("job demo-job-1 ("), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("(dependencies)"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("ready; blame bob/demo-task-2-0 reserving"), std::string::npos) << r.out;
+  }
+}
+
+// A job held in approval by bob (who approves by hand, eight phases late): the job's view says
+// how long, and that bob accepted last, observed (Kuscia writes no time for it); the task says
+// what came before it. In both modes.
+TEST(CliTest, AJobHeldInApprovalBlamesThePartnerThatAcceptedLast) {
+  for (const char* mode : {"centralized", "p2p"}) {
+    test::TempDir dir;
+    auto r = runScenario("approval-wait", 1, mode, dir);
+    EXPECT_EQ(r.code, 0) << mode << "\n" << r.out << r.err;
+    EXPECT_NE(r.out.find(", bob accepted last (observed)"), std::string::npos) << mode << r.out;
+    EXPECT_NE(r.out.find("before it, in job demo-job-1: approval "), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("(after approval)"), std::string::npos) << r.out;
+  }
 }
 
 // The Kubernetes manifests' host configs name the pod's files (its certificate, its secrets):

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include "kuscia_fixtures.h"
 
 namespace kuscia_host::plugins::sim {
@@ -385,6 +387,76 @@ TEST(SimAgentTest, OnlyP2pJobsAwaitApprovalUnlessAPartyApprovesByHand) {
               std::string(mode) == "p2p" ? "AwaitingApproval" : "Pending")
         << mode;
   }
+}
+
+// p2p: each party's cluster reserves its own pods; the initiator's cluster keeps a stub of the
+// partner's TaskResource, which moves when the partner's cluster reserved (the interconnection's
+// summary), and its group's decision goes back to the partner: both bind then.
+TEST(SimAgentTest, InP2pTheInitiatorsStubMovesAsThePartnerReservesAndBothBindOnItsDecision) {
+  testing::FakeHost alice("alice", "p2p"), bob("bob", "p2p");
+  for (auto* h : {&alice, &bob}) {
+    ASSERT_TRUE(h->create(descriptor(), R"({"reserveMillis": 100, "scheduleMillis": 0})"));
+    ASSERT_TRUE(h->start());
+  }
+  json t = task();
+  t["metadata"]["name"] = "p2p-reservation-task"; // the summaries are the process's
+  deliver(alice, "kusciatasks", KH_EVENT_ADDED, t);
+  deliver(bob, "kusciatasks", KH_EVENT_ADDED, t);
+  acceptPod(alice);
+  acceptPod(bob);
+  // What a cluster's API server would send back of each TaskResource created or patched.
+  std::map<std::string, json> trs[2];
+  auto apply = [&](testing::FakeHost& h, std::map<std::string, json>& have) {
+    for (const auto& r : h.requests()) {
+      if (r.resource != "taskresources") continue;
+      json body = json::parse(r.body);
+      const std::string key =
+          r.namespaceName + "/" +
+          (r.verb == KH_KUBE_CREATE ? body["metadata"]["name"].get<std::string>() : r.name);
+      json& obj = have[key];
+      if (r.verb == KH_KUBE_CREATE)
+        obj = body;
+      else
+        obj.merge_patch(body);
+    }
+    for (auto& [key, obj] : have) {
+      obj["metadata"]["uid"] = key;
+      obj["metadata"]["resourceVersion"] = std::to_string(h.requests().size());
+      deliver(h, "taskresources", KH_EVENT_MODIFIED, obj);
+    }
+  };
+  apply(alice, trs[0]);
+  ASSERT_EQ(trs[0].size(), 2u) << "alice's own and bob's stub";
+  const json& stub = trs[0]["bob/p2p-reservation-task-bob"];
+  EXPECT_EQ(stub["spec"]["pods"], json::array()) << "a stub has no pods";
+  EXPECT_EQ(stub["metadata"]["annotations"]["kuscia.secretflow/interconn-kuscia-parties"], "bob");
+  EXPECT_EQ(stub["status"]["phase"], "Reserving");
+  apply(bob, trs[1]);
+  ASSERT_EQ(trs[1].size(), 1u) << "bob's cluster: bob's own only";
+  // alice reserves at once; bob later: alice's pods wait.
+  alice.advanceMillis(100);
+  apply(alice, trs[0]);
+  EXPECT_EQ(trs[0]["alice/p2p-reservation-task-alice"]["status"]["phase"], "Reserved");
+  EXPECT_EQ(trs[0]["bob/p2p-reservation-task-bob"]["status"]["phase"], "Reserving");
+  EXPECT_EQ(last(alice, "pods", KH_KUBE_PATCH), nullptr) << "bob has not reserved";
+  bob.setWallTimeNanos(bob.wallTimeNanos() + 2000000000);
+  bob.advanceMillis(100);
+  apply(bob, trs[1]);
+  const json bobReserved = trs[1]["bob/p2p-reservation-task-bob"]["status"]["lastTransitionTime"];
+  EXPECT_EQ(trs[1]["bob/p2p-reservation-task-bob"]["status"]["phase"], "Reserved");
+  EXPECT_EQ(last(bob, "pods", KH_KUBE_PATCH), nullptr) << "the initiator's group decides";
+  // The summary brings bob's reservation to alice's cluster: the stub, then the decision.
+  alice.advanceMillis(100);
+  apply(alice, trs[0]);
+  EXPECT_EQ(trs[0]["bob/p2p-reservation-task-bob"]["status"]["lastTransitionTime"], bobReserved)
+      << "the stub says when bob reserved";
+  apply(alice, trs[0]);
+  EXPECT_EQ(trs[0]["alice/p2p-reservation-task-alice"]["status"]["phase"], "Schedulable");
+  ASSERT_NE(last(alice, "pods", KH_KUBE_PATCH), nullptr) << "alice's pods bound";
+  bob.advanceMillis(100);
+  apply(bob, trs[1]);
+  EXPECT_EQ(trs[1]["bob/p2p-reservation-task-bob"]["status"]["phase"], "Schedulable");
+  ASSERT_NE(last(bob, "pods", KH_KUBE_PATCH), nullptr) << "bob's pods bound";
 }
 
 TEST(SimAgentTest, TheTaskRunsWhenItsPodsAreReadyThenSucceeds) {
