@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # End to end with the real kubectl against `kuscia-host apiserver`: apply, get (short name kt),
 # describe, status merge patch with pruning, strategic-merge re-apply, label, field selector,
-# get -w, get --raw, delete. With --tls the server uses generated certificates and a token, and
-# also accepts client certificates from a CA given with --client-ca.
+# get -w, get --raw, a Secret and a Lease, delete. With --tls the server uses generated
+# certificates and a token, and also accepts client certificates from a CA given with --client-ca.
 # usage: kubectl_e2e.sh <kuscia-host> <fixtures-dir> [--tls]
 set -euo pipefail
 host=$1
@@ -113,6 +113,20 @@ for ev in ADDED MODIFIED DELETED; do
   grep -q "^$ev " "$work/watch.out" || fail "get -w printed no $ev event: $(cat "$work/watch.out")"
 done
 echo "ok - get -w printed ADDED, MODIFIED and DELETED"
+# The Secrets the shipped Deployment mounts, and the Leases of a leader election.
+cat >"$work/secret.json" <<'JSON'
+{"apiVersion": "v1", "kind": "Secret", "type": "Opaque", "data": {"password": "c2VjcmV0"},
+ "metadata": {"name": "history-password", "namespace": "alice"}}
+JSON
+expect "apply secret" 'secret/history-password created' "${k[@]}" apply -f "$work/secret.json"
+expect "get secret" 'c2VjcmV0' "${k[@]}" get secret history-password -n alice -o jsonpath='{.data.password}'
+cat >"$work/lease.json" <<'JSON'
+{"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+ "metadata": {"name": "kuscia-host", "namespace": "alice"},
+ "spec": {"holderIdentity": "pod-a", "leaseDurationSeconds": 15}}
+JSON
+expect "apply lease" 'lease.coordination.k8s.io/kuscia-host created' "${k[@]}" apply -f "$work/lease.json"
+expect "get leases" '^kuscia-host ' "${k[@]}" get leases -n alice
 expect "delete kt" 'deleted' "${k[@]}" delete kt secretflow-task-psi -n cross-domain
 expect "gone" 'No resources found' "${k[@]}" get kt -n cross-domain
 echo "kubectl e2e passed${tls:+ (TLS)}"

@@ -272,6 +272,49 @@ TEST_F(ApiServerTest, OptimisticConcurrency) {
             200);
 }
 
+// Leases as client-go's leaderelection takes and renews them, and Secrets as the shipped
+// Deployment's are: stored as given; an update that read an older version is a conflict (the
+// candidate that lost the race reads again).
+TEST_F(ApiServerTest, LeasesAndSecretsAsClientGoUsesThem) {
+  const std::string leases = "/apis/coordination.k8s.io/v1/namespaces/alice/leases";
+  json lease = {{"apiVersion", "coordination.k8s.io/v1"},
+                {"kind", "Lease"},
+                {"metadata", {{"name", "kuscia-host-alice"}}},
+                {"spec",
+                 {{"holderIdentity", "pod-a"},
+                  {"leaseDurationSeconds", 15},
+                  {"acquireTime", "2024-05-20T08:00:00.000000Z"},
+                  {"renewTime", "2024-05-20T08:00:00.000000Z"},
+                  {"leaseTransitions", 0}}}};
+  auto created = call("POST", leases, lease);
+  ASSERT_EQ(created.status, 201) << created.body;
+  EXPECT_EQ(created.body["spec"], lease["spec"]);
+  const std::string item = leases + "/kuscia-host-alice";
+  json renewed = created.body;
+  renewed["spec"]["renewTime"] = "2024-05-20T08:00:02.000000Z";
+  auto ok = call("PUT", item, renewed);
+  ASSERT_EQ(ok.status, 200) << ok.body;
+  EXPECT_NE(rvOf(ok.body), rvOf(created.body));
+  // Another candidate that read the first version tries to take it: refused.
+  json taken = created.body;
+  taken["spec"]["holderIdentity"] = "pod-b";
+  auto lost = call("PUT", item, taken);
+  EXPECT_EQ(lost.status, 409);
+  EXPECT_EQ(lost.body["reason"], "Conflict");
+  EXPECT_EQ(call("GET", item).body["spec"]["holderIdentity"], "pod-a");
+  EXPECT_EQ(call("GET", "/apis/coordination.k8s.io/v1").body["resources"][0]["name"], "leases");
+
+  json secret = {{"apiVersion", "v1"},
+                 {"kind", "Secret"},
+                 {"metadata", {{"name", "history-password"}}},
+                 {"type", "Opaque"},
+                 {"data", {{"password", "c2VjcmV0"}}}};
+  ASSERT_EQ(call("POST", "/api/v1/namespaces/alice/secrets", secret).status, 201);
+  auto read = call("GET", "/api/v1/namespaces/alice/secrets/history-password").body;
+  EXPECT_EQ(read["data"], secret["data"]);
+  EXPECT_EQ(read["type"], "Opaque");
+}
+
 TEST_F(ApiServerTest, NoOpWritesDoNotChangeTheResourceVersion) {
   auto created = call("POST", kTasks, exampleTask()).body;
   std::string item = std::string(kTasks) + "/secretflow-task-psi";

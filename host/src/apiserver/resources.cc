@@ -31,6 +31,11 @@ ResourceRegistry ResourceRegistry::withDefaults() {
   // (config/k8s: RBAC, ConfigMap, Deployment, the CRDs) apply with kubectl as on a real cluster.
   builtin("", "configmaps", "configmap", "ConfigMap", {"cm"}, true, false);
   builtin("", "serviceaccounts", "serviceaccount", "ServiceAccount", {"sa"}, true, false);
+  // The Secrets the shipped Deployment mounts, and the Leases a leader election takes and renews
+  // (client-go's leaderelection: an update carries the resourceVersion it read, and a stale one
+  // is a conflict, as for every kind here).
+  builtin("", "secrets", "secret", "Secret", {}, true, false);
+  builtin("coordination.k8s.io", "leases", "lease", "Lease", {}, true, false);
   builtin("apps", "deployments", "deployment", "Deployment", {"deploy"}, true, true);
   builtin("networking.k8s.io", "networkpolicies", "networkpolicy", "NetworkPolicy", {"netpol"},
           true, false);
