@@ -167,6 +167,8 @@ void SimJobs::run(const std::string& name, Held& h) {
     active += !model::finishedPhase(phase);
   }
   if (failed || finished == h.job.tasks.size()) {
+    if (h.ending) return; // written once: its event is on its way
+    h.ending = true;
     if (failed) stopUnfinished(h);
     const std::string at = now();
     json status = {{"phase", failed ? "Failed" : "Succeeded"},

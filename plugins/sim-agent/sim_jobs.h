@@ -49,6 +49,7 @@ private:
     nlohmann::json spec;             // as the job has it
     std::set<std::string> approving; // parties whose acceptance is scheduled
     std::set<std::string> creating;  // tasks whose create is in flight
+    bool ending = false;             // its end is written
   };
   bool runs(const Held& h) const;
   void reconcile(const std::string& name);
