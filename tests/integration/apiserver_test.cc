@@ -313,6 +313,16 @@ TEST_F(ApiServerTest, LeasesAndSecretsAsClientGoUsesThem) {
   auto read = call("GET", "/api/v1/namespaces/alice/secrets/history-password").body;
   EXPECT_EQ(read["data"], secret["data"]);
   EXPECT_EQ(read["type"], "Opaque");
+  // kubectl's typed create commands send protobuf, which this server does not decode: 415 with a
+  // Status that says so (not a JSON parser's message).
+  auto proto = call("POST", "/api/v1/namespaces/alice/secrets", secret,
+                    "application/vnd.kubernetes.protobuf");
+  EXPECT_EQ(proto.status, 415);
+  EXPECT_EQ(proto.body["reason"], "UnsupportedMediaType");
+  EXPECT_NE(proto.body["message"].get<std::string>().find("does not decode protobuf"),
+            std::string::npos)
+      << proto.body;
+  EXPECT_EQ(call("POST", "/api/v1/namespaces/alice/secrets", secret, "text/plain").status, 415);
 }
 
 TEST_F(ApiServerTest, NoOpWritesDoNotChangeTheResourceVersion) {

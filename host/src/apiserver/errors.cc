@@ -80,4 +80,14 @@ ApiError unsupportedMediaType(bool builtin) {
           json::object()};
 }
 
+ApiError unsupportedBodyType(const std::string& mediaType) {
+  std::string message =
+      "the body of the request was in an unknown format - accepted media types include: "
+      "application/json";
+  if (mediaType == "application/vnd.kubernetes.protobuf")
+    message += " (this API server does not decode protobuf, which kubectl's typed create "
+               "commands send; `kubectl create -f` and `kubectl apply -f` send JSON)";
+  return {415, "UnsupportedMediaType", message, json::object()};
+}
+
 } // namespace kuscia_host::apiserver

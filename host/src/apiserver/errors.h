@@ -32,5 +32,7 @@ ApiError expired(const std::string& message);
 // client that talks to another server): clients relist from "" (client-go does).
 ApiError tooLargeResourceVersion(uint64_t requested, uint64_t current);
 ApiError unsupportedMediaType(bool builtin);
+// A create's or update's body in an encoding other than JSON (`mediaType`: its Content-Type).
+ApiError unsupportedBodyType(const std::string& mediaType);
 
 } // namespace kuscia_host::apiserver
