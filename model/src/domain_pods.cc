@@ -220,11 +220,12 @@ auto DomainPods::build(const TaskStatusView& t, const Build& build) const {
     pods = withFacts(t.name, std::move(*t.podStatusesToTake), uids, t.keptFacts);
   else if (hasPods)
     pods = withFacts(t.name, *t.podStatuses, uids, t.keptFacts);
-  return build(
-      model::timeline::TaskParts{t.name, t.namespaceName, t.phase.empty() ? nullptr : &taskPhase,
-                                 created ? t.creationTimestamp : nullptr, hasPods ? &pods : given,
-                                 t.serviceStatuses, t.completionTime, t.reason, t.message},
-      uids);
+  return build(model::timeline::TaskParts{t.name, t.namespaceName,
+                                          t.phase.empty() ? nullptr : &taskPhase,
+                                          created ? t.creationTimestamp : nullptr,
+                                          hasPods ? &pods : given, t.serviceStatuses,
+                                          t.completionTime, t.reason, t.message, t.conditions},
+               uids);
 }
 
 json DomainPods::document(const TaskStatusView& t) const {

@@ -177,6 +177,9 @@ std::string renderTimelineSummary(const json& doc) {
               std::to_string(p.value("entries", 0)) + " ready";
   }
   if (!line.empty()) out += line + "\n";
+  if (s.contains("preparing") && s["preparing"].is_object())
+    out += "preparing " + seconds(s["preparing"].value("seconds", 0.0)) +
+           " (the task controller: ports, pre-checks, the pods, services and group created)\n";
   if (doc.contains("job") && doc["job"].is_object()) out += beforeText(doc["job"]);
   if (s.contains("criticalPath") && !s["criticalPath"].empty()) {
     out += "critical path:\n";

@@ -147,7 +147,8 @@ void appendDocument(TimelineText& text, std::string_view name, std::string_view 
                     std::vector<Source>& sources, const Create& create, const Phase& phase,
                     const Entry& entry,
                     const std::vector<std::pair<std::string, std::string>>& entryUids,
-                    std::string_view uid, const json& completionTime, const json& evidence) {
+                    std::string_view uid, const json& completionTime, const json& evidence,
+                    std::string_view resourceCreated) {
   std::stable_sort(sources.begin(), sources.end(),
                    [](const Source& a, const Source& b) { return a.key < b.key; });
   std::string& out = text.json;
@@ -188,6 +189,10 @@ void appendDocument(TimelineText& text, std::string_view name, std::string_view 
   const std::size_t before = out.size();
   out += ",\"phase\":";
   if (!phase(out)) out.resize(before);
+  if (!resourceCreated.empty()) {
+    out += ",\"resourceCreatedTime\":";
+    appendJsonString(out, resourceCreated);
+  }
   out += ",\"task\":";
   appendJsonString(out, name);
   if (!uid.empty()) {
@@ -239,14 +244,15 @@ TimelineText timelineText(const timeline::TaskParts& t,
       },
       entryUids, uid,
       t.completionTime != nullptr && t.completionTime->is_string() ? *t.completionTime : json(),
-      timeline::taskEvidence(t));
+      timeline::taskEvidence(t), timeline::resourceCreatedTime(t.conditions));
   if (t.creationTimestamp != nullptr && t.creationTimestamp->is_string())
     text.createTime = t.creationTimestamp->get_ref<const std::string&>();
   if (t.phase != nullptr && t.phase->is_string())
     text.phase = t.phase->get_ref<const std::string&>();
   text.end =
       timeline::TaskEnd::of(timeline::partText(t.phase), timeline::partText(t.completionTime),
-                            timeline::partText(t.reason), timeline::partText(t.message));
+                            timeline::partText(t.reason), timeline::partText(t.message),
+                            timeline::resourceCreatedTime(t.conditions));
   return text;
 }
 
@@ -289,11 +295,13 @@ TimelineText timelineTextOf(const TaskTexts& t, std::vector<EntryText>& entries,
             });
       },
       entryUids, uid, t.completionTime ? json(*t.completionTime) : json(),
-      timeline::taskEvidence(t.reason.value_or(""), t.message.value_or("")));
+      timeline::taskEvidence(t.reason.value_or(""), t.message.value_or("")),
+      t.resourceCreatedTime.value_or(""));
   if (t.createTime) text.createTime = *t.createTime;
   if (t.phase) text.phase = *t.phase;
   text.end = timeline::TaskEnd::of(t.phase.value_or(""), t.completionTime.value_or(""),
-                                   t.reason.value_or(""), t.message.value_or(""));
+                                   t.reason.value_or(""), t.message.value_or(""),
+                                   t.resourceCreatedTime.value_or(""));
   return text;
 }
 

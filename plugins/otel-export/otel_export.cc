@@ -109,7 +109,8 @@ json OtelExport::documentOf(const TaskFacts& t, const json& fields) const {
       {t.name, t.namespaceName, t.phase, &fields[kTaskCreate], &fields[kTaskPodStatuses],
        &fields[kTaskServiceStatuses], nullptr,
        kept.is_string() ? std::string_view(kept.get_ref<const std::string&>()) : std::string_view(),
-       &fields[kTaskCompletion], &fields[kTaskReason], &fields[kTaskMessage]});
+       &fields[kTaskCompletion], &fields[kTaskReason], &fields[kTaskMessage],
+       &fields[kTaskConditions]});
 }
 
 std::optional<json> OtelExport::document(const std::string& task) const {

@@ -282,8 +282,17 @@ void SimAgent::ensure(const std::string& task) {
   if (model::finishedPhase(t.phase)) return;
   if (t.fault == "route-down") return failPreCheck(task, it->second);
   if (t.phase.empty() && (p2p_ || t.initiator == domain_)) {
+    // W1 and W2 of Kuscia's task controller: ports allocated, then (pre-checks passed) the pods,
+    // services and group created: ResourceCreated, which ends the task's preparing.
+    const std::string at = now();
+    auto condition = [&at](const char* type) {
+      return json{{"type", type}, {"status", "True"}, {"lastTransitionTime", at}};
+    };
     send(model::taskStatusPatch(config_.taskNamespace, task,
-                                {{"phase", "Pending"}, {"startTime", now()}}));
+                                {{"phase", "Pending"},
+                                 {"startTime", at},
+                                 {"conditions", json::array({condition("PortsAllocated"),
+                                                             condition("ResourceCreated")})}}));
   }
   const json party = ownParty(t);
   for (int i = 0; i < config_.podsPerParty; ++i) {

@@ -35,7 +35,8 @@ enum TaskField : std::size_t {
   kTaskCompletion, // the task's end, and why (what summary.failure reads beside the entries)
   kTaskReason,
   kTaskMessage,
-  kTaskKept, // the facts kept on the task (kept_facts.h)
+  kTaskKept,       // the facts kept on the task (kept_facts.h)
+  kTaskConditions, // its ResourceCreated: the task's preparing
   kTaskPods,
   kTaskServices,
   kTaskFieldCount
@@ -76,7 +77,7 @@ TaskHistory::TaskHistory(sdk::Host host, std::string_view domain, std::string_vi
       config_.taskNamespace,
       {"/metadata/creationTimestamp", "/status/phase", "/spec/initiator", "/spec/parties",
        "/status/completionTime", "/status/reason", "/status/message", model::kKeptFactsPointer,
-       "/status/podStatuses", "/status/serviceStatuses"}));
+       "/status/conditions", "/status/podStatuses", "/status/serviceStatuses"}));
   podSub_ = host.subscribe(model::domainSubscription("pods", model::DomainPods::podFields()));
   taskResourceSub_ = host.subscribe(model::control::taskResourceSubscription());
   eventSub_ = host.subscribe(model::podEventSubscription());
@@ -215,9 +216,13 @@ template <class Keep> void takeEntries(json& fields, const Keep& keep, json& pod
 // (nlohmann::json's implicit noexcept move: see TaskRow in history_doc.h.)
 // NOLINTNEXTLINE(bugprone-exception-escape)
 struct EndFields {
-  json completion, reason, message;
+  json completion, reason, message, conditions;
+  std::string resourceCreated; // of the conditions
   template <class Get> static EndFields of(const Get& get) {
-    return {get(kTaskCompletion), get(kTaskReason), get(kTaskMessage)};
+    EndFields e{
+        get(kTaskCompletion), get(kTaskReason), get(kTaskMessage), get(kTaskConditions), {}};
+    e.resourceCreated = model::timeline::resourceCreatedTime(&e.conditions);
+    return e;
   }
   // Views of them for a document written from texts (valid while this lives).
   void into(model::TaskTexts& t) const {
@@ -228,6 +233,7 @@ struct EndFields {
     t.completionTime = view(completion);
     t.reason = view(reason);
     t.message = view(message);
+    if (!resourceCreated.empty()) t.resourceCreatedTime = resourceCreated;
   }
 };
 
@@ -302,9 +308,10 @@ bool TaskHistory::record(const std::string& task, std::string_view uid, std::str
       if (finished != nullptr) *finished = model::finishedPhase(phase);
       if (!mine) return true;
     }
-    text = pods_.documentText({task, config_.taskNamespace, phase, &create, nullptr, &services,
-                               &pods, keptFacts, &end.completion, &end.reason, &end.message},
-                              uid);
+    text =
+        pods_.documentText({task, config_.taskNamespace, phase, &create, nullptr, &services, &pods,
+                            keptFacts, &end.completion, &end.reason, &end.message, &end.conditions},
+                           uid);
   }
   return enqueue(task, std::move(*text), phase, refresh);
 }

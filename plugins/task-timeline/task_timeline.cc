@@ -182,6 +182,10 @@ TaskTimeline::TaskTimeline(sdk::Host host, std::string_view domain, std::string_
       blamed_(host.counter("kuscia_timeline_blamed_tasks_total",
                            "Tasks whose longest critical-path phase was this party's, by phase",
                            {"party", "phase"})),
+      preparing_(host.histogram("kuscia_timeline_task_preparing_seconds",
+                                "A task's creation to its ResourceCreated condition (ports, "
+                                "pre-checks, its objects created)",
+                                {}, durationBuckets())),
       negative_(host.counter("kuscia_timeline_negative_durations_total",
                              "Durations that came out negative (clocks disagree), by duration",
                              {"duration"})),
@@ -224,7 +228,7 @@ TaskTimeline::TaskTimeline(sdk::Host host, std::string_view domain, std::string_
   taskSub_ = host.subscribe(model::taskSubscription(
       config_.taskNamespace,
       {"/status/phase", "/metadata/creationTimestamp", "/status/completionTime", "/status/reason",
-       "/status/message", model::kKeptFactsPointer, "/status/podStatuses",
+       "/status/message", model::kKeptFactsPointer, "/status/conditions", "/status/podStatuses",
        "/status/serviceStatuses"}));
   finished_.emplace(host, taskSub_, config_.taskNamespace, kTaskPhase, kTaskCompletion,
                     config_.keepFinishedSeconds,
@@ -750,6 +754,8 @@ TaskTimeline::Task TaskTimeline::taskFrom(std::string_view fieldsJson, std::stri
       t.reason = model::stringValue(fields->leading[kTaskReason]).value_or("");
       t.message = model::stringValue(fields->leading[kTaskMessage]).value_or("");
       t.kept = model::stringValue(fields->leading[kTaskKept]).value_or("");
+      const json conditions = model::parseJson(fields->leading[kTaskConditions]);
+      t.resourceCreated = model::timeline::resourceCreatedTime(&conditions);
       return t;
     }
   }
@@ -765,6 +771,7 @@ TaskTimeline::Task TaskTimeline::taskFrom(std::string_view fieldsJson, std::stri
   t.reason = model::fieldString(f, kTaskReason);
   t.message = model::fieldString(f, kTaskMessage);
   t.kept = model::fieldString(f, kTaskKept);
+  t.resourceCreated = model::timeline::resourceCreatedTime(&f[kTaskConditions]);
   return t;
 }
 
@@ -1045,6 +1052,9 @@ void TaskTimeline::summarizeOnce(const std::string& task, std::string_view field
   // instance may put its pods on the board after this one saw the task complete.
   if (config_.keepFacts) keepPending_.insert(task);
   if (auto startup = s.startupSeconds()) observeForTask(taskStartup_, *startup, &task);
+  // Its preparing: the task controller's ports, pre-checks and objects (ResourceCreated).
+  if (auto prepared = model::parseTime(t.resourceCreated); prepared && created)
+    observeForTask(preparing_, model::secondsBetween(*created, *prepared), &task);
   for (const auto& p : s.criticalPath)
     if (double seconds = p.seconds().value_or(0); seconds > 0)
       criticalPath_.add(seconds, {p.phase.c_str()});

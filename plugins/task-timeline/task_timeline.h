@@ -57,6 +57,7 @@
 #include <kuscia_model/pod_fields.h>
 #include <kuscia_model/status_entries.h>
 #include <kuscia_model/status_writer.h>
+#include <kuscia_model/timeline.h>
 
 namespace kuscia_host::plugins::timeline {
 
@@ -157,7 +158,8 @@ private:
     kTaskCompletion,
     kTaskReason, // why it ended: what summary.failure reads beside the entries
     kTaskMessage,
-    kTaskKept, // the facts kept on the task (kuscia_model/kept_facts.h)
+    kTaskKept,       // the facts kept on the task (kuscia_model/kept_facts.h)
+    kTaskConditions, // its ResourceCreated: the task's preparing
     kTaskPods,
     kTaskServices,
     kTaskFieldCount
@@ -173,7 +175,8 @@ private:
     std::string phase;
     std::string createTime;
     std::string completionTime, reason, message; // the status's ("": none)
-    std::string kept;                            // the kept facts' annotation ("": none yet)
+    std::string resourceCreated; // its ResourceCreated=True condition's time ("": none)
+    std::string kept;            // the kept facts' annotation ("": none yet)
     // The resourceVersion of the task as last seen (versionNumber(); 0: not known).
     uint64_t version = 0;
     // The resourceVersion this instance's last write was answered with, when the entries were
@@ -337,7 +340,7 @@ private:
   sdk::Metric createToSchedule_, createToStart_, startToReady_, createToReady_;
   sdk::Metric reserving_, awaitingParties_, binding_; // the reservation's phases
   sdk::Metric serviceCreateToReady_;
-  sdk::Metric imagePull_, containersStart_, taskStartup_, criticalPath_, blamed_;
+  sdk::Metric imagePull_, containersStart_, taskStartup_, criticalPath_, blamed_, preparing_;
   sdk::Metric negative_, malformed_, stuck_, keptWrites_, failures_, stuckTasks_;
   model::StatusWriter writer_;
   std::optional<JobWatch> jobs_; // the KusciaJobs: their view and observed times

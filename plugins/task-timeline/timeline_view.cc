@@ -111,6 +111,7 @@ std::optional<json> TaskTimeline::timeline(const std::string& task, bool phases,
     if (!t->phase.empty()) doc["phase"] = t->phase;
     if (!t->createTime.empty()) doc["createTime"] = t->createTime;
     if (!t->completionTime.empty()) doc["completionTime"] = t->completionTime;
+    if (!t->resourceCreated.empty()) doc["resourceCreatedTime"] = t->resourceCreated;
     if (json evidence = model::timeline::taskEvidence(t->reason, t->message); !evidence.is_null())
       doc["evidence"] = std::move(evidence);
     for (const ParsedEntries& from :

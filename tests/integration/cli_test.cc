@@ -206,6 +206,8 @@ TEST(CliTest, ASlowReservationIsBlamedOnThePartyThatReservedLast) {
     EXPECT_NE(r.out.find("job demo-job-1 ("), std::string::npos) << r.out;
     EXPECT_NE(r.out.find("(dependencies)"), std::string::npos) << r.out;
     EXPECT_NE(r.out.find("ready; blame bob/demo-task-2-0 reserving"), std::string::npos) << r.out;
+    // The task's own preparing (ResourceCreated, as sim-agent writes it with Kuscia's shape).
+    EXPECT_NE(r.out.find("\npreparing "), std::string::npos) << r.out;
   }
 }
 

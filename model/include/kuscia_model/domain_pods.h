@@ -41,6 +41,7 @@ struct TaskStatusView {
   const nlohmann::json* completionTime = nullptr;
   const nlohmann::json* reason = nullptr;
   const nlohmann::json* message = nullptr;
+  const nlohmann::json* conditions = nullptr; // its status's (ResourceCreated), or absent
 };
 
 class DomainPods {

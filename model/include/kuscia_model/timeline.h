@@ -223,7 +223,19 @@ struct TaskParts {
   const nlohmann::json* completionTime = nullptr;
   const nlohmann::json* reason = nullptr;
   const nlohmann::json* message = nullptr;
+  const nlohmann::json* conditions = nullptr; // its status's, for ResourceCreated
 };
+
+// The lastTransitionTime of a task status's ResourceCreated=True condition ("" when none): when
+// the task controller had allocated the ports, passed the pre-checks and created the objects.
+inline std::string resourceCreatedTime(const nlohmann::json* conditions) {
+  if (conditions == nullptr || !conditions->is_array()) return {};
+  for (const auto& c : *conditions)
+    if (c.is_object() && c.value("type", "") == "ResourceCreated" &&
+        c.value("status", "") == "True")
+      return c.value("lastTransitionTime", "");
+  return {};
+}
 
 // What a task's status says of it at the top of its document: "evidence" ({"message", "reason"},
 // excerpts of those given), null when it says nothing.
@@ -253,6 +265,8 @@ inline nlohmann::json fromParts(const TaskParts& t) {
   if (t.creationTimestamp != nullptr) doc["createTime"] = *t.creationTimestamp;
   if (t.completionTime != nullptr && t.completionTime->is_string())
     doc["completionTime"] = *t.completionTime;
+  if (std::string created = resourceCreatedTime(t.conditions); !created.empty())
+    doc["resourceCreatedTime"] = std::move(created);
   if (json evidence = taskEvidence(t); !evidence.is_null()) doc["evidence"] = std::move(evidence);
   json& entries = doc["entries"];
   for (auto [group, pod] : {std::pair{t.podStatuses, true}, std::pair{t.serviceStatuses, false}})
@@ -280,7 +294,8 @@ inline nlohmann::json fromTask(const nlohmann::json& task) {
   return fromParts({text("name"), text("namespace"), member(status, "phase"),
                     member(meta, "creationTimestamp"), member(status, "podStatuses"),
                     member(status, "serviceStatuses"), member(status, "completionTime"),
-                    member(status, "reason"), member(status, "message")});
+                    member(status, "reason"), member(status, "message"),
+                    member(status, "conditions")});
 }
 
 } // namespace kuscia_host::model::timeline

@@ -276,12 +276,17 @@ struct TaskEnd {
   std::string phase;                     // "Failed", "Succeeded", ...
   std::optional<int64_t> completionTime; // when it ended
   std::string reason, message;           // excerpts
+  // Its ResourceCreated condition's time: the task controller allocated its ports, ran its
+  // pre-checks and created its objects (the task's `preparing` ended).
+  std::optional<int64_t> resourceCreated;
   // From the status's texts ("" for one it lacks).
   static TaskEnd of(std::string_view phase, std::string_view completionTime,
-                    std::string_view reason, std::string_view message) {
+                    std::string_view reason, std::string_view message,
+                    std::string_view resourceCreated = {}) {
     TaskEnd t;
     t.phase = std::string(phase);
     if (!completionTime.empty()) t.completionTime = sdk::parseTime(completionTime);
+    if (!resourceCreated.empty()) t.resourceCreated = sdk::parseTime(resourceCreated);
     if (!reason.empty()) t.reason = failure::excerpt(reason);
     if (!message.empty()) t.message = failure::excerpt(message);
     return t;
@@ -291,7 +296,7 @@ struct TaskEnd {
     const nlohmann::json evidence =
         doc.is_object() ? doc.value("evidence", nlohmann::json()) : nlohmann::json();
     return of(textOf(doc, "phase"), textOf(doc, "completionTime"), textOf(evidence, "reason"),
-              textOf(evidence, "message"));
+              textOf(evidence, "message"), textOf(doc, "resourceCreatedTime"));
   }
 };
 
@@ -390,6 +395,9 @@ struct Summary {
   };
   bool complete = false;
   std::optional<int64_t> createTime, allReadyTime;
+  // The task's own ResourceCreated: its `preparing` (creation to it) is the task's, beside the
+  // entries' phases (each pod's `creating` covers it from the pod's side).
+  std::optional<int64_t> resourceCreated;
   std::map<std::string, Party> parties;
   std::string lastParty;
   std::vector<Phase> criticalPath; // earliest first (complete tasks)
@@ -588,6 +596,7 @@ inline Summary summarize(std::optional<int64_t> taskCreate, const std::vector<En
                          int64_t stuckAfterNanos = kStuckAfterNanos) {
   Summary out;
   out.createTime = taskCreate;
+  out.resourceCreated = task.resourceCreated;
   const std::vector<const EntryTimes*> sorted = detail::sortedByKey(entries);
   const EntryTimes* last = nullptr;
   std::optional<int64_t> allReady;
@@ -647,6 +656,11 @@ inline nlohmann::json toJson(const Summary& s, int64_t nowNanos) {
   json out = {{"complete", s.complete}};
   if (s.createTime)
     out["createTime"] = sdk::formatTime(*s.createTime, sdk::TimePrecision::kAsGiven);
+  if (s.createTime && s.resourceCreated)
+    out["preparing"] = {{"phase", "preparing"},
+                        {"from", sdk::formatTime(*s.createTime, sdk::TimePrecision::kAsGiven)},
+                        {"to", sdk::formatTime(*s.resourceCreated, sdk::TimePrecision::kAsGiven)},
+                        {"seconds", detail::seconds(*s.createTime, *s.resourceCreated)}};
   json parties = json::object();
   for (const auto& [party, p] : s.parties) {
     json j = {{"entries", p.entries}, {"readyEntries", p.ready}};

@@ -38,8 +38,9 @@ TimelineText timelineText(const model::timeline::TaskParts& t,
 struct TaskTexts {
   std::string_view name, namespaceName;
   std::optional<std::string_view> phase, createTime; // none: the document has none
-  // The task's status: when it ended and why (none: it says nothing).
-  std::optional<std::string_view> completionTime, reason, message;
+  // The task's status: when it ended and why (none: it says nothing), and when its objects were
+  // created (its ResourceCreated condition's time).
+  std::optional<std::string_view> completionTime, reason, message, resourceCreatedTime;
 };
 // One status entry as its text gives it (status_entries.h, entryFieldTexts(): none with
 // evidence, which the DOM path writes), with what a domain

@@ -174,7 +174,8 @@ function drawSummary(doc) {
     blame.setAttribute("data-entry", s.blame.entry);
     blame.setAttribute("data-phase", s.blame.phase);
   }
-  document.getElementById("parties").textContent = parties.map(([name, p]) =>
+  document.getElementById("parties").textContent = (s.preparing
+      ? "preparing " + secs(s.preparing.seconds) + " \u00b7 " : "") + parties.map(([name, p]) =>
       name + (p.startupSeconds !== undefined ? " ready after " + secs(p.startupSeconds)
                                              : " " + p.readyEntries + "/" + p.entries + " ready"))
       .join(" \u00b7 ");

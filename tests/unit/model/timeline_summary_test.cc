@@ -56,6 +56,32 @@ std::vector<std::string> pathOf(const json& summary) {
   return out;
 }
 
+// The task's own preparing (its creation to ResourceCreated: ports, pre-checks, its objects), from
+// the task's conditions as every reader's document carries them; the entries' phases and the
+// critical path are as they were (each pod's creating covers the same span from its side).
+TEST(TimelineSummary, TheTasksPreparingEndsAtResourceCreated) {
+  json task = {
+      {"metadata", {{"name", "t1"}, {"namespace", "cross-domain"}, {"creationTimestamp", at(0)}}},
+      {"status",
+       {{"phase", "Running"},
+        {"conditions",
+         {{{"type", "PortsAllocated"}, {"status", "True"}, {"lastTransitionTime", at(0)}},
+          {{"type", "ResourceCreated"}, {"status", "True"}, {"lastTransitionTime", at(2)}}}},
+        {"podStatuses",
+         {{"alice/p", {{"createTime", at(2)}, {"startTime", at(3)}, {"readyTime", at(5)}}}}}}}};
+  json doc = tl::fromTask(task);
+  EXPECT_EQ(doc["resourceCreatedTime"], at(2));
+  const json s = tl::summarize(doc, nanosAt(60));
+  ASSERT_TRUE(s.contains("preparing"));
+  EXPECT_EQ(s["preparing"]["seconds"], 2.0);
+  EXPECT_EQ(s["preparing"]["to"], at(2));
+  EXPECT_EQ(s["criticalPath"][0]["phase"], "creating");
+  EXPECT_EQ(s["criticalPath"][0]["seconds"], 2.0);
+  // A failed ResourceCreated (a pre-check) ends no preparing.
+  task["status"]["conditions"][1]["status"] = "False";
+  EXPECT_FALSE(tl::summarize(tl::fromTask(task), nanosAt(60)).contains("preparing"));
+}
+
 // A party whose pod started late is the last party and carries the blame.
 TEST(TimelineSummary, SlowPartyIsLastAndBlamed) {
   Doc d;

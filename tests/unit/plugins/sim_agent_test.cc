@@ -80,6 +80,11 @@ TEST(SimAgentTest, CreatesThePartysPodAndServicesAsKusciaDoes) {
   const auto* phase = last(host, "kusciatasks", KH_KUBE_PATCH, "status");
   ASSERT_NE(phase, nullptr);
   EXPECT_EQ(json::parse(phase->body)["status"]["phase"], "Pending");
+  // As Kuscia's task controller: ports allocated, then its objects created (the task prepared).
+  const json conditions = json::parse(phase->body)["status"]["conditions"];
+  ASSERT_EQ(conditions.size(), 2u);
+  EXPECT_EQ(conditions[1]["type"], "ResourceCreated");
+  EXPECT_EQ(conditions[1]["status"], "True");
   acceptPod(host);
   std::vector<json> services;
   for (const auto& r : host.requests())
