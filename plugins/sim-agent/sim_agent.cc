@@ -418,6 +418,15 @@ void SimAgent::createTaskResource(const std::string& task, Task& t) {
 void SimAgent::reserve(const std::string& task) {
   auto it = tasks_.find(task);
   if (it == tasks_.end() || model::finishedPhase(it->second.phase)) return;
+  // Its create has not come back yet (a loaded host): a patch now would find nothing. Again
+  // shortly.
+  if (taskResources_.count(domain_ + "/" + taskResourceName(task)) == 0) {
+    try {
+      timers_[host().startTimer(50, 0, kReserve)] = task;
+    } catch (const sdk::HostError&) {
+    }
+    return;
+  }
   const std::string at = now();
   it->second.reservedAt = at;
   // As kuscia-scheduler's PreBind writes it (the Reserving condition kept, Reserved added).

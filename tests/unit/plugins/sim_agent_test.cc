@@ -245,6 +245,9 @@ TEST(SimAgentTest, APartyReservesThroughItsTaskResourceAndBindsWhenEveryPartyHas
   EXPECT_EQ(created->namespaceName, "alice");
   EXPECT_EQ(tr["status"]["phase"], "Reserving");
   EXPECT_EQ(tr["metadata"]["annotations"]["kuscia.secretflow/task-id"], task()["metadata"]["name"]);
+  tr["metadata"]["uid"] = "tr-a";
+  tr["metadata"]["resourceVersion"] = "19";
+  deliver(host, "taskresources", KH_EVENT_ADDED, tr); // its create came back
   host.advanceMillis(50);
   EXPECT_EQ(last(host, "pods", KH_KUBE_PATCH), nullptr) << "not bound before the reservation";
   host.advanceMillis(50);
@@ -462,6 +465,26 @@ TEST(SimAgentTest, InP2pTheInitiatorsStubMovesAsThePartnerReservesAndBothBindOnI
   apply(bob, trs[1]);
   EXPECT_EQ(trs[1]["bob/p2p-reservation-task-bob"]["status"]["phase"], "Schedulable");
   ASSERT_NE(last(bob, "pods", KH_KUBE_PATCH), nullptr) << "bob's pods bound";
+}
+
+// On a loaded host the reservation's moment may come before the TaskResource's create came back:
+// the party reserves once it did, instead of patching nothing and never reserving.
+TEST(SimAgentTest, AReservationWaitsForItsTaskResourceToExist) {
+  testing::FakeHost host("alice", "centralized");
+  ASSERT_TRUE(host.create(descriptor(), R"({"reserveMillis": 100, "scheduleMillis": 0})"));
+  ASSERT_TRUE(host.start());
+  deliver(host, "kusciatasks", KH_EVENT_ADDED, task());
+  acceptPod(host);
+  host.advanceMillis(100);
+  EXPECT_EQ(last(host, "taskresources", KH_KUBE_PATCH), nullptr) << "nothing to patch yet";
+  json tr = json::parse(last(host, "taskresources", KH_KUBE_CREATE)->body);
+  tr["metadata"]["uid"] = "tr-a";
+  tr["metadata"]["resourceVersion"] = "19";
+  deliver(host, "taskresources", KH_EVENT_ADDED, tr);
+  host.advanceMillis(50);
+  const auto* reserved = last(host, "taskresources", KH_KUBE_PATCH);
+  ASSERT_NE(reserved, nullptr);
+  EXPECT_EQ(json::parse(reserved->body)["status"]["phase"], "Reserved");
 }
 
 TEST(SimAgentTest, TheTaskRunsWhenItsPodsAreReadyThenSucceeds) {
