@@ -31,11 +31,6 @@ std::string timeText(int64_t ns) {
   return sdk::formatTime(ns, sdk::TimePrecision::kAsGiven);
 }
 
-bool finishedJob(std::string_view phase) {
-  return phase == "Succeeded" || phase == "Failed" || phase == "ApprovalReject" ||
-         phase == "Cancelled";
-}
-
 // A phase from `from` to `to` (ongoing until `now` when `to` is unknown and `ongoing`).
 json phaseOf(const char* name, std::optional<int64_t> from, std::optional<int64_t> to, bool ongoing,
              int64_t now) {
@@ -137,7 +132,7 @@ json queuedOf(const Job& job, const Job::Task& task,
     }
     first = false;
   }
-  json p = phaseOf("queued", from, mine.created, !finishedJob(job.phase), now);
+  json p = phaseOf("queued", from, mine.created, !control::finishedJobPhase(job.phase), now);
   if (!from) return p;
   if (!after.empty()) p["after"] = after;
   // Held by maxParallelism when at some moment of its wait that many of the job's other tasks
@@ -307,7 +302,7 @@ json jobDocument(const Job& job, const Observations& o, const std::map<std::stri
         running.emplace_back(*mine.allReady, end);
       }
     } else {
-      out["phase"] = finishedJob(job.phase) ? "NotCreated" : "";
+      out["phase"] = control::finishedJobPhase(job.phase) ? "NotCreated" : "";
     }
     out["queued"] = std::move(queued);
     list.push_back(std::move(out));

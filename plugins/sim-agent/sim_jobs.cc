@@ -18,11 +18,6 @@ constexpr const char* kFaultAnnotation = "sim.kuscia-host/fault";
 // A party playing `approval-wait` accepts after this many times approveMillis.
 constexpr int64_t kSlowApproval = 8;
 
-bool finishedJob(std::string_view phase) {
-  return phase == "Succeeded" || phase == "Failed" || phase == "ApprovalReject" ||
-         phase == "Cancelled";
-}
-
 } // namespace
 
 SimJobs::SimJobs(sdk::Host host, std::string domain, bool p2p, std::string taskNamespace,
@@ -88,7 +83,7 @@ void SimJobs::reconcile(const std::string& name) {
   auto it = jobs_.find(name);
   if (it == jobs_.end() || !runs(it->second)) return;
   Held& h = it->second;
-  if (finishedJob(h.job.phase)) return;
+  if (model::control::finishedJobPhase(h.job.phase)) return;
   if (h.job.phase.empty()) return initialize(name, h);
   if (h.job.phase == "AwaitingApproval") return approve(name, h);
   if (h.job.phase == "Pending") {

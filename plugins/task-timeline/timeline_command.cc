@@ -327,12 +327,6 @@ int watchOne(const sdk::CommandEnv& env, const Options& o, Sources& sources) {
   }
 }
 
-bool jobFinished(const json& doc) {
-  const std::string phase = doc.value("phase", "");
-  return phase == "Succeeded" || phase == "Failed" || phase == "ApprovalReject" ||
-         phase == "Cancelled";
-}
-
 // What --wait shows of the tasks and jobs as they stand now.
 struct Progress {
   std::vector<std::string> tasks; // the tasks named, then each job's, in order
@@ -355,7 +349,7 @@ struct Progress {
         tasks.push_back(name);
         if (view && view->tasks.count(name) != 0)
           docs[name] = std::move(view->tasks[name]);
-        else if (jobFinished(jobs[j]))
+        else if (model::control::finishedJobPhase(model::textOf(jobs[j], "phase")))
           notCreated.insert(name);
       }
     }

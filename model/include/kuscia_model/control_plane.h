@@ -107,6 +107,12 @@ struct TaskResourceGroup {
 };
 TaskResourceGroup taskResourceGroupOf(const nlohmann::json& object);
 
+// Whether a KusciaJob phase is final (Kuscia reconciles such a job no more).
+inline bool finishedJobPhase(std::string_view phase) {
+  return phase == "Succeeded" || phase == "Failed" || phase == "ApprovalReject" ||
+         phase == "Cancelled";
+}
+
 // A job: its approval by the parties and its tasks' queue.
 struct Job {
   std::string name, namespaceName, initiator, phase, reason, message;
