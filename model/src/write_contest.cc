@@ -201,7 +201,7 @@ void WriteContest::observed(const std::string& task, std::string_view resourceVe
       auto have = value != nullptr && value->is_string()
                       ? parseTime(value->get_ref<const std::string&>())
                       : std::nullopt;
-      if (!have || !sameTime(*have, *f.lastWritten)) overwritten(task, t, f, entry, value);
+      if (!have || !sameTime(*have, *f.lastWritten)) overwritten(task, t, f, value);
     }
     if (Contest* c = contestOf(t, f, false)) {
       prune(c->replaced, now);
@@ -222,10 +222,14 @@ void WriteContest::observed(const std::string& task, std::string_view resourceVe
   if (t.fields.empty() && t.holdUntilMillis <= now) tasks_.erase(it);
 }
 
-void WriteContest::overwritten(const std::string& task, Task& t, Field& f, const json* entry,
-                               const json* value) {
+void WriteContest::overwritten(const std::string& task, Task& t, Field& f, const json* value) {
   int64_t now = nowMillis();
   Contest& c = *contestOf(t, f, true);
+  if (c.yielded) {
+    // A write already on its way when the field was yielded, overwritten in turn: yielded once.
+    f.defending = false;
+    return;
+  }
   prune(c.replaced, now);
   prune(c.removed, now);
   bool replaced = value != nullptr;
@@ -233,7 +237,7 @@ void WriteContest::overwritten(const std::string& task, Task& t, Field& f, const
   overwrites_.add(1, {replaced ? "replaced" : "removed"});
   if (static_cast<int>(c.replaced.size()) >= yieldAfter_ ||
       static_cast<int>(c.removed.size()) >= kRemovalsToYield) {
-    yield(task, t, f, c, entry, replaced ? value->dump() : std::string("nothing (removed)"));
+    yield(task, t, f, c, replaced ? value->dump() : std::string("nothing (removed)"));
   } else if (c.removed.size() >= 2) {
     int64_t hold = std::min<int64_t>(
         kMaxHoldMillis, int64_t{1000} << std::min<std::size_t>(c.removed.size() - 2, 16));
@@ -242,19 +246,16 @@ void WriteContest::overwritten(const std::string& task, Task& t, Field& f, const
   f.defending = false; // counted once; the next write records it again
 }
 
-void WriteContest::yield(const std::string& task, Task& t, Field& f, Contest& c, const json* entry,
+void WriteContest::yield(const std::string& task, Task& t, Field& f, Contest& c,
                          const std::string& theirs) {
   c.yielded = true;
   // The incarnation yielded: this host's own createTime of the entry (what it wrote last), else
-  // the status's.
+  // the one its next patch of the entry carries (filter()). Not the status's: the other writer
+  // may have replaced that too (a host that restarted wrote no createTime of its own yet).
   c.createNanos.reset();
   auto createName = nameIndex("createTime", false);
   const Field* own = createName ? findField(t, f.group, keyOf(t, f), *createName, false) : nullptr;
-  const json* create = entry != nullptr ? member(*entry, "createTime") : nullptr;
-  if (own != nullptr && own->lastWritten)
-    c.createNanos = own->lastWritten;
-  else if (create != nullptr && create->is_string())
-    c.createNanos = parseTime(create->get_ref<const std::string&>());
+  if (own != nullptr && own->lastWritten) c.createNanos = own->lastWritten;
   const std::string& field = names_[f.name];
   yieldedMetric_.add(1, {field.c_str()});
   host_.warn("task " + task + " " + std::string(keyOf(t, f)) + ": " + field +
@@ -280,6 +281,7 @@ void WriteContest::filter(const std::string& task, StatusPatch& status) {
         Field* y = name ? findField(t, group, e.key, *name, false) : nullptr;
         Contest* c = y != nullptr ? contestOf(t, *y, false) : nullptr;
         if (c == nullptr || !c->yielded) return false;
+        if (create && !c->createNanos) c->createNanos = *create; // the incarnation yielded
         if (create && c->createNanos && *create != *c->createNanos) {
           // A new incarnation of the entry: no contest yet.
           t.contests->erase(contestKey(t, *y));

@@ -125,10 +125,8 @@ private:
   static Contest* contestOf(Task& t, Field& f, bool add);
   // Drops what is left of no field (after fields were erased).
   static void compactKeys(Task& t);
-  void overwritten(const std::string& task, Task& t, Field& f, const nlohmann::json* entry,
-                   const nlohmann::json* value);
-  void yield(const std::string& task, Task& t, Field& f, Contest& c, const nlohmann::json* entry,
-             const std::string& theirs);
+  void overwritten(const std::string& task, Task& t, Field& f, const nlohmann::json* value);
+  void yield(const std::string& task, Task& t, Field& f, Contest& c, const std::string& theirs);
 
   sdk::Host host_;
   int yieldAfter_;

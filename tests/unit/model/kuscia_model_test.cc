@@ -834,6 +834,41 @@ TEST(KusciaModelTest, AContestKeepsEachEntrysFieldsApartAsEntriesComeAndGo) {
   EXPECT_FALSE(contest.yielded("t", "podStatuses", "alice/a", "readyTime"));
 }
 
+// A host restarted: it wrote no createTime of its own when another writer replaced both the
+// entry's createTime and its readyTime. The readyTime is yielded once, even when a write that was
+// already on its way lands after the yield and is overwritten in turn, and the yield holds for
+// the incarnation the host's own next patch names, not the other writer's createTime.
+TEST(KusciaModelTest, AFieldIsYieldedOnceForTheHostsOwnIncarnation) {
+  testing::FakeHost fake("alice");
+  WriteContest contest(sdk::Host(fake.api(), fake.ctx()), "kuscia_test", 2);
+  auto rv = [](int v) {
+    return responseVersion(R"({"metadata":{"resourceVersion":")" + std::to_string(v) + "\"}}");
+  };
+  constexpr auto kCreate = TimeField::kCreate, kReady = TimeField::kReady;
+  const json theirs = {
+      {"alice/a", {{"createTime", "2000-05-20T08:00:00Z"}, {"readyTime", "2000-05-20T08:00:09Z"}}}};
+  auto ours = [kReady] { return podPatch({{"alice/a", {{kReady, "2024-05-20T08:00:09Z"}}}}); };
+  contest.wrote("t", ours(), rv(10));
+  contest.observed("t", "11", theirs, json::object());
+  contest.wrote("t", ours(), rv(12));
+  contest.observed("t", "13", theirs, json::object());
+  EXPECT_TRUE(contest.yielded("t", "podStatuses", "alice/a", "readyTime"));
+  contest.wrote("t", ours(), rv(14)); // sent before the yield
+  contest.observed("t", "15", theirs, json::object());
+  EXPECT_EQ(fake.metric("kuscia_test_yielded_fields_total", "readyTime"), 1);
+  // The host's own patch carries its own createTime: the yielded incarnation, so the field stays
+  // out; then, and only then, another createTime is a new incarnation.
+  StatusPatch own = podPatch(
+      {{"alice/a", {{kCreate, "2024-05-20T08:00:00Z"}, {kReady, "2024-05-20T08:00:09Z"}}}});
+  contest.filter("t", own);
+  EXPECT_EQ(own.toJson(), podPatch({{"alice/a", {{kCreate, "2024-05-20T08:00:00Z"}}}}).toJson());
+  EXPECT_TRUE(contest.yielded("t", "podStatuses", "alice/a", "readyTime"));
+  StatusPatch reborn = podPatch(
+      {{"alice/a", {{kCreate, "2024-05-20T09:00:00Z"}, {kReady, "2024-05-20T09:00:09Z"}}}});
+  contest.filter("t", reborn);
+  EXPECT_FALSE(contest.yielded("t", "podStatuses", "alice/a", "readyTime"));
+}
+
 TEST(KusciaModelTest, AStatusPatchWritesWhatDumpWritesOfTheSameDocument) {
   StatusPatch patch;
   const int64_t t0 = *parseTime("2024-05-20T08:00:00Z");
