@@ -110,6 +110,13 @@ sdk::Subscription taskResourceSubscription() {
   return s;
 }
 
+sdk::Subscription partnerTaskResourceSubscription() {
+  sdk::Subscription s = taskResourceSubscription();
+  s.scope = KH_SCOPE_ALL;
+  s.labelSelector = "kuscia.secretflow/interconn-protocol-type=kuscia";
+  return s;
+}
+
 TaskResource taskResourceOfFields(std::string_view key, std::string_view fieldsJson) {
   const json fields = parseFields(fieldsJson, kTaskResourceFields.size());
   json object = json::object();
@@ -126,14 +133,23 @@ ReservationTimes reservationTimesOf(const TaskResource& r) {
   return {r.start ? r.start : r.created, r.reserved, r.schedulable};
 }
 
+json reservationJson(std::string_view key, const ReservationTimes& times) {
+  json j = {{"taskResource", key}};
+  for (std::size_t i = 0; i < times.size(); ++i)
+    if (times[i])
+      j[kReservationTimes[i]] = sdk::formatTime(*times[i], sdk::TimePrecision::kAsGiven);
+  return j;
+}
+
 std::optional<std::pair<std::string, std::string>> Reservations::onEvent(const sdk::Event& e) {
   if (e.type == KH_EVENT_DELETED) return std::nullopt; // its times stay (above)
   const TaskResource r = taskResourceOfFields(e.key, e.fieldsJson);
   if (r.task.empty()) return std::nullopt;
-  ReservationTimes& held = byTask_[r.task][r.party];
+  Held& held = byTask_[r.task][r.party];
   const ReservationTimes times = reservationTimesOf(r);
-  if (held == times) return std::nullopt;
-  held = times;
+  held.key = r.key;
+  if (held.times == times) return std::nullopt;
+  held.times = times;
   return std::pair{r.task, r.party};
 }
 
@@ -141,7 +157,18 @@ const ReservationTimes* Reservations::of(const std::string& task, std::string_vi
   auto t = byTask_.find(task);
   if (t == byTask_.end()) return nullptr;
   auto p = t->second.find(party);
-  return p != t->second.end() ? &p->second : nullptr;
+  return p != t->second.end() ? &p->second.times : nullptr;
+}
+
+json Reservations::partners(const std::string& task,
+                            const std::function<bool(std::string_view party)>& held) const {
+  json out = json::object();
+  auto t = byTask_.find(task);
+  if (t == byTask_.end()) return out;
+  for (const auto& [party, r] : t->second) {
+    if (!held(party) && r.times[0]) out[party] = reservationJson(r.key, r.times);
+  }
+  return out;
 }
 
 void Reservations::forget(const std::string& task) {

@@ -57,12 +57,34 @@ std::string boundedText(std::string_view text, std::size_t maxBytes) {
   return clean + std::string(kCut);
 }
 
-json keptEntries(std::string_view annotation) {
+namespace {
+
+// The object `member` of an annotation's value; an empty object when it is none.
+json keptMember(std::string_view annotation, const char* member) {
   if (annotation.empty()) return json::object();
   json doc = json::parse(annotation, nullptr, false);
   if (!doc.is_object() || doc.value("v", 0) != kVersion) return json::object();
-  auto it = doc.find("entries");
+  auto it = doc.find(member);
   return it != doc.end() && it->is_object() ? std::move(*it) : json::object();
+}
+
+} // namespace
+
+json keptEntries(std::string_view annotation) {
+  return keptMember(annotation, "entries");
+}
+
+json keptPartners(std::string_view annotation) {
+  return keptMember(annotation, "partners");
+}
+
+json partnerReservations(std::string_view annotation, const json& live, const json& entries) {
+  json out = json::object();
+  const json kept = keptPartners(annotation);
+  for (const auto& [party, r] : kept.items())
+    if (!timeline::holdsParty(entries, party)) out[party] = r;
+  if (live.is_object()) out.update(live);
+  return out;
 }
 
 json keptFactsOf(const json& facts, std::string_view createTime) {
@@ -76,8 +98,9 @@ json keptFactsOf(const json& facts, std::string_view createTime) {
   return out;
 }
 
-std::optional<std::string> keptFactsText(const json& entries) {
+std::optional<std::string> keptFactsText(const json& entries, const json& partners) {
   json doc = {{"v", kVersion}, {"entries", entries}};
+  if (partners.is_object() && !partners.empty()) doc["partners"] = partners;
   std::string text = doc.dump();
   if (text.size() <= kKeptFactsBytes) return text;
   for (auto& [key, facts] : doc["entries"].items())

@@ -225,6 +225,7 @@ TaskTimeline::TaskTimeline(sdk::Host host, std::string_view domain, std::string_
   endpointsSub_ = host.subscribe(model::domainSubscription("endpoints", {"/subsets"}));
   eventSub_ = host.subscribe(model::podEventSubscription());
   taskResourceSub_ = host.subscribe(model::control::taskResourceSubscription());
+  partnerResourceSub_ = host.subscribe(model::control::partnerTaskResourceSubscription());
   taskSub_ = host.subscribe(model::taskSubscription(
       config_.taskNamespace,
       {"/status/phase", "/metadata/creationTimestamp", "/status/completionTime", "/status/reason",
@@ -282,7 +283,8 @@ void TaskTimeline::onEvent(const sdk::Event& e) {
     return finished_->onEvent(e); // after: it asks whether the task is still held
   }
   if (e.subscriptionId == eventSub_) return onPodEvent(e);
-  if (e.subscriptionId == taskResourceSub_) return onTaskResource(e);
+  if (e.subscriptionId == taskResourceSub_ || e.subscriptionId == partnerResourceSub_)
+    return onTaskResource(e);
   if (e.subscriptionId == jobs_->subscription()) return jobs_->onEvent(e);
 }
 
@@ -347,8 +349,14 @@ void TaskTimeline::keepFacts(const std::string& task) {
     changed = true;
   }
   keepPending_.erase(task);
+  // The partners' reservations (their stubs go with the group), over what is kept of them.
+  const json keptPartners = model::keptPartners(whole->kept);
+  json partners = keptPartners;
+  partners.update(reservations_.partners(
+      task, [&domains](std::string_view party) { return domains.count(party) > 0; }));
+  changed = changed || partners != keptPartners;
   if (!changed) return; // kept already (a host restarted, or another instance's answer)
-  auto text = model::keptFactsText(entries);
+  auto text = model::keptFactsText(entries, partners);
   if (!text) {
     keptWrites_.add(1, {"too_large"});
     host().warn("task " + task + ": its pods' facts are too large to keep on it (over " +
@@ -1043,6 +1051,14 @@ void TaskTimeline::summarizeOnce(const std::string& task, std::string_view field
     const ParsedEntries parsed = othersFrom(fieldsJson);
     addParsed(parsed.podStatuses, parsed.serviceStatuses);
   }
+  // The partners whose pods this cluster does not hold, by their reservation (as timeline()).
+  auto holds = [&entries](std::string_view party) {
+    return std::any_of(entries.begin(), entries.end(),
+                       [party](const auto& e) { return model::namespaceOf(e.key) == party; });
+  };
+  for (auto& partner : model::timeline::partnerEntries(
+           json{{"partnerReservations", reservations_.partners(task, holds)}}))
+    entries.push_back(std::move(partner));
   std::optional<int64_t> created;
   if (!t.createTime.empty()) created = model::parseTime(t.createTime);
   auto s = model::timeline::summarize(created, entries, host().wallTimeNanos());

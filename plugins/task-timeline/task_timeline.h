@@ -305,6 +305,7 @@ private:
   std::string ownPrefix_; // "<domain>/": the keys of this domain's status entries
   uint64_t podSub_ = 0, serviceSub_ = 0, endpointsSub_ = 0, taskSub_ = 0, eventSub_ = 0;
   uint64_t taskResourceSub_ = 0;
+  uint64_t partnerResourceSub_ = 0; // the partners' stub TaskResources (p2p initiator)
   // The domain's TaskResources' times: for the pods that come after them.
   model::control::Reservations reservations_;
   uint64_t stuckTimer_ = 0;

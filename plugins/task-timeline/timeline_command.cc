@@ -1,6 +1,7 @@
 #include "timeline_command.h"
 
 #include <kuscia_host/kube_text.hpp>
+#include <kuscia_host/query.hpp>
 #include <kuscia_model/control_plane.h>
 #include <kuscia_model/job_view.h>
 #include <kuscia_model/json_member.h>
@@ -119,6 +120,24 @@ json reservationFacts(const sdk::CommandEnv& env, int32_t reader, const std::str
   return facts;
 }
 
+// The reservations of the task's parties whose pods `entries` lacks, from the stub TaskResources
+// a p2p initiator's cluster keeps of its partners (as task-timeline's partnerReservations).
+json stubReservations(const sdk::CommandEnv& env, int32_t reader, const std::string& task,
+                      const json& entries) {
+  json out = json::object();
+  auto list = getJson(
+      env, reader,
+      "/apis/kuscia.secretflow/v1alpha1/taskresources?labelSelector=" +
+          sdk::percentEncode(model::control::partnerTaskResourceSubscription().labelSelector));
+  for (const auto& item : list ? model::arrayOf(*list, "items") : json::array()) {
+    const model::control::TaskResource r = model::control::taskResourceOf(item);
+    const model::control::ReservationTimes times = model::control::reservationTimesOf(r);
+    if (r.task == task && times[0] && !tl::holdsParty(entries, r.party))
+      out[r.party] = model::control::reservationJson(r.key, times);
+  }
+  return out;
+}
+
 // The task's document from one cluster: the status's entries, each pod's entry completed by the
 // pod (containersStartTime), its Events (image pull, reasons) when they are still there, and its
 // party's reservation.
@@ -149,6 +168,14 @@ json clusterTimeline(const sdk::CommandEnv& env, int32_t reader, const std::stri
     merged.update(facts);
     doc["entries"][key] = tl::entry(key, merged, true);
   }
+  // The partners' reservations: what is kept of them (their stubs go with the group) under what
+  // the cluster still has.
+  const json entries = doc.value("entries", json::object());
+  const json annotations = model::objectOf(model::objectOf(obj, "metadata"), "annotations");
+  json partners =
+      model::partnerReservations(model::textOf(annotations, model::kKeptFactsAnnotation),
+                                 stubReservations(env, reader, task, entries), entries);
+  if (!partners.empty()) doc["partnerReservations"] = std::move(partners);
   return doc;
 }
 

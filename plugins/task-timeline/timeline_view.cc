@@ -143,6 +143,14 @@ std::optional<json> TaskTimeline::timeline(const std::string& task, bool phases,
       if (s.ready) e["readyTime"] = s.ready.text();
       entries[key] = entryTimeline(task, key, e, false, kept);
     }
+  // The parties whose pods this cluster does not hold: their reservation (p2p: the stubs), what
+  // is kept of it (the stubs go with the group) under what is seen.
+  auto holds = [&entries](std::string_view party) {
+    return model::timeline::holdsParty(entries, party);
+  };
+  json partners = model::partnerReservations(t != nullptr ? t->kept : std::string(),
+                                             reservations_.partners(task, holds), entries);
+  if (!partners.empty()) doc["partnerReservations"] = std::move(partners);
   doc["entries"] = std::move(entries);
   doc["summary"] = model::timeline::summarize(doc, host().wallTimeNanos(),
                                               config_.stuckAfterSeconds * int64_t{1000000000});

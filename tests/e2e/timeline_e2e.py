@@ -17,7 +17,9 @@ shows a pod held Unschedulable with its reason; the API server's audit log shows
 needed exactly the permissions of config/k8s/base/rbac.yaml's ClusterRole.
 
 P2P (--p2p): two API servers (alice's and bob's clusters), the task created in both, one host
-per party in p2p mode: each fills its own party's entries in its own cluster; bob's host, killed
+per party in p2p mode: each fills its own party's entries in its own cluster; alice's host alone
+blames bob's slow reservation, known in alice's cluster by its stub TaskResource, and says the
+same after a restart once Kuscia deleted the TaskResources (kept on the task); bob's host, killed
 and restarted while a job awaits bob's approval in bob's cluster, dates the approval. Then a writer that
 fights back on every field (replaces each time the host writes with one of its own) makes alice's
 host yield those fields: its writes stop, and its timeline keeps its own values.
@@ -528,6 +530,65 @@ def centralized():
     least_privilege([c])
 
 
+def task_resource(party, stub):
+    """The task's TaskResource of `party` in the initiator's (alice's) cluster, as Kuscia creates it
+    (its status comes after, as the controllers write it): alice's own, or the stub alice's
+    cluster keeps of partner bob (no pods, label interconn-protocol-type=kuscia)."""
+    name = "bob-reserving" if stub else "alice-reserved"
+    r = clean(fixture("control-plane/alice-cluster.taskresource-%s.json" % name))
+    r["metadata"]["name"] = "%s-%s" % (TASK, party)
+    r["metadata"]["annotations"]["kuscia.secretflow/task-id"] = TASK
+    return r
+
+
+def reserve(c, party, phase, **times):
+    t = now()
+    status = {"phase": phase, "lastTransitionTime": t, "startTime": times.get("start", t)}
+    if phase != "Reserving":
+        status["conditions"] = [{"type": phase, "status": "True", "lastTransitionTime": t}]
+    # TaskResource has no status subresource: its writers update the whole object.
+    c.kubectl("patch", "taskresource", "%s-%s" % (TASK, party), "-n", party, "--type=merge",
+              "-p", json.dumps({"status": status}))
+
+
+def reservation_in_alices_cluster(c):
+    """Kuscia's gang reservation, p2p, seen from alice's cluster: alice reserves at once, bob
+    (known here only by the stub the interconnection moves) three seconds later; then every party's
+    pods may bind."""
+    c.kubectl("create", "namespace", "bob")  # the partner's domain, as Kuscia's p2p cluster has it
+    for party in PARTIES:
+        c.apply(task_resource(party, party == "bob"))
+    start = now()
+    for party in PARTIES:
+        reserve(c, party, "Reserving", start=start)
+    reserve(c, "alice", "Reserved", start=start)
+    time.sleep(3.1)
+    reserve(c, "bob", "Reserved", start=start)
+    reserve(c, "alice", "Schedulable", start=start)
+
+
+def blamed_on_bobs_reservation(h, what):
+    def served():
+        try:
+            code, body = h.admin("/api/v1/timelines/" + TASK)
+        except urllib.error.URLError:  # a host started again: not listening yet
+            return None
+        return json.loads(body) if code == 200 and json.loads(body)["summary"].get("complete") else None
+    doc = eventually(served, 20)
+    check(doc, "%s: the task's timeline is served" % what)
+    s, partners = doc["summary"], doc.get("partnerReservations", {})
+    path = ["%s:%s" % (p["entry"], p["phase"]) for p in s.get("criticalPath", [])]
+    stub = "bob/%s-bob" % TASK
+    check(s.get("complete") and path[:3] == [stub + ":creating", stub + ":reserving",
+                                              "alice/%s-0:awaiting-parties" % TASK],
+          "%s: alice's host alone follows alice's wait to bob's reservation, known by its stub: %s"
+          % (what, path))
+    check(s["criticalPath"][1]["seconds"] >= 3 and s["blame"]["party"] == "bob"
+          and "bob" in partners and "bob" not in s["parties"],
+          "%s: bob's reserving took its %s s, bob is blamed (%s), and has no entry here"
+          % (what, s["criticalPath"][1]["seconds"], s["blame"]))
+
+
 def p2p_mode():
     clusters = {party: Cluster(party) for party in PARTIES}
     hosts = {}
@@ -539,6 +600,7 @@ def p2p_mode():
         hosts[party].start()
     for party, c in clusters.items():
         startup(c, party)
+    reservation_in_alices_cluster(clusters["alice"])
     for party, c in clusters.items():
         finish_startup(c, party)
     for party, c in clusters.items():
@@ -546,10 +608,26 @@ def p2p_mode():
               "%s's cluster: its party's entries hold the objects' own times: %s" % (party, status_matches(c, party)))
         other = [p for p in PARTIES if p != party][0]
         st = c.task()["status"]
-        doc = json.loads(hosts[party].admin("/api/v1/timelines/" + TASK)[1])
+        code, body = hosts[party].admin("/api/v1/timelines/" + TASK)
+        check(code == 200, "%s's host serves the timeline: %s %s" % (party, code, body[:500]))
+        doc = json.loads(body)
         check_summary(doc, c, [party])  # a host sees its own party only
         check(not any(k.startswith(other + "/") for k in st.get("podStatuses", {})),
               "%s's host writes only its own party's entries" % party)
+
+    # alice's host alone follows alice's wait to bob's reservation through bob's stub; Kuscia
+    # deletes the TaskResources with the group, and alice's host, killed and started again,
+    # answers the same from what it kept on the task.
+    h = hosts["alice"]
+    blamed_on_bobs_reservation(h, "alice's host")
+    check(eventually(lambda: "partners" in json.loads(
+        clusters["alice"].task()["metadata"].get("annotations", {}).get("kuscia-host/facts", "{}"))),
+        "bob's reservation is kept on the task")
+    h.kill9()
+    for party in PARTIES:
+        clusters["alice"].kubectl("delete", "taskresource", "%s-%s" % (TASK, party), "-n", party)
+    h.start()
+    blamed_on_bobs_reservation(h, "after a restart, the TaskResources gone")
 
     # In bob's cluster, bob approves alice's job by hand; bob's host, killed and started again
     # while the job waits, dates the approval's end on bob's copy of the job.

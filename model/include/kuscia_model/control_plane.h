@@ -65,6 +65,10 @@ TaskResource taskResourceOf(const nlohmann::json& object);
 // reads, and the TaskResource of such an event's fields ("<ns>/<name>" key, the fields' JSON).
 sdk::Subscription taskResourceSubscription();
 TaskResource taskResourceOfFields(std::string_view key, std::string_view fieldsJson);
+// The subscription to the partners' stub TaskResources a p2p initiator's cluster keeps in the
+// partners' namespaces (label kuscia.secretflow/interconn-protocol-type=kuscia, every namespace),
+// with the same fields: a party whose pods this cluster does not hold still has its reservation.
+sdk::Subscription partnerTaskResourceSubscription();
 
 // A party's reservation as its pods' entries carry it, in the order of kReservationTimes: when
 // it began (the TaskResource's startTime, else its creation), when the party reserved, when
@@ -73,6 +77,9 @@ inline constexpr std::array<const char*, 3> kReservationTimes = {"reservingTime"
                                                                  "schedulableTime"};
 using ReservationTimes = std::array<std::optional<int64_t>, 3>;
 ReservationTimes reservationTimesOf(const TaskResource& r);
+// A party's reservation as a document's "partnerReservations" holds it: {"taskResource": key,
+// and the times of kReservationTimes it has}.
+nlohmann::json reservationJson(std::string_view key, const ReservationTimes& times);
 
 // The reservation times of each task's parties, as the events of taskResourceSubscription() give
 // them. A TaskResource's deletion (Kuscia deletes them with the group once the task succeeded)
@@ -83,12 +90,20 @@ public:
   std::optional<std::pair<std::string, std::string>> onEvent(const sdk::Event& e);
   // The task's party's times, nullptr when none is known.
   const ReservationTimes* of(const std::string& task, std::string_view party) const;
+  // A document's "partnerReservations" (timeline_summary.h): the task's parties that `held` says
+  // the document has no entries of, each with its TaskResource and times; {} when none.
+  nlohmann::json partners(const std::string& task,
+                          const std::function<bool(std::string_view party)>& held) const;
   void forget(const std::string& task);
   // Forgets every task that `keep` does not keep.
   void forgetUnless(const std::function<bool(const std::string& task)>& keep);
 
 private:
-  std::map<std::string, std::map<std::string, ReservationTimes, std::less<>>> byTask_;
+  struct Held {
+    std::string key; // its TaskResource's "<ns>/<name>"
+    ReservationTimes times;
+  };
+  std::map<std::string, std::map<std::string, Held, std::less<>>> byTask_;
 };
 
 // The group of a task's reservations (cluster-scoped, named after the task).

@@ -12,7 +12,9 @@
 // the status-like fields of a timeline document's entry: createTime (the incarnation they are
 // of), firstReadyTime, containersStartTime, imagePullStartTime, imagePullEndTime and reasons
 // ({"<phase>": {"reason", "message"}}). Messages are user data: bounded, without control
-// characters.
+// characters. Beside them, "partners": the reservations of the parties whose pods the cluster
+// does not hold (a p2p initiator's stub TaskResources, deleted with the group: a document's
+// "partnerReservations", timeline_summary.h).
 #pragma once
 
 #include <cstddef>
@@ -44,9 +46,17 @@ nlohmann::json keptEntries(std::string_view annotation);
 // ignored), messages bounded; `createTime` the incarnation's.
 nlohmann::json keptFactsOf(const nlohmann::json& facts, std::string_view createTime);
 
-// The annotation's value for these entries; nullopt when even without messages it is larger
-// than kKeptFactsBytes.
-std::optional<std::string> keptFactsText(const nlohmann::json& entries);
+// The partners' reservations of an annotation's value; an empty object when it has none.
+nlohmann::json keptPartners(std::string_view annotation);
+// A document's "partnerReservations": those kept in `annotation` for the parties `entries` (the
+// document's) holds none of, under the `live` ones (seen now: the stubs are there).
+nlohmann::json partnerReservations(std::string_view annotation, const nlohmann::json& live,
+                                   const nlohmann::json& entries);
+
+// The annotation's value for these entries (and partners' reservations, when any); nullopt when
+// even without messages it is larger than kKeptFactsBytes.
+std::optional<std::string> keptFactsText(const nlohmann::json& entries,
+                                         const nlohmann::json& partners = nlohmann::json::object());
 
 // The merge patch that sets the annotation of a KusciaTask to `text`.
 std::string keptFactsPatch(const std::string& text);

@@ -39,7 +39,11 @@
 //     for the other party that reserved last (docs/design/control-plane.md): when one reserved
 //     inside it, the path holds awaiting-parties from that moment only and goes on through that
 //     party's pod (the first in key order of those that reserved then): its reserving, its
-//     creating. Otherwise the path is the entry's phases, then its creating phase.
+//     creating. A party whose pods the document does not hold (p2p: the initiator's cluster
+//     keeps a stub TaskResource of each partner, the document's "partnerReservations") is
+//     followed the same way, through its TaskResource: its reserving, then its creating (the
+//     task's creation -> its reservation began), and pends as `reserving` while it reserves.
+//     Otherwise the path is the entry's phases, then its creating phase.
 //  5. blame is the longest phase on the path (the earliest of equals). An incomplete task has no
 //     path: each entry not ready yet has a pending phase, from the last time it reached to now,
 //     longest first, and blame is the longest of them (marked "ongoing").
@@ -141,6 +145,10 @@ struct EntryTimes {
   bool waitingToStart = false;
   // What the status says of why the pod waits or ended (the document entry's "evidence").
   std::string evidenceReason, evidenceMessage, terminationLog;
+  // A partner's reservation, not an entry: the stub TaskResource a p2p initiator's cluster keeps
+  // of a party whose pods it does not hold (key: the TaskResource's; createTime = reservingTime).
+  // It counts for no party's entries and is never ready; a pod's awaiting-parties can wait for it.
+  bool partner = false;
 
   using Member = std::optional<int64_t> EntryTimes::*;
   static constexpr std::size_t kTimeCount = 11;
@@ -269,6 +277,37 @@ inline EntryTimes entryTimes(std::string_view key, const nlohmann::json& entry) 
     t.waitingToStart = textOf(*it, "phase") == "starting";
   if (auto it = entry.find("evidence"); it != entry.end()) t.readEvidence(*it);
   return t;
+}
+
+// Whether a document's entries ({"<ns>/<name>": ...}) hold one of `party`.
+inline bool holdsParty(const nlohmann::json& entries, std::string_view party) {
+  if (!entries.is_object()) return false;
+  const std::string prefix = std::string(party) + "/";
+  const auto& keys = entries.get_ref<const nlohmann::json::object_t&>();
+  auto it = keys.lower_bound(prefix);
+  return it != keys.end() && it->first.starts_with(prefix);
+}
+
+// The document's "partnerReservations" ({"<party>": {"taskResource": "<ns>/<name>",
+// "reservingTime", "reservedTime", "schedulableTime"}}) as partner entries (EntryTimes::partner),
+// but for the parties the document has entries of: their pods carry their reservation.
+inline std::vector<EntryTimes> partnerEntries(const nlohmann::json& doc) {
+  std::vector<EntryTimes> out;
+  auto partners = doc.is_object() ? doc.find("partnerReservations") : doc.end();
+  if (partners == doc.end() || !partners->is_object()) return out;
+  const nlohmann::json entries = doc.value("entries", nlohmann::json::object());
+  for (const auto& [party, r] : partners->items()) {
+    if (!r.is_object() || party.empty() || holdsParty(entries, party)) continue;
+    EntryTimes t;
+    t.key = textOf(r, "taskResource");
+    if (!t.key.starts_with(party + "/")) t.key = party + "/" + party;
+    t.pod = true;
+    t.partner = true;
+    t.readTimes(r);
+    t.createTime = t.reservingTime;
+    if (t.reservingTime) out.push_back(std::move(t));
+  }
+  return out;
 }
 
 // What the task's own status says beside its entries, for summary.failure and summary.stuck.
@@ -564,7 +603,7 @@ inline void diagnose(Summary& s, const std::vector<const EntryTimes*>& sorted, c
   }
   std::vector<failure::Evidence> evidence;
   for (const EntryTimes* e : sorted)
-    if (failed || !readyOf(*e)) addEvidence(evidence, *e, pendingOf(e->key));
+    if (!e->partner && (failed || !readyOf(*e))) addEvidence(evidence, *e, pendingOf(e->key));
   if (!task.reason.empty() || !task.message.empty())
     evidence.push_back(
         {"", task.reason, task.message, failed ? task.completionTime.value_or(0) : 0});
@@ -600,7 +639,8 @@ inline Summary summarize(std::optional<int64_t> taskCreate, const std::vector<En
   const std::vector<const EntryTimes*> sorted = detail::sortedByKey(entries);
   const EntryTimes* last = nullptr;
   std::optional<int64_t> allReady;
-  bool complete = !entries.empty();
+  bool complete =
+      std::any_of(entries.begin(), entries.end(), [](const EntryTimes& e) { return !e.partner; });
   // Step 3: the last-ready entry and its tie-breaks.
   auto later = [&](const EntryTimes& e, int64_t ready) {
     if (!allReady) return true;
@@ -613,6 +653,7 @@ inline Summary summarize(std::optional<int64_t> taskCreate, const std::vector<En
   };
   for (const EntryTimes* at : sorted) {
     const EntryTimes& e = *at;
+    if (e.partner) continue;
     Summary::Party& s = out.parties[detail::partyOf(e.key)];
     ++s.entries;
     auto ready = readyOf(e);
@@ -631,6 +672,8 @@ inline Summary summarize(std::optional<int64_t> taskCreate, const std::vector<En
     for (const EntryTimes* e : sorted)
       if (!readyOf(*e)) {
         auto phases = phasesOf(*e);
+        // A partner's reservation pends while it reserves; its wait after is its pods' own.
+        if (e->partner && (phases.empty() || phases.back().phase != "reserving")) continue;
         if (!phases.empty()) out.pending.push_back(std::move(phases.back()));
       }
     std::stable_sort(out.pending.begin(), out.pending.end(), [&](const Phase& a, const Phase& b) {
@@ -704,7 +747,7 @@ inline nlohmann::json summarize(const nlohmann::json& doc, int64_t nowNanos,
   std::optional<int64_t> taskCreate;
   if (doc.contains("createTime") && doc["createTime"].is_string())
     taskCreate = sdk::parseTime(doc["createTime"].get<std::string>());
-  std::vector<EntryTimes> entries;
+  std::vector<EntryTimes> entries = partnerEntries(doc);
   if (doc.contains("entries") && doc["entries"].is_object())
     for (const auto& [key, entry] : doc["entries"].items())
       entries.push_back(entryTimes(key, entry));

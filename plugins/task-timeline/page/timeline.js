@@ -196,9 +196,16 @@ function drawTask(doc) {
   drawSummary(doc);
   const s = doc.summary || {};
   const entries = Object.entries(doc.entries || {});
+  // A party known here only by its reservation (p2p: the stub TaskResource the initiator's
+  // cluster keeps of a partner) gets a row of its reserving: a critical path may go through it.
+  const partners = Object.entries(doc.partnerReservations || {})
+      .filter(([, r]) => r.reservingTime)
+      .map(([party, r]) => [r.taskResource || party + "/" + party, {partner: true, phases: [
+        {phase: "reserving", from: r.reservingTime, to: r.reservedTime}]}]);
+  const rows = entries.concat(partners);
   const now = Date.now();
   let first = ms(doc.createTime), last = -Infinity;
-  for (const [, e] of entries)
+  for (const [, e] of rows)
     for (const p of e.phases || []) {
       const from = ms(p.from), to = p.to ? ms(p.to) : now;
       if (isNaN(first) || from < first) first = from;
@@ -223,7 +230,7 @@ function drawTask(doc) {
   const chart = document.getElementById("chart");
   chart.replaceChildren();
   const byParty = {};
-  for (const [key, e] of entries) {
+  for (const [key, e] of rows) {
     const party = key.split("/")[0];
     (byParty[party] = byParty[party] || []).push([key, e]);
   }
@@ -244,7 +251,10 @@ function drawTask(doc) {
     chart.appendChild(head);
     for (const [key, e] of byParty[party]) {
       const row = el("div", {class: "row", "data-entry": key});
-      row.appendChild(el("div", {class: "label", title: key}, key));
+      if (e.partner) row.setAttribute("data-partner", "true");
+      row.appendChild(el("div", {class: "label", title: e.partner
+          ? key + ": the party's TaskResource (its pods are in its own cluster)" : key},
+                         key + (e.partner ? " (reservation)" : "")));
       const lane = el("div", {class: "lane"});
       for (const p of e.phases || []) {
         const from = ms(p.from), to = p.to ? ms(p.to) : now;

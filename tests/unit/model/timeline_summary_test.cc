@@ -388,6 +388,65 @@ TEST(TimelineSummary, AwaitingPartiesFollowsThePartyThatReservedLast) {
   EXPECT_EQ(w["pending"][1]["phase"], "awaiting-parties");
 }
 
+// p2p, a host alone: alice's cluster holds only alice's pods, and the stub TaskResource it keeps
+// of bob (partnerReservations). alice's awaiting-parties still waited for bob: the path goes on
+// through bob's TaskResource and blames bob's reserving; bob is no party of the entries.
+TEST(TimelineSummary, APartnerKnownByItsStubIsFollowedAndBlamed) {
+  Doc d;
+  d.pod("alice/t1-0", {{"createTime", 1},
+                       {"reservingTime", 2},
+                       {"reservedTime", 3},
+                       {"schedulableTime", 40},
+                       {"scheduleTime", 40},
+                       {"startTime", 41},
+                       {"readyTime", 46}});
+  d.doc["partnerReservations"]["bob"] = {{"taskResource", "bob/t1-bob"},
+                                         {"reservingTime", at(2)},
+                                         {"reservedTime", at(39)},
+                                         {"schedulableTime", at(40)}};
+  json s = d.summary();
+  EXPECT_TRUE(s["complete"]);
+  EXPECT_FALSE(s["parties"].contains("bob")); // no entry of bob's here
+  EXPECT_EQ(s["lastParty"], "alice");
+  EXPECT_EQ(pathOf(s), (std::vector<std::string>{"bob/t1-bob:creating", "bob/t1-bob:reserving",
+                                                 "alice/t1-0:awaiting-parties",
+                                                 "alice/t1-0:binding", "alice/t1-0:accepting",
+                                                 "alice/t1-0:readiness"}));
+  EXPECT_EQ(s["blame"]["party"], "bob");
+  EXPECT_EQ(s["blame"]["phase"], "reserving");
+  EXPECT_EQ(s["blame"]["seconds"], 37);
+  double sum = 0;
+  for (const auto& p : s["criticalPath"])
+    sum += p["seconds"].get<double>();
+  EXPECT_EQ(sum, s["startupSeconds"].get<double>());
+  // While bob reserves: his reservation pends, and is the longest wait.
+  Doc waiting;
+  waiting.pod("alice/t1-0", {{"createTime", 1}, {"reservingTime", 2}, {"reservedTime", 3}});
+  waiting.doc["partnerReservations"]["bob"] = {{"taskResource", "bob/t1-bob"},
+                                               {"reservingTime", at(2)}};
+  json w = waiting.summary(30);
+  EXPECT_FALSE(w["complete"]);
+  EXPECT_EQ(w["blame"]["entry"], "bob/t1-bob");
+  EXPECT_EQ(w["blame"]["phase"], "reserving");
+  EXPECT_EQ(w["pending"].size(), 2U);
+  // Once bob reserved, nothing of his pends: alice waits for the group.
+  waiting.doc["partnerReservations"]["bob"]["reservedTime"] = at(20);
+  json after = waiting.summary(30);
+  EXPECT_EQ(after["pending"].size(), 1U);
+  EXPECT_EQ(after["blame"]["phase"], "awaiting-parties");
+  // A merged document that holds bob's pods takes them, not his stub.
+  d.pod("bob/t1-0", {{"createTime", 1},
+                     {"reservingTime", 2},
+                     {"reservedTime", 30},
+                     {"schedulableTime", 40},
+                     {"scheduleTime", 40},
+                     {"startTime", 41},
+                     {"readyTime", 44}});
+  json merged = d.summary();
+  EXPECT_EQ(merged["blame"]["entry"], "bob/t1-0");
+  EXPECT_EQ(merged["criticalPath"][2]["from"], at(30));
+}
+
 // A pull that fails before any Pulling Event is seen: the pod waits in pulling, with the reason.
 TEST(TimelineSummary, APullFailureWithoutEventsIsPulling) {
   Doc d;
