@@ -5,7 +5,8 @@
 one fault of bob's per task (the `sim.kuscia-host/fault` annotation, as the demo's scenarios do):
 an image that cannot be pulled (stuck for good: Kuscia never fails the task), a container killed
 for memory, one that crashes, one that ends with the gateway's connection error, a pod the
-scheduler cannot place (stuck, then Failed once the task's lifecycle ran out), and a normal task.
+scheduler cannot place (stuck, then Failed once the task's lifecycle ran out), the route to bob
+down (the task's pre-check fails it before any pod: RouteNotReady on the pair), and a normal task.
 Each task's classification is asserted from the timeline API and the metrics; then the finished
 tasks' pods and services are gone (sim-agent), their Events deleted, the host killed and started
 again, and the same classification comes from the API, `kuscia-host timeline`, task-history
@@ -38,12 +39,16 @@ CASES = {
     "f-crash": ("crash", ("failure", "Crashed", None)),
     "f-peer": ("peer-network", ("failure", "PeerNetwork", None)),
     "f-unsched": ("unschedulable", ("failure", "Unschedulable", "Expired")),
+    "f-route": ("route-down", ("failure", "RouteNotReady", None)),
     "f-ok": ("", None),
 }
+# The party each reason names, where it is not bob's pod's: a route's pre-check fails the task
+# before any pod, and names the route's pair (alice-bob, `pair`), not a party.
+PARTY = {"RouteNotReady": None}
 # The evidence each reason's excerpt holds, in its writer's words.
 EVIDENCE = {"ImagePull": "ImagePullBackOff", "OOMKilled": 'reason "OOMKilled"',
             "Crashed": "ValueError", "PeerNetwork": "delayed connect error: 111",
-            "Unschedulable": "Insufficient cpu"}
+            "Unschedulable": "Insufficient cpu", "RouteNotReady": "HeartBeatTimeout"}
 
 
 def host_config(kubeconfig, history_db, endpoint):
@@ -94,9 +99,13 @@ def expect(task, summary, where):
         check(got is None and summary.get("complete"), "%s: %s started, no failure: %s" % (where, task, got))
         return
     kind, reason, cause = want
-    check(got is not None and got[:4] == (kind, reason, "bob", cause),
-          "%s: %s is %s %s in bob (cause %s): %s" % (where, task, kind, reason, cause, got))
+    party = PARTY.get(reason, "bob")
+    check(got is not None and got[:4] == (kind, reason, party, cause),
+          "%s: %s is %s %s in %r (cause %s): %s" % (where, task, kind, reason, party, cause, got))
     check(EVIDENCE[reason] in got[4], "%s: %s's excerpt holds %r: %r" % (where, task, EVIDENCE[reason], got[4]))
+    if reason == "RouteNotReady":
+        check(summary[kind].get("pair") == "alice-bob", "%s: %s names the route alice-bob: %s"
+              % (where, task, summary[kind]))
     check(len(got[4].encode()) <= 512 and not re.search(r"[\x00-\x08\x0b-\x1f\x7f]", got[4]),
           "%s: %s's excerpt is bounded, without control characters" % (where, task))
 
