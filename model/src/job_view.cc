@@ -3,6 +3,7 @@
 #include <kuscia_host/kube_text.hpp>
 #include <kuscia_model/json_member.h>
 #include <kuscia_model/kept_facts.h>
+#include <kuscia_model/kuscia.h>
 
 #include <algorithm>
 #include <cmath>
@@ -393,6 +394,18 @@ std::string renderJob(const json& doc) {
            (textOf(f, "party").empty() ? "" : " in " + textOf(f, "party")) +
            (textOf(f, "task").empty() ? "" : " (task " + textOf(f, "task") + ")") + "\n";
   return out;
+}
+
+sdk::Subscription jobSubscription(const std::string& taskNamespace) {
+  return kusciaSubscription(control::kKusciaJobs, taskNamespace,
+                            {"/metadata", "/spec", "/status", kObservedPointer});
+}
+
+JobFields jobOfFields(std::string_view fieldsJson) {
+  enum { kMeta, kSpec, kStatus, kObserved, kCount };
+  const json f = parseFields(fieldsJson, kCount);
+  return {control::jobOf({{"metadata", f[kMeta]}, {"spec", f[kSpec]}, {"status", f[kStatus]}}),
+          fieldString(f, kObserved)};
 }
 
 } // namespace kuscia_host::model::job

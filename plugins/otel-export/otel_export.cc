@@ -2,7 +2,9 @@
 
 #include <kuscia_host/kube_text.hpp>
 #include <kuscia_model/control_plane.h>
+#include <kuscia_model/job_view.h>
 #include <kuscia_model/timeline.h>
+#include <kuscia_model/timeline_summary.h>
 
 #include <algorithm>
 
@@ -17,7 +19,7 @@ namespace {
 
 constexpr uint64_t kTickMillis = 1000;
 constexpr int kSweepTicks = 5;
-constexpr std::size_t kSubscriptionCount = 4; // tasks, pods, events, task resources
+constexpr std::size_t kSubscriptionCount = 5; // tasks, pods, events, task resources, jobs
 // Events of a pod this instance never sees as a task's go after this long.
 constexpr int64_t kOrphanNanos = int64_t{600} * 1000000000;
 
@@ -43,6 +45,7 @@ OtelExport::OtelExport(sdk::Host host, std::string_view domain, std::string_view
   podSub_ = host.subscribe(model::domainSubscription("pods", model::DomainPods::podFields()));
   taskResourceSub_ = host.subscribe(model::control::taskResourceSubscription());
   eventSub_ = host.subscribe(model::podEventSubscription());
+  jobSub_ = host.subscribe(model::job::jobSubscription(config_.taskNamespace));
 }
 
 OtelExport::~OtelExport() {
@@ -73,6 +76,7 @@ void OtelExport::onEvent(const sdk::Event& e) {
     return;
   }
   if (e.subscriptionId == taskSub_) return onTask(e);
+  if (e.subscriptionId == jobSub_) return; // read from the cache when a task's root is due
   auto wanted = [this](const std::string& task) { return this->wanted(task); };
   if (e.subscriptionId == podSub_)
     pods_.onPod(e, host().wallTimeNanos(), wanted,
@@ -124,6 +128,26 @@ std::optional<json> OtelExport::document(const std::string& task) const {
   return doc;
 }
 
+json OtelExport::jobContext(const std::string& job, const std::string& task, const json& doc,
+                            int64_t nowNanos) const {
+  std::optional<model::job::JobFields> j;
+  host().cacheGet(jobSub_, config_.taskNamespace + "/" + job,
+                  [&j](const sdk::Object& o) { j = model::job::jobOfFields(o.fieldsJson); });
+  if (!j) return nullptr;
+  // The job's tasks as their documents have them (its queue counts the others' times).
+  std::map<std::string, json> docs;
+  for (const auto& t : j->job.tasks) {
+    if (t.name.empty()) continue;
+    std::optional<json> d = t.name == task ? std::optional<json>(doc) : document(t.name);
+    if (!d) continue;
+    (*d)["summary"] = model::timeline::summarize(*d, nowNanos);
+    docs.emplace(t.name, std::move(*d));
+  }
+  return model::job::jobContext(
+      model::job::jobDocument(j->job, model::job::observationsOf(j->observed), docs, nowNanos),
+      task);
+}
+
 void OtelExport::evaluate(const std::string& name, std::string_view uid, std::string_view rv,
                           const json& fields) {
   if (recent_.count(name) > 0) return release(name, rv); // sent
@@ -133,9 +157,13 @@ void OtelExport::evaluate(const std::string& name, std::string_view uid, std::st
               std::find(t.parties.begin(), t.parties.end(), domain_) != t.parties.end();
   if (!mine) return release(name, rv);
   const int64_t now = host().wallTimeNanos();
-  Plan plan =
-      planSpans(documentOf(t, fields), t, domain_, now,
-                config_.stuckAfterSeconds * int64_t{1000000000}, host().deploymentMode() == "p2p");
+  json doc = documentOf(t, fields);
+  // The root's host also sends what came before the task in its job.
+  if (t.initiator == domain_ && !t.job.empty())
+    if (json before = jobContext(t.job, name, doc, now); !before.is_null())
+      doc["job"] = std::move(before);
+  Plan plan = planSpans(doc, t, domain_, now, config_.stuckAfterSeconds * int64_t{1000000000},
+                        host().deploymentMode() == "p2p");
   auto held = tasks_.find(name);
   if (plan.finished && held == tasks_.end() && plan.finishedAt &&
       now - *plan.finishedAt > config_.resendWindowSeconds * int64_t{1000000000}) {

@@ -65,6 +65,10 @@ private:
   void release(const std::string& name, std::string_view rv);
   void evaluateCached(const std::string& name);
   nlohmann::json documentOf(const TaskFacts& task, const nlohmann::json& fields) const;
+  // What came before `task` (its document: `doc`) in its job `job` (model::job::jobContext),
+  // from the cached job and its tasks; null when the cache lacks the job or it lacks the task.
+  nlohmann::json jobContext(const std::string& job, const std::string& task,
+                            const nlohmann::json& doc, int64_t nowNanos) const;
   bool wanted(const std::string& task) const { return recent_.count(task) == 0; }
   bool held(const std::string& task) const { return tasks_.count(task) > 0; }
   void forgetTask(const std::string& name);
@@ -74,7 +78,7 @@ private:
   OtelConfig config_;
   std::string domain_;
   int64_t startedNanos_ = 0;
-  uint64_t taskSub_ = 0, podSub_ = 0, eventSub_ = 0, taskResourceSub_ = 0, timer_ = 0;
+  uint64_t taskSub_ = 0, podSub_ = 0, eventSub_ = 0, taskResourceSub_ = 0, jobSub_ = 0, timer_ = 0;
   model::DomainPods pods_;                 // this domain's task pods and their Events
   std::map<std::string, TaskState> tasks_; // in flight
   std::map<std::string, int64_t> recent_;  // sent: task -> when (wall ns)

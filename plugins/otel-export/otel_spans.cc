@@ -319,7 +319,40 @@ private:
     if (why != nullptr) whyAttributes(s, *why);
     s.pending = pending;
     add(std::move(s));
+    if (!pending) jobSpans();
     return !pending;
+  }
+
+  // What came before the task in its job (the document's "job": kuscia_model/job_view.h), under
+  // the root: its job's approval and its wait in the job's queue, each once it ended. They start
+  // before the root (the task's creation), as they came before it.
+  void jobSpans() {
+    const json& job = objectOf(doc_, "job");
+    for (const char* phase : {"approval", "queued"}) {
+      const json& p = objectOf(job, phase);
+      auto from = timeIn(p, "from");
+      auto to = timeIn(p, "to");
+      if (!from || !to || p.value("ongoing", false)) continue;
+      SpanData s;
+      s.spanId = spanIdOf(trace_, "", "", "", std::string("job.") + phase);
+      s.parent = rootId_;
+      s.name = std::string("kuscia.job.") + phase;
+      s.startNanos = *from;
+      s.endNanos = std::max(*to, *from);
+      s.attributes = {{"kuscia.job.id", textOf(job, "job")}, {"kuscia.phase", phase}};
+      if (std::string party = textOf(p, "party"); !party.empty())
+        s.attributes.push_back({"kuscia.party", party});
+      if (std::string reason = textOf(p, "reason"); !reason.empty())
+        s.attributes.push_back({"kuscia.phase.reason", reason});
+      if (std::string after = textOf(p, "after"); !after.empty())
+        s.attributes.push_back({"kuscia.job.after", after});
+      if (p.value("observed", false)) {
+        s.attributes.push_back({"kuscia.phase.observed", true});
+        s.attributes.push_back(
+            {"kuscia.phase.precision_seconds", int64_t{p.value("precisionSeconds", 1)}});
+      }
+      add(std::move(s));
+    }
   }
 
   const json& doc_;

@@ -7,7 +7,9 @@
 // an entry (pod or service "<ns>/<name>"): incarnation its createTime (RFC 3339, as the document
 // holds it), kind "entry"; an entry's phase: kind the phase's name.
 //
-// The tree: task (root, the initiator's host only) -> party -> pod | service -> phase.
+// The tree: task (root, the initiator's host only) -> party -> pod | service -> phase; and under
+// the root (the initiator's host), what came before the task in its job: job.approval and
+// job.queued (kind "job.approval", "job.queued"; party, entry and incarnation empty).
 #pragma once
 
 #include <array>

@@ -14,18 +14,11 @@ using nlohmann::json;
 
 namespace {
 
-enum JobField { kMeta, kSpec, kStatus, kObserved, kJobFieldCount };
-
 // A job's approval waits on people: up to a day.
 const std::vector<double>& jobBuckets() {
   static const std::vector<double> b = {0.5, 1,   2.5, 5,    10,    30,   60,
                                         120, 300, 900, 3600, 14400, 86400};
   return b;
-}
-
-model::control::Job jobFromFields(const json& f) {
-  return model::control::jobOf(
-      {{"metadata", f[kMeta]}, {"spec", f[kSpec]}, {"status", f[kStatus]}});
 }
 
 } // namespace
@@ -44,9 +37,7 @@ JobWatch::JobWatch(sdk::Host host, std::string taskNamespace, Writes writes, Tas
       failedWrites_(host.counter("kuscia_timeline_job_observation_writes_total",
                                  "Writes of a job's observed times onto the job (ok, failed)",
                                  {"outcome"})) {
-  sub_ = host_.subscribe(
-      model::kusciaSubscription(model::control::kKusciaJobs, namespace_,
-                                {"/metadata", "/spec", "/status", model::job::kObservedPointer}));
+  sub_ = host_.subscribe(model::job::jobSubscription(namespace_));
   startedNanos_ = host_.wallTimeNanos();
 }
 
@@ -54,9 +45,9 @@ std::optional<model::control::Job> JobWatch::jobOf(const std::string& name,
                                                    std::string* kept) const {
   std::optional<model::control::Job> job;
   host_.cacheGet(sub_, namespace_ + "/" + name, [&](const sdk::Object& o) {
-    const json f = model::parseFields(o.fieldsJson, kJobFieldCount);
-    job = jobFromFields(f);
-    if (kept != nullptr) *kept = model::fieldString(f, kObserved);
+    model::job::JobFields f = model::job::jobOfFields(o.fieldsJson);
+    job = std::move(f.job);
+    if (kept != nullptr) *kept = std::move(f.observed);
   });
   return job;
 }
@@ -69,8 +60,8 @@ void JobWatch::onEvent(const sdk::Event& e) {
     std::erase_if(jobOfTask_, [&](const auto& kv) { return kv.second == name; });
     return;
   }
-  const json f = model::parseFields(e.fieldsJson, kJobFieldCount);
-  const model::control::Job job = jobFromFields(f);
+  const model::job::JobFields f = model::job::jobOfFields(e.fieldsJson);
+  const model::control::Job& job = f.job;
   if (!writes_(job.initiator)) {
     jobs_.erase(name);
     return;
@@ -78,7 +69,7 @@ void JobWatch::onEvent(const sdk::Event& e) {
   Held& h = jobs_[name];
   for (const auto& t : job.tasks)
     if (!t.name.empty()) jobOfTask_[t.name] = name;
-  const std::string kept = model::fieldString(f, kObserved);
+  const std::string& kept = f.observed;
   if (kept != h.kept) {
     // What a previous run (or this one) kept, under what this run saw.
     h.kept = kept;

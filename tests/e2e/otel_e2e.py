@@ -4,7 +4,8 @@
 Centralized (`kuscia-host demo --otlp-endpoint`, slow-party): each task is one trace whose id is
 the documented derivation from its name, with exactly one root, both parties, every pod and
 service with their phases; the root spans the task's startup as its timeline document says, and
-the blame (bob's image pull) is on the span of that phase.
+the blame (bob's image pull) is on the span of that phase; what came before the task in its job
+(its queue, and in p2p its job's approval) is a span under the root, as the job view has it.
 
 P2P (`demo --p2p`): two hosts, each with its own cluster, send to one receiver: one trace per task
 holding both parties' spans and exactly one root (the initiator's); bob's party hangs under it as
@@ -124,6 +125,17 @@ def check_task(cap, name, doc, p2p):
         remote = bool(s.get("flags", 0) & 0x200)
         check(remote == (p2p and party == "bob"),
               "%s: %s's parent is remote exactly when another host sends it (flags %#x)" % (name, party, s.get("flags", 0)))
+    # What came before the task in its job: the job view's approval and queue, under the root.
+    for phase in ("approval", "queued"):
+        want = doc.get("job", {}).get(phase, {})
+        if "to" not in want:
+            continue
+        got = [s for _, s in spans if s["spanId"] == span_id(trace, "", "", "", "job." + phase)]
+        check(len(got) == 1 and got[0]["name"] == "kuscia.job." + phase and got[0].get("parentSpanId") == root_id
+              and (int(got[0]["startTimeUnixNano"]), int(got[0]["endTimeUnixNano"])) == (ns(want["from"]), ns(want["to"])),
+              "%s: the job's %s is a span under the root, as the job view has it (%s -> %s)"
+              % (name, phase, want["from"], want["to"]))
+    check("to" in doc.get("job", {}).get("queued", {}), "%s: the demo's job view has the task's queue" % name)
     summary = doc["summary"]
     if p2p:
         # alice's host sees only alice's pods: the root ends when the task's status says every

@@ -51,6 +51,16 @@ std::string observationsText(const Observations& o);
 // The merge patch that sets the annotation on the job.
 std::string observationsPatch(const Observations& o);
 
+// The subscription to the KusciaJobs of `taskNamespace` with what the job view reads (the job's
+// metadata, spec and status, and the observations' annotation), and what such an event's or
+// cached object's fields hold: the job, and the annotation's value ("" when absent).
+sdk::Subscription jobSubscription(const std::string& taskNamespace);
+struct JobFields {
+  control::Job job;
+  std::string observed;
+};
+JobFields jobOfFields(std::string_view fieldsJson);
+
 // Takes in the job as the host sees it at `nowNanos`. `watched`: the host saw this job awaiting
 // approval while it ran (a change it did not see happen is not dated). Whether `o` changed.
 bool observe(Observations& o, const control::Job& job, int64_t nowNanos, bool watched);
