@@ -408,10 +408,10 @@ TEST(TimelineSummary, APartnerKnownByItsStubIsFollowedAndBlamed) {
   EXPECT_TRUE(s["complete"]);
   EXPECT_FALSE(s["parties"].contains("bob")); // no entry of bob's here
   EXPECT_EQ(s["lastParty"], "alice");
-  EXPECT_EQ(pathOf(s), (std::vector<std::string>{"bob/t1-bob:creating", "bob/t1-bob:reserving",
-                                                 "alice/t1-0:awaiting-parties",
-                                                 "alice/t1-0:binding", "alice/t1-0:accepting",
-                                                 "alice/t1-0:readiness"}));
+  EXPECT_EQ(pathOf(s),
+            (std::vector<std::string>{"bob/t1-bob:creating", "bob/t1-bob:reserving",
+                                      "alice/t1-0:awaiting-parties", "alice/t1-0:binding",
+                                      "alice/t1-0:accepting", "alice/t1-0:readiness"}));
   EXPECT_EQ(s["blame"]["party"], "bob");
   EXPECT_EQ(s["blame"]["phase"], "reserving");
   EXPECT_EQ(s["blame"]["seconds"], 37);
