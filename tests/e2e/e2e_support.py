@@ -2,13 +2,7 @@
 with `FAIL: ...`, polling until a condition holds, and the port a process listens on."""
 import os
 import re
-import subprocess
 import time
-
-# What LeakSanitizer prints when its own stop-the-world tracer crashes at a process's exit, after
-# the process did its work: a fault of the sanitizer runtime under load (google/sanitizers#1353),
-# neither a leak nor ours. Its signature is exact; any other failure stands.
-LSAN_TRACER_CRASH = "LeakSanitizer has encountered a fatal error"
 
 
 def check(cond, what):
@@ -16,17 +10,6 @@ def check(cond, what):
     if not cond:
         raise SystemExit("FAIL: " + what)
     print("ok -", what, flush=True)
-
-
-def run_sanitized(args, **kwargs):
-    """subprocess.run(args, capture_output=True, text=True, **kwargs), run once more when the
-    first run failed with LeakSanitizer's tracer crash (said, so a log shows it)."""
-    r = subprocess.run(args, capture_output=True, text=True, **kwargs)
-    if r.returncode != 0 and LSAN_TRACER_CRASH in r.stderr:
-        print("  (LeakSanitizer's tracer crashed at exit: %s; run again)" % " ".join(args[:2]),
-              flush=True)
-        r = subprocess.run(args, capture_output=True, text=True, **kwargs)
-    return r
 
 
 def eventually(pred, seconds=60, interval=0.1):

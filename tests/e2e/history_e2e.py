@@ -26,7 +26,7 @@ import sys
 import tempfile
 import time
 
-from e2e_support import PostgresServer, check, eventually, listening_port, run_sanitized, sim_cluster
+from e2e_support import PostgresServer, check, eventually, listening_port, sim_cluster
 
 host_bin, plugin_dir = sys.argv[1], sys.argv[2]
 work = tempfile.mkdtemp()
@@ -35,8 +35,9 @@ procs = []
 
 def history(*args):
     """`kuscia-host history ARGS -o json` -> parsed JSON, or None when it failed."""
-    r = run_sanitized([host_bin, "history", "--plugin-dir", plugin_dir, *args, "-o", "json"]
-                      if "--db" in args else [host_bin, "history", *args, "-o", "json"], timeout=60)
+    r = subprocess.run([host_bin, "history", "--plugin-dir", plugin_dir, *args, "-o", "json"]
+                       if "--db" in args else [host_bin, "history", *args, "-o", "json"],
+                       capture_output=True, text=True, timeout=60)
     if r.returncode != 0:
         print("  (history %s: %s)" % (" ".join(args), r.stderr.strip()), flush=True)
         return None

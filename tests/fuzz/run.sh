@@ -45,22 +45,7 @@ if [ ${#harnesses[@]} -eq 0 ]; then
   exit 2
 fi
 
-# LeakSanitizer's tracer can crash at a harness's end, after its fuzzing was clean: a fault of the
-# sanitizer runtime under load (google/sanitizers#1353), not a finding. Such a run (that signature
-# and no finding) is run once more; anything else fails.
-tracer_crash_only() {
-  grep -q 'LeakSanitizer has encountered a fatal error' "$1" &&
-    ! grep -qE 'ERROR: |invariant broken|Test unit written' "$1"
-}
-
 one() {
-  fuzz_once "$@" && return 0
-  tracer_crash_only "$bin/logs/$1.log" || return 1
-  echo "$1: LeakSanitizer's tracer crashed, not a finding; fuzzing again" >&2
-  fuzz_once "$@"
-}
-
-fuzz_once() {
   local name=$1 corpus="$bin/corpus/$1" art="$bin/artifacts/$1" log="$bin/logs/$1.log"
   local dict=() seeds=("$here/corpus/$name")
   mkdir -p "$corpus" "$art" "$bin/logs"

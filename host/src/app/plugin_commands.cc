@@ -1,5 +1,7 @@
 #include "app/plugin_commands.h"
 
+#include <dlfcn.h>
+
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
@@ -158,6 +160,13 @@ Result<std::vector<std::string>> takeCommandPluginDirs(std::vector<std::string>&
 
 int runPluginCommand(const PluginCommand& command, const std::vector<std::string>& args,
                      std::ostream& out, std::ostream& err, bool stdoutIsTty) {
+  // The command runs on this thread, so the plugin's thread-local objects live in this thread's
+  // dynamic TLS until the process exits. Unloading the library before then (its last reference
+  // goes with `command`) would leave that TLS pointing into an unmapped module for whatever
+  // walks it at exit: LeakSanitizer's check crashed on it ("Tracer caught signal 11", a DTLS
+  // range starting near 0). The library stays mapped instead (RTLD_NODELETE on the loaded
+  // module; the handle is the process's, never closed).
+  ::dlopen(command.library->path().c_str(), RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
   CommandHost host(out, err);
   kh_command_env_t env = host.env(stdoutIsTty);
   std::vector<const char*> argv;
