@@ -1,4 +1,5 @@
 #include <kuscia_model/kept_facts.h>
+#include <kuscia_model/timeline_summary.h>
 
 #include <array>
 
