@@ -104,7 +104,9 @@ public:
       hasEntries = true;
       entrySpans(key, entry);
     }
-    if (!partySpan(hasEntries) && (party || hasEntries)) owed_ = false;
+    // A party owes its span once its entries are ready; a task that ended before its party had
+    // any (a pre-check failed it before the pods) owes none.
+    if (!partySpan(hasEntries) && (hasEntries || (party && !ended_))) owed_ = false;
     if (initiator && taskCreate_ && !taskSpan()) owed_ = false;
     plan_.finished = owed_ && (party || hasEntries || initiator);
     for (const auto& s : plan_.spans)

@@ -554,15 +554,15 @@ void SimAgent::failPreCheck(const std::string& task, Task& t) {
          {"partyTaskStatus", failed}}));
   }
   // W1 (ports), then the fifth attempt's failKusciaTask and the Failed handler's completionTime
-  // (kt/controller.go:598-631): about 0.1 s apart upstream, in order here.
-  send(model::taskStatusPatch(
-      config_.taskNamespace, task,
-      {{"phase", "Pending"}, {"startTime", now()}, {"conditions", json::array({ports})}}));
+  // (kt/controller.go:598-631): about 0.1 s apart upstream, one write here. Two writes in a row
+  // may land in either order (the host sends requests concurrently), and a Pending landing last
+  // would undo the failure.
   const std::string error =
       "cdr-check " + other + " to " + t.faultParty + " failed with HeartBeatTimeout";
   send(
       model::taskStatusPatch(config_.taskNamespace, task,
                              {{"phase", "Failed"},
+                              {"startTime", now()},
                               {"message", "KusciaTask failed after 3x retry, last error: " + error},
                               {"conditions", json::array({ports,
                                                           {{"type", "ResourceCreated"},

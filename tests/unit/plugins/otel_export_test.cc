@@ -240,6 +240,29 @@ TEST(OtelSpansTest, InP2pTheInitiatorEndsTheRootWhenEveryPartyRuns) {
             "parties_running");
 }
 
+// A task Kuscia failed at its route pre-check, before any pod: no party has entries, and the
+// initiator's root still goes out, in ERROR with the reason (a party owes no span of entries it
+// never had).
+TEST(OtelSpansTest, ATaskFailedBeforeAnyPodSendsItsRoot) {
+  json f = fixture("otel-timeline.json");
+  json doc = {{"task", "otel-task"},
+              {"createTime", "2024-05-20T08:00:00Z"},
+              {"phase", "Failed"},
+              {"completionTime", "2024-05-20T08:00:01Z"},
+              {"evidence",
+               {{"message", "KusciaTask failed after 3x retry, last error: cdr-check alice to bob "
+                            "failed with HeartBeatTimeout"}}},
+              {"entries", json::object()}};
+  Plan p = planSpans(doc, fixtureTask(f), "alice", at("2024-05-20T08:00:30Z"),
+                     int64_t{300} * 1000000000);
+  EXPECT_TRUE(p.finished);
+  const SpanData* root = named(p, "kuscia.task.startup");
+  ASSERT_NE(root, nullptr);
+  EXPECT_EQ(root->status, StatusCode::kError);
+  EXPECT_EQ(root->statusMessage, "RouteNotReady");
+  EXPECT_EQ(root->endNanos, at("2024-05-20T08:00:01Z"));
+}
+
 TEST(OtelSpansTest, DocumentsOfAnyShapeNeverThrow) {
   // Found by fuzz_otlp: an entry that is not an object (documents come from statuses).
   json doc = json::parse(R"({"task": "t", "createTime": "2024-05-20T08:00:00Z",
