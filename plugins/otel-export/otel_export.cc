@@ -157,13 +157,12 @@ void OtelExport::evaluate(const std::string& name, std::string_view uid, std::st
               std::find(t.parties.begin(), t.parties.end(), domain_) != t.parties.end();
   if (!mine) return release(name, rv);
   const int64_t now = host().wallTimeNanos();
-  json doc = documentOf(t, fields);
+  const json doc = documentOf(t, fields);
   // The root's host also sends what came before the task in its job.
-  if (t.initiator == domain_ && !t.job.empty())
-    if (json before = jobContext(t.job, name, doc, now); !before.is_null())
-      doc["job"] = std::move(before);
+  JobContext before;
+  if (!t.job.empty()) before = [&] { return jobContext(t.job, name, doc, now); };
   Plan plan = planSpans(doc, t, domain_, now, config_.stuckAfterSeconds * int64_t{1000000000},
-                        host().deploymentMode() == "p2p");
+                        host().deploymentMode() == "p2p", before);
   auto held = tasks_.find(name);
   if (plan.finished && held == tasks_.end() && plan.finishedAt &&
       now - *plan.finishedAt > config_.resendWindowSeconds * int64_t{1000000000}) {

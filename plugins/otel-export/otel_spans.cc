@@ -73,9 +73,9 @@ namespace tl = model::timeline;
 class SpanPlanner {
 public:
   SpanPlanner(const json& doc, const TaskFacts& task, const std::string& domain, int64_t nowNanos,
-              int64_t stuckAfterNanos, bool p2p)
+              int64_t stuckAfterNanos, bool p2p, const JobContext& jobContext)
       : doc_(doc), task_(task), domain_(domain), now_(nowNanos), stuckAfter_(stuckAfterNanos),
-        p2p_(p2p), trace_(traceIdOf(task.name)),
+        p2p_(p2p), jobContext_(jobContext), trace_(traceIdOf(task.name)),
         summary_(tl::summarize(doc, nowNanos, stuckAfterNanos)),
         complete_(summary_.value("complete", false)), taskCreate_(timeIn(doc, "createTime")),
         rootId_(spanIdOf(trace_, "", "", "", "task")),
@@ -325,11 +325,12 @@ private:
     return !pending;
   }
 
-  // What came before the task in its job (the document's "job": kuscia_model/job_view.h), under
-  // the root: its job's approval and its wait in the job's queue, each once it ended. They start
-  // before the root (the task's creation), as they came before it.
+  // What came before the task in its job (jobContext_: kuscia_model/job_view.h), under the root:
+  // its job's approval and its wait in the job's queue, each once it ended. They start before the
+  // root (the task's creation), as they came before it.
   void jobSpans() {
-    const json& job = objectOf(doc_, "job");
+    if (!jobContext_) return;
+    const json job = jobContext_();
     for (const char* phase : {"approval", "queued"}) {
       const json& p = objectOf(job, phase);
       auto from = timeIn(p, "from");
@@ -362,6 +363,7 @@ private:
   const std::string& domain_;
   const int64_t now_, stuckAfter_;
   const bool p2p_;
+  const JobContext& jobContext_;
   const TraceId trace_;
   const json summary_;
   const bool complete_;
@@ -378,8 +380,8 @@ private:
 } // namespace
 
 Plan planSpans(const json& doc, const TaskFacts& task, const std::string& domain, int64_t nowNanos,
-               int64_t stuckAfterNanos, bool p2p) {
-  return SpanPlanner(doc, task, domain, nowNanos, stuckAfterNanos, p2p).plan();
+               int64_t stuckAfterNanos, bool p2p, const JobContext& jobContext) {
+  return SpanPlanner(doc, task, domain, nowNanos, stuckAfterNanos, p2p, jobContext).plan();
 }
 
 } // namespace kuscia_host::plugins::otel

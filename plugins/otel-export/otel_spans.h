@@ -14,6 +14,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <kuscia_model/trace_ids.h>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -122,7 +123,12 @@ struct Plan {
 // its party and its root end at its completionTime with status ERROR, the root's message the
 // reason and its "kuscia.failure" event the excerpt. A stuck one (summary.stuck) sends its root
 // as a pending span in ERROR with the reason, like a stuck phase.
+// `jobContext`: what came before the task in its job (model::job::jobContext: {"job",
+// "approval", "queued"}), asked for only when the root goes out (reading the job and its other
+// tasks is not work for every event of the task); under the root, each of its phases that ended.
+using JobContext = std::function<nlohmann::json()>;
 Plan planSpans(const nlohmann::json& doc, const TaskFacts& task, const std::string& domain,
-               int64_t nowNanos, int64_t stuckAfterNanos, bool p2p = false);
+               int64_t nowNanos, int64_t stuckAfterNanos, bool p2p = false,
+               const JobContext& jobContext = {});
 
 } // namespace kuscia_host::plugins::otel

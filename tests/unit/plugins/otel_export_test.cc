@@ -126,28 +126,34 @@ TEST(OtelSpansTest, TheCompleteTaskOfTheInitiator) {
   }
 }
 
-// A task of a KusciaJob: the initiator's root has what came before it in the job (the
-// document's "job", as the job view gives it) as two spans under it, each once it ended, with ids
-// derived like the others'; an approval still going on sends nothing.
+// A task of a KusciaJob: the initiator's root has what came before it in the job (as the job view
+// gives it, asked for only when the root goes out) as two spans under it, each once it ended,
+// with ids derived like the others'; an approval still going on sends nothing.
 TEST(OtelSpansTest, TheJobsApprovalAndTheTasksQueueAreSpansUnderTheRoot) {
   json f = fixture("otel-timeline.json");
-  json doc = f["documents"]["alice"];
-  doc["job"] = {{"job", "job-1"},
-                {"approval",
-                 {{"phase", "approval"},
-                  {"from", "2024-05-19T08:00:00Z"},
-                  {"to", "2024-05-20T07:59:00Z"},
-                  {"party", "bob"},
-                  {"observed", true},
-                  {"precisionSeconds", 1}}},
-                {"queued",
-                 {{"phase", "queued"},
-                  {"from", "2024-05-20T07:59:00Z"},
-                  {"to", "2024-05-20T08:00:00Z"},
-                  {"after", "approval"}}}};
+  const json& doc = f["documents"]["alice"];
+  json job = {{"job", "job-1"},
+              {"approval",
+               {{"phase", "approval"},
+                {"from", "2024-05-19T08:00:00Z"},
+                {"to", "2024-05-20T07:59:00Z"},
+                {"party", "bob"},
+                {"observed", true},
+                {"precisionSeconds", 1}}},
+              {"queued",
+               {{"phase", "queued"},
+                {"from", "2024-05-20T07:59:00Z"},
+                {"to", "2024-05-20T08:00:00Z"},
+                {"after", "approval"}}}};
   TaskFacts task = fixtureTask(f);
   const int64_t now = at(f["now"].get<std::string>().c_str());
-  Plan p = planSpans(doc, task, "alice", now, int64_t{30} * 1000000000);
+  int asked = 0;
+  const JobContext context = [&] {
+    ++asked;
+    return job;
+  };
+  Plan p = planSpans(doc, task, "alice", now, int64_t{30} * 1000000000, false, context);
+  EXPECT_EQ(asked, 1);
   const SpanData* root = named(p, "kuscia.task.startup");
   const SpanData* approval = named(p, "kuscia.job.approval");
   const SpanData* queued = named(p, "kuscia.job.queued");
@@ -162,14 +168,16 @@ TEST(OtelSpansTest, TheJobsApprovalAndTheTasksQueueAreSpansUnderTheRoot) {
   EXPECT_TRUE(std::get<bool>(attribute(*approval, "kuscia.phase.observed")->value));
   EXPECT_EQ(std::get<std::string>(attribute(*queued, "kuscia.job.after")->value), "approval");
   EXPECT_EQ(queued->endNanos, root->startNanos);
-  // A partner's host owes no root: no job spans either.
-  EXPECT_EQ(named(planSpans(doc, task, "bob", now, int64_t{30} * 1000000000), "kuscia.job.queued"),
+  // A partner's host owes no root: no job spans either, and the job is not read.
+  EXPECT_EQ(named(planSpans(doc, task, "bob", now, int64_t{30} * 1000000000, false, context),
+                  "kuscia.job.queued"),
             nullptr);
-  doc["job"]["approval"].erase("to");
-  doc["job"]["approval"]["ongoing"] = true;
-  EXPECT_EQ(
-      named(planSpans(doc, task, "alice", now, int64_t{30} * 1000000000), "kuscia.job.approval"),
-      nullptr);
+  EXPECT_EQ(asked, 1);
+  job["approval"].erase("to");
+  job["approval"]["ongoing"] = true;
+  EXPECT_EQ(named(planSpans(doc, task, "alice", now, int64_t{30} * 1000000000, false, context),
+                  "kuscia.job.approval"),
+            nullptr);
 }
 
 TEST(OtelSpansTest, AStuckEntrySendsWhatEndedAndItsPendingPhase) {
