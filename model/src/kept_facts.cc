@@ -1,5 +1,4 @@
 #include <kuscia_model/kept_facts.h>
-#include <kuscia_model/timeline_summary.h>
 
 #include <array>
 
@@ -79,11 +78,12 @@ json keptPartners(std::string_view annotation) {
   return keptMember(annotation, "partners");
 }
 
-json partnerReservations(std::string_view annotation, const json& live, const json& entries) {
+json partnerReservations(std::string_view annotation, const json& live,
+                         const std::function<bool(std::string_view party)>& holds) {
   json out = json::object();
   const json kept = keptPartners(annotation);
   for (const auto& [party, r] : kept.items())
-    if (!timeline::holdsParty(entries, party)) out[party] = r;
+    if (!holds(party)) out[party] = r;
   if (live.is_object()) out.update(live);
   return out;
 }

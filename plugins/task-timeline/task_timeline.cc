@@ -350,11 +350,9 @@ void TaskTimeline::keepFacts(const std::string& task) {
   }
   keepPending_.erase(task);
   // The partners' reservations (their stubs go with the group), over what is kept of them.
-  const json keptPartners = model::keptPartners(whole->kept);
-  json partners = keptPartners;
-  partners.update(reservations_.partners(
-      task, [&domains](std::string_view party) { return domains.count(party) > 0; }));
-  changed = changed || partners != keptPartners;
+  const json partners = partnersOf(
+      task, whole->kept, [&domains](std::string_view party) { return domains.count(party) > 0; });
+  changed = changed || partners != model::keptPartners(whole->kept);
   if (!changed) return; // kept already (a host restarted, or another instance's answer)
   auto text = model::keptFactsText(entries, partners);
   if (!text) {
@@ -1057,7 +1055,7 @@ void TaskTimeline::summarizeOnce(const std::string& task, std::string_view field
                        [party](const auto& e) { return model::namespaceOf(e.key) == party; });
   };
   for (auto& partner : model::timeline::partnerEntries(
-           json{{"partnerReservations", reservations_.partners(task, holds)}}))
+           json{{"partnerReservations", partnersOf(task, t.kept, holds)}}))
     entries.push_back(std::move(partner));
   std::optional<int64_t> created;
   if (!t.createTime.empty()) created = model::parseTime(t.createTime);

@@ -37,6 +37,7 @@
 #include <kuscia_model/timeline_summary.h>
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -278,6 +279,11 @@ private:
   nlohmann::json entryTimeline(const std::string& task, const std::string& key,
                                const nlohmann::json& entry, bool pod,
                                const nlohmann::json& kept) const;
+  // The task's "partnerReservations" (model::partnerReservations): those kept in `kept` (the
+  // task's kuscia-host/facts) under the stubs this host sees, but for the parties `holds` says
+  // the document has entries of.
+  nlohmann::json partnersOf(const std::string& task, std::string_view kept,
+                            const std::function<bool(std::string_view party)>& holds) const;
   // Keeps the facts the board has of the task's pods on the task (kept_facts.h): once per task,
   // by the one instance of this host that keeps them, when it started or ended.
   void keepFacts(const std::string& task);

@@ -172,9 +172,10 @@ json clusterTimeline(const sdk::CommandEnv& env, int32_t reader, const std::stri
   // the cluster still has.
   const json entries = doc.value("entries", json::object());
   const json annotations = model::objectOf(model::objectOf(obj, "metadata"), "annotations");
-  json partners =
-      model::partnerReservations(model::textOf(annotations, model::kKeptFactsAnnotation),
-                                 stubReservations(env, reader, task, entries), entries);
+  json partners = model::partnerReservations(
+      model::textOf(annotations, model::kKeptFactsAnnotation),
+      stubReservations(env, reader, task, entries),
+      [&entries](std::string_view party) { return tl::holdsParty(entries, party); });
   if (!partners.empty()) doc["partnerReservations"] = std::move(partners);
   return doc;
 }

@@ -86,6 +86,11 @@ json TaskTimeline::entryTimeline(const std::string& task, const std::string& key
   return out;
 }
 
+json TaskTimeline::partnersOf(const std::string& task, std::string_view kept,
+                              const std::function<bool(std::string_view party)>& holds) const {
+  return model::partnerReservations(kept, reservations_.partners(task, holds), holds);
+}
+
 std::optional<json> TaskTimeline::timeline(const std::string& task, bool phases,
                                            bool withJob) const {
   // A held task: this domain's entries as held (they hold what was written before its watch
@@ -148,8 +153,7 @@ std::optional<json> TaskTimeline::timeline(const std::string& task, bool phases,
   auto holds = [&entries](std::string_view party) {
     return model::timeline::holdsParty(entries, party);
   };
-  json partners = model::partnerReservations(t != nullptr ? t->kept : std::string(),
-                                             reservations_.partners(task, holds), entries);
+  json partners = partnersOf(task, t != nullptr ? std::string_view(t->kept) : "", holds);
   if (!partners.empty()) doc["partnerReservations"] = std::move(partners);
   doc["entries"] = std::move(entries);
   doc["summary"] = model::timeline::summarize(doc, host().wallTimeNanos(),

@@ -18,6 +18,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -48,10 +49,11 @@ nlohmann::json keptFactsOf(const nlohmann::json& facts, std::string_view createT
 
 // The partners' reservations of an annotation's value; an empty object when it has none.
 nlohmann::json keptPartners(std::string_view annotation);
-// A document's "partnerReservations": those kept in `annotation` for the parties `entries` (the
-// document's) holds none of, under the `live` ones (seen now: the stubs are there).
+// A document's "partnerReservations": those kept in `annotation` for the parties the document
+// holds no entries of (`holds` says which it does), under the `live` ones (seen now: the stubs
+// are there).
 nlohmann::json partnerReservations(std::string_view annotation, const nlohmann::json& live,
-                                   const nlohmann::json& entries);
+                                   const std::function<bool(std::string_view party)>& holds);
 
 // The annotation's value for these entries (and partners' reservations, when any); nullopt when
 // even without messages it is larger than kKeptFactsBytes.
