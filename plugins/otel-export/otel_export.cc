@@ -19,7 +19,8 @@ namespace {
 
 constexpr uint64_t kTickMillis = 1000;
 constexpr int kSweepTicks = 5;
-constexpr std::size_t kSubscriptionCount = 5; // tasks, pods, events, task resources, jobs
+// tasks, pods, events, task resources, the partners' stub task resources, jobs
+constexpr std::size_t kSubscriptionCount = 6;
 // Events of a pod this instance never sees as a task's go after this long.
 constexpr int64_t kOrphanNanos = int64_t{600} * 1000000000;
 
@@ -44,6 +45,7 @@ OtelExport::OtelExport(sdk::Host host, std::string_view domain, std::string_view
       config_.taskNamespace, {std::begin(kTaskFields), std::end(kTaskFields)}));
   podSub_ = host.subscribe(model::domainSubscription("pods", model::DomainPods::podFields()));
   taskResourceSub_ = host.subscribe(model::control::taskResourceSubscription());
+  partnerResourceSub_ = host.subscribe(model::control::partnerTaskResourceSubscription());
   eventSub_ = host.subscribe(model::podEventSubscription());
   jobSub_ = host.subscribe(model::job::jobSubscription(config_.taskNamespace));
 }
@@ -76,14 +78,14 @@ void OtelExport::onEvent(const sdk::Event& e) {
     return;
   }
   if (e.subscriptionId == taskSub_) return onTask(e);
-  if (e.subscriptionId == jobSub_) return; // read from the cache when a task's root is due
+  if (e.subscriptionId == jobSub_) return onJob(e);
   auto wanted = [this](const std::string& task) { return this->wanted(task); };
   if (e.subscriptionId == podSub_)
     pods_.onPod(e, host().wallTimeNanos(), wanted,
                 [this](const std::string& task) { return held(task); });
   else if (e.subscriptionId == eventSub_)
     pods_.onPodEvent(e, host().wallTimeNanos(), wanted);
-  else if (e.subscriptionId == taskResourceSub_)
+  else if (e.subscriptionId == taskResourceSub_ || e.subscriptionId == partnerResourceSub_)
     pods_.onTaskResource(e);
 }
 
@@ -92,6 +94,14 @@ void OtelExport::onTimer(uint64_t timerId, uint64_t /*userTag*/) {
   pollExporter();
   static_assert(kSweepTicks > 0);
   if (++ticks_ % kSweepTicks == 0) sweep();
+}
+
+// A job is read from the cache when a task's root is due; a change to it (the approval's
+// observation arriving) may let a root that waits for it go out.
+void OtelExport::onJob(const sdk::Event& e) {
+  if (e.type == KH_EVENT_DELETED || synced_.size() < kSubscriptionCount) return;
+  for (const auto& t : model::job::jobOfFields(e.fieldsJson).job.tasks)
+    if (!t.name.empty() && tasks_.count(t.name) > 0) evaluateCached(t.name);
 }
 
 void OtelExport::onTask(const sdk::Event& e) {

@@ -68,6 +68,9 @@ namespace {
 
 namespace tl = model::timeline;
 
+// How long a root waits for its job's phases to settle (otel_spans.h, planSpans).
+constexpr int64_t kJobSettleNanos = int64_t{10} * 1000000000;
+
 // What planSpans works out once and every span reads: the task's ids, its summary, the critical
 // path and the blame; and the plan it fills.
 class SpanPlanner {
@@ -320,22 +323,33 @@ private:
     blameAttributes(s.attributes);
     if (why != nullptr) whyAttributes(s, *why);
     s.pending = pending;
+    std::vector<SpanData> job;
+    if (!pending && !jobSpans(s.endNanos, job)) return false;
     add(std::move(s));
-    if (!pending) jobSpans();
+    for (auto& j : job)
+      add(std::move(j));
     return !pending;
   }
 
   // What came before the task in its job (jobContext_: kuscia_model/job_view.h), under the root:
   // its job's approval and its wait in the job's queue, each once it ended. They start before the
-  // root (the task's creation), as they came before it.
-  void jobSpans() {
-    if (!jobContext_) return;
+  // root (the task's creation), as they came before it. Whether they can go out with the root
+  // that ends at `rootEnd`: a phase the job view has without its start or end (the observation
+  // of the approval's end not yet in the cached job: task-timeline writes it beside) holds the
+  // root for kJobSettleNanos after its end, then the root goes without it (never guessed).
+  bool jobSpans(int64_t rootEnd, std::vector<SpanData>& out) const {
+    if (!jobContext_) return true;
     const json job = jobContext_();
+    bool settled = true;
     for (const char* phase : {"approval", "queued"}) {
+      if (!job.is_object() || !job.contains(phase)) continue;
       const json& p = objectOf(job, phase);
       auto from = timeIn(p, "from");
       auto to = timeIn(p, "to");
-      if (!from || !to || p.value("ongoing", false)) continue;
+      if (!from || !to || p.value("ongoing", false)) {
+        settled = false;
+        continue;
+      }
       SpanData s;
       s.spanId = spanIdOf(trace_, "", "", "", std::string("job.") + phase);
       s.parent = rootId_;
@@ -354,8 +368,9 @@ private:
         s.attributes.push_back(
             {"kuscia.phase.precision_seconds", int64_t{p.value("precisionSeconds", 1)}});
       }
-      add(std::move(s));
+      out.push_back(std::move(s));
     }
+    return settled || sdk::elapsed(rootEnd, now_) >= kJobSettleNanos;
   }
 
   const json& doc_;

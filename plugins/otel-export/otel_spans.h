@@ -126,6 +126,8 @@ struct Plan {
 // `jobContext`: what came before the task in its job (model::job::jobContext: {"job",
 // "approval", "queued"}), asked for only when the root goes out (reading the job and its other
 // tasks is not work for every event of the task); under the root, each of its phases that ended.
+// The root waits up to 10 s after its end for a phase the job view has without its start or end
+// (the approval's observation not yet in the cache), then goes out without it.
 using JobContext = std::function<nlohmann::json()>;
 Plan planSpans(const nlohmann::json& doc, const TaskFacts& task, const std::string& domain,
                int64_t nowNanos, int64_t stuckAfterNanos, bool p2p = false,

@@ -173,11 +173,23 @@ TEST(OtelSpansTest, TheJobsApprovalAndTheTasksQueueAreSpansUnderTheRoot) {
                   "kuscia.job.queued"),
             nullptr);
   EXPECT_EQ(asked, 1);
+  // The approval's end not in the cached job yet (task-timeline's observation on its way): the
+  // root waits for it, then (10 s after its end) goes without it, and without a queue whose start
+  // is the approval's end.
   job["approval"].erase("to");
-  job["approval"]["ongoing"] = true;
-  EXPECT_EQ(named(planSpans(doc, task, "alice", now, int64_t{30} * 1000000000, false, context),
-                  "kuscia.job.approval"),
-            nullptr);
+  job["approval"]["reason"] = "not observed: the host was not watching when the job left approval";
+  job["queued"].erase("from");
+  const int64_t rootEnd = root->endNanos;
+  Plan waiting = planSpans(doc, task, "alice", rootEnd + int64_t{9} * 1000000000,
+                           int64_t{30} * 1000000000, false, context);
+  EXPECT_EQ(named(waiting, "kuscia.task.startup"), nullptr);
+  EXPECT_FALSE(waiting.finished);
+  Plan late = planSpans(doc, task, "alice", rootEnd + int64_t{10} * 1000000000,
+                        int64_t{30} * 1000000000, false, context);
+  EXPECT_NE(named(late, "kuscia.task.startup"), nullptr);
+  EXPECT_EQ(named(late, "kuscia.job.approval"), nullptr);
+  EXPECT_EQ(named(late, "kuscia.job.queued"), nullptr);
+  EXPECT_TRUE(late.finished);
 }
 
 TEST(OtelSpansTest, AStuckEntrySendsWhatEndedAndItsPendingPhase) {
