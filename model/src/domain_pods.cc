@@ -3,6 +3,7 @@
 
 #include <kuscia_host/kube_text.hpp>
 #include <kuscia_model/timeline.h>
+#include <kuscia_model/timeline_summary.h>
 
 #include <algorithm>
 #include <set>
@@ -203,7 +204,20 @@ std::optional<TimelineText> DomainPods::documentTextOf(const TaskTexts& task,
       e.reasons = &p.facts.reasons();
       if (!p.uid.empty()) uids.emplace_back(key, p.uid);
     }
-  return timelineTextOf(task, entries, uids, uid);
+  const json partners = partnersOf(name, keptFacts, [&entries](std::string_view party) {
+    return std::any_of(entries.begin(), entries.end(), [party](const EntryText& e) {
+      return e.key.size() > party.size() && e.key[party.size()] == '/' && e.key.starts_with(party);
+    });
+  });
+  return timelineTextOf(task, entries, uids, uid, partners);
+}
+
+json DomainPods::partnersOf(const std::string& task, std::string_view keptFacts,
+                            const std::function<bool(std::string_view party)>& holds) const {
+  // Most tasks keep no partner: their annotation is not parsed for none.
+  const bool keptAny = keptFacts.find("\"partners\"") != std::string_view::npos;
+  return partnerReservations(keptAny ? keptFacts : std::string_view(),
+                             reservations_.partners(task, holds), holds);
 }
 
 // The parts of the task's document: `pods`, when the status has pod entries, holds them with
@@ -220,11 +234,16 @@ auto DomainPods::build(const TaskStatusView& t, const Build& build) const {
     pods = withFacts(t.name, std::move(*t.podStatusesToTake), uids, t.keptFacts);
   else if (hasPods)
     pods = withFacts(t.name, *t.podStatuses, uids, t.keptFacts);
+  const json* entries = hasPods ? &pods : given;
+  const json partners = partnersOf(t.name, t.keptFacts, [&](std::string_view party) {
+    return (entries != nullptr && timeline::holdsParty(*entries, party)) ||
+           (t.serviceStatuses != nullptr && timeline::holdsParty(*t.serviceStatuses, party));
+  });
   return build(model::timeline::TaskParts{t.name, t.namespaceName,
                                           t.phase.empty() ? nullptr : &taskPhase,
-                                          created ? t.creationTimestamp : nullptr,
-                                          hasPods ? &pods : given, t.serviceStatuses,
-                                          t.completionTime, t.reason, t.message, t.conditions},
+                                          created ? t.creationTimestamp : nullptr, entries,
+                                          t.serviceStatuses, t.completionTime, t.reason, t.message,
+                                          t.conditions, &partners},
                uids);
 }
 

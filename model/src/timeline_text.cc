@@ -141,14 +141,15 @@ void appendEntry(std::string& out, std::string_view key, timeline::detail::Entry
 // values (false: the document has none), `entry(out, source, entryUid, times)` each of `sources`
 // (entries by key; the later of two of one key wins, as fromParts() assigns a service's over a
 // pod's), with the UID `entryUids` gives its key (nullptr: none), whichever kind wins.
-// text.phase and text.createTime are the caller's.
+// `partners`: the document's "partnerReservations" (null or empty: none), text.partners their
+// entries. text.phase and text.createTime are the caller's.
 template <class Source, class Create, class Phase, class Entry>
 void appendDocument(TimelineText& text, std::string_view name, std::string_view namespaceName,
                     std::vector<Source>& sources, const Create& create, const Phase& phase,
                     const Entry& entry,
                     const std::vector<std::pair<std::string, std::string>>& entryUids,
                     std::string_view uid, const json& completionTime, const json& evidence,
-                    std::string_view resourceCreated) {
+                    std::string_view resourceCreated, const json* partners) {
   std::stable_sort(sources.begin(), sources.end(),
                    [](const Source& a, const Source& b) { return a.key < b.key; });
   std::string& out = text.json;
@@ -186,6 +187,16 @@ void appendDocument(TimelineText& text, std::string_view name, std::string_view 
   }
   out += ",\"namespace\":";
   appendJsonString(out, namespaceName);
+  if (partners != nullptr && partners->is_object() && !partners->empty()) {
+    out += ",\"partnerReservations\":";
+    appendJson(out, *partners);
+    text.partners = timeline::partnerEntriesOf(*partners, [&sources](std::string_view party) {
+      return std::any_of(sources.begin(), sources.end(), [party](const Source& s) {
+        const std::string_view key(s.key);
+        return key.size() > party.size() && key[party.size()] == '/' && key.starts_with(party);
+      });
+    });
+  }
   const std::size_t before = out.size();
   out += ",\"phase\":";
   if (!phase(out)) out.resize(before);
@@ -244,7 +255,8 @@ TimelineText timelineText(const timeline::TaskParts& t,
       },
       entryUids, uid,
       t.completionTime != nullptr && t.completionTime->is_string() ? *t.completionTime : json(),
-      timeline::taskEvidence(t), timeline::resourceCreatedTime(t.conditions));
+      timeline::taskEvidence(t), timeline::resourceCreatedTime(t.conditions),
+      t.partnerReservations);
   if (t.creationTimestamp != nullptr && t.creationTimestamp->is_string())
     text.createTime = t.creationTimestamp->get_ref<const std::string&>();
   if (t.phase != nullptr && t.phase->is_string())
@@ -258,7 +270,7 @@ TimelineText timelineText(const timeline::TaskParts& t,
 
 TimelineText timelineTextOf(const TaskTexts& t, std::vector<EntryText>& entries,
                             const std::vector<std::pair<std::string, std::string>>& entryUids,
-                            std::string_view uid) {
+                            std::string_view uid, const json& partners) {
   TimelineText text;
   appendDocument(
       text, t.name, t.namespaceName, entries,
@@ -296,7 +308,7 @@ TimelineText timelineTextOf(const TaskTexts& t, std::vector<EntryText>& entries,
       },
       entryUids, uid, t.completionTime ? json(*t.completionTime) : json(),
       timeline::taskEvidence(t.reason.value_or(""), t.message.value_or("")),
-      t.resourceCreatedTime.value_or(""));
+      t.resourceCreatedTime.value_or(""), &partners);
   if (t.createTime) text.createTime = *t.createTime;
   if (t.phase) text.phase = *t.phase;
   text.end = timeline::TaskEnd::of(t.phase.value_or(""), t.completionTime.value_or(""),

@@ -45,6 +45,14 @@ json mergeEntry(const std::string& key, const json& stored, const json& incoming
   return out;
 }
 
+// The "partnerReservations" of these documents, party by party, the later document's winning.
+json mergedPartners(std::initializer_list<const json*> documents) {
+  json out = json::object();
+  for (const json* d : documents)
+    if (const json& p = model::objectOf(*d, "partnerReservations"); !p.empty()) out.update(p);
+  return out;
+}
+
 } // namespace
 
 json mergeRecording(const json& stored, const json& incoming) {
@@ -61,6 +69,8 @@ json mergeRecording(const json& stored, const json& incoming) {
   out["entries"] = std::move(entries);
   for (const char* field : {"phase", "createTime", "completionTime", "evidence"})
     if (!out.contains(field) && stored.contains(field)) out[field] = stored[field];
+  if (json partners = mergedPartners({&stored, &incoming}); !partners.empty())
+    out["partnerReservations"] = std::move(partners);
   return out;
 }
 
@@ -107,6 +117,19 @@ CombinedView combinedView(const std::vector<RecordingRef>& recordings) {
   view.entries.reserve(picked.size());
   for (auto& [key, entry] : picked)
     view.entries.push_back(entry);
+  // The partners' reservations, the latest recording's of each party, for a party no entry is of.
+  std::map<std::string, model::timeline::EntryTimes> partners;
+  for (std::size_t i : order) {
+    const RecordingRef& r = recordings[i];
+    for (auto& e :
+         r.text != nullptr ? r.text->partners : model::timeline::partnerEntries(*r.document))
+      partners[std::string(model::namespaceOf(e.key))] = e;
+  }
+  for (auto& [party, e] : partners) {
+    const std::string prefix = party + "/";
+    auto at = picked.lower_bound(prefix);
+    if (at == picked.end() || !at->first.starts_with(prefix)) view.partners.push_back(std::move(e));
+  }
   return view;
 }
 
@@ -123,8 +146,21 @@ json combine(std::vector<StoredRecording> recordings) {
     std::string key(e.key);
     entries[key] = std::move(recordings[e.from].document["entries"][key]);
   }
+  // The partners' reservations as the view takes them: the latest recording's of each party.
+  std::vector<const StoredRecording*> byTime;
+  for (const auto& r : recordings)
+    byTime.push_back(&r);
+  std::stable_sort(byTime.begin(), byTime.end(),
+                   [](const auto* a, const auto* b) { return a->atNanos < b->atNanos; });
+  json partners = json::object();
+  for (const auto* r : byTime)
+    partners.update(model::objectOf(r->document, "partnerReservations"));
+  for (auto it = partners.begin(); it != partners.end();)
+    it = model::timeline::holdsParty(entries, it.key()) ? partners.erase(it) : std::next(it);
   json doc = std::move(recordings[view.latestIndex].document);
   doc.erase("summary");
+  doc.erase("partnerReservations");
+  if (!partners.empty()) doc["partnerReservations"] = std::move(partners);
   doc["entries"] = std::move(entries);
   return doc;
 }
@@ -138,6 +174,7 @@ TaskRow taskRowOf(const json& document, int64_t nowNanos, int64_t stuckAfterNano
   view.entries.reserve(entries.size());
   for (auto e = entries.begin(); e != entries.end(); ++e)
     view.entries.push_back({e.key(), &*e, nullptr, 0});
+  view.partners = model::timeline::partnerEntries(document);
   return taskRowOf(view, nowNanos, stuckAfterNanos);
 }
 
@@ -155,6 +192,7 @@ TaskRow taskRowOf(const CombinedView& combined, int64_t nowNanos, int64_t stuckA
     if (auto party = model::namespaceOf(e.key); !party.empty()) parties.emplace(party);
     entries.push_back(e.times != nullptr ? *e.times : model::timeline::entryTimes(e.key, *e.entry));
   }
+  entries.insert(entries.end(), combined.partners.begin(), combined.partners.end());
   const model::timeline::Summary s =
       model::timeline::summarize(created, entries, nowNanos, combined.end, stuckAfterNanos);
   row.summary = model::timeline::toJson(s, nowNanos);

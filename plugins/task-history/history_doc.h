@@ -56,6 +56,9 @@ struct CombinedView {
     std::size_t from = 0;
   };
   std::vector<Entry> entries;
+  // The partners' reservations (a p2p initiator's stubs, "partnerReservations") of the parties
+  // no combined entry is of, each from the latest recording that has it.
+  std::vector<model::timeline::EntryTimes> partners;
 };
 CombinedView combinedView(const std::vector<RecordingRef>& recordings);
 

@@ -19,8 +19,9 @@ using nlohmann::json;
 namespace {
 
 constexpr uint64_t kTickMillis = 1000;
-// tasks, pods, Events, TaskResources: all listed before the first resync.
-constexpr std::size_t kSubscriptions = 5;
+// tasks, pods, Events, TaskResources, the partners' stub TaskResources, jobs: all listed before
+// the first resync.
+constexpr std::size_t kSubscriptions = 6;
 constexpr std::size_t kResyncBatch = 200;
 constexpr int64_t kOrphanNanos = 600 * model::kSecond;
 // Pending events whose room is kept between ticks.
@@ -80,6 +81,7 @@ TaskHistory::TaskHistory(sdk::Host host, std::string_view domain, std::string_vi
        "/status/conditions", "/status/podStatuses", "/status/serviceStatuses"}));
   podSub_ = host.subscribe(model::domainSubscription("pods", model::DomainPods::podFields()));
   taskResourceSub_ = host.subscribe(model::control::taskResourceSubscription());
+  partnerResourceSub_ = host.subscribe(model::control::partnerTaskResourceSubscription());
   eventSub_ = host.subscribe(model::podEventSubscription());
   jobSub_ = host.subscribe(model::kusciaSubscription(
       model::control::kKusciaJobs, config_.taskNamespace,
@@ -122,7 +124,7 @@ void TaskHistory::onEvent(const sdk::Event& e) {
   if (e.subscriptionId == taskSub_) return onTask(e);
   if (e.subscriptionId == jobSub_) return onJob(e);
   if (e.subscriptionId != podSub_ && e.subscriptionId != eventSub_ &&
-      e.subscriptionId != taskResourceSub_)
+      e.subscriptionId != taskResourceSub_ && e.subscriptionId != partnerResourceSub_)
     return;
   if (e.subscriptionId == eventSub_ && e.type == KH_EVENT_DELETED) return; // what it said stays
   // Kept as it came, and read with the others at the next tick (or before anything reads the
@@ -160,10 +162,11 @@ void TaskHistory::readPending() {
     e.key = p.key;
     e.uid = p.uid;
     e.fieldsJson = p.fields;
-    const std::string task = p.subscription == podSub_ ? pods_.onPod(e, p.at, wanted, held)
-                             : p.subscription == taskResourceSub_
-                                 ? pods_.onTaskResource(e)
-                                 : pods_.onPodEvent(e, p.at, wanted);
+    const std::string task =
+        p.subscription == podSub_ ? pods_.onPod(e, p.at, wanted, held)
+        : p.subscription == taskResourceSub_ || p.subscription == partnerResourceSub_
+            ? pods_.onTaskResource(e)
+            : pods_.onPodEvent(e, p.at, wanted);
     // A new fact of a task's pod: the task is recorded again (before the initial lists are in,
     // the resync that follows them looks at every task anyway).
     if (p.afterSync && !task.empty()) markDue(task, p.at);

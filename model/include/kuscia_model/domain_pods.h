@@ -61,13 +61,15 @@ public:
   // ("" when that pod is not known as a task's yet).
   std::string onPodEvent(const sdk::Event& e, int64_t nowNanos, const Wanted& wanted);
   // An event of control::taskResourceSubscription(): its party's pods of its task take its
-  // reservation's times (kept after Kuscia deletes it, while the task's pods are held). The task
-  // ("" when the event names none or changed nothing).
+  // reservation's times (kept after Kuscia deletes it, while the task's pods are held); or of
+  // control::partnerTaskResourceSubscription() (a p2p initiator's stubs of its partners): the
+  // document's "partnerReservations". The task ("" when the event names none or changed nothing).
   std::string onTaskResource(const sdk::Event& e);
 
   // The timeline document of the task (kuscia_model/timeline.h), this domain's facts merged into
   // its pods' entries; the status is the source of which entries there are. Each of this domain's
-  // pod entries carries "uid" when known.
+  // pod entries carries "uid" when known. "partnerReservations": the reservations of the parties
+  // it has no entries of, seen (their stubs) or kept on the task (kept_facts.h).
   nlohmann::json document(const TaskStatusView& task) const;
   // The same document as text, with "uid" added to it when `uid` is not empty, and what the
   // summary reads of its entries (timeline_text.h): no DOM of the document is built.
@@ -107,6 +109,9 @@ private:
   nlohmann::json withFacts(const std::string& task, nlohmann::json pods,
                            std::vector<std::pair<std::string, std::string>>& uids,
                            std::string_view keptFacts) const;
+  // The document's "partnerReservations" (kept_facts.h, partnerReservations).
+  nlohmann::json partnersOf(const std::string& task, std::string_view keptFacts,
+                            const std::function<bool(std::string_view party)>& holds) const;
   // `build(parts, uids)` of the document's parts, this domain's facts merged.
   template <typename Build> auto build(const TaskStatusView& t, const Build& build) const;
 

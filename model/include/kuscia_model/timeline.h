@@ -224,6 +224,9 @@ struct TaskParts {
   const nlohmann::json* reason = nullptr;
   const nlohmann::json* message = nullptr;
   const nlohmann::json* conditions = nullptr; // its status's, for ResourceCreated
+  // The partners' reservations this domain knows of (an object, "partnerReservations" of
+  // timeline_summary.h), or null.
+  const nlohmann::json* partnerReservations = nullptr;
 };
 
 // The lastTransitionTime of a task status's ResourceCreated=True condition ("" when none): when
@@ -268,6 +271,9 @@ inline nlohmann::json fromParts(const TaskParts& t) {
   if (std::string created = resourceCreatedTime(t.conditions); !created.empty())
     doc["resourceCreatedTime"] = std::move(created);
   if (json evidence = taskEvidence(t); !evidence.is_null()) doc["evidence"] = std::move(evidence);
+  if (t.partnerReservations != nullptr && t.partnerReservations->is_object() &&
+      !t.partnerReservations->empty())
+    doc["partnerReservations"] = *t.partnerReservations;
   json& entries = doc["entries"];
   for (auto [group, pod] : {std::pair{t.podStatuses, true}, std::pair{t.serviceStatuses, false}})
     if (group != nullptr && group->is_object())

@@ -288,16 +288,15 @@ inline bool holdsParty(const nlohmann::json& entries, std::string_view party) {
   return it != keys.end() && it->first.starts_with(prefix);
 }
 
-// The document's "partnerReservations" ({"<party>": {"taskResource": "<ns>/<name>",
+// A document's "partnerReservations" ({"<party>": {"taskResource": "<ns>/<name>",
 // "reservingTime", "reservedTime", "schedulableTime"}}) as partner entries (EntryTimes::partner),
-// but for the parties the document has entries of: their pods carry their reservation.
-inline std::vector<EntryTimes> partnerEntries(const nlohmann::json& doc) {
+// but for the parties `holds` says there are entries of: their pods carry their reservation.
+template <typename Holds>
+std::vector<EntryTimes> partnerEntriesOf(const nlohmann::json& partners, const Holds& holds) {
   std::vector<EntryTimes> out;
-  auto partners = doc.is_object() ? doc.find("partnerReservations") : doc.end();
-  if (partners == doc.end() || !partners->is_object()) return out;
-  const nlohmann::json entries = doc.value("entries", nlohmann::json::object());
-  for (const auto& [party, r] : partners->items()) {
-    if (!r.is_object() || party.empty() || holdsParty(entries, party)) continue;
+  if (!partners.is_object()) return out;
+  for (const auto& [party, r] : partners.items()) {
+    if (!r.is_object() || party.empty() || holds(std::string_view(party))) continue;
     EntryTimes t;
     t.key = textOf(r, "taskResource");
     if (!t.key.starts_with(party + "/")) t.key = party + "/" + party;
@@ -308,6 +307,17 @@ inline std::vector<EntryTimes> partnerEntries(const nlohmann::json& doc) {
     if (t.reservingTime) out.push_back(std::move(t));
   }
   return out;
+}
+
+// The document's partner entries (partnerEntriesOf its "partnerReservations" and its entries).
+inline std::vector<EntryTimes> partnerEntries(const nlohmann::json& doc) {
+  auto partners = doc.is_object() ? doc.find("partnerReservations") : doc.end();
+  if (partners == doc.end()) return {};
+  auto entries = doc.find("entries");
+  const nlohmann::json none = nlohmann::json::object();
+  const nlohmann::json& held = entries != doc.end() ? *entries : none;
+  return partnerEntriesOf(*partners,
+                          [&held](std::string_view party) { return holdsParty(held, party); });
 }
 
 // What the task's own status says beside its entries, for summary.failure and summary.stuck.

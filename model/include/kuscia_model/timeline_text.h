@@ -26,10 +26,12 @@ struct TimelineText {
   model::timeline::TaskEnd end;  // what the document says of the task's end (TaskEnd::of)
   // entryTimes() of each of the document's entries, in the entries' (key) order.
   std::vector<model::timeline::EntryTimes> entries;
+  // The partner entries of its "partnerReservations" (timeline_summary.h, partnerEntriesOf).
+  std::vector<model::timeline::EntryTimes> partners;
 };
 
-// The document of fromParts(t), with "uid" added to the entries `entryUids` names (entry key,
-// pod UID) and to the document when `uid` is not empty.
+// The document of fromParts(t) (its partnerReservations included), with "uid" added to the entries
+// `entryUids` names (entry key, pod UID) and to the document when `uid` is not empty.
 TimelineText timelineText(const model::timeline::TaskParts& t,
                           const std::vector<std::pair<std::string, std::string>>& entryUids,
                           std::string_view uid);
@@ -57,8 +59,10 @@ struct EntryText {
 // The same document as timelineText() writes of the DOM these texts parse to (with the facts
 // merged as PodFacts::fill() merges them), "uid" added as timelineText() adds it: entries sorted
 // by key here (the later of one key wins).
+// `partners`: the document's "partnerReservations" (an object; empty: none).
 TimelineText timelineTextOf(const TaskTexts& t, std::vector<EntryText>& entries,
                             const std::vector<std::pair<std::string, std::string>>& entryUids,
-                            std::string_view uid);
+                            std::string_view uid,
+                            const nlohmann::json& partners = nlohmann::json::object());
 
 } // namespace kuscia_host::model

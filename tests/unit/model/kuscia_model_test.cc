@@ -16,8 +16,10 @@
 #include <vector>
 
 #include "kuscia_fixtures.h"
+#include <kuscia_model/control_plane.h>
 #include <kuscia_model/domain_pods.h>
 #include <kuscia_model/json_text.h>
+#include <kuscia_model/kept_facts.h>
 #include <kuscia_model/kuscia_time.h>
 #include <kuscia_model/own_entries.h>
 #include <kuscia_model/pod_fields.h>
@@ -703,6 +705,80 @@ TEST(TimelineTextTest, TheDocumentFromTheEntriesTextsIsTheOneFromTheEntriesParse
   EXPECT_TRUE(e["reasons"]["pulling"]["since"].is_number_integer());
   EXPECT_EQ(e["uid"], "u-0");
   EXPECT_EQ(e["durations"]["startToReady"], 6.85);
+}
+
+// A p2p initiator's host alone: the stub TaskResource its cluster keeps of bob (label
+// interconn-protocol-type=kuscia, in bob's namespace) puts bob's reservation in the documents
+// otel-export and task-history build (DomainPods), in the DOM and in both texts alike, and in
+// the partner entries the summary reads; not once bob's pods are in the status, and from the
+// task's kept facts once the stub is gone and the host restarted.
+TEST(TimelineTextTest, APartnersStubIsInEveryDocumentOfTheTask) {
+  DomainPods facts;
+  auto stub = [](const char* phase, const char* reserved) {
+    json tr = {
+        {"metadata",
+         {{"namespace", "bob"},
+          {"name", "t-1-bob"},
+          {"annotations", {{"kuscia.secretflow/task-id", "t-1"}}}}},
+        {"status",
+         {{"phase", phase}, {"startTime", "2024-05-20T08:00:00Z"}, {"conditions", json::array()}}}};
+    if (reserved != nullptr)
+      tr["status"]["conditions"].push_back(
+          {{"type", "Reserved"}, {"status", "True"}, {"lastTransitionTime", reserved}});
+    return tr;
+  };
+  sdk::Subscription sub = control::partnerTaskResourceSubscription();
+  auto deliver = [&](const json& tr) {
+    json fields = json::array();
+    for (const auto& f : sub.fields) {
+      json::json_pointer ptr(f);
+      fields.push_back(tr.contains(ptr) ? tr.at(ptr) : json());
+    }
+    const std::string text = fields.dump();
+    sdk::Event e;
+    e.type = KH_EVENT_MODIFIED;
+    e.key = "bob/t-1-bob";
+    e.fieldsJson = text;
+    return facts.onTaskResource(e);
+  };
+  EXPECT_EQ(deliver(stub("Reserving", nullptr)), "t-1");
+  EXPECT_EQ(deliver(stub("Reserved", "2024-05-20T08:00:06Z")), "t-1");
+  const std::string alice =
+      R"({"alice/p-0":{"createTime":"2024-05-20T08:00:00Z","scheduleTime":"2024-05-20T08:00:06Z"}})";
+  const auto all = [](std::string_view) { return true; };
+  auto texts = [&](const std::string& pods, std::string_view kept = {}) {
+    auto podTexts = entryTextsWhere(pods, all);
+    return facts.documentTextOf({"t-1", "cross-domain"}, *podTexts, {}, "", kept);
+  };
+  auto dom = [&](const std::string& pods, std::string_view kept = {}) {
+    const json p = json::parse(pods);
+    return facts.document({"t-1", "cross-domain", "", nullptr, &p, nullptr, nullptr, kept});
+  };
+  const json doc = dom(alice);
+  const json want = {{"taskResource", "bob/t-1-bob"},
+                     {"reservingTime", "2024-05-20T08:00:00Z"},
+                     {"reservedTime", "2024-05-20T08:00:06Z"}};
+  EXPECT_EQ(doc["partnerReservations"], json({{"bob", want}}));
+  const auto text = texts(alice);
+  ASSERT_TRUE(text.has_value());
+  EXPECT_EQ(text->json, dumpJson(doc));
+  ASSERT_EQ(text->partners.size(), 1U);
+  EXPECT_EQ(text->partners[0].key, "bob/t-1-bob");
+  EXPECT_TRUE(text->partners[0].partner);
+  ASSERT_EQ(timeline::partnerEntries(doc).size(), 1U);
+  EXPECT_EQ(timeline::partnerEntries(doc)[0].reservedTime, text->partners[0].reservedTime);
+  // bob's pods in the status (a merged view): they carry his reservation, not the stub.
+  const std::string both =
+      R"({"alice/p-0":{"createTime":"2024-05-20T08:00:00Z"},"bob/p-0":{"createTime":"2024-05-20T08:00:00Z"}})";
+  EXPECT_FALSE(dom(both).contains("partnerReservations"));
+  EXPECT_TRUE(texts(both)->partners.empty());
+  // A restarted host, the stub gone: the task's kept facts have it.
+  DomainPods restarted;
+  const std::string kept = *keptFactsText(json::object(), {{"bob", want}});
+  const json p = json::parse(alice);
+  EXPECT_EQ(restarted.document({"t-1", "cross-domain", "", nullptr, &p, nullptr, nullptr,
+                                kept})["partnerReservations"],
+            doc["partnerReservations"]);
 }
 
 TEST(KusciaModelTest, TaskIndexFollowsObjectsBetweenTasks) {

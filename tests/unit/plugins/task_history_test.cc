@@ -1057,6 +1057,71 @@ TEST(TaskHistoryTest, ATaskIsServedAfterItAndItsPodsAreGone) {
             "2024-05-20T08:00:06Z");
 }
 
+// p2p, alice's host alone: her cluster's status holds her own entries, and the stub
+// TaskResource it keeps of bob says when bob reserved. alice's pod waited for him (its
+// awaiting-parties): the history blames bob's reserving and its document keeps his reservation,
+// after the stub is gone as well.
+TEST(TaskHistoryTest, APartnersReservationThatHeldTheTaskIsInItsHistory) {
+  TempDir dir;
+  testing::FakeHost host("alice");
+  host.setWallTimeNanos(at("2024-05-20T08:00:30Z"));
+  ASSERT_TRUE(host.create(descriptor(), config(dir.path + "/history.db"))) << host.error();
+  ASSERT_TRUE(host.start());
+  test::synced(host);
+  json task = test::readyTask();
+  task["status"]["podStatuses"].erase("bob/secretflow-task-psi-0");
+  task["status"]["serviceStatuses"] = json::object();
+  json& pod = task["status"]["podStatuses"]["alice/secretflow-task-psi-0"];
+  pod["scheduleTime"] = "2024-05-20T08:00:06Z";
+  pod["startTime"] = "2024-05-20T08:00:07Z";
+  auto reservation = [](const char* party, const char* reserved) {
+    json tr = {{"metadata",
+                {{"namespace", party},
+                 {"name", std::string("secretflow-task-psi-") + party},
+                 {"annotations", {{"kuscia.secretflow/task-id", "secretflow-task-psi"}}}}},
+               {"status",
+                {{"phase", "Schedulable"},
+                 {"startTime", "2024-05-20T08:00:00Z"},
+                 {"conditions",
+                  {{{"type", "Reserved"}, {"status", "True"}, {"lastTransitionTime", reserved}},
+                   {{"type", "Schedulable"},
+                    {"status", "True"},
+                    {"lastTransitionTime", "2024-05-20T08:00:06Z"}}}}}}};
+    return tr;
+  };
+  const testing::FakeHost::SubscriptionRecord* stubs = nullptr;
+  for (const auto& s : host.subscriptions())
+    if (s.resource == "taskresources" && !s.labelSelector.empty()) stubs = &s;
+  ASSERT_NE(stubs, nullptr) << "no subscription to the partners' stub TaskResources";
+  deliver(host, "taskresources", KH_EVENT_ADDED, reservation("alice", "2024-05-20T08:00:00Z"));
+  const json bob = reservation("bob", "2024-05-20T08:00:06Z");
+  test::deliverTo(host, *stubs, KH_EVENT_ADDED, bob);
+  deliver(host, "kusciatasks", KH_EVENT_ADDED, task);
+  host.advanceMillis(2000);
+  plugin(host).flush(std::chrono::seconds(10));
+  auto blamed = [&host] {
+    json items = json::parse(host.httpGet("/api/v1/history").body)["items"];
+    return items.size() == 1 ? items[0]["summary"]["blame"] : json();
+  };
+  EXPECT_EQ(blamed()["party"], "bob");
+  EXPECT_EQ(blamed()["phase"], "reserving");
+  EXPECT_EQ(blamed()["entry"], "bob/secretflow-task-psi-bob");
+  json doc = json::parse(host.httpGet("/api/v1/history/secretflow-task-psi").body);
+  EXPECT_EQ(doc["partnerReservations"]["bob"]["reservedTime"], "2024-05-20T08:00:06Z");
+  EXPECT_FALSE(doc["entries"].contains("bob/secretflow-task-psi-bob")) << "no entry of bob's";
+  // The task succeeds, Kuscia deletes the TaskResources: the answer stays.
+  test::deliverTo(host, *stubs, KH_EVENT_DELETED, bob);
+  task["status"]["phase"] = "Succeeded";
+  task["metadata"]["resourceVersion"] = "999";
+  deliver(host, "kusciatasks", KH_EVENT_MODIFIED, task);
+  host.advanceMillis(2000);
+  plugin(host).flush(std::chrono::seconds(10));
+  EXPECT_EQ(plugin(host).counters().written, 2U);
+  EXPECT_EQ(blamed()["party"], "bob");
+  doc = json::parse(host.httpGet("/api/v1/history/secretflow-task-psi").body);
+  EXPECT_EQ(doc["partnerReservations"]["bob"]["taskResource"], "bob/secretflow-task-psi-bob");
+}
+
 TEST(TaskHistoryTest, ATaskOfOtherPartiesIsNotRecorded) {
   TempDir dir;
   testing::FakeHost host("carol");
