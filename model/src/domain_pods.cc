@@ -243,7 +243,7 @@ auto DomainPods::build(const TaskStatusView& t, const Build& build) const {
                                           t.phase.empty() ? nullptr : &taskPhase,
                                           created ? t.creationTimestamp : nullptr, entries,
                                           t.serviceStatuses, t.completionTime, t.reason, t.message,
-                                          t.conditions, &partners},
+                                          t.conditions, &partners, t.allocatedPorts},
                uids);
 }
 

@@ -261,10 +261,10 @@ TimelineText timelineText(const timeline::TaskParts& t,
     text.createTime = t.creationTimestamp->get_ref<const std::string&>();
   if (t.phase != nullptr && t.phase->is_string())
     text.phase = t.phase->get_ref<const std::string&>();
-  text.end =
-      timeline::TaskEnd::of(timeline::partText(t.phase), timeline::partText(t.completionTime),
-                            timeline::partText(t.reason), timeline::partText(t.message),
-                            timeline::resourceCreatedTime(t.conditions));
+  text.end = timeline::TaskEnd::of(
+      timeline::partText(t.phase), timeline::partText(t.completionTime),
+      timeline::partText(t.reason), timeline::partText(t.message),
+      timeline::resourceCreatedTime(t.conditions), timeline::localParty(t.allocatedPorts));
   return text;
 }
 
@@ -307,13 +307,13 @@ TimelineText timelineTextOf(const TaskTexts& t, std::vector<EntryText>& entries,
             });
       },
       entryUids, uid, t.completionTime ? json(*t.completionTime) : json(),
-      timeline::taskEvidence(t.reason.value_or(""), t.message.value_or("")),
+      timeline::taskEvidence(t.reason.value_or(""), t.message.value_or(""), t.localParty),
       t.resourceCreatedTime.value_or(""), &partners);
   if (t.createTime) text.createTime = *t.createTime;
   if (t.phase) text.phase = *t.phase;
   text.end = timeline::TaskEnd::of(t.phase.value_or(""), t.completionTime.value_or(""),
                                    t.reason.value_or(""), t.message.value_or(""),
-                                   t.resourceCreatedTime.value_or(""));
+                                   t.resourceCreatedTime.value_or(""), t.localParty);
   return text;
 }
 

@@ -124,7 +124,7 @@ json OtelExport::documentOf(const TaskFacts& t, const json& fields) const {
        &fields[kTaskServiceStatuses], nullptr,
        kept.is_string() ? std::string_view(kept.get_ref<const std::string&>()) : std::string_view(),
        &fields[kTaskCompletion], &fields[kTaskReason], &fields[kTaskMessage],
-       &fields[kTaskConditions]});
+       &fields[kTaskConditions], &fields[kTaskAllocatedPorts]});
 }
 
 std::optional<json> OtelExport::document(const std::string& task) const {

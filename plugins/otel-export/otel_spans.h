@@ -75,7 +75,8 @@ inline constexpr const char* kTaskFields[] = {
     "/metadata/annotations/kuscia-host~1facts", // kuscia_model/kept_facts.h
     "/status/completionTime",
     "/status/reason",
-    "/status/message"};
+    "/status/message",
+    "/status/allocatedPorts"};
 enum TaskField : std::size_t {
   kTaskCreate,
   kTaskInitiator,
@@ -91,6 +92,7 @@ enum TaskField : std::size_t {
   kTaskCompletion,
   kTaskReason,
   kTaskMessage,
+  kTaskAllocatedPorts,
   kTaskFieldCount
 };
 

@@ -270,6 +270,21 @@ void SimAgent::onTask(const sdk::Event& e) {
   }
 }
 
+json SimAgent::allocatedPorts(const std::string& task, const Task& t) const {
+  // W1 allocates the ports of the cluster's local parties (kt/handler/pending_handler.go): the
+  // domain's own in p2p, every party in centralized. Named "<task>-0/<port>", as upstream.
+  json out = json::array();
+  for (const auto& p : t.parties) {
+    const std::string domain = p.is_object() ? p.value("domainID", "") : "";
+    if (domain.empty() || (p2p_ && domain != domain_)) continue;
+    json named = json::object();
+    for (std::size_t i = 0; i < config_.ports.size(); ++i)
+      named[task + "-0/" + config_.ports[i].name] = 20000 + static_cast<int>(i);
+    out.push_back({{"domainID", domain}, {"namedPort", std::move(named)}});
+  }
+  return out;
+}
+
 std::string SimAgent::podName(const std::string& task, const json& party, int index) const {
   std::string role = party.is_object() ? party.value("role", "") : "";
   return task + (role.empty() ? "" : "-" + role) + "-" + std::to_string(index);
@@ -291,6 +306,7 @@ void SimAgent::ensure(const std::string& task) {
     send(model::taskStatusPatch(config_.taskNamespace, task,
                                 {{"phase", "Pending"},
                                  {"startTime", at},
+                                 {"allocatedPorts", allocatedPorts(task, t)},
                                  {"conditions", json::array({condition("PortsAllocated"),
                                                              condition("ResourceCreated")})}}));
   }
@@ -563,6 +579,7 @@ void SimAgent::failPreCheck(const std::string& task, Task& t) {
       model::taskStatusPatch(config_.taskNamespace, task,
                              {{"phase", "Failed"},
                               {"startTime", now()},
+                              {"allocatedPorts", allocatedPorts(task, t)},
                               {"message", "KusciaTask failed after 3x retry, last error: " + error},
                               {"conditions", json::array({ports,
                                                           {{"type", "ResourceCreated"},

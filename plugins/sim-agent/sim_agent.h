@@ -116,6 +116,8 @@ private:
   void failPreCheck(const std::string& task, Task& t);
   // The task's party entry of this domain (null when it has none).
   nlohmann::json ownParty(const Task& t) const;
+  // The task's status.allocatedPorts as this domain's task controller writes it.
+  nlohmann::json allocatedPorts(const std::string& task, const Task& t) const;
   // This domain's TaskResource's conditions, each with its time kept (Schedulable when given).
   static nlohmann::json reservationConditions(const Task& t, const std::string& schedulableAt = "");
   // reserveMillis: whether the task's pods reserve through TaskResources.

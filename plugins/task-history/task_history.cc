@@ -40,6 +40,7 @@ enum TaskField : std::size_t {
   kTaskConditions, // its ResourceCreated: the task's preparing
   kTaskPods,
   kTaskServices,
+  kTaskPorts, // its allocatedPorts: the party whose cluster wrote it (timeline::localParty)
   kTaskFieldCount
 };
 
@@ -78,7 +79,8 @@ TaskHistory::TaskHistory(sdk::Host host, std::string_view domain, std::string_vi
       config_.taskNamespace,
       {"/metadata/creationTimestamp", "/status/phase", "/spec/initiator", "/spec/parties",
        "/status/completionTime", "/status/reason", "/status/message", model::kKeptFactsPointer,
-       "/status/conditions", "/status/podStatuses", "/status/serviceStatuses"}));
+       "/status/conditions", "/status/podStatuses", "/status/serviceStatuses",
+       "/status/allocatedPorts"}));
   podSub_ = host.subscribe(model::domainSubscription("pods", model::DomainPods::podFields()));
   taskResourceSub_ = host.subscribe(model::control::taskResourceSubscription());
   partnerResourceSub_ = host.subscribe(model::control::partnerTaskResourceSubscription());
@@ -219,12 +221,19 @@ template <class Keep> void takeEntries(json& fields, const Keep& keep, json& pod
 // (nlohmann::json's implicit noexcept move: see TaskRow in history_doc.h.)
 // NOLINTNEXTLINE(bugprone-exception-escape)
 struct EndFields {
-  json completion, reason, message, conditions;
+  json completion, reason, message, conditions, ports;
   std::string resourceCreated; // of the conditions
+  std::string localParty;      // of the ports
   template <class Get> static EndFields of(const Get& get) {
-    EndFields e{
-        get(kTaskCompletion), get(kTaskReason), get(kTaskMessage), get(kTaskConditions), {}};
+    EndFields e{get(kTaskCompletion),
+                get(kTaskReason),
+                get(kTaskMessage),
+                get(kTaskConditions),
+                get(kTaskPorts),
+                {},
+                {}};
     e.resourceCreated = model::timeline::resourceCreatedTime(&e.conditions);
+    e.localParty = model::timeline::localParty(&e.ports);
     return e;
   }
   // Views of them for a document written from texts (valid while this lives).
@@ -237,6 +246,7 @@ struct EndFields {
     t.reason = view(reason);
     t.message = view(message);
     if (!resourceCreated.empty()) t.resourceCreatedTime = resourceCreated;
+    t.localParty = localParty;
   }
 };
 
@@ -311,10 +321,10 @@ bool TaskHistory::record(const std::string& task, std::string_view uid, std::str
       if (finished != nullptr) *finished = model::finishedPhase(phase);
       if (!mine) return true;
     }
-    text =
-        pods_.documentText({task, config_.taskNamespace, phase, &create, nullptr, &services, &pods,
-                            keptFacts, &end.completion, &end.reason, &end.message, &end.conditions},
-                           uid);
+    text = pods_.documentText({task, config_.taskNamespace, phase, &create, nullptr, &services,
+                               &pods, keptFacts, &end.completion, &end.reason, &end.message,
+                               &end.conditions, &end.ports},
+                              uid);
   }
   return enqueue(task, std::move(*text), phase, refresh);
 }

@@ -229,8 +229,8 @@ TaskTimeline::TaskTimeline(sdk::Host host, std::string_view domain, std::string_
   taskSub_ = host.subscribe(model::taskSubscription(
       config_.taskNamespace,
       {"/status/phase", "/metadata/creationTimestamp", "/status/completionTime", "/status/reason",
-       "/status/message", model::kKeptFactsPointer, "/status/conditions", "/status/podStatuses",
-       "/status/serviceStatuses"}));
+       "/status/message", model::kKeptFactsPointer, "/status/conditions", "/status/allocatedPorts",
+       "/status/podStatuses", "/status/serviceStatuses"}));
   finished_.emplace(host, taskSub_, config_.taskNamespace, kTaskPhase, kTaskCompletion,
                     config_.keepFinishedSeconds,
                     [this](const std::string& task) { return busy(task); });
@@ -762,6 +762,8 @@ TaskTimeline::Task TaskTimeline::taskFrom(std::string_view fieldsJson, std::stri
       t.kept = model::stringValue(fields->leading[kTaskKept]).value_or("");
       const json conditions = model::parseJson(fields->leading[kTaskConditions]);
       t.resourceCreated = model::timeline::resourceCreatedTime(&conditions);
+      const json ports = model::parseJson(fields->leading[kTaskPorts]);
+      t.localParty = model::timeline::localParty(&ports);
       return t;
     }
   }
@@ -778,6 +780,7 @@ TaskTimeline::Task TaskTimeline::taskFrom(std::string_view fieldsJson, std::stri
   t.message = model::fieldString(f, kTaskMessage);
   t.kept = model::fieldString(f, kTaskKept);
   t.resourceCreated = model::timeline::resourceCreatedTime(&f[kTaskConditions]);
+  t.localParty = model::timeline::localParty(&f[kTaskPorts]);
   return t;
 }
 

@@ -161,6 +161,7 @@ private:
     kTaskMessage,
     kTaskKept,       // the facts kept on the task (kuscia_model/kept_facts.h)
     kTaskConditions, // its ResourceCreated: the task's preparing
+    kTaskPorts,      // its allocatedPorts: the party whose cluster wrote it
     kTaskPods,
     kTaskServices,
     kTaskFieldCount
@@ -177,6 +178,7 @@ private:
     std::string createTime;
     std::string completionTime, reason, message; // the status's ("": none)
     std::string resourceCreated; // its ResourceCreated=True condition's time ("": none)
+    std::string localParty;      // model::timeline::localParty of its allocatedPorts ("": none)
     std::string kept;            // the kept facts' annotation ("": none yet)
     // The resourceVersion of the task as last seen (versionNumber(); 0: not known).
     uint64_t version = 0;

@@ -117,7 +117,8 @@ std::optional<json> TaskTimeline::timeline(const std::string& task, bool phases,
     if (!t->createTime.empty()) doc["createTime"] = t->createTime;
     if (!t->completionTime.empty()) doc["completionTime"] = t->completionTime;
     if (!t->resourceCreated.empty()) doc["resourceCreatedTime"] = t->resourceCreated;
-    if (json evidence = model::timeline::taskEvidence(t->reason, t->message); !evidence.is_null())
+    if (json evidence = model::timeline::taskEvidence(t->reason, t->message, t->localParty);
+        !evidence.is_null())
       doc["evidence"] = std::move(evidence);
     for (const ParsedEntries& from :
          {ParsedEntries{t->pods.toJson(), t->services.toJson()}, std::move(others)}) {

@@ -43,7 +43,9 @@ CASES = {
     "f-ok": ("", None),
 }
 # The party each reason names, where it is not bob's pod's: a route's pre-check fails the task
-# before any pod, and names the route's pair (alice-bob, `pair`), not a party.
+# before any pod, and names the route's pair (alice-bob, `pair`); centralized, the status
+# allocated every party's ports (one controller checked them all): no party (p2p names the
+# cluster's own, failure_p2p_e2e.py).
 PARTY = {"RouteNotReady": None}
 # The evidence each reason's excerpt holds, in its writer's words.
 EVIDENCE = {"ImagePull": "ImagePullBackOff", "OOMKilled": 'reason "OOMKilled"',

@@ -41,7 +41,8 @@ struct TaskStatusView {
   const nlohmann::json* completionTime = nullptr;
   const nlohmann::json* reason = nullptr;
   const nlohmann::json* message = nullptr;
-  const nlohmann::json* conditions = nullptr; // its status's (ResourceCreated), or absent
+  const nlohmann::json* conditions = nullptr;     // its status's (ResourceCreated), or absent
+  const nlohmann::json* allocatedPorts = nullptr; // its status's (timeline::localParty), or absent
 };
 
 class DomainPods {

@@ -227,6 +227,7 @@ struct TaskParts {
   // The partners' reservations this domain knows of (an object, "partnerReservations" of
   // timeline_summary.h), or null.
   const nlohmann::json* partnerReservations = nullptr;
+  const nlohmann::json* allocatedPorts = nullptr; // its status's, for localParty()
 };
 
 // The lastTransitionTime of a task status's ResourceCreated=True condition ("" when none): when
@@ -240,12 +241,25 @@ inline std::string resourceCreatedTime(const nlohmann::json* conditions) {
   return {};
 }
 
+// The task's party whose cluster wrote its status, when the status says so: the one domain its
+// status.allocatedPorts lists (Kuscia allocates ports, and runs the pre-checks, for the cluster's
+// local parties only: one in p2p; every party in centralized, where none is named). "" else.
+inline std::string localParty(const nlohmann::json* allocatedPorts) {
+  if (allocatedPorts == nullptr || !allocatedPorts->is_array() || allocatedPorts->size() != 1)
+    return {};
+  const nlohmann::json& p = (*allocatedPorts)[0];
+  auto id = p.is_object() ? p.find("domainID") : p.end();
+  return id != p.end() && id->is_string() ? id->get<std::string>() : std::string();
+}
+
 // What a task's status says of it at the top of its document: "evidence" ({"message", "reason"},
-// excerpts of those given), null when it says nothing.
-inline nlohmann::json taskEvidence(std::string_view reason, std::string_view message) {
+// excerpts of those given, and "party": its local party, localParty()), null when it says nothing.
+inline nlohmann::json taskEvidence(std::string_view reason, std::string_view message,
+                                   std::string_view party = {}) {
   nlohmann::json out;
   if (!message.empty()) out["message"] = failure::excerpt(message);
   if (!reason.empty()) out["reason"] = failure::excerpt(reason);
+  if (!out.is_null() && !party.empty()) out["party"] = std::string(party);
   return out;
 }
 // The string a part holds, "" when it is absent or not a string.
@@ -255,7 +269,7 @@ inline std::string_view partText(const nlohmann::json* part) {
              : std::string_view();
 }
 inline nlohmann::json taskEvidence(const TaskParts& t) {
-  return taskEvidence(partText(t.reason), partText(t.message));
+  return taskEvidence(partText(t.reason), partText(t.message), localParty(t.allocatedPorts));
 }
 
 // The document of a task from its parts, read where they are (nothing copied but the entries).
@@ -301,7 +315,7 @@ inline nlohmann::json fromTask(const nlohmann::json& task) {
                     member(meta, "creationTimestamp"), member(status, "podStatuses"),
                     member(status, "serviceStatuses"), member(status, "completionTime"),
                     member(status, "reason"), member(status, "message"),
-                    member(status, "conditions")});
+                    member(status, "conditions"), nullptr, member(status, "allocatedPorts")});
 }
 
 } // namespace kuscia_host::model::timeline

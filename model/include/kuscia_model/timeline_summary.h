@@ -325,15 +325,17 @@ struct TaskEnd {
   std::string phase;                     // "Failed", "Succeeded", ...
   std::optional<int64_t> completionTime; // when it ended
   std::string reason, message;           // excerpts
+  std::string party; // the party whose cluster wrote the status (timeline::localParty), or ""
   // Its ResourceCreated condition's time: the task controller allocated its ports, ran its
   // pre-checks and created its objects (the task's `preparing` ended).
   std::optional<int64_t> resourceCreated;
   // From the status's texts ("" for one it lacks).
   static TaskEnd of(std::string_view phase, std::string_view completionTime,
                     std::string_view reason, std::string_view message,
-                    std::string_view resourceCreated = {}) {
+                    std::string_view resourceCreated = {}, std::string_view party = {}) {
     TaskEnd t;
     t.phase = std::string(phase);
+    if (!reason.empty() || !message.empty()) t.party = std::string(party); // as "evidence" has it
     if (!completionTime.empty()) t.completionTime = sdk::parseTime(completionTime);
     if (!resourceCreated.empty()) t.resourceCreated = sdk::parseTime(resourceCreated);
     if (!reason.empty()) t.reason = failure::excerpt(reason);
@@ -345,7 +347,8 @@ struct TaskEnd {
     const nlohmann::json evidence =
         doc.is_object() ? doc.value("evidence", nlohmann::json()) : nlohmann::json();
     return of(textOf(doc, "phase"), textOf(doc, "completionTime"), textOf(evidence, "reason"),
-              textOf(evidence, "message"), textOf(doc, "resourceCreatedTime"));
+              textOf(evidence, "message"), textOf(doc, "resourceCreatedTime"),
+              textOf(evidence, "party"));
   }
 };
 
@@ -616,7 +619,7 @@ inline void diagnose(Summary& s, const std::vector<const EntryTimes*>& sorted, c
     if (!e->partner && (failed || !readyOf(*e))) addEvidence(evidence, *e, pendingOf(e->key));
   if (!task.reason.empty() || !task.message.empty())
     evidence.push_back(
-        {"", task.reason, task.message, failed ? task.completionTime.value_or(0) : 0});
+        {"", task.reason, task.message, failed ? task.completionTime.value_or(0) : 0, task.party});
   failure::Classification c = failure::classify(evidence);
   if (!failed && c.entry.empty() && longest != nullptr) {
     // Nothing says why: where it waits longest is still a fact.

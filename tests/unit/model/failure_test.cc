@@ -217,10 +217,11 @@ struct Task {
     doc["entries"][key] = tl::entry(key, status, pod);
     return *this;
   }
-  Task& ended(const std::string& phase, const std::string& reason, const std::string& message) {
+  Task& ended(const std::string& phase, const std::string& reason, const std::string& message,
+              const json& allocatedPorts = nullptr) {
     doc["phase"] = phase;
     doc["completionTime"] = "2024-05-20T08:05:00Z";
-    doc["evidence"] = tl::taskEvidence(reason, message);
+    doc["evidence"] = tl::taskEvidence(reason, message, tl::localParty(&allocatedPorts));
     return *this;
   }
   json summary(const std::string& now, int64_t stuckAfterSeconds = 300) const {
@@ -285,6 +286,26 @@ TEST(FailureSummaryTest, AFailedTaskSaysWhyFromTheStatusItKeeps) {
   EXPECT_EQ(s["failure"]["reason"], "Misconfigured");
   EXPECT_FALSE(s["failure"].contains("party"));
   EXPECT_EQ(s["failure"]["since"], "2024-05-20T08:05:00Z");
+  // A route's pre-check: the message names the pair, not who checked it. bob's cluster's status
+  // (p2p) allocated bob's ports alone: bob's pre-check failed. A centralized status allocated
+  // every party's: none is named.
+  const std::string route = "KusciaTask failed after 3x retry, last error: cdr-check alice to bob "
+                            "failed with HeartBeatTimeout";
+  auto portsOf = [](std::initializer_list<const char*> parties) {
+    json ports = json::array();
+    for (const char* p : parties)
+      ports.push_back({{"domainID", p}, {"namedPort", {{"t-0/spu", 24381}}}});
+    return ports;
+  };
+  Task p2p;
+  p2p.ended("Failed", "", route, portsOf({"bob"}));
+  s = p2p.summary("2024-05-20T08:06:00Z");
+  EXPECT_EQ(s["failure"]["reason"], "RouteNotReady");
+  EXPECT_EQ(s["failure"]["pair"], "alice-bob");
+  EXPECT_EQ(s["failure"]["party"], "bob");
+  Task centralized;
+  centralized.ended("Failed", "", route, portsOf({"alice", "bob"}));
+  EXPECT_FALSE(centralized.summary("2024-05-20T08:06:00Z")["failure"].contains("party"));
   // The scheduler's word beside Kuscia's lifecycle: the actionable one first.
   Task late;
   late.entry("bob/t-0", {{"createTime", "2024-05-20T08:00:01Z"},
