@@ -148,6 +148,7 @@ json combine(std::vector<StoredRecording> recordings) {
   }
   // The partners' reservations as the view takes them: the latest recording's of each party.
   std::vector<const StoredRecording*> byTime;
+  byTime.reserve(recordings.size());
   for (const auto& r : recordings)
     byTime.push_back(&r);
   std::stable_sort(byTime.begin(), byTime.end(),
