@@ -209,7 +209,13 @@ std::optional<TimelineText> DomainPods::documentTextOf(const TaskTexts& task,
       return e.key.size() > party.size() && e.key[party.size()] == '/' && e.key.starts_with(party);
     });
   });
-  return timelineTextOf(task, entries, uids, uid, partners);
+  const json outage =
+      task.message
+          ? routes_.outageFor(*task.message, sdk::parseTime(task.completionTime.value_or("")))
+          : json();
+  TaskTexts withOutage = task;
+  withOutage.routeOutage = &outage;
+  return timelineTextOf(withOutage, entries, uids, uid, partners);
 }
 
 json DomainPods::partnersOf(const std::string& task, std::string_view keptFacts,
@@ -239,11 +245,13 @@ auto DomainPods::build(const TaskStatusView& t, const Build& build) const {
     return (entries != nullptr && timeline::holdsParty(*entries, party)) ||
            (t.serviceStatuses != nullptr && timeline::holdsParty(*t.serviceStatuses, party));
   });
+  const json outage = routes_.outageFor(timeline::partText(t.message),
+                                        sdk::parseTime(timeline::partText(t.completionTime)));
   return build(model::timeline::TaskParts{t.name, t.namespaceName,
                                           t.phase.empty() ? nullptr : &taskPhase,
                                           created ? t.creationTimestamp : nullptr, entries,
                                           t.serviceStatuses, t.completionTime, t.reason, t.message,
-                                          t.conditions, &partners, t.allocatedPorts},
+                                          t.conditions, &partners, t.allocatedPorts, &outage},
                uids);
 }
 

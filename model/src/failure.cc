@@ -220,6 +220,16 @@ json toJson(const Classification& c) {
   if (c.cause) out["cause"] = name(*c.cause);
   if (!c.pair.empty()) out["pair"] = c.pair;
   if (!c.routeReason.empty()) out["routeReason"] = c.routeReason;
+  if (c.routeDownSince || c.routeDownUntil) {
+    json down = {{"observed", true}, {"precisionSeconds", 1}};
+    if (c.routeDownSince)
+      down["since"] = sdk::formatTime(*c.routeDownSince, sdk::TimePrecision::kAsGiven);
+    if (c.routeDownUntil)
+      down["until"] = sdk::formatTime(*c.routeDownUntil, sdk::TimePrecision::kAsGiven);
+    out["routeDown"] = std::move(down);
+  }
+  if (c.routeLastHeartbeat)
+    out["lastHeartbeatTime"] = sdk::formatTime(*c.routeLastHeartbeat, sdk::TimePrecision::kAsGiven);
   if (!c.party.empty()) out["party"] = c.party;
   if (!c.entry.empty()) out["entry"] = c.entry;
   if (c.since != 0) out["since"] = sdk::formatTime(c.since, sdk::TimePrecision::kAsGiven);

@@ -82,8 +82,8 @@ std::string phaseText(const json& p, bool withEntry) {
 }
 
 // "failed: OOMKilled in bob (bob/t-0) at 10:05:00, cause Expired" ("failed: RouteNotReady on
-// route alice-bob (HeartBeatTimeout) at ..." for a route) and the excerpt below it, each of its
-// lines indented; "" without the classification.
+// route alice-bob (HeartBeatTimeout) in bob at ..., down since 10:04:20 (observed)" for a route)
+// and the excerpt below it, each of its lines indented; "" without the classification.
 std::string whyText(const json& s, const char* which) {
   if (!s.contains(which) || !s[which].is_object()) return "";
   const json& c = s[which];
@@ -99,6 +99,8 @@ std::string whyText(const json& s, const char* which) {
   if (c.contains("since"))
     out += std::string(stuck ? " since " : " at ") + clock(c.value("since", std::string()));
   if (c.contains("cause")) out += ", cause " + c.value("cause", std::string());
+  if (const json down = c.value("routeDown", json::object()); down.contains("since"))
+    out += ", down since " + clock(down.value("since", std::string())) + " (observed)";
   out += "\n";
   std::string excerpt = c.value("excerpt", std::string());
   for (std::size_t at = 0; !excerpt.empty() && at <= excerpt.size();) {

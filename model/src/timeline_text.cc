@@ -149,7 +149,8 @@ void appendDocument(TimelineText& text, std::string_view name, std::string_view 
                     const Entry& entry,
                     const std::vector<std::pair<std::string, std::string>>& entryUids,
                     std::string_view uid, const json& completionTime, const json& evidence,
-                    std::string_view resourceCreated, const json* partners) {
+                    std::string_view resourceCreated, const json* partners,
+                    const json* routeOutage) {
   std::stable_sort(sources.begin(), sources.end(),
                    [](const Source& a, const Source& b) { return a.key < b.key; });
   std::string& out = text.json;
@@ -204,6 +205,10 @@ void appendDocument(TimelineText& text, std::string_view name, std::string_view 
     out += ",\"resourceCreatedTime\":";
     appendJsonString(out, resourceCreated);
   }
+  if (routeOutage != nullptr && routeOutage->is_object()) {
+    out += ",\"routeOutage\":";
+    appendJson(out, *routeOutage);
+  }
   out += ",\"task\":";
   appendJsonString(out, name);
   if (!uid.empty()) {
@@ -255,8 +260,8 @@ TimelineText timelineText(const timeline::TaskParts& t,
       },
       entryUids, uid,
       t.completionTime != nullptr && t.completionTime->is_string() ? *t.completionTime : json(),
-      timeline::taskEvidence(t), timeline::resourceCreatedTime(t.conditions),
-      t.partnerReservations);
+      timeline::taskEvidence(t), timeline::resourceCreatedTime(t.conditions), t.partnerReservations,
+      t.routeOutage);
   if (t.creationTimestamp != nullptr && t.creationTimestamp->is_string())
     text.createTime = t.creationTimestamp->get_ref<const std::string&>();
   if (t.phase != nullptr && t.phase->is_string())
@@ -265,6 +270,7 @@ TimelineText timelineText(const timeline::TaskParts& t,
       timeline::partText(t.phase), timeline::partText(t.completionTime),
       timeline::partText(t.reason), timeline::partText(t.message),
       timeline::resourceCreatedTime(t.conditions), timeline::localParty(t.allocatedPorts));
+  if (t.routeOutage != nullptr && t.routeOutage->is_object()) text.end.readOutage(*t.routeOutage);
   return text;
 }
 
@@ -308,12 +314,13 @@ TimelineText timelineTextOf(const TaskTexts& t, std::vector<EntryText>& entries,
       },
       entryUids, uid, t.completionTime ? json(*t.completionTime) : json(),
       timeline::taskEvidence(t.reason.value_or(""), t.message.value_or(""), t.localParty),
-      t.resourceCreatedTime.value_or(""), &partners);
+      t.resourceCreatedTime.value_or(""), &partners, t.routeOutage);
   if (t.createTime) text.createTime = *t.createTime;
   if (t.phase) text.phase = *t.phase;
   text.end = timeline::TaskEnd::of(t.phase.value_or(""), t.completionTime.value_or(""),
                                    t.reason.value_or(""), t.message.value_or(""),
                                    t.resourceCreatedTime.value_or(""), t.localParty);
+  if (t.routeOutage != nullptr && t.routeOutage->is_object()) text.end.readOutage(*t.routeOutage);
   return text;
 }
 

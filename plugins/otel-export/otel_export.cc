@@ -19,8 +19,8 @@ namespace {
 
 constexpr uint64_t kTickMillis = 1000;
 constexpr int kSweepTicks = 5;
-// tasks, pods, events, task resources, the partners' stub task resources, jobs
-constexpr std::size_t kSubscriptionCount = 6;
+// tasks, pods, events, task resources, the partners' stub task resources, routes, jobs
+constexpr std::size_t kSubscriptionCount = 7;
 // Events of a pod this instance never sees as a task's go after this long.
 constexpr int64_t kOrphanNanos = int64_t{600} * 1000000000;
 
@@ -46,6 +46,7 @@ OtelExport::OtelExport(sdk::Host host, std::string_view domain, std::string_view
   podSub_ = host.subscribe(model::domainSubscription("pods", model::DomainPods::podFields()));
   taskResourceSub_ = host.subscribe(model::control::taskResourceSubscription());
   partnerResourceSub_ = host.subscribe(model::control::partnerTaskResourceSubscription());
+  routeSub_ = host.subscribe(model::route::routeSubscription());
   eventSub_ = host.subscribe(model::podEventSubscription());
   jobSub_ = host.subscribe(model::job::jobSubscription(config_.taskNamespace));
 }
@@ -79,6 +80,7 @@ void OtelExport::onEvent(const sdk::Event& e) {
   }
   if (e.subscriptionId == taskSub_) return onTask(e);
   if (e.subscriptionId == jobSub_) return onJob(e);
+  if (e.subscriptionId == routeSub_) return pods_.onRoute(e);
   auto wanted = [this](const std::string& task) { return this->wanted(task); };
   if (e.subscriptionId == podSub_)
     pods_.onPod(e, host().wallTimeNanos(), wanted,

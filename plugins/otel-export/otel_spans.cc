@@ -260,8 +260,11 @@ private:
     for (auto [field, key] :
          {std::pair{"party", "kuscia.failure.party"}, std::pair{"entry", "kuscia.failure.entry"},
           std::pair{"cause", "kuscia.failure.cause"}, std::pair{"pair", "kuscia.failure.route"},
-          std::pair{"routeReason", "kuscia.failure.route_reason"}})
+          std::pair{"routeReason", "kuscia.failure.route_reason"},
+          std::pair{"lastHeartbeatTime", "kuscia.failure.route_last_heartbeat"}})
       if (std::string v = textOf(why, field); !v.empty()) s.attributes.push_back({key, v});
+    if (std::string down = textOf(objectOf(why, "routeDown"), "since"); !down.empty())
+      s.attributes.push_back({"kuscia.failure.route_down_since", down});
     SpanEvent ev;
     ev.timeNanos = timeIn(why, "since").value_or(s.endNanos);
     ev.name = "kuscia.failure";

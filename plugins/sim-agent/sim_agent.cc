@@ -547,6 +547,7 @@ void SimAgent::failPreCheck(const std::string& task, Task& t) {
   for (const auto& p : t.parties)
     if (other.empty() && p.is_object() && p.value("domainID", "") != t.faultParty)
       other = p.value("domainID", "");
+  if (checks && routeGoesDown(task, t, other)) return;
   json failed = json::array();
   for (const auto& p : t.parties)
     if (p.is_object())
@@ -590,6 +591,51 @@ void SimAgent::failPreCheck(const std::string& task, Task& t) {
                               {"completionTime", now()},
                               {"lastReconcileTime", now()},
                               {"partyTaskStatus", failed}}));
+}
+
+bool SimAgent::routeGoesDown(const std::string& task, Task& t, const std::string& source) {
+  if (t.routeTimer) return true;
+  if (t.routeStage >= 2) return false;
+  const std::string name = source + "-" + t.faultParty;
+  if (t.routeStage == 0) {
+    sdk::KubeRequest r;
+    r.verb = KH_KUBE_CREATE;
+    r.group = "kuscia.secretflow";
+    r.version = "v1alpha1";
+    r.resource = "clusterdomainroutes";
+    r.body = json{{"apiVersion", "kuscia.secretflow/v1alpha1"},
+                  {"kind", "ClusterDomainRoute"},
+                  {"metadata",
+                   {{"name", name},
+                    {"labels",
+                     {{"kuscia.secretflow/clusterdomainroute-source", source},
+                      {"kuscia.secretflow/clusterdomainroute-destination", t.faultParty}}}}},
+                  {"spec",
+                   {{"source", source},
+                    {"destination", t.faultParty},
+                    {"interConnProtocol", "kuscia"},
+                    {"authenticationType", "Token"}}}}
+                 .dump();
+    send(r); // 409 when an earlier task made it: it is there
+  } else {
+    // The CDR controller's sync that finds the partner's heartbeat missing
+    // (cdr/domainroute.go:155-184): Ready False, stamped now.
+    const std::string at = now();
+    send(model::kusciaMergePatch("clusterdomainroutes", "", name, "status",
+                                 json{{"status",
+                                       {{"conditions",
+                                         {{{"type", "Ready"},
+                                           {"status", "False"},
+                                           {"reason", "HeartBeatTimeout"},
+                                           {"message", "HeartBeatTimeout"},
+                                           {"lastUpdateTime", at},
+                                           {"lastTransitionTime", at}}}}}}}
+                                     .dump()));
+  }
+  ++t.routeStage;
+  t.routeTimer = true;
+  timers_[host().startTimer(static_cast<uint64_t>(config_.scheduleMillis), 0, kRoute)] = task;
+  return true;
 }
 
 void SimAgent::createPod(const std::string& task, const Task& t, int index) {
@@ -810,6 +856,10 @@ void SimAgent::onTimer(uint64_t timerId, uint64_t userTag) {
   if (userTag == kCleanup) return cleanup(target);
   if (userTag == kExpiry) return expire(target);
   if (userTag == kReserve) return reserve(target);
+  if (userTag == kRoute) {
+    if (auto t = tasks_.find(target); t != tasks_.end()) t->second.routeTimer = false;
+    return ensure(target);
+  }
   if (userTag == kFinish) {
     auto t = tasks_.find(target);
     if (t == tasks_.end()) return;

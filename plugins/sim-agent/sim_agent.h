@@ -84,6 +84,10 @@ private:
     nlohmann::json parties = nlohmann::json::array();
     bool mine = false;        // lists this domain as a party
     uint64_t finishTimer = 0; // Running -> Succeeded
+    // route-down: the route created (1), then found not ready (2), then the pre-check fails;
+    // whether the next step's timer runs.
+    int routeStage = 0;
+    bool routeTimer = false;
     uint64_t cleanupTimer = 0;
     bool cleaned = false;
     bool reserving = false;              // this domain's TaskResource is created (reserveMillis)
@@ -100,7 +104,8 @@ private:
     kCleanup = 4,
     kExpiry = 5,
     kReserve = 6,
-    kInterconn = 8
+    kInterconn = 8,
+    kRoute = 9
   };
   static_assert(SimJobs::kApproveTag == 7);
 
@@ -112,8 +117,13 @@ private:
   void ensure(const std::string& task);
   void createPod(const std::string& task, const Task& t, int index);
   // route-down: the task fails at its route pre-check (this domain's task controller) or for
-  // the partner whose pre-check failed (p2p), as Kuscia writes it.
+  // the partner whose pre-check failed (p2p), as Kuscia writes it. The checking domain first
+  // creates the ClusterDomainRoute `<other>-<party>` and makes its Ready False
+  // (HeartBeatTimeout), a phase apart, as the route's controller would: the route is down before
+  // the task checks it.
   void failPreCheck(const std::string& task, Task& t);
+  // The next step of the route going down; whether it is still going (the task checks it later).
+  bool routeGoesDown(const std::string& task, Task& t, const std::string& source);
   // The task's party entry of this domain (null when it has none).
   nlohmann::json ownParty(const Task& t) const;
   // The task's status.allocatedPorts as this domain's task controller writes it.

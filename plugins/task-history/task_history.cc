@@ -19,9 +19,9 @@ using nlohmann::json;
 namespace {
 
 constexpr uint64_t kTickMillis = 1000;
-// tasks, pods, Events, TaskResources, the partners' stub TaskResources, jobs: all listed before
-// the first resync.
-constexpr std::size_t kSubscriptions = 6;
+// tasks, pods, Events, TaskResources, the partners' stub TaskResources, routes, jobs: all listed
+// before the first resync.
+constexpr std::size_t kSubscriptions = 7;
 constexpr std::size_t kResyncBatch = 200;
 constexpr int64_t kOrphanNanos = 600 * model::kSecond;
 // Pending events whose room is kept between ticks.
@@ -84,6 +84,7 @@ TaskHistory::TaskHistory(sdk::Host host, std::string_view domain, std::string_vi
   podSub_ = host.subscribe(model::domainSubscription("pods", model::DomainPods::podFields()));
   taskResourceSub_ = host.subscribe(model::control::taskResourceSubscription());
   partnerResourceSub_ = host.subscribe(model::control::partnerTaskResourceSubscription());
+  routeSub_ = host.subscribe(model::route::routeSubscription());
   eventSub_ = host.subscribe(model::podEventSubscription());
   jobSub_ = host.subscribe(model::kusciaSubscription(
       model::control::kKusciaJobs, config_.taskNamespace,
@@ -125,6 +126,7 @@ void TaskHistory::onEvent(const sdk::Event& e) {
   }
   if (e.subscriptionId == taskSub_) return onTask(e);
   if (e.subscriptionId == jobSub_) return onJob(e);
+  if (e.subscriptionId == routeSub_) return pods_.onRoute(e);
   if (e.subscriptionId != podSub_ && e.subscriptionId != eventSub_ &&
       e.subscriptionId != taskResourceSub_ && e.subscriptionId != partnerResourceSub_)
     return;

@@ -240,6 +240,7 @@ TaskTimeline::TaskTimeline(sdk::Host host, std::string_view domain, std::string_
       host, config_.taskNamespace,
       [this](const std::string& initiator) { return counts(initiator); },
       [this](const std::string& task) { return timeline(task, false, false); });
+  routes_.emplace(host, [this](const std::string& source) { return counts(source); });
   board_.addDomain(domain_);
   host.registerRoute("/api/v1/timelines");
   host.registerRoute("/api/v1/jobs");
@@ -286,6 +287,7 @@ void TaskTimeline::onEvent(const sdk::Event& e) {
   if (e.subscriptionId == taskResourceSub_ || e.subscriptionId == partnerResourceSub_)
     return onTaskResource(e);
   if (e.subscriptionId == jobs_->subscription()) return jobs_->onEvent(e);
+  if (e.subscriptionId == routes_->subscription()) return routes_->onEvent(e);
 }
 
 void TaskTimeline::onTimer(uint64_t timerId, uint64_t /*userTag*/) {
@@ -311,7 +313,7 @@ void TaskTimeline::onTimer(uint64_t timerId, uint64_t /*userTag*/) {
 
 void TaskTimeline::onKubeResult(const sdk::KubeResult& result) {
   if (result.userTag == kKeptFactsTag) return onKeptFacts(result);
-  if (jobs_->onKubeResult(result)) return;
+  if (jobs_->onKubeResult(result) || routes_->onKubeResult(result)) return;
   writer_.onKubeResult(result);
 }
 

@@ -49,6 +49,7 @@
 
 #include "entry_board.h"
 #include "job_watch.h"
+#include "route_watch.h"
 #include "timeline_config.h"
 #include <kuscia_model/finished_tasks.h>
 #include <kuscia_model/kuscia.h>
@@ -352,7 +353,8 @@ private:
   sdk::Metric imagePull_, containersStart_, taskStartup_, criticalPath_, blamed_, preparing_;
   sdk::Metric negative_, malformed_, stuck_, keptWrites_, failures_, stuckTasks_;
   model::StatusWriter writer_;
-  std::optional<JobWatch> jobs_; // the KusciaJobs: their view and observed times
+  std::optional<JobWatch> jobs_;     // the KusciaJobs: their view and observed times
+  std::optional<RouteWatch> routes_; // the ClusterDomainRoutes: their observed outages
 };
 
 } // namespace kuscia_host::plugins::timeline

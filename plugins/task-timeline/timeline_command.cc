@@ -7,6 +7,7 @@
 #include <kuscia_model/json_member.h>
 #include <kuscia_model/kept_facts.h>
 #include <kuscia_model/pod_events.h>
+#include <kuscia_model/route_outage.h>
 #include <kuscia_model/timeline.h>
 #include <kuscia_model/timeline_render.h>
 #include <kuscia_model/timeline_summary.h>
@@ -177,6 +178,18 @@ json clusterTimeline(const sdk::CommandEnv& env, int32_t reader, const std::stri
       stubReservations(env, reader, task, entries),
       [&entries](std::string_view party) { return tl::holdsParty(entries, party); });
   if (!partners.empty()) doc["partnerReservations"] = std::move(partners);
+  // A task failed on a route: the route's outage then, as task-timeline kept it on the route.
+  const json& status = model::objectOf(obj, "status");
+  if (std::string route = model::route::routeNamed(model::textOf(status, "message"));
+      !route.empty())
+    if (auto cdr =
+            getJson(env, reader, "/apis/kuscia.secretflow/v1alpha1/clusterdomainroutes/" + route)) {
+      const model::route::Route r = model::route::routeOf(*cdr);
+      json outage =
+          model::route::outageAt(r, model::route::outagesOf(r.observed),
+                                 model::parseTime(model::textOf(status, "completionTime")));
+      if (!outage.is_null()) doc["routeOutage"] = std::move(outage);
+    }
   return doc;
 }
 

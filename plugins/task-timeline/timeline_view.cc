@@ -120,6 +120,9 @@ std::optional<json> TaskTimeline::timeline(const std::string& task, bool phases,
     if (json evidence = model::timeline::taskEvidence(t->reason, t->message, t->localParty);
         !evidence.is_null())
       doc["evidence"] = std::move(evidence);
+    if (json outage = routes_->outageFor(t->message, model::parseTime(t->completionTime));
+        !outage.is_null())
+      doc["routeOutage"] = std::move(outage);
     for (const ParsedEntries& from :
          {ParsedEntries{t->pods.toJson(), t->services.toJson()}, std::move(others)}) {
       for (const auto& [key, entry] : from.podStatuses.items())

@@ -304,3 +304,30 @@ class PostgresServer:
     def psql(self, sql, db="postgres"):
         r = self._run("psql", "-X", "-A", "-t", "-q", "-h", self.dir, "-U", "kh", "-d", db, "-c", sql)
         return r.stdout.strip()
+
+
+def ns(text):
+    """RFC 3339 (whole or fractional seconds, Z) -> Unix nanoseconds."""
+    import calendar
+    m = re.match(r"(\d+)-(\d+)-(\d+)T(\d+):(\d+):(\d+)(\.\d+)?Z$", text)
+    secs = calendar.timegm(tuple(int(x) for x in m.groups()[:6]))
+    return secs * 10**9 + int(round(float("0" + (m.group(7) or "")) * 1e9))
+
+
+def submit_fault_tasks(kubeconfig, work, faults, lifecycle_seconds):
+    """A KusciaTask of alice (initiator) and bob per task of `faults` (task -> the fault sim-agent
+    plays in bob, its `sim.kuscia-host/fault` annotation; "" none), applied with kubectl."""
+    import json
+    for task, fault in faults.items():
+        obj = {"apiVersion": "kuscia.secretflow/v1alpha1", "kind": "KusciaTask",
+               "metadata": {"name": task, "namespace": "cross-domain",
+                            "annotations": {"sim.kuscia-host/fault": "bob=" + fault if fault else ""}},
+               "spec": {"initiator": "alice", "taskInputConfig": "{}",
+                        "scheduleConfig": {"minReservedMembers": 2, "lifecycleSeconds": lifecycle_seconds},
+                        "parties": [{"domainID": "alice", "appImageRef": "secretflow-image"},
+                                    {"domainID": "bob", "appImageRef": "secretflow-image"}]}}
+        path = os.path.join(work, task + ".json")
+        with open(path, "w") as f:
+            json.dump(obj, f)
+        r = kubectl(kubeconfig, "apply", "-f", path)
+        check(r.returncode == 0, "task %s submitted: %s" % (task, r.stderr))

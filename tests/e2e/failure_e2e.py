@@ -26,7 +26,8 @@ import tempfile
 here = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(here, "../otel"))
 from otlp_support import Capture  # noqa: E402
-from e2e_support import RunningHost, apiserver, check, delete_events, eventually, kubectl  # noqa: E402
+from e2e_support import (RunningHost, apiserver, check, delete_events, eventually, kubectl, ns,  # noqa: E402
+                          submit_fault_tasks)
 
 host_bin, plugin_dir = sys.argv[1], sys.argv[2]
 work = tempfile.mkdtemp()
@@ -71,18 +72,7 @@ def host_config(kubeconfig, history_db, endpoint):
 
 
 def submit(kubeconfig):
-    for task, (fault, _) in CASES.items():
-        obj = {"apiVersion": "kuscia.secretflow/v1alpha1", "kind": "KusciaTask",
-               "metadata": {"name": task, "namespace": "cross-domain",
-                            "annotations": {"sim.kuscia-host/fault": "bob=" + fault if fault else ""}},
-               "spec": {"initiator": "alice", "taskInputConfig": "{}",
-                        "scheduleConfig": {"minReservedMembers": 2, "lifecycleSeconds": 8},
-                        "parties": [{"domainID": "alice", "appImageRef": "secretflow-image"},
-                                    {"domainID": "bob", "appImageRef": "secretflow-image"}]}}
-        path = os.path.join(work, task + ".json")
-        json.dump(obj, open(path, "w"))
-        r = kubectl(kubeconfig, "apply", "-f", path)
-        check(r.returncode == 0, "task %s submitted: %s" % (task, r.stderr))
+    submit_fault_tasks(kubeconfig, work, {task: fault for task, (fault, _) in CASES.items()}, 8)
 
 
 def why(summary):
@@ -108,6 +98,11 @@ def expect(task, summary, where):
     if reason == "RouteNotReady":
         check(summary[kind].get("pair") == "alice-bob", "%s: %s names the route alice-bob: %s"
               % (where, task, summary[kind]))
+        # sim-agent made the route not Ready a phase before the task checked it: the host observed
+        # it and kept it on the route.
+        down = summary[kind].get("routeDown", {})
+        check(down.get("observed") is True and "since" in down and ns(down["since"]) <= ns(summary[kind]["since"]),
+              "%s: %s says when the route went down, observed: %s" % (where, task, summary[kind]))
     check(len(got[4].encode()) <= 512 and not re.search(r"[\x00-\x08\x0b-\x1f\x7f]", got[4]),
           "%s: %s's excerpt is bounded, without control characters" % (where, task))
 

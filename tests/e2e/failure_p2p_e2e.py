@@ -6,8 +6,9 @@ task-timeline and task-history. The tasks are created in both clusters, as Kusci
 interconnection does; sim-agent plays one fault of bob's per task:
 - f-route: the route between alice and bob is down. bob's task controller runs the pre-check for
   bob (its cluster's local party: its status allocates bob's ports alone) and fails the task before
-  any pod: RouteNotReady, on the pair alice-bob, party bob. alice's cluster learns that bob failed:
-  PartnerFailed, party bob.
+  any pod: RouteNotReady, on the pair alice-bob, party bob, with when the route went down (bob's
+  host observed its Ready turn False and kept it on the route). alice's cluster learns that bob
+  failed: PartnerFailed, party bob.
 - f-image: bob's image cannot be pulled: bob's host flags the task stuck with ImagePull in bob
   (Kuscia never fails it).
 The answers come from each host's API; then the Events are deleted, both hosts killed and started
@@ -23,7 +24,8 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from e2e_support import RunningHost, apiserver, check, delete_events, eventually, kubectl  # noqa: E402
+from e2e_support import (RunningHost, apiserver, check, delete_events, eventually, kubectl, ns,  # noqa: E402
+                          submit_fault_tasks)
 
 host_bin, plugin_dir = sys.argv[1], sys.argv[2]
 work = tempfile.mkdtemp()
@@ -53,18 +55,7 @@ def host_config(party, kubeconfig, db):
 
 
 def submit(kubeconfig):
-    for task, fault in FAULTS.items():
-        obj = {"apiVersion": "kuscia.secretflow/v1alpha1", "kind": "KusciaTask",
-               "metadata": {"name": task, "namespace": "cross-domain",
-                            "annotations": {"sim.kuscia-host/fault": "bob=" + fault}},
-               "spec": {"initiator": "alice", "taskInputConfig": "{}",
-                        "scheduleConfig": {"minReservedMembers": 2, "lifecycleSeconds": 60},
-                        "parties": [{"domainID": "alice", "appImageRef": "secretflow-image"},
-                                    {"domainID": "bob", "appImageRef": "secretflow-image"}]}}
-        path = os.path.join(work, task + ".json")
-        json.dump(obj, open(path, "w"))
-        r = kubectl(kubeconfig, "apply", "-f", path)
-        check(r.returncode == 0, "task %s submitted: %s" % (task, r.stderr))
+    submit_fault_tasks(kubeconfig, work, FAULTS, 60)
 
 
 def why(summary):
@@ -75,11 +66,20 @@ def why(summary):
     return None
 
 
+def route_down_ok(failure):
+    """The route's outage, observed by bob's host when sim-agent made the route not Ready (a
+    phase before the task failed on it), kept on the route: it began before the task ended."""
+    down = failure.get("routeDown", {})
+    ended = failure.get("since")
+    return (down.get("observed") is True and "since" in down and ended is not None and
+            ns(down["since"]) <= ns(ended))
+
+
 def matches(cluster, task, summary):
     got = why(summary or {})
     kind, reason, party, words = WANT[(cluster, task)]
     return (got is not None and got[:3] == (kind, reason, party) and words in got[3] and
-            (reason != "RouteNotReady" or got[4] == "alice-bob"))
+            (reason != "RouteNotReady" or (got[4] == "alice-bob" and route_down_ok(summary["failure"]))))
 
 
 def expect(cluster, task, summary, where):
@@ -131,6 +131,11 @@ try:
             return json.loads(r.stdout)["summary"] if r.returncode == 0 else None
         check(eventually(lambda: matches(cluster, task, stored()), 30),
               "history: %s in %s's cluster: %s" % (task, cluster, why(stored() or {})))
+    table = subprocess.run([host_bin, "timeline", "f-route", "--kubeconfig", clusters["bob"]],
+                           capture_output=True, text=True, timeout=60).stdout
+    check("failed: RouteNotReady on route alice-bob (HeartBeatTimeout) in bob at " in table and
+          "down since " in table and "(observed)" in table,
+          "the CLI says which route, whose pre-check and since when it was down: " + table[:600])
     for party in ("alice", "bob"):
         hosts[party].kill()
     print("PASS: in p2p, a route down and an image that cannot be pulled, from each cluster's host, "

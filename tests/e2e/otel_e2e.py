@@ -30,7 +30,7 @@ import time
 here = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(here, "../otel"))
 from otlp_support import Capture, spans_of  # noqa: E402
-from e2e_support import check, eventually, sim_cluster  # noqa: E402
+from e2e_support import check, eventually, ns, sim_cluster  # noqa: E402
 
 host_bin, plugin_dir = sys.argv[1], sys.argv[2]
 work = tempfile.mkdtemp()
@@ -64,14 +64,6 @@ def by_trace(cap):
                 for s in ss.get("spans", []):
                     out.setdefault(s["traceId"], []).append((res, s))
     return out
-
-
-def ns(text):
-    """RFC 3339 (whole or fractional seconds, Z) -> Unix nanoseconds."""
-    m = re.match(r"(\d+)-(\d+)-(\d+)T(\d+):(\d+):(\d+)(\.\d+)?Z$", text)
-    import calendar
-    secs = calendar.timegm(tuple(int(x) for x in m.groups()[:6]))
-    return secs * 10**9 + int(round(float("0" + (m.group(7) or "")) * 1e9))
 
 
 def demo(cap, p2p, tasks):

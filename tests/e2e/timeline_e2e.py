@@ -38,7 +38,7 @@ import time
 import urllib.error
 import urllib.request
 
-from e2e_support import UpstreamController, check, eventually
+from e2e_support import UpstreamController, check, eventually, ns
 
 host_bin, plugin_dir = sys.argv[1], sys.argv[2]
 p2p = "--p2p" in sys.argv[3:]
@@ -370,6 +370,33 @@ def job_awaiting_approval(c):
         "conditions": [{"type": "JobValidated", "status": "True", "lastTransitionTime": now()}]}})
 
 
+def route_outage(c):
+    """The route alice-bob goes down and comes back (kubectl plays Kuscia's route controller): the
+    host observed both, to the second, and kept them on the route."""
+    route = clean(fixture("control-plane/bob-cluster.clusterdomainroute-alice-bob.json"))
+    c.apply(route)
+
+    def ready(status, reason=""):
+        c.kubectl("patch", "clusterdomainroute", "alice-bob", "--subresource=status", "--type=merge", "-p",
+                  json.dumps({"status": {"conditions": [{"type": "Ready", "status": status, "reason": reason,
+                                                         "message": reason or "Success",
+                                                         "lastTransitionTime": now()}]}}))
+
+    def kept():
+        obj = json.loads(c.kubectl("get", "clusterdomainroute", "alice-bob", "-o", "json"))
+        return json.loads(obj["metadata"].get("annotations", {}).get("kuscia-host/observed", "{}")).get("outages", [])
+    ready("True")
+    time.sleep(1.1)
+    down_at = now()
+    ready("False", "HeartBeatTimeout")
+    check(eventually(lambda: kept() and "since" in kept()[-1]),
+          "the host kept when the route went down: %s" % kept())
+    check(kept()[-1]["reason"] == "HeartBeatTimeout" and abs(ns(kept()[-1]["since"]) - ns(down_at)) < 3 * 10**9,
+          "observed when it went down: %s (at %s)" % (kept(), down_at))
+    ready("True")
+    check(eventually(lambda: kept() and "until" in kept()[-1]), "and when it came back: %s" % kept())
+
+
 def job_approved(c, h):
     """bob accepts: the host (restarted while the job awaited) dates the approval it watched end,
     keeps it on the job, and serves the job's view with bob to blame."""
@@ -526,6 +553,7 @@ def centralized():
                 return False
         return True
     check(eventually(scheduled), "scheduleTime appears once scheduler-time is enabled")
+    route_outage(c)
     h2.stop()
     least_privilege([c])
 

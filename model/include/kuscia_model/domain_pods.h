@@ -10,6 +10,7 @@
 #include <kuscia_host/plugin.hpp>
 #include <kuscia_model/control_plane.h>
 #include <kuscia_model/pod_events.h>
+#include <kuscia_model/route_outage.h>
 
 #include <cstdint>
 #include <functional>
@@ -66,6 +67,9 @@ public:
   // control::partnerTaskResourceSubscription() (a p2p initiator's stubs of its partners): the
   // document's "partnerReservations". The task ("" when the event names none or changed nothing).
   std::string onTaskResource(const sdk::Event& e);
+  // An event of route::routeSubscription(): a task that failed on the route has its outage in
+  // its document ("routeOutage", route_outage.h), as known when the document is built.
+  void onRoute(const sdk::Event& e) { routes_.onEvent(e); }
 
   // The timeline document of the task (kuscia_model/timeline.h), this domain's facts merged into
   // its pods' entries; the status is the source of which entries there are. Each of this domain's
@@ -118,6 +122,7 @@ private:
 
   std::map<std::string, PodState, std::less<>> pods_; // "<ns>/<name>"
   control::Reservations reservations_;                // each party's TaskResource's times
+  route::Routes routes_;                              // the routes and their outages
 };
 
 } // namespace kuscia_host::model

@@ -73,8 +73,10 @@ struct Classification {
   int64_t since = 0;           // when the evidence was seen (0: unknown)
   std::string excerpt;         // the evidence, bounded
   // RouteNotReady: the pair as the message names it ("alice-bob": upstream picks the order at
-  // random) and the route's Ready reason ("HeartBeatTimeout").
+  // random) and the route's Ready reason ("HeartBeatTimeout"); when the route's outage that held
+  // began and ended (observed: route_outage.h), and its last heartbeat (the route's own).
   std::string pair, routeReason;
+  std::optional<int64_t> routeDownSince, routeDownUntil, routeLastHeartbeat;
 };
 
 // What the evidence's texts name beside its reason: the route's pair and Ready reason
@@ -89,7 +91,8 @@ Named namedIn(Reason r, const Evidence& e);
 // such evidence); the cause is the next reason of the precedence shown by other evidence.
 Classification classify(const std::vector<Evidence>& evidence);
 
-// {"reason", "party", "entry", "since", "excerpt"} (and "cause", "pair", "routeReason" when
+// {"reason", "party", "entry", "since", "excerpt"} (and "cause", "pair", "routeReason",
+// "routeDown": {"since", "until", "observed": true, "precisionSeconds"}, "lastHeartbeatTime" when
 // there are); absent fields are left out.
 nlohmann::json toJson(const Classification& c);
 

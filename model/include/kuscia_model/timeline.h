@@ -228,6 +228,9 @@ struct TaskParts {
   // timeline_summary.h), or null.
   const nlohmann::json* partnerReservations = nullptr;
   const nlohmann::json* allocatedPorts = nullptr; // its status's, for localParty()
+  // The outage of the route its pre-check failed on (an object, "routeOutage" of
+  // route_outage.h), or null.
+  const nlohmann::json* routeOutage = nullptr;
 };
 
 // The lastTransitionTime of a task status's ResourceCreated=True condition ("" when none): when
@@ -288,6 +291,7 @@ inline nlohmann::json fromParts(const TaskParts& t) {
   if (t.partnerReservations != nullptr && t.partnerReservations->is_object() &&
       !t.partnerReservations->empty())
     doc["partnerReservations"] = *t.partnerReservations;
+  if (t.routeOutage != nullptr && t.routeOutage->is_object()) doc["routeOutage"] = *t.routeOutage;
   json& entries = doc["entries"];
   for (auto [group, pod] : {std::pair{t.podStatuses, true}, std::pair{t.serviceStatuses, false}})
     if (group != nullptr && group->is_object())

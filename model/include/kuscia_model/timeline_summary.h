@@ -326,6 +326,9 @@ struct TaskEnd {
   std::optional<int64_t> completionTime; // when it ended
   std::string reason, message;           // excerpts
   std::string party; // the party whose cluster wrote the status (timeline::localParty), or ""
+  // The route outage the document gives (its "routeOutage", route_outage.h), "" route: none.
+  std::string outageRoute;
+  std::optional<int64_t> outageSince, outageUntil, lastHeartbeat;
   // Its ResourceCreated condition's time: the task controller allocated its ports, ran its
   // pre-checks and created its objects (the task's `preparing` ended).
   std::optional<int64_t> resourceCreated;
@@ -346,9 +349,23 @@ struct TaskEnd {
   static TaskEnd of(const nlohmann::json& doc) {
     const nlohmann::json evidence =
         doc.is_object() ? doc.value("evidence", nlohmann::json()) : nlohmann::json();
-    return of(textOf(doc, "phase"), textOf(doc, "completionTime"), textOf(evidence, "reason"),
-              textOf(evidence, "message"), textOf(doc, "resourceCreatedTime"),
-              textOf(evidence, "party"));
+    TaskEnd t = of(textOf(doc, "phase"), textOf(doc, "completionTime"), textOf(evidence, "reason"),
+                   textOf(evidence, "message"), textOf(doc, "resourceCreatedTime"),
+                   textOf(evidence, "party"));
+    if (doc.is_object())
+      if (auto outage = doc.find("routeOutage"); outage != doc.end()) t.readOutage(*outage);
+    return t;
+  }
+  // The document's "routeOutage" (route_outage.h).
+  void readOutage(const nlohmann::json& outage) {
+    outageRoute = textOf(outage, "route");
+    auto time = [&outage](const char* key) -> std::optional<int64_t> {
+      const std::string text = textOf(outage, key);
+      return text.empty() ? std::nullopt : sdk::parseTime(text);
+    };
+    outageSince = time("since");
+    outageUntil = time("until");
+    lastHeartbeat = time("lastHeartbeatTime");
   }
 };
 
@@ -621,6 +638,12 @@ inline void diagnose(Summary& s, const std::vector<const EntryTimes*>& sorted, c
     evidence.push_back(
         {"", task.reason, task.message, failed ? task.completionTime.value_or(0) : 0, task.party});
   failure::Classification c = failure::classify(evidence);
+  if (c.reason == failure::Reason::kRouteNotReady && !c.pair.empty() &&
+      c.pair == task.outageRoute) {
+    c.routeDownSince = task.outageSince;
+    c.routeDownUntil = task.outageUntil;
+    c.routeLastHeartbeat = task.lastHeartbeat;
+  }
   if (!failed && c.entry.empty() && longest != nullptr) {
     // Nothing says why: where it waits longest is still a fact.
     c.entry = longest->entry;

@@ -43,7 +43,8 @@ struct TaskTexts {
   // The task's status: when it ended and why (none: it says nothing), and when its objects were
   // created (its ResourceCreated condition's time).
   std::optional<std::string_view> completionTime, reason, message, resourceCreatedTime;
-  std::string_view localParty; // timeline::localParty() of its status ("" none)
+  std::string_view localParty;                 // timeline::localParty() of its status ("" none)
+  const nlohmann::json* routeOutage = nullptr; // the document's "routeOutage" (route_outage.h)
 };
 // One status entry as its text gives it (status_entries.h, entryFieldTexts(): none with
 // evidence, which the DOM path writes), with what a domain

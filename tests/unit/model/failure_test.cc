@@ -7,6 +7,7 @@
 #include <kuscia_model/timeline_summary.h>
 
 #include <gtest/gtest.h>
+#include <kuscia_model/route_outage.h>
 
 #include <nlohmann/json.hpp>
 #include <string>
@@ -318,6 +319,82 @@ TEST(FailureSummaryTest, AFailedTaskSaysWhyFromTheStatusItKeeps) {
   EXPECT_EQ(s["failure"]["reason"], "Unschedulable");
   EXPECT_EQ(s["failure"]["cause"], "Expired");
   EXPECT_EQ(s["failure"]["party"], "bob");
+}
+
+namespace route = kuscia_host::model::route;
+
+// A route's outage, observed: Kuscia re-stamps its Ready at every sync of the outage, so the host
+// dates the change it watched (to the second), keeps the latest outages on the route, and a task
+// that failed on the route says when it went down; a route found down at the host's start has an
+// outage with no start, never a guessed one.
+TEST(RouteOutageTest, AnOutageWatchedIsDatedKeptAndNamedByTheTaskThatFailedOnIt) {
+  const int64_t s = 1000000000;
+  const int64_t t0 = *sdk::parseTime("2024-05-20T08:59:00Z");
+  auto routeAt = [](bool ready, const char* reason = "") {
+    route::Route r;
+    r.name = "alice-bob";
+    r.hasReady = true;
+    r.ready = ready;
+    r.reason = reason;
+    r.lastHeartbeat = sdk::parseTime("2024-05-20T08:58:45Z");
+    return r;
+  };
+  std::vector<route::Outage> o;
+  EXPECT_FALSE(route::observe(o, routeAt(true), t0, false));
+  EXPECT_TRUE(route::observe(o, routeAt(false, "HeartBeatTimeout"), t0 + 40 * s + s / 2, true));
+  EXPECT_FALSE(route::observe(o, routeAt(false, "HeartBeatTimeout"), t0 + 55 * s, true))
+      << "a sync that re-stamps the outage is no new outage";
+  ASSERT_EQ(o.size(), 1U);
+  EXPECT_EQ(o[0].since, t0 + 40 * s); // whole seconds
+  EXPECT_EQ(o[0].reason, "HeartBeatTimeout");
+  // Kept on the route and read back alike; a task that failed at 09:00:08 on it names it.
+  const std::string kept = route::outagesText(o);
+  EXPECT_EQ(route::outagesOf(kept), o);
+  route::Route down = routeAt(false, "HeartBeatTimeout");
+  down.observed = kept;
+  const std::string message =
+      "KusciaTask failed after 3x retry, last error: cdr-check alice to bob failed with "
+      "HeartBeatTimeout";
+  EXPECT_EQ(route::routeNamed(message), "alice-bob");
+  EXPECT_EQ(route::routeNamed("cdr-check nothing"), "");
+  json outage =
+      route::outageAt(down, route::outagesOf(kept), sdk::parseTime("2024-05-20T09:00:08Z"));
+  EXPECT_EQ(outage["route"], "alice-bob");
+  EXPECT_EQ(outage["since"], "2024-05-20T08:59:40Z");
+  EXPECT_TRUE(outage["observed"].get<bool>());
+  EXPECT_EQ(outage["lastHeartbeatTime"], "2024-05-20T08:58:45Z");
+  EXPECT_FALSE(outage.contains("until"));
+  // The summary of the task's document says it beside the failure.
+  Task failed;
+  failed.doc["routeOutage"] = outage;
+  failed.ended("Failed", "", message, json::array({json{{"domainID", "bob"}}}));
+  json f = failed.summary("2024-05-20T09:06:00Z")["failure"];
+  EXPECT_EQ(f["reason"], "RouteNotReady");
+  EXPECT_EQ(f["routeDown"]["since"], "2024-05-20T08:59:40Z");
+  EXPECT_TRUE(f["routeDown"]["observed"].get<bool>());
+  EXPECT_EQ(f["lastHeartbeatTime"], "2024-05-20T08:58:45Z");
+  // Another route's outage is not this failure's.
+  failed.doc["routeOutage"]["route"] = "bob-alice";
+  EXPECT_FALSE(failed.summary("2024-05-20T09:06:00Z")["failure"].contains("routeDown"));
+  // Up again: the outage ends; a task that failed long after it does not name it.
+  EXPECT_TRUE(route::observe(o, routeAt(true), t0 + 300 * s, true));
+  EXPECT_EQ(o.back().until, t0 + 300 * s);
+  EXPECT_TRUE(route::outageAt(down, o, t0 + 900 * s).is_null());
+  EXPECT_EQ(route::outageAt(down, o, t0 + 100 * s)["until"], "2024-05-20T09:04:00Z");
+  // A host that starts during an outage it did not see begin: an outage with no start.
+  std::vector<route::Outage> unseen;
+  EXPECT_TRUE(route::observe(unseen, routeAt(false, "DestinationUnreachable"), t0, false));
+  json undated = route::outageAt(down, unseen, t0 + s);
+  EXPECT_FALSE(undated.contains("since"));
+  EXPECT_FALSE(undated.contains("observed"));
+  EXPECT_EQ(undated["reason"], "DestinationUnreachable");
+  // The latest outages only.
+  for (int i = 0; i < 20; ++i) {
+    route::observe(o, routeAt(false, "HeartBeatTimeout"), t0 + (400 + 2 * i) * s, true);
+    route::observe(o, routeAt(true), t0 + (401 + 2 * i) * s, true);
+  }
+  EXPECT_EQ(o.size(), route::kKeptOutages);
+  EXPECT_EQ(route::outagesOf(route::outagesText(o)), o);
 }
 
 // A task waiting past stuckAfter says why it waits; before, it does not; a finished one never.

@@ -202,6 +202,23 @@ TEST(SimAgentTest, ARouteDownFailsTheTaskAtItsPreCheckBeforeAnyPod) {
   ASSERT_TRUE(bob.create(descriptor(), "{}"));
   ASSERT_TRUE(bob.start());
   deliver(bob, "kusciatasks", KH_EVENT_ADDED, t);
+  // The route goes down first, as its controller finds the heartbeat missing: created, then its
+  // Ready False a phase later; the pre-check fails the task a phase after that.
+  const auto* route = last(bob, "clusterdomainroutes", KH_KUBE_CREATE);
+  ASSERT_NE(route, nullptr);
+  EXPECT_EQ(json::parse(route->body)["metadata"]["name"], "alice-bob");
+  EXPECT_EQ(json::parse(route->body)["spec"]["destination"], "bob");
+  EXPECT_EQ(last(bob, "kusciatasks", KH_KUBE_PATCH, "status"), nullptr);
+  deliver(bob, "kusciatasks", KH_EVENT_MODIFIED, t); // another event changes nothing
+  bob.advanceMillis(1000);
+  const auto* down = last(bob, "clusterdomainroutes", KH_KUBE_PATCH, "status");
+  ASSERT_NE(down, nullptr);
+  EXPECT_EQ(down->name, "alice-bob");
+  const json ready = json::parse(down->body)["status"]["conditions"][0];
+  EXPECT_EQ(ready["status"], "False");
+  EXPECT_EQ(ready["reason"], "HeartBeatTimeout");
+  EXPECT_EQ(last(bob, "kusciatasks", KH_KUBE_PATCH, "status"), nullptr);
+  bob.advanceMillis(1000);
   EXPECT_EQ(last(bob, "pods", KH_KUBE_CREATE), nullptr);
   std::vector<json> writes;
   for (const auto& r : bob.requests())
@@ -221,6 +238,9 @@ TEST(SimAgentTest, ARouteDownFailsTheTaskAtItsPreCheckBeforeAnyPod) {
                   {"message", "cdr-check alice to bob failed with HeartBeatTimeout"},
                   {"lastTransitionTime", w["conditions"][1]["lastTransitionTime"]}}));
   EXPECT_TRUE(w.contains("completionTime"));
+  // bob's cluster ran bob's pre-check: it allocated bob's ports alone.
+  ASSERT_EQ(w["allocatedPorts"].size(), 1U);
+  EXPECT_EQ(w["allocatedPorts"][0]["domainID"], "bob");
   testing::FakeHost alice("alice", "p2p");
   ASSERT_TRUE(alice.create(descriptor(), "{}"));
   ASSERT_TRUE(alice.start());
