@@ -117,6 +117,12 @@ sdk::Subscription partnerTaskResourceSubscription() {
   return s;
 }
 
+sdk::Subscription allTaskResourceSubscription() {
+  sdk::Subscription s = taskResourceSubscription();
+  s.scope = KH_SCOPE_ALL;
+  return s;
+}
+
 TaskResource taskResourceOfFields(std::string_view key, std::string_view fieldsJson) {
   const json fields = parseFields(fieldsJson, kTaskResourceFields.size());
   json object = json::object();

@@ -19,8 +19,8 @@ namespace {
 
 constexpr uint64_t kTickMillis = 1000;
 constexpr int kSweepTicks = 5;
-// tasks, pods, events, task resources, the partners' stub task resources, routes, jobs
-constexpr std::size_t kSubscriptionCount = 7;
+// tasks, pods, events, task resources (every namespace), routes, jobs
+constexpr std::size_t kSubscriptionCount = 6;
 // Events of a pod this instance never sees as a task's go after this long.
 constexpr int64_t kOrphanNanos = int64_t{600} * 1000000000;
 
@@ -44,8 +44,8 @@ OtelExport::OtelExport(sdk::Host host, std::string_view domain, std::string_view
   taskSub_ = host.subscribe(model::taskSubscription(
       config_.taskNamespace, {std::begin(kTaskFields), std::end(kTaskFields)}));
   podSub_ = host.subscribe(model::domainSubscription("pods", model::DomainPods::podFields()));
-  taskResourceSub_ = host.subscribe(model::control::taskResourceSubscription());
-  partnerResourceSub_ = host.subscribe(model::control::partnerTaskResourceSubscription());
+  // Every party's reservation, and a p2p initiator's stubs of its partners.
+  taskResourceSub_ = host.subscribe(model::control::allTaskResourceSubscription());
   routeSub_ = host.subscribe(model::route::routeSubscription());
   eventSub_ = host.subscribe(model::podEventSubscription());
   jobSub_ = host.subscribe(model::job::jobSubscription(config_.taskNamespace));
@@ -87,7 +87,7 @@ void OtelExport::onEvent(const sdk::Event& e) {
                 [this](const std::string& task) { return held(task); });
   else if (e.subscriptionId == eventSub_)
     pods_.onPodEvent(e, host().wallTimeNanos(), wanted);
-  else if (e.subscriptionId == taskResourceSub_ || e.subscriptionId == partnerResourceSub_)
+  else if (e.subscriptionId == taskResourceSub_)
     pods_.onTaskResource(e);
 }
 

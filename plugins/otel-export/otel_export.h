@@ -79,8 +79,8 @@ private:
   OtelConfig config_;
   std::string domain_;
   int64_t startedNanos_ = 0;
-  uint64_t taskSub_ = 0, podSub_ = 0, eventSub_ = 0, taskResourceSub_ = 0, partnerResourceSub_ = 0,
-           routeSub_ = 0, jobSub_ = 0, timer_ = 0;
+  uint64_t taskSub_ = 0, podSub_ = 0, eventSub_ = 0, taskResourceSub_ = 0, routeSub_ = 0,
+           jobSub_ = 0, timer_ = 0;
   model::DomainPods pods_;                 // this domain's task pods and their Events
   std::map<std::string, TaskState> tasks_; // in flight
   std::map<std::string, int64_t> recent_;  // sent: task -> when (wall ns)

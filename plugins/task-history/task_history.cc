@@ -19,9 +19,9 @@ using nlohmann::json;
 namespace {
 
 constexpr uint64_t kTickMillis = 1000;
-// tasks, pods, Events, TaskResources, the partners' stub TaskResources, routes, jobs: all listed
-// before the first resync.
-constexpr std::size_t kSubscriptions = 7;
+// tasks, pods, Events, TaskResources (every namespace), routes, jobs: all listed before the first
+// resync.
+constexpr std::size_t kSubscriptions = 6;
 constexpr std::size_t kResyncBatch = 200;
 constexpr int64_t kOrphanNanos = 600 * model::kSecond;
 // Pending events whose room is kept between ticks.
@@ -82,8 +82,8 @@ TaskHistory::TaskHistory(sdk::Host host, std::string_view domain, std::string_vi
        "/status/conditions", "/status/podStatuses", "/status/serviceStatuses",
        "/status/allocatedPorts"}));
   podSub_ = host.subscribe(model::domainSubscription("pods", model::DomainPods::podFields()));
-  taskResourceSub_ = host.subscribe(model::control::taskResourceSubscription());
-  partnerResourceSub_ = host.subscribe(model::control::partnerTaskResourceSubscription());
+  // Every party's reservation, and a p2p initiator's stubs of its partners.
+  taskResourceSub_ = host.subscribe(model::control::allTaskResourceSubscription());
   routeSub_ = host.subscribe(model::route::routeSubscription());
   eventSub_ = host.subscribe(model::podEventSubscription());
   jobSub_ = host.subscribe(model::kusciaSubscription(
@@ -128,7 +128,7 @@ void TaskHistory::onEvent(const sdk::Event& e) {
   if (e.subscriptionId == jobSub_) return onJob(e);
   if (e.subscriptionId == routeSub_) return pods_.onRoute(e);
   if (e.subscriptionId != podSub_ && e.subscriptionId != eventSub_ &&
-      e.subscriptionId != taskResourceSub_ && e.subscriptionId != partnerResourceSub_)
+      e.subscriptionId != taskResourceSub_)
     return;
   if (e.subscriptionId == eventSub_ && e.type == KH_EVENT_DELETED) return; // what it said stays
   // Kept as it came, and read with the others at the next tick (or before anything reads the
@@ -166,11 +166,10 @@ void TaskHistory::readPending() {
     e.key = p.key;
     e.uid = p.uid;
     e.fieldsJson = p.fields;
-    const std::string task =
-        p.subscription == podSub_ ? pods_.onPod(e, p.at, wanted, held)
-        : p.subscription == taskResourceSub_ || p.subscription == partnerResourceSub_
-            ? pods_.onTaskResource(e)
-            : pods_.onPodEvent(e, p.at, wanted);
+    const std::string task = p.subscription == podSub_ ? pods_.onPod(e, p.at, wanted, held)
+                             : p.subscription == taskResourceSub_
+                                 ? pods_.onTaskResource(e)
+                                 : pods_.onPodEvent(e, p.at, wanted);
     // A new fact of a task's pod: the task is recorded again (before the initial lists are in,
     // the resync that follows them looks at every task anyway).
     if (p.afterSync && !task.empty()) markDue(task, p.at);

@@ -95,8 +95,8 @@ private:
 
   HistoryConfig config_;
   std::string domain_;
-  uint64_t taskSub_ = 0, podSub_ = 0, eventSub_ = 0, taskResourceSub_ = 0, partnerResourceSub_ = 0,
-           routeSub_ = 0, jobSub_ = 0, timer_ = 0;
+  uint64_t taskSub_ = 0, podSub_ = 0, eventSub_ = 0, taskResourceSub_ = 0, routeSub_ = 0,
+           jobSub_ = 0, timer_ = 0;
   std::set<uint64_t> synced_;
   model::DomainPods pods_;
   // A pod or Event event as it came, read at the next tick (readPending).

@@ -2,13 +2,16 @@
 """One answer, before and after Kuscia cleans up, and after a restart.
 
 `kuscia-host run` against `kuscia-host apiserver`, centralized alice and bob, with sim-agent
-playing the slow-party scenario (bob's image pull takes eight phases) and deleting the finished
-task's pods and services as Kuscia does. Once the task started, its summary is read from the
+playing the slow-party scenario (bob's image pull takes eight phases), or a slow reservation
+(Kuscia's gang reservation: bob's TaskResource is Reserved eight phases after alice's, so alice's
+pod awaits the other parties and bob's reserving is to blame), and deleting the finished task's
+pods and services (and TaskResources) as Kuscia does. Once the task started, its summary is read from the
 timeline API; then the pods and services are deleted (by sim-agent), the pods' Events too (as
 they expire), and the host is killed with SIGKILL and started again. The summary (startup, last
 party, the critical path, the blame: bob's pull) is then the same from the timeline API, the web
 page (headless Chromium), `kuscia-host timeline`, `kuscia-host history` and the trace
-(otel-export's blamed span). Run twice: with task-history, and without it.
+(otel-export's blamed span). Run three times: the slow pull with task-history and without it,
+the slow reservation with it.
 
 usage: one_answer_e2e.py <kuscia-host> <plugin-dir>
 """
@@ -32,12 +35,15 @@ TASK = "one-answer-1"
 SUMMARY_KEYS = ("complete", "startupSeconds", "lastParty", "blame", "criticalPath", "parties")
 
 
-def host_config(kubeconfig, name, history_db, endpoint):
+def host_config(kubeconfig, name, history_db, endpoint, slow):
     path = os.path.join(work, name + ".yaml")
     with open(path, "w") as f:
         f.write("mode: centralized\npluginDirs: [%s]\ncluster:\n  kubeconfig: %s\ndomains:\n" % (plugin_dir, kubeconfig))
         for d in ("alice", "bob"):
-            pull = ", pullMillis: 2400" if d == "bob" else ""
+            if slow == "pulling":
+                pull = ", pullMillis: 2400" if d == "bob" else ""
+            else:
+                pull = ", reserveMillis: %d" % (2400 if d == "bob" else 300)
             f.write("  - id: %s\n    plugins:\n"
                     "      - name: sim-agent\n        config: { phaseMillis: 300, cleanupMillis: 600%s }\n"
                     "      - name: task-timeline\n      - name: gateway-ready-time\n"
@@ -104,22 +110,27 @@ def blamed_spans(cap):
     return out
 
 
-def run(with_history):
-    label = "with task-history" if with_history else "without task-history"
-    run_dir = os.path.join(work, "history" if with_history else "plain")
+def run(with_history, slow="pulling"):
+    label = "%s, %s" % ("with task-history" if with_history else "without task-history", "slow " + slow)
+    name = "%s-%s" % ("history" if with_history else "plain", slow)
+    run_dir = os.path.join(work, name)
     os.makedirs(run_dir)
     kubeconfig = apiserver(host_bin, run_dir, procs)
     cap = Capture()
-    db = os.path.join(work, "history-%d.db" % with_history) if with_history else None
-    config = host_config(kubeconfig, "host-%d" % with_history, db, cap.url)
-    host = RunningHost(host_bin, config, os.path.join(work, "host-%d.log" % with_history), procs)
+    db = os.path.join(work, name + ".db") if with_history else None
+    config = host_config(kubeconfig, "host-" + name, db, cap.url, slow)
+    host = RunningHost(host_bin, config, os.path.join(work, "host-%s.log" % name), procs)
     host.start()
     submit(kubeconfig)
     check(eventually(lambda: (host.get("/api/v1/timelines/" + TASK) or {}).get("summary", {}).get("complete"), 60),
           label + ": the task started")
     before = summary_of(host.get("/api/v1/timelines/" + TASK))
-    check(before["blame"]["phase"] == "pulling" and before["blame"]["party"] == "bob",
-          label + ": bob's pull is blamed while the pods are there: %s" % before["blame"])
+    check(before["blame"]["phase"] == slow and before["blame"]["party"] == "bob",
+          label + ": bob's %s is blamed while the pods are there: %s" % (slow, before["blame"]))
+    if slow == "reserving":
+        path = [p["entry"].split("/")[0] + " " + p["phase"] for p in before["criticalPath"]]
+        check("alice awaiting-parties" in path or "bob reserving" in path,
+              label + ": the path goes through the reservation: %s" % path)
     check(eventually(lambda: task_pods_gone(kubeconfig), 60), label + ": sim-agent deleted the task's pods")
     delete_events(kubeconfig)
     after = summary_of(host.get("/api/v1/timelines/" + TASK))
@@ -159,7 +170,9 @@ def run(with_history):
 try:
     run(True)
     run(False)
-    print("PASS: one answer before and after the cleanup and a restart, with and without task-history")
+    run(True, "reserving")
+    print("PASS: one answer before and after the cleanup and a restart, with and without task-history, "
+          "for a slow pull and a slow reservation")
 finally:
     for p in procs:
         if p.poll() is None:

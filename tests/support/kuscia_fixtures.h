@@ -46,10 +46,11 @@ inline std::string project(const testing::FakeHost::SubscriptionRecord& sub, con
   return fields.dump();
 }
 
-// Delivers `obj` to the plugin as an event of `sub`, and keeps the fake host's cache in step.
-inline kh_status_t deliverTo(testing::FakeHost& host,
-                             const testing::FakeHost::SubscriptionRecord& sub, kh_event_type_t type,
-                             const json& obj) {
+// Delivers `obj` to the plugin as an event of the subscription to `resource`, and keeps the
+// fake host's cache in step.
+inline kh_status_t deliver(testing::FakeHost& host, const std::string& resource,
+                           kh_event_type_t type, const json& obj) {
+  const auto& sub = subscription(host, resource);
   std::string k = key(obj);
   std::string fields = project(sub, obj);
   const auto& m = obj["metadata"];
@@ -58,12 +59,6 @@ inline kh_status_t deliverTo(testing::FakeHost& host,
   else
     host.putObject(sub.id, {k, m.value("uid", ""), m.value("resourceVersion", ""), fields, {}});
   return host.deliver(sub.id, type, k, m.value("uid", ""), m.value("resourceVersion", ""), fields);
-}
-
-// Delivers `obj` as an event of the plugin's (first) subscription to `resource`.
-inline kh_status_t deliver(testing::FakeHost& host, const std::string& resource,
-                           kh_event_type_t type, const json& obj) {
-  return deliverTo(host, subscription(host, resource), type, obj);
 }
 
 // The fixture's task with every entry ready in its status (bob's pod at 08:00:09, the services

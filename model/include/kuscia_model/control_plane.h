@@ -69,6 +69,11 @@ TaskResource taskResourceOfFields(std::string_view key, std::string_view fieldsJ
 // partners' namespaces (label kuscia.secretflow/interconn-protocol-type=kuscia, every namespace),
 // with the same fields: a party whose pods this cluster does not hold still has its reservation.
 sdk::Subscription partnerTaskResourceSubscription();
+// The TaskResources of every namespace: each party's reservation the cluster holds (its own
+// parties', and a p2p initiator's stubs of its partners), for a plugin that builds a task's whole
+// document alone (model::DomainPods: otel-export, task-history), as task-timeline's instances
+// of a host share their parties' through their entry board.
+sdk::Subscription allTaskResourceSubscription();
 
 // A party's reservation as its pods' entries carry it, in the order of kReservationTimes: when
 // it began (the TaskResource's startTime, else its creation), when the party reserved, when

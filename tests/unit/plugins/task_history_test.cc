@@ -1089,13 +1089,11 @@ TEST(TaskHistoryTest, APartnersReservationThatHeldTheTaskIsInItsHistory) {
                     {"lastTransitionTime", "2024-05-20T08:00:06Z"}}}}}}};
     return tr;
   };
-  const testing::FakeHost::SubscriptionRecord* stubs = nullptr;
-  for (const auto& s : host.subscriptions())
-    if (s.resource == "taskresources" && !s.labelSelector.empty()) stubs = &s;
-  ASSERT_NE(stubs, nullptr) << "no subscription to the partners' stub TaskResources";
+  // The TaskResources of every namespace: the stubs are in the partners'.
+  EXPECT_EQ(test::subscription(host, "taskresources").scope, KH_SCOPE_ALL);
   deliver(host, "taskresources", KH_EVENT_ADDED, reservation("alice", "2024-05-20T08:00:00Z"));
   const json bob = reservation("bob", "2024-05-20T08:00:06Z");
-  test::deliverTo(host, *stubs, KH_EVENT_ADDED, bob);
+  deliver(host, "taskresources", KH_EVENT_ADDED, bob);
   deliver(host, "kusciatasks", KH_EVENT_ADDED, task);
   host.advanceMillis(2000);
   plugin(host).flush(std::chrono::seconds(10));
@@ -1110,7 +1108,7 @@ TEST(TaskHistoryTest, APartnersReservationThatHeldTheTaskIsInItsHistory) {
   EXPECT_EQ(doc["partnerReservations"]["bob"]["reservedTime"], "2024-05-20T08:00:06Z");
   EXPECT_FALSE(doc["entries"].contains("bob/secretflow-task-psi-bob")) << "no entry of bob's";
   // The task succeeds, Kuscia deletes the TaskResources: the answer stays.
-  test::deliverTo(host, *stubs, KH_EVENT_DELETED, bob);
+  deliver(host, "taskresources", KH_EVENT_DELETED, bob);
   task["status"]["phase"] = "Succeeded";
   task["metadata"]["resourceVersion"] = "999";
   deliver(host, "kusciatasks", KH_EVENT_MODIFIED, task);
