@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # End to end with the real kubectl against `kuscia-host apiserver`: apply, get (short name kt),
 # describe, status merge patch with pruning, strategic-merge re-apply, label, field selector,
-# get -w, get --raw, a Secret and a Lease, delete. With --tls the server uses generated
+# get -w, get --raw, a Secret and a Lease, create -f of a List, delete. With --tls the server uses generated
 # certificates and a token, and also accepts client certificates from a CA given with --client-ca.
 # usage: kubectl_e2e.sh <kuscia-host> <fixtures-dir> [--tls]
 set -euo pipefail
@@ -127,6 +127,16 @@ cat >"$work/lease.json" <<'JSON'
 JSON
 expect "apply lease" 'lease.coordination.k8s.io/kuscia-host created' "${k[@]}" apply -f "$work/lease.json"
 expect "get leases" '^kuscia-host ' "${k[@]}" get leases -n alice
+# A `kind: List` (kubectl validates it through the OpenAPI v2 document, asked for as protobuf).
+cat >"$work/list.yaml" <<'YAML'
+apiVersion: v1
+kind: List
+items:
+  - {apiVersion: v1, kind: ConfigMap, metadata: {name: list-a, namespace: alice}, data: {x: "1"}}
+  - {apiVersion: v1, kind: ConfigMap, metadata: {name: list-b, namespace: alice}}
+YAML
+expect "create -f of a List" 'configmap/list-b created' "${k[@]}" create -f "$work/list.yaml"
+expect "the List's items" '^list-a ' "${k[@]}" get configmaps -n alice
 expect "delete kt" 'deleted' "${k[@]}" delete kt secretflow-task-psi -n cross-domain
 expect "gone" 'No resources found' "${k[@]}" get kt -n cross-domain
 echo "kubectl e2e passed${tls:+ (TLS)}"

@@ -111,6 +111,9 @@ ApiResponse errorResponse(const ApiError& e);
 
 // Discovery and OpenAPI documents (apiserver/discovery.cc): the answer for a discovery path, or
 // nullopt when `path` is not one.
+// Whether the request asks for the OpenAPI v2 document as protobuf (kubectl, validating a List):
+// discovery() answers it so, whatever else the server answers only as JSON.
+bool acceptsOpenapiV2Protobuf(const ApiRequest& req);
 std::optional<ApiResponse> discovery(const ResourceRegistry& registry, const ApiOptions& options,
                                      const ApiRequest& req);
 

@@ -1,6 +1,8 @@
-// Discovery (/version, /api, /apis, per group-version resource lists) and a minimal /openapi/v3:
-// enough for kubectl (get, describe, apply with validation) and the official Python client.
+// Discovery (/version, /api, /apis, per group-version resource lists), a minimal /openapi/v3 and
+// /openapi/v2: enough for kubectl (get, describe, apply with validation, create -f of a List)
+// and the official Python client.
 #include <algorithm>
+#include <string_view>
 
 #include "apimachinery/paths.h"
 #include "apiserver/api.h"
@@ -128,7 +130,52 @@ std::optional<json> openapiDocument(const ResourceRegistry& registry, const ApiO
               {"components", {{"schemas", schemas}}}};
 }
 
+// The media type of the OpenAPI v2 document as protobuf (gnostic's openapi.v2.Document), which
+// kubectl asks for alone when it validates a `kind: List` (client-side validation through v2).
+constexpr std::string_view kOpenapiV2Protobuf = "application/com.github.proto-openapi.spec.v2";
+
+// Appends a protobuf length-delimited field (wire type 2) holding `bytes`.
+void appendField(std::string& out, unsigned field, std::string_view bytes) {
+  out += static_cast<char>((field << 3) | 2);
+  for (std::size_t n = bytes.size();; n >>= 7) { // the length, as a varint
+    if (n < 0x80) {
+      out += static_cast<char>(n);
+      break;
+    }
+    out += static_cast<char>((n & 0x7f) | 0x80);
+  }
+  out += bytes;
+}
+
+// The OpenAPI v2 document: its version and info, no paths or definitions (kubectl's validation
+// skips a kind it finds no schema of, as for the CRDs of a real server without one), as JSON or
+// as gnostic's protobuf Document (swagger 1, info 2 {title 1, version 2}, paths 8,
+// definitions 9).
+ApiResponse openapiV2(const ApiOptions& options, const ApiRequest& req) {
+  if (req.accept.find(kOpenapiV2Protobuf) == std::string::npos ||
+      req.accept.find("json") != std::string::npos)
+    return jsonResponse(200, {{"swagger", "2.0"},
+                              {"info", {{"title", "Kubernetes"}, {"version", options.gitVersion}}},
+                              {"paths", json::object()},
+                              {"definitions", json::object()}});
+  std::string info;
+  appendField(info, 1, "Kubernetes");
+  appendField(info, 2, options.gitVersion);
+  ApiResponse r;
+  appendField(r.body, 1, "2.0");
+  appendField(r.body, 2, info);
+  appendField(r.body, 8, "");
+  appendField(r.body, 9, "");
+  // As kube-openapi answers it: the media type asked for is no valid Content-Type ('@').
+  r.contentType = "application/octet-stream";
+  return r;
+}
+
 } // namespace
+
+bool acceptsOpenapiV2Protobuf(const ApiRequest& req) {
+  return req.path == "/openapi/v2" && req.accept.find(kOpenapiV2Protobuf) != std::string::npos;
+}
 
 std::optional<ApiResponse> discovery(const ResourceRegistry& registry, const ApiOptions& options,
                                      const ApiRequest& req) {
@@ -167,6 +214,7 @@ std::optional<ApiResponse> discovery(const ResourceRegistry& registry, const Api
     return found(resourceList(registry, segs[1] + "/" + segs[2]));
   if (segs.size() == 2 && segs[0] == "openapi" && segs[1] == "v3")
     return jsonResponse(200, openapiIndex(registry));
+  if (segs.size() == 2 && segs[0] == "openapi" && segs[1] == "v2") return openapiV2(options, req);
   if (segs.size() > 2 && segs[0] == "openapi" && segs[1] == "v3") {
     std::string want;
     for (std::size_t i = 2; i < segs.size(); ++i)

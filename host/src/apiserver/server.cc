@@ -161,7 +161,7 @@ void ApiServer::onRequest(ApiRequest req, const std::shared_ptr<httpd::Exchange>
       return exchange->respond(toHttp(std::move(r)));
     }
   }
-  if (!acceptsJson(req.accept))
+  if (!acceptsJson(req.accept) && !acceptsOpenapiV2Protobuf(req))
     return exchange->respond(toHttp(statusResponse(
         406, "NotAcceptable", "only application/json is served; Accept: " + req.accept)));
   auto deadline = std::chrono::steady_clock::now() + options_.api.tooLargeWait;
