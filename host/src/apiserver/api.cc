@@ -201,6 +201,12 @@ ApiResponse ApiHandler::handle(const ApiRequest& req) {
     a.name = t.name;
     a.code = r.status;
     a.userAgent = req.userAgent;
+    a.user = "system:anonymous";
+    constexpr std::string_view kBearer = "Bearer ";
+    if (req.authorization.starts_with(kBearer))
+      if (auto it = options_.tokens.find(req.authorization.substr(kBearer.size()));
+          it != options_.tokens.end())
+        a.user = it->second.user;
     options_.audit(a);
   }
   return r;

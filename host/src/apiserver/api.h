@@ -41,6 +41,8 @@ struct AuditRecord {
   std::string group, resource, subresource, namespaceName, name;
   int code = 0;
   std::string userAgent;
+  // Who asked: the user of a bearer token of ApiOptions::tokens, else "system:anonymous".
+  std::string user;
 };
 
 struct ApiOptions {

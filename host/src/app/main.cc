@@ -107,7 +107,8 @@ int runApiServer(apiserver::ServerOptions options, const std::string& kubeconfig
                                {"namespace", a.namespaceName},
                                {"name", a.name}}},
                              {"responseStatus", {{"code", a.code}}},
-                             {"userAgent", a.userAgent}};
+                             {"userAgent", a.userAgent},
+                             {"user", {{"username", a.user}}}};
       std::lock_guard lock(auditMutex);
       audit << line.dump() << std::endl;
     };
@@ -253,7 +254,7 @@ Command addApiServer(CLI::App& app) {
                   "Write a kubeconfig for clients to this file");
   cmd->add_option("--audit-log", o->auditLog,
                   "Append one JSON line per resource request (verb, objectRef, "
-                  "responseStatus.code, userAgent) to this file");
+                  "responseStatus.code, userAgent, user.username) to this file");
   cmd->add_flag("--tls", o->api.tls,
                 "Serve HTTPS with a CA and certificate generated at start; clients need the "
                 "bearer token (both are in the kubeconfig)");

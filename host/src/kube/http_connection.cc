@@ -5,6 +5,8 @@
 #include <boost/asio/use_awaitable.hpp>
 
 #include <charconv>
+#include <string>
+#include <unistd.h>
 
 #include "common/version.h"
 
@@ -92,6 +94,14 @@ bool tlsBuffered(SSL* ssl) {
   return SSL_has_pending(ssl) == 1 || BIO_ctrl_pending(SSL_get_rbio(ssl)) > 0;
 }
 
+// "kuscia-host/<version> (pid <pid>)": which process asked, in the API server's audit log (two
+// replicas of a domain, or two hosts on one machine).
+const std::string& userAgent() {
+  static const std::string ua =
+      std::string("kuscia-host/") + kVersion + " (pid " + std::to_string(::getpid()) + ")";
+  return ua;
+}
+
 void appendRequest(std::string& out, const ClusterAccess& a, const HttpRequest& request) {
   auto token = a.bearerToken();
   if (!token) throw Failure(token.error());
@@ -103,8 +113,8 @@ void appendRequest(std::string& out, const ClusterAccess& a, const HttpRequest& 
                         request.method == "PATCH" || request.method == "PUT";
   out.reserve(out.size() + 256 + request.target.size() + token->size() + request.body.size());
   out.append(request.method).append(" ").append(request.target).append(" HTTP/1.1\r\nHost: ");
-  out.append(a.host).append(":").append(a.port).append("\r\nUser-Agent: kuscia-host/");
-  out.append(kVersion).append("\r\nAccept: application/json\r\n");
+  out.append(a.host).append(":").append(a.port).append("\r\nUser-Agent: ").append(userAgent());
+  out.append("\r\nAccept: application/json\r\n");
   if (!token->empty()) out.append("Authorization: Bearer ").append(*token).append("\r\n");
   if (withBody) {
     char length[24];
