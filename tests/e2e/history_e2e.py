@@ -14,9 +14,9 @@ again: no duplicates. Then PostgreSQL is stopped for 5 s (at least until its fai
 counted) while tasks start: nothing is lost once it is back, and the failures were counted, none
 dropped.
 
-A burst killed (SQLite, WAL): twenty tasks start at once, the host is killed with SIGKILL once
-the first are recorded; the file passes `PRAGMA integrity_check`, and after the restart each task
-is recorded once, with both parties.
+A burst killed (SQLite in WAL, then PostgreSQL): twenty tasks start at once, the host is killed
+with SIGKILL once the first are recorded; the SQLite file passes `PRAGMA integrity_check`, and
+after the restart each task is recorded once, with both parties.
 
 usage: history_e2e.py <kuscia-host> <plugin-dir>
 """
@@ -246,16 +246,28 @@ def restart_and_postgres():
     pg.stop()
 
 
-def burst_killed_sqlite():
-    """SIGKILL during a burst of recordings into SQLite (WAL): the file is consistent, and once
-    the host is back every task is recorded once, with both parties."""
+def burst_killed(kind):
+    """SIGKILL during a burst of recordings (SQLite in WAL, or PostgreSQL): the database is
+    consistent, and once the host is back every task is recorded once, with both parties."""
     import sqlite3
-    sub = os.path.join(work, "burst")
+    sub = os.path.join(work, "burst-" + kind)
     os.makedirs(sub)
-    db = os.path.join(sub, "history.db")
+    if kind == "sqlite":
+        database = os.path.join(sub, "history.db")
+
+        def query(sql):
+            with sqlite3.connect(database) as c:
+                return str(c.execute(sql).fetchone()[0])
+    else:
+        pg = PostgresServer(sub)
+        pg.psql("CREATE DATABASE history")
+        database = pg.uri("history")
+
+        def query(sql):
+            return pg.psql(sql, "history")
     kubeconfig, config = sim_cluster(host_bin, sub, """      - name: task-history
         config: { database: "%s", recordDelaySeconds: 1 }
-""" % db, 200, procs)
+""" % database, 200, procs)
 
     def run_host():
         proc = subprocess.Popen([host_bin, "run", "--config", config, "--plugin-dir", plugin_dir,
@@ -276,32 +288,34 @@ def burst_killed_sqlite():
         r = kubectl(kubeconfig, "create", "-f", "-", stdin=json.dumps(task))
         check(r.returncode == 0, "task %s created: %s" % (name, r.stderr))
     recorded = lambda: len(history(*server, "--since", "1d") or [])
-    check(eventually(lambda: recorded() >= 3, 60), "the burst is being recorded")
+    check(eventually(lambda: recorded() >= 3, 60), "%s: the burst is being recorded" % kind)
     host.send_signal(signal.SIGKILL)
     host.wait()
-    with sqlite3.connect(db) as c:
-        check(c.execute("PRAGMA integrity_check").fetchone()[0] == "ok",
-              "killed mid-burst: PRAGMA integrity_check ok")
-        check(c.execute("PRAGMA journal_mode").fetchone()[0] == "wal", "the file is in WAL mode")
+    if kind == "sqlite":
+        check(query("PRAGMA integrity_check") == "ok" and query("PRAGMA journal_mode") == "wal",
+              "killed mid-burst: PRAGMA integrity_check ok, in WAL mode")
     host, server = run_host()
     check(eventually(lambda: complete_items(server, len(tasks)), 90),
-          "restarted: all %d tasks recorded, complete" % len(tasks))
+          "%s, restarted: all %d tasks recorded, complete" % (kind, len(tasks)))
     time.sleep(2)  # past recordDelaySeconds: a duplicate would be written by now
-    with sqlite3.connect(db) as c:
-        counts = (c.execute("SELECT count(*) FROM tasks").fetchone()[0],
-                  c.execute("SELECT count(*) FROM recordings").fetchone()[0],
-                  c.execute("PRAGMA integrity_check").fetchone()[0])
-    check(counts == (len(tasks), 2 * len(tasks), "ok"),
-          "each task once, one recording per party, the file consistent: %s" % (counts,))
+    counts = (query("SELECT count(*) FROM tasks"), query("SELECT count(*) FROM recordings"),
+              query("SELECT count(DISTINCT task) FROM recordings"))
+    check(counts == (str(len(tasks)), str(2 * len(tasks)), str(len(tasks))),
+          "%s: each task once, one recording per party: %s" % (kind, counts))
+    if kind == "sqlite":
+        check(query("PRAGMA integrity_check") == "ok", "and the file consistent")
     host.terminate()
     host.wait(timeout=30)
+    if kind != "sqlite":
+        pg.stop()
 
 
 try:
     demo(False)
     demo(True)
     restart_and_postgres()
-    burst_killed_sqlite()
+    burst_killed("sqlite")
+    burst_killed("postgresql")
     print("history e2e passed")
 finally:
     for p in procs:
