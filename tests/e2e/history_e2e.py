@@ -167,6 +167,27 @@ def demo(p2p):
           "-o csv: a header and three tasks")
 
 
+def start_host(config, log):
+    """`kuscia-host run --config CONFIG`: the process, and the `--server` arguments of its admin API."""
+    proc = subprocess.Popen([host_bin, "run", "--config", config, "--plugin-dir", plugin_dir,
+                             "--admin-listen", "127.0.0.1:0"], stdout=subprocess.DEVNULL,
+                            stderr=open(log, "a"))
+    procs.append(proc)
+    port = eventually(lambda: listening_port(proc.pid), 30)
+    check(port, "the host serves its admin API")
+    return proc, ["--server", "http://127.0.0.1:%d" % port]
+
+
+def create_task(kubeconfig, name):
+    """A KusciaTask of alice and bob, as Kuscia's users create one."""
+    task = {"apiVersion": "kuscia.secretflow/v1alpha1", "kind": "KusciaTask",
+            "metadata": {"name": name, "namespace": "cross-domain"},
+            "spec": {"initiator": "alice", "parties": [{"domainID": "alice", "appImageRef": "x"},
+                                                       {"domainID": "bob", "appImageRef": "x"}]}}
+    r = kubectl(kubeconfig, "create", "-f", "-", stdin=json.dumps(task))
+    check(r.returncode == 0, "task %s created: %s" % (name, r.stderr))
+
+
 def restart_and_postgres():
     pg = PostgresServer(work)
     pg.psql("CREATE DATABASE history")
@@ -175,22 +196,8 @@ def restart_and_postgres():
 """ % pg.uri("history"), 400, procs)
     log = os.path.join(work, "r.log")
 
-    def run_host():
-        proc = subprocess.Popen([host_bin, "run", "--config", config, "--plugin-dir", plugin_dir,
-                                 "--admin-listen", "127.0.0.1:0"], stdout=subprocess.DEVNULL,
-                                stderr=open(log, "a"))
-        procs.append(proc)
-        port = eventually(lambda: listening_port(proc.pid), 30)
-        check(port, "the host serves its admin API")
-        return proc, ["--server", "http://127.0.0.1:%d" % port]
-
-    def submit(name):
-        task = {"apiVersion": "kuscia.secretflow/v1alpha1", "kind": "KusciaTask",
-                "metadata": {"name": name, "namespace": "cross-domain"},
-                "spec": {"initiator": "alice", "parties": [{"domainID": "alice", "appImageRef": "x"},
-                                                           {"domainID": "bob", "appImageRef": "x"}]}}
-        r = kubectl(kubeconfig, "create", "-f", "-", stdin=json.dumps(task))
-        check(r.returncode == 0, "task %s created: %s" % (name, r.stderr))
+    run_host = lambda: start_host(config, log)
+    submit = lambda name: create_task(kubeconfig, name)
 
     host, server = run_host()
     submit("r-1")
@@ -269,24 +276,11 @@ def burst_killed(kind):
         config: { database: "%s", recordDelaySeconds: 1 }
 """ % database, 200, procs)
 
-    def run_host():
-        proc = subprocess.Popen([host_bin, "run", "--config", config, "--plugin-dir", plugin_dir,
-                                 "--admin-listen", "127.0.0.1:0"], stdout=subprocess.DEVNULL,
-                                stderr=open(os.path.join(sub, "host.log"), "a"))
-        procs.append(proc)
-        port = eventually(lambda: listening_port(proc.pid), 30)
-        check(port, "the host serves its admin API")
-        return proc, ["--server", "http://127.0.0.1:%d" % port]
-
+    run_host = lambda: start_host(config, os.path.join(sub, "host.log"))
     tasks = ["b-%02d" % i for i in range(20)]
     host, server = run_host()
     for name in tasks:
-        task = {"apiVersion": "kuscia.secretflow/v1alpha1", "kind": "KusciaTask",
-                "metadata": {"name": name, "namespace": "cross-domain"},
-                "spec": {"initiator": "alice", "parties": [{"domainID": "alice", "appImageRef": "x"},
-                                                           {"domainID": "bob", "appImageRef": "x"}]}}
-        r = kubectl(kubeconfig, "create", "-f", "-", stdin=json.dumps(task))
-        check(r.returncode == 0, "task %s created: %s" % (name, r.stderr))
+        create_task(kubeconfig, name)
     recorded = lambda: len(history(*server, "--since", "1d") or [])
     check(eventually(lambda: recorded() >= 3, 60), "%s: the burst is being recorded" % kind)
     host.send_signal(signal.SIGKILL)
