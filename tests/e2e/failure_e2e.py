@@ -148,6 +148,8 @@ def page(url, task):
     tag = m.group(0)
     attrs = dict(re.findall(r'data-(reason|party|kind)="([^"]*)"', tag))
     excerpt = re.search(r'<pre id="failureExcerpt">(.*?)</pre>', dom, re.S)
+    title = re.search(r'id="failureTitle"[^>]*>(.*?)<', dom, re.S)
+    attrs["title"] = title.group(1) if title else ""
     return ("hidden" not in tag, attrs, excerpt.group(1) if excerpt else "")
 
 
@@ -239,12 +241,17 @@ try:
     check(bad.returncode != 0 and "reason must be one of" in bad.stderr, "a reason not in the list is refused")
     # The page, at a glance: the reason, the party and the evidence, as text.
     shown, attrs, excerpt = page(host.url, "f-peer")
+    attrs.pop("title")
     check(shown and attrs == {"reason": "PeerNetwork", "party": "bob", "kind": "failure"},
           "the page shows f-peer's failure: %s" % attrs)
     check("delayed connect error: 111" in excerpt and "&lt;module&gt;" not in excerpt and "<" not in excerpt.replace("&lt;", ""),
           "the page's excerpt is the evidence, as text: %r" % excerpt)
     shown, attrs, _ = page(host.url, "f-image")
+    attrs.pop("title")
     check(shown and attrs == {"reason": "ImagePull", "party": "bob", "kind": "stuck"}, "the page shows f-image stuck: %s" % attrs)
+    shown, attrs, _ = page(host.url, "f-route")
+    check(shown and re.search(r"RouteNotReady on route alice-bob \(HeartBeatTimeout\) at .*, down since .* \(observed\)",
+                              attrs["title"]), "the page says since when the route was down: %s" % attrs)
     shown, _, _ = page(host.url, "f-ok")
     check(not shown, "the page shows no failure for a task that started")
     host.kill()

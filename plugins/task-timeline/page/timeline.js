@@ -118,13 +118,15 @@ function phaseText(p) {
 }
 
 // "Failed: OOMKilled in bob (bob/t-0) at ..., cause Expired" of summary.failure or .stuck;
-// "Failed: RouteNotReady on route alice-bob (HeartBeatTimeout) at ..." for a route.
+// "Failed: RouteNotReady on route alice-bob (HeartBeatTimeout) in bob at ..., down since ...
+// (observed)" for a route.
 function whyTitle(c, stuck) {
   return (stuck ? "Stuck" + (c.seconds === undefined ? "" : " " + secs(c.seconds)) : "Failed") +
       ": " + c.reason + (c.pair ? " on route " + c.pair : "") +
       (c.routeReason ? " (" + c.routeReason + ")" : "") +
       (c.party ? " in " + c.party : "") + (c.entry ? " (" + c.entry + ")" : "") +
-      (c.since ? (stuck ? " since " : " at ") + c.since : "") + (c.cause ? ", cause " + c.cause : "");
+      (c.since ? (stuck ? " since " : " at ") + c.since : "") + (c.cause ? ", cause " + c.cause : "") +
+      (c.routeDown && c.routeDown.since ? ", down since " + c.routeDown.since + " (observed)" : "");
 }
 function whyShort(s) {
   const c = s.failure || s.stuck;
