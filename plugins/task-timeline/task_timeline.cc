@@ -601,7 +601,10 @@ void TaskTimeline::publish(const std::string& key, Service& s) {
   if (signature.digest() == s.published) return;
   s.published = signature.digest();
   EntryFacts facts;
-  if (s.programming != kNoServiceWait) facts.facts = serviceWaitFacts(s.programming);
+  // Why it waits, while it waits: the Endpoints and the gateway's annotation say it, and nothing
+  // keeps them once the service is gone, so a ready service's phase carries no reason (one
+  // answer before and after Kuscia's cleanup, and task-history's).
+  if (s.programming != kNoServiceWait && w) facts.facts = serviceWaitFacts(s.programming);
   if (w) facts.waiting = std::make_unique<Waiting>(std::move(*w));
   board_.put(services_.find(key)->first, std::move(facts)); // the record's key
 }
