@@ -118,17 +118,19 @@ CombinedView combinedView(const std::vector<RecordingRef>& recordings) {
   for (auto& [key, entry] : picked)
     view.entries.push_back(entry);
   // The partners' reservations, the latest recording's of each party, for a party no entry is of.
-  std::map<std::string, model::timeline::EntryTimes> partners;
+  std::map<std::string, std::pair<model::timeline::EntryTimes, std::size_t>> partners;
   for (std::size_t i : order) {
     const RecordingRef& r = recordings[i];
     for (auto& e :
          r.text != nullptr ? r.text->partners : model::timeline::partnerEntries(*r.document))
-      partners[std::string(model::namespaceOf(e.key))] = e;
+      partners[std::string(model::namespaceOf(e.key))] = {e, i};
   }
-  for (auto& [party, e] : partners) {
+  for (auto& [party, taken] : partners) {
     const std::string prefix = party + "/";
     auto at = picked.lower_bound(prefix);
-    if (at == picked.end() || !at->first.starts_with(prefix)) view.partners.push_back(std::move(e));
+    if (at != picked.end() && at->first.starts_with(prefix)) continue;
+    view.partners.push_back(std::move(taken.first));
+    view.partnerFrom.push_back(taken.second);
   }
   return view;
 }
@@ -146,18 +148,13 @@ json combine(std::vector<StoredRecording> recordings) {
     std::string key(e.key);
     entries[key] = std::move(recordings[e.from].document["entries"][key]);
   }
-  // The partners' reservations as the view takes them: the latest recording's of each party.
-  std::vector<const StoredRecording*> byTime;
-  byTime.reserve(recordings.size());
-  for (const auto& r : recordings)
-    byTime.push_back(&r);
-  std::stable_sort(byTime.begin(), byTime.end(),
-                   [](const auto* a, const auto* b) { return a->atNanos < b->atNanos; });
+  // The partners' reservations the view takes, each from the recording it takes it from.
   json partners = json::object();
-  for (const auto* r : byTime)
-    partners.update(model::objectOf(r->document, "partnerReservations"));
-  for (auto it = partners.begin(); it != partners.end();)
-    it = model::timeline::holdsParty(entries, it.key()) ? partners.erase(it) : std::next(it);
+  for (std::size_t i = 0; i < view.partners.size(); ++i) {
+    const std::string party(model::namespaceOf(view.partners[i].key));
+    partners[party] = model::objectOf(
+        model::objectOf(recordings[view.partnerFrom[i]].document, "partnerReservations"), party);
+  }
   json doc = std::move(recordings[view.latestIndex].document);
   doc.erase("summary");
   doc.erase("partnerReservations");

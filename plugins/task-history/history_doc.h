@@ -57,8 +57,10 @@ struct CombinedView {
   };
   std::vector<Entry> entries;
   // The partners' reservations (a p2p initiator's stubs, "partnerReservations") of the parties
-  // no combined entry is of, each from the latest recording that has it.
+  // no combined entry is of, each from the latest recording that has it, and that recording's
+  // place (partnerFrom[i] for partners[i]).
   std::vector<model::timeline::EntryTimes> partners;
+  std::vector<std::size_t> partnerFrom;
 };
 CombinedView combinedView(const std::vector<RecordingRef>& recordings);
 
