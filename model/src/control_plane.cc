@@ -13,11 +13,6 @@ using nlohmann::json;
 
 namespace {
 
-std::optional<int64_t> timeIn(const json& obj, const char* key) {
-  const std::string text = textOf(obj, key);
-  return text.empty() ? std::nullopt : sdk::parseTime(text);
-}
-
 std::string annotation(const json& object, const char* name) {
   return textOf(objectOf(objectOf(object, "metadata"), "annotations"), name);
 }

@@ -205,9 +205,8 @@ std::optional<TimelineText> DomainPods::documentTextOf(const TaskTexts& task,
       if (!p.uid.empty()) uids.emplace_back(key, p.uid);
     }
   const json partners = partnersOf(name, keptFacts, [&entries](std::string_view party) {
-    return std::any_of(entries.begin(), entries.end(), [party](const EntryText& e) {
-      return e.key.size() > party.size() && e.key[party.size()] == '/' && e.key.starts_with(party);
-    });
+    return std::any_of(entries.begin(), entries.end(),
+                       [party](const EntryText& e) { return timeline::keyOfParty(e.key, party); });
   });
   const json outage =
       task.message

@@ -18,12 +18,6 @@ using nlohmann::json;
 
 namespace {
 
-std::optional<int64_t> timeOf(const json& obj, const char* key) {
-  const std::string text = textOf(obj, key);
-  if (text.empty()) return std::nullopt;
-  return sdk::parseTime(text);
-}
-
 double seconds(int64_t from, int64_t to) {
   return std::round(static_cast<double>(to - from) / 1e6) / 1e3; // to the millisecond
 }
@@ -107,9 +101,9 @@ TaskTimes timesOf(const std::map<std::string, json>& tasks, const std::string& n
   auto it = tasks.find(name);
   if (name.empty() || it == tasks.end()) return t;
   t.doc = &it->second;
-  t.created = timeOf(*t.doc, "createTime");
-  t.completion = timeOf(*t.doc, "completionTime");
-  t.allReady = timeOf(objectOf(*t.doc, "summary"), "allReadyTime");
+  t.created = timeIn(*t.doc, "createTime");
+  t.completion = timeIn(*t.doc, "completionTime");
+  t.allReady = timeIn(objectOf(*t.doc, "summary"), "allReadyTime");
   return t;
 }
 
@@ -178,8 +172,8 @@ Observations observationsOf(std::string_view annotation) {
   if (annotation.empty()) return o;
   json j = json::parse(annotation, nullptr, false);
   if (!j.is_object() || j.value("v", 0) != 1) return o;
-  o.awaiting = timeOf(j, "awaiting");
-  o.approved = timeOf(j, "approved");
+  o.awaiting = timeIn(j, "awaiting");
+  o.approved = timeIn(j, "approved");
   for (const auto& [party, at] : objectOf(j, "accepted").items())
     if (at.is_string())
       if (auto t = sdk::parseTime(at.get<std::string>())) o.accepted[party] = *t;

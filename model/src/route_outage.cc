@@ -2,6 +2,7 @@
 
 #include <kuscia_host/kube_text.hpp>
 #include <kuscia_model/control_plane.h>
+#include <kuscia_model/failure.h>
 #include <kuscia_model/json_member.h>
 #include <kuscia_model/kept_facts.h>
 #include <kuscia_model/kuscia.h>
@@ -23,11 +24,6 @@ constexpr int64_t kSecond = 1000000000;
 
 std::string timeText(int64_t ns) {
   return sdk::formatTime(ns, sdk::TimePrecision::kAsGiven);
-}
-
-std::optional<int64_t> timeIn(const json& obj, const char* key) {
-  const std::string text = textOf(obj, key);
-  return text.empty() ? std::nullopt : sdk::parseTime(text);
 }
 
 } // namespace
@@ -130,15 +126,10 @@ bool observe(std::vector<Outage>& outages, const Route& route, int64_t nowNanos,
 }
 
 std::string routeNamed(std::string_view message) {
-  constexpr std::string_view kCheck = "cdr-check ", kTo = " to ", kFailed = " failed with ";
-  const std::size_t at = message.find(kCheck);
-  if (at == std::string_view::npos) return {};
-  const std::string_view rest = message.substr(at + kCheck.size());
-  const std::size_t end = rest.find(kFailed);
-  const std::size_t to = rest.substr(0, end).find(kTo);
-  if (end == std::string_view::npos || to == std::string_view::npos) return {};
-  return std::string(rest.substr(0, to)) + "-" +
-         std::string(rest.substr(to + kTo.size(), end - to - kTo.size()));
+  // The pair RouteNotReady names, "<src>-<dst>": the route's own name.
+  failure::Evidence e;
+  e.message = std::string(message);
+  return failure::namedIn(failure::Reason::kRouteNotReady, e).pair;
 }
 
 json outageAt(const Route& r, const std::vector<Outage>& outages,

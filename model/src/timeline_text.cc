@@ -192,10 +192,8 @@ void appendDocument(TimelineText& text, std::string_view name, std::string_view 
     out += ",\"partnerReservations\":";
     appendJson(out, *partners);
     text.partners = timeline::partnerEntriesOf(*partners, [&sources](std::string_view party) {
-      return std::any_of(sources.begin(), sources.end(), [party](const Source& s) {
-        const std::string_view key(s.key);
-        return key.size() > party.size() && key[party.size()] == '/' && key.starts_with(party);
-      });
+      return std::any_of(sources.begin(), sources.end(),
+                         [party](const Source& s) { return timeline::keyOfParty(s.key, party); });
     });
   }
   const std::size_t before = out.size();

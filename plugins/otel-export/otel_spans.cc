@@ -16,11 +16,7 @@ namespace {
 
 using model::objectOf;
 using model::textOf;
-
-std::optional<int64_t> timeIn(const json& j, const char* key) {
-  std::string t = textOf(j, key);
-  return t.empty() ? std::nullopt : sdk::parseTime(t);
-}
+using model::timeIn;
 
 bool running(std::string_view phase) {
   return phase == "Running" || phase == "Succeeded";

@@ -2,7 +2,11 @@
 // document), whatever it holds.
 #pragma once
 
+#include <kuscia_host/kube_text.hpp>
+
+#include <cstdint>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -13,6 +17,12 @@ inline std::string textOf(const nlohmann::json& obj, const char* key) {
   if (!obj.is_object()) return {};
   auto it = obj.find(key);
   return it != obj.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+// The instant obj[key] holds when it is an RFC 3339 time (Kubernetes' and Kuscia's), else none.
+inline std::optional<int64_t> timeIn(const nlohmann::json& obj, const char* key) {
+  const std::string text = textOf(obj, key);
+  return text.empty() ? std::nullopt : sdk::parseTime(text);
 }
 
 // obj[key] when `obj` is an object and that member one too, else an empty object (a

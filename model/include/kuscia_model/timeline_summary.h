@@ -279,6 +279,11 @@ inline EntryTimes entryTimes(std::string_view key, const nlohmann::json& entry) 
   return t;
 }
 
+// Whether the entry key "<ns>/<name>" is one of `party`'s.
+inline bool keyOfParty(std::string_view key, std::string_view party) {
+  return key.size() > party.size() && key[party.size()] == '/' && key.starts_with(party);
+}
+
 // Whether a document's entries ({"<ns>/<name>": ...}) hold one of `party`.
 inline bool holdsParty(const nlohmann::json& entries, std::string_view party) {
   if (!entries.is_object()) return false;
@@ -359,13 +364,9 @@ struct TaskEnd {
   // The document's "routeOutage" (route_outage.h).
   void readOutage(const nlohmann::json& outage) {
     outageRoute = textOf(outage, "route");
-    auto time = [&outage](const char* key) -> std::optional<int64_t> {
-      const std::string text = textOf(outage, key);
-      return text.empty() ? std::nullopt : sdk::parseTime(text);
-    };
-    outageSince = time("since");
-    outageUntil = time("until");
-    lastHeartbeat = time("lastHeartbeatTime");
+    outageSince = timeIn(outage, "since");
+    outageUntil = timeIn(outage, "until");
+    lastHeartbeat = timeIn(outage, "lastHeartbeatTime");
   }
 };
 
